@@ -1,0 +1,54 @@
+/*
+ * tinyrps runtime: executes an ExecuTorch Cortex-M (CMSIS-NN operator) .pte
+ * program with no operating system and no heap.
+ *
+ * The program bytes are used in place (flash, or memory filled by a loader) and
+ * never modified. Every activation lives in one caller-provided arena laid out
+ * by the program's own memory plan. Every function returns TRT_OK or a negative
+ * trt_status; nothing reads or writes outside the program buffer or the arena.
+ */
+#ifndef TINYRPS_RUNTIME_H
+#define TINYRPS_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRT_IMAGE_SIDE 28
+#define TRT_IMAGE_BYTES (TRT_IMAGE_SIDE * TRT_IMAGE_SIDE)
+#define TRT_MAX_OUTPUTS 16
+
+typedef enum {
+    TRT_OK = 0,
+    TRT_ERR_TRUNCATED = -1,        /* an offset or length points outside the program */
+    TRT_ERR_BAD_MAGIC = -2,        /* not an ExecuTorch program (file identifier) */
+    TRT_ERR_MALFORMED = -3,        /* flatbuffer structure invalid (vtable, index, type) */
+    TRT_ERR_UNSUPPORTED_OP = -4,   /* an operator this runtime does not implement */
+    TRT_ERR_ARENA_TOO_SMALL = -5,  /* the memory plan does not fit the arena */
+    TRT_ERR_BAD_TENSOR = -6,       /* tensor dtype/shape/size inconsistent with its use */
+    TRT_ERR_BAD_INPUT = -7,        /* wrong input size */
+    TRT_ERR_LIMIT = -8,            /* more values / instructions than the runtime's static tables */
+} trt_status;
+
+typedef struct trt_program trt_program;  /* opaque; storage from trt_program_size() */
+
+/* Static storage the runtime needs for its tables (bytes), independent of the model. */
+size_t trt_program_size(void);
+
+/* Parse and validate the whole program (every offset, index, tensor size against
+ * the buffer and the arena) before anything runs. On error, detail (if non-NULL)
+ * receives a short NUL-terminated reason, e.g. the unsupported operator's name. */
+trt_status trt_load(trt_program *prog, const uint8_t *pte, size_t pte_len,
+                    uint8_t *arena, size_t arena_len, char *detail, size_t detail_len);
+
+/* Bytes of arena the loaded program's memory plan needs. */
+size_t trt_arena_needed(const trt_program *prog);
+
+/* Run one inference on a 28x28 uint8 image (converted to float32 x/255 as the
+ * program's input). out_q receives the int8 output of the last quantized
+ * operator, logits the program's float32 output (dequantized); n_out is set. */
+trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES],
+                     int8_t out_q[TRT_MAX_OUTPUTS], float logits[TRT_MAX_OUTPUTS], int *n_out);
+
+const char *trt_status_name(trt_status s);
+
+#endif

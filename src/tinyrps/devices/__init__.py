@@ -1,0 +1,46 @@
+"""Inference devices, chosen by `--device`. See base.Device for the interface.
+
+Modules are imported lazily: opening `host` must not pay for QEMU, and `eager`
+must not pay for the ExecuTorch runtime.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from ..errors import UserError
+from .base import Device, check_images  # noqa: F401
+
+# name -> (module, class, what it runs)
+DEVICES = {
+    "eager": ("eager", "EagerDevice", "the PyTorch checkpoint (model.pt)"),
+    "host": ("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU"),
+    "npu-ref": ("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model"),
+    "mcu": ("mcu", "McuDevice", "a Cortex-M .pte on the firmware in QEMU (Cortex-M55), over the serial link"),
+    "native": ("native", "NativeDevice", "a Cortex-M .pte on the firmware's C runtime built for this host"),
+}
+
+
+def device_names() -> list:
+    return list(DEVICES)
+
+
+def open_device(name: str, model, **options) -> Device:
+    """Open device `name` on a model file (model.pt for eager, a .pte otherwise)."""
+    if name not in DEVICES:
+        raise UserError(f"unknown device '{name}'; valid devices: {', '.join(DEVICES)}")
+    module, cls, _ = DEVICES[name]
+    model = Path(model)
+    if not model.is_file():
+        raise UserError(f"model file not found: {model} (create one with `tinyrps export --run RUN --target T`)")
+    mod = importlib.import_module(f"{__name__}.{module}")
+    return getattr(mod, cls)(model, **options)
+
+
+def default_device(pte) -> str:
+    """The device that runs this program by default, from its sidecar or its contents."""
+    from ..pte import program_family
+    from ..export import FAMILY_DEVICES
+    if Path(pte).suffix == ".pt":
+        return "eager"
+    return FAMILY_DEVICES[program_family(pte)][0]
