@@ -177,3 +177,41 @@ def preview(images: np.ndarray, labels: np.ndarray, path: Path, columns: int = 1
     fig.savefig(tmp, dpi=100)
     plt.close(fig)
     os.replace(tmp, path)
+
+
+# Preprocessing of user images for `tinyrps classify`: the letter's height in the
+# fitted image sits inside the training range (Jitter.height_px).
+FIT_BOX = 20
+
+
+def load_image(path) -> np.ndarray:
+    """Any PNG/JPEG -> uint8 [28,28] like the training data: grayscale, dark background,
+    the drawn content cropped and fitted into a 20x20 box at the centre."""
+    from .errors import UserError
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"image not found: {path}")
+    try:
+        with Image.open(path) as img:
+            gray = np.asarray(img.convert("L"), dtype=np.float32)
+    except Exception:
+        raise UserError(f"{path} is not an image Pillow can read (use PNG or JPEG)") from None
+    return fit_image(gray)
+
+
+def fit_image(gray: np.ndarray) -> np.ndarray:
+    border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
+    if np.median(border) > 127:             # bright background: make it dark like the training data
+        gray = 255.0 - gray
+    background = np.median(border) if np.median(border) <= 127 else 255.0 - np.median(border)
+    mask = gray > background + 0.5 * (gray.max() - background)
+    if mask.any() and gray.max() > background + 8:
+        ys, xs = np.nonzero(mask)
+        gray = gray[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
+    h, w = gray.shape
+    scale = FIT_BOX / max(h, w)
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    small = Image.fromarray(np.clip(gray, 0, 255).astype(np.uint8)).resize(size, Image.Resampling.LANCZOS)
+    canvas = Image.new("L", (IMAGE_SIZE, IMAGE_SIZE), int(np.clip(background, 0, 255)))
+    canvas.paste(small, ((IMAGE_SIZE - size[0]) // 2, (IMAGE_SIZE - size[1]) // 2))
+    return np.asarray(canvas, dtype=np.uint8)

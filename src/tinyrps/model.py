@@ -5,6 +5,7 @@ of the checkpoint format (state_dict keys), so keep them.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -49,10 +50,11 @@ def count_macs() -> int:
 
 def images_to_tensor(images) -> torch.Tensor:
     """uint8 [N,28,28] -> float32 [N,1,28,28] in [0,1], the model's input convention."""
-    t = torch.as_tensor(images)
-    if t.dtype != torch.uint8 or t.ndim != 3 or tuple(t.shape[1:]) != (IMAGE_SIZE, IMAGE_SIZE):
-        raise ValueError(f"expected uint8 images of shape [N,{IMAGE_SIZE},{IMAGE_SIZE}], got {t.dtype} {tuple(t.shape)}")
-    return (t.to(torch.float32) / 255.0).unsqueeze(1)
+    a = np.asarray(images)
+    if a.dtype != np.uint8 or a.ndim != 3 or a.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE):
+        raise ValueError(f"expected uint8 images of shape [N,{IMAGE_SIZE},{IMAGE_SIZE}], got {a.dtype} {a.shape}")
+    # float32 division, the same rounding as the firmware's (float)x / 255.0f
+    return torch.from_numpy(a.astype(np.float32)[:, None] / np.float32(255.0))
 
 
 def load_model(path) -> TinyRPS:

@@ -1,6 +1,11 @@
 """The ExecuTorch runtime (pybindings) running a .pte on this CPU: portable kernels and XNNPACK."""
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
+import sys
+
 import numpy as np
 import torch
 
@@ -23,18 +28,41 @@ class HostDevice(Device):
             raise UserError(f"{model_path.name} is a {family} program: it needs {need}, which the host runtime "
                             f"does not have; run it with --device {' or --device '.join(FAMILY_DEVICES[family])}")
         from executorch.runtime import Runtime, Verification
+        # The runtime uses the program's bytes in place: keep them (and the Program) alive with the method.
+        self._program_bytes = program
         try:
-            self.method = Runtime.get().load_program(program, verification=Verification.Minimal).load_method("forward")
+            with silenced_c_stderr():
+                self._program = Runtime.get().load_program(program, verification=Verification.Minimal)
+                self.method = self._program.load_method("forward")
+                self._classify_batch(np.zeros((1, 28, 28), np.uint8))  # first run probes the CPU
         except Exception as e:
             raise UserError(f"{model_path} could not be loaded by the ExecuTorch runtime ({e}); export it again") from None
         backends = sorted({d for d in _delegate_ids(program)})
         self._describe = "ExecuTorch runtime" + (f" ({', '.join(backends)})" if backends else " (portable kernels)")
 
     def _classify_batch(self, images: np.ndarray) -> np.ndarray:
-        return self.method.execute([images_to_tensor(images)])[0].numpy().astype(np.float32)
+        return self.method.execute([images_to_tensor(images)])[0].numpy()
 
     def describe(self) -> str:
         return self._describe
+
+
+@contextlib.contextmanager
+def silenced_c_stderr():
+    """Point fd 2 at /dev/null for a while. The runtime's CPU probe prints lines on the C
+    stderr (buffered, so they would surface at exit) that say nothing to a user."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            try:
+                yield
+            finally:
+                ctypes.CDLL(None).fflush(None)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _delegate_ids(program: bytes) -> list:

@@ -1,0 +1,76 @@
+"""Evaluation: accuracy of eager and every exported program on the test split.
+
+Each program runs on its own device (host runtime, NPU reference, MCU), never on
+the eager model. Reports accuracy, agreement of predictions with eager, max |logit
+difference| from eager, and whatever the target family adds (bit-exactness for the
+Cortex-M firmware, agreement with the int8 CPU model for Ethos-U).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import variants
+from .data import load_split
+from .devices import default_device, open_device
+from .export import EvalContext, get_target, run_config
+from .progress import progress_bar
+
+CHUNK = 50
+
+
+def classify_with_progress(device, images, bar, description) -> np.ndarray:
+    task = bar.add_task(description, total=len(images), status="")
+    out = []
+    for i in range(0, len(images), CHUNK):
+        out.append(device.classify(images[i:i + CHUNK]))
+        bar.advance(task, len(images[i:i + CHUNK]))
+    return np.concatenate(out) if out else np.zeros((0, 3), np.float32)
+
+
+def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False) -> dict:
+    """Evaluate eager and the exported variants (all, or those named in `only`)."""
+    ckpt = variants.checkpoint(run_dir)
+    data_dir = data_dir or run_config(run_dir)["data"]
+    images, labels = load_split(data_dir, "test")
+    if limit:
+        images, labels = images[:limit], labels[:limit]
+    programs = variants.exported(run_dir)
+    if only:
+        from .errors import UserError
+        missing = [t for t in only if t not in programs]
+        if missing:
+            raise UserError(f"no exported program for {', '.join(missing)} in {run_dir}/export: "
+                            f"create it with `tinyrps export --run {run_dir} --target {missing[0]}`")
+        programs = {t: programs[t] for t in only}
+    result = {"test_images": int(len(images)), "variants": {}}
+    predictions = {}
+    with progress_bar(quiet) as bar:
+        with open_device("eager", ckpt) as eager:
+            eager_logits = classify_with_progress(eager, images, bar, "eager")
+        predictions["eager"] = eager_logits.argmax(1)
+        result["variants"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
+        for name, pte in programs.items():
+            device_name = device_override or default_device(pte)
+            with open_device(device_name, pte) as device:
+                logits = classify_with_progress(device, images, bar, f"{name} on {device_name}")
+                entry = {"accuracy": accuracy(logits, labels), "device": device_name,
+                         "agreement": float((logits.argmax(1) == predictions["eager"]).mean()),
+                         "max_abs_logit_diff": float(np.abs(logits - eager_logits).max()) if len(images) else 0.0}
+                target = _target_or_none(name)
+                if target and target.extra_eval:
+                    entry.update(target.extra_eval(EvalContext(name, pte, images, labels, logits, device,
+                                                               dict(predictions))))
+            predictions[name] = logits.argmax(1)
+            result["variants"][name] = entry
+    return result
+
+
+def _target_or_none(name):
+    try:
+        return get_target(name)
+    except Exception:
+        return None
+
+
+def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
+    return float((logits.argmax(1) == labels).mean()) if len(labels) else 0.0

@@ -1,0 +1,169 @@
+"""The terminal rock-paper-scissors game.
+
+Each round renders an image of your move and of a random opponent move with the
+data renderer, classifies both on the chosen device, and decides the winner by
+the *predicted* labels: the model is the referee, so a misread move counts as read.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .ascii_art import image_to_ascii, side_by_side
+from .data import render
+from .errors import UserError
+from .model import LABELS
+
+ALIASES = {"r": "rock", "p": "paper", "s": "scissors", "rock": "rock", "paper": "paper", "scissors": "scissors"}
+QUIT = {"q", "quit", "exit"}
+BEATS = {"rock": "scissors", "paper": "rock", "scissors": "paper"}
+PROMPT = "your move [r]ock / [p]aper / [s]cissors, or [q]uit: "
+
+
+@dataclass
+class Round:
+    you: str
+    you_pred: str
+    you_conf: float
+    opponent: str
+    opp_pred: str
+    opp_conf: float
+    outcome: str
+    latency_ms: float
+
+
+def parse_move(text: str):
+    """'r' / 'Rock' / ' paper ' -> canonical name; None if not a move."""
+    return ALIASES.get(text.strip().lower())
+
+
+def parse_moves(text: str) -> list:
+    moves = [parse_move(m) for m in text.split(",")]
+    if not text.strip() or None in moves:
+        raise UserError(f"--moves must be a comma-separated list of rock/paper/scissors (or r/p/s), got '{text}'")
+    return moves
+
+
+def outcome(you: str, opponent: str) -> str:
+    if you == opponent:
+        return "tie"
+    return "win" if BEATS[you] == opponent else "lose"
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
+class Game:
+    def __init__(self, device, seed=None):
+        self.device = device
+        self.rng = np.random.default_rng(seed)
+        self.score = {"win": 0, "lose": 0, "tie": 0}
+        self.last_images = None
+        self.last_stats = {}
+
+    def play_round(self, you: str) -> Round:
+        opponent = LABELS[self.rng.integers(len(LABELS))]
+        images = render(np.array([LABELS.index(you), LABELS.index(opponent)]), self.rng)
+        start = time.perf_counter()
+        logits = self.device.classify(images)
+        latency_ms = (time.perf_counter() - start) * 1000 / len(images)
+        probs = softmax(logits)
+        pred = probs.argmax(1)
+        result = Round(you, LABELS[pred[0]], float(probs[0, pred[0]]), opponent, LABELS[pred[1]],
+                       float(probs[1, pred[1]]), outcome(LABELS[pred[0]], LABELS[pred[1]]), latency_ms)
+        self.score[result.outcome] += 1
+        self.last_images = images
+        self.last_stats = device_stats(self.device)
+        return result
+
+
+def device_stats(device) -> dict:
+    stats = getattr(device, "last_stats", None)
+    return stats() if callable(stats) else {}
+
+
+def describe_stats(stats: dict) -> str:
+    parts = []
+    if "npu_estimate_ms" in stats:
+        parts.append(f"Ethos-U estimate (Vela) {stats['npu_estimate_ms']:.3f} ms")
+    if "instructions" in stats:
+        parts.append(f"{stats['instructions']:,} instructions on the MCU")
+    if "link_ms" in stats:
+        parts.append(f"serial round trip {stats['link_ms']:.0f} ms")
+    return "; ".join(parts)
+
+
+def render_round(r: Round, game: Game, number: int) -> str:
+    you_art, opp_art = (image_to_ascii(im) for im in game.last_images)
+    verdict = {"win": "YOU WIN", "lose": "YOU LOSE", "tie": "TIE"}[r.outcome]
+    lines = [f"── round {number} " + "─" * 44,
+             side_by_side([you_art, opp_art], [f"you: {r.you}", f"opponent: {r.opponent}"]),
+             f"{'model reads: ' + r.you_pred + f' ({r.you_conf:.1%})':<34}model reads: {r.opp_pred} ({r.opp_conf:.1%})",
+             f"{r.you_pred} vs {r.opp_pred}: {verdict}    "
+             f"inference {r.latency_ms:.2f} ms on {game.device.describe()}"]
+    extra = describe_stats(game.last_stats)
+    if extra:
+        lines.append(extra)
+    lines.append(f"score: {score_line(game.score)}")
+    return "\n".join(lines)
+
+
+def score_line(score: dict) -> str:
+    return f"you {score['win']} - {score['lose']} opponent ({score['tie']} tie{'s' if score['tie'] != 1 else ''})"
+
+
+def round_record(r: Round, game: Game) -> dict:
+    """The JSON object of one round: the contract's fields plus the device's own figures."""
+    return {**asdict(r), **game.last_stats}
+
+
+def play_scripted(game: Game, moves: list, as_json: bool, out=sys.stdout) -> list:
+    records = []
+    for i, move in enumerate(moves, 1):
+        r = game.play_round(move)
+        records.append(round_record(r, game))
+        if as_json:
+            print(json.dumps(records[-1]), file=out, flush=True)
+        else:
+            print(render_round(r, game, i) + "\n", file=out, flush=True)
+    if not as_json:
+        print(f"final score: {score_line(game.score)}", file=out)
+    return records
+
+
+def play_interactive(game: Game, as_json: bool = False, stdin=sys.stdin, out=sys.stdout) -> None:
+    """Prompt until quit, EOF or Ctrl-C; always ends with the final score."""
+    if not as_json:
+        print(f"Rock-paper-scissors against the model on {game.device.describe()}. "
+              "Your move is drawn as a letter; the model reads both moves and decides.", file=out)
+    number = 0
+    try:
+        while True:
+            print(PROMPT, end="", file=out, flush=True)
+            line = stdin.readline()
+            if not line:
+                print(file=out)
+                break
+            text = line.strip().lower()
+            if text in QUIT:
+                break
+            move = parse_move(text)
+            if move is None:
+                print(f"'{line.strip()}' is not a move: type rock, paper or scissors (r/p/s), or q to quit",
+                      file=out, flush=True)
+                continue
+            number += 1
+            r = game.play_round(move)
+            if as_json:
+                print(json.dumps(round_record(r, game)), file=out, flush=True)
+            else:
+                print(render_round(r, game, number) + "\n", file=out, flush=True)
+    except KeyboardInterrupt:
+        print(file=out)
+    print(f"final score: {score_line(game.score)}", file=out, flush=True)

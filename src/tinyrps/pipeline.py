@@ -1,0 +1,133 @@
+"""The main job, `tinyrps all`: data -> train -> export -> eval -> bench -> game -> report."""
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+from . import data as data_mod
+from .errors import UserError
+from .export import atomic_write_json, export_target, targets
+from .progress import console, say
+
+# The targets the main job exports (every other Ethos-U configuration and Cortex-M
+# core is one `tinyrps export --target T` away).
+MAIN_TARGETS = ("fp32", "fp32-xnnpack", "int8-xnnpack", "ethos-u55-128", "ethos-u85-128", "cortex-m55")
+# Which program plays the demo rounds on each device, in order of preference.
+GAME_PROGRAMS = (("int8-xnnpack", "host"), ("ethos-u85-128", "npu-ref"), ("cortex-m55", "mcu"))
+GAME_MOVES = ("rock", "paper", "scissors")
+
+
+def split_sizes(per_class) -> dict:
+    if per_class is None:
+        return dict(data_mod.DEFAULT_PER_CLASS)
+    if per_class < 1:
+        raise UserError(f"--per-class must be at least 1, got {per_class}")
+    return {"train": per_class, "val": max(per_class // 10, 10), "test": max(per_class // 15, 10)}
+
+
+def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
+    out = Path(out)
+    sizes = split_sizes(per_class)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    for split in data_mod.SPLITS:
+        images, labels = data_mod.make_split(split, sizes[split], seed)
+        data_mod.save_split(out / f"{split}.npz", images, labels)
+        if split == "train":
+            data_mod.preview(images, labels, out / "preview.png")
+    seconds = time.perf_counter() - start
+    info = {"seed": seed, "per_class": sizes, "images": 3 * sum(sizes.values()),
+            "fonts": [Path(f).name if f else "Pillow built-in" for f in data_mod.font_files()]}
+    atomic_write_json(out / "data.json", info)
+    say(f"data: {info['images']} images in {seconds:.1f} s -> {out}", quiet)
+    return info
+
+
+def stage(name: str, timings: dict, quiet: bool):
+    class _Stage:
+        def __enter__(self):
+            self.start = time.perf_counter()
+            say(f"[bold cyan]── {name}[/]", quiet)
+
+        def __exit__(self, *exc):
+            timings[name] = round(time.perf_counter() - self.start, 2)
+    return _Stage()
+
+
+def export_all(run_dir: Path, quiet: bool) -> tuple:
+    artifacts, skipped = {}, {}
+    available = targets()
+    for name in MAIN_TARGETS:
+        target = available.get(name)
+        reason = "this target is not part of this installation" if target is None else target.unavailable()
+        if reason:
+            skipped[name] = reason
+            say(f"  [yellow]skipped {name}: {reason}[/]", quiet)
+            continue
+        with console.status(f"exporting {name}"):
+            t = time.perf_counter()
+            artifacts[name] = str(export_target(run_dir, name))
+        say(f"  {name}: {Path(artifacts[name]).stat().st_size:,} bytes in {time.perf_counter() - t:.1f} s", quiet)
+    return artifacts, skipped
+
+
+def play_demo(artifacts: dict, seed: int, quiet: bool) -> list:
+    from .devices import open_device
+    from .game import Game, play_scripted
+    rounds = []
+    for target, device_name in GAME_PROGRAMS:
+        if target not in artifacts:
+            continue
+        with open_device(device_name, artifacts[target]) as device:
+            game = Game(device, seed=seed)
+            text = io.StringIO()
+            records = play_scripted(game, list(GAME_MOVES), as_json=False, out=text)
+            if not quiet:
+                console.print(text.getvalue(), markup=False, highlight=False)
+            rounds += [{"target": target, "device": device_name, **r} for r in records]
+    return rounds
+
+
+def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = False) -> dict:
+    from .bench import bench
+    from .evaluate import evaluate
+    from .report import bench_table, eval_table, write_report
+    from .train import TrainConfig, train
+    out = Path(out)
+    data_dir, run_dir = out / "data", out / "run"
+    timings, start = {}, time.perf_counter()
+    with stage("data", timings, quiet):
+        data_info = make_data(data_dir, seed=seed, per_class=per_class, quiet=quiet)
+    with stage("train", timings, quiet):
+        metrics = train(TrainConfig(data=str(data_dir.resolve()), epochs=epochs, seed=seed), run_dir, quiet=quiet)
+    with stage("export", timings, quiet):
+        artifacts, skipped = export_all(run_dir, quiet)
+    with stage("eval", timings, quiet):
+        evaluation = evaluate(run_dir, quiet=quiet)
+        atomic_write_json(run_dir / "eval.json", evaluation)
+        if not quiet:
+            eval_table(evaluation)
+    with stage("bench", timings, quiet):
+        benchmark = bench(run_dir, quiet=quiet)
+        atomic_write_json(run_dir / "bench.json", benchmark)
+        if not quiet:
+            bench_table(benchmark)
+    with stage("game", timings, quiet):
+        rounds = play_demo(artifacts, seed, quiet)
+    timings["total"] = round(time.perf_counter() - start, 2)
+    summary = {
+        "test_accuracy": {name: v["accuracy"] for name, v in evaluation["variants"].items()},
+        "artifacts": {"model": str(run_dir / "model.pt"), **artifacts},
+        "skipped": skipped,
+        "data": data_info,
+        "training": {"epochs": metrics["epochs"], "best_val_accuracy": metrics["best_val_accuracy"]},
+        "eval": evaluation,
+        "bench": benchmark,
+        "game": rounds,
+        "seconds": timings,
+    }
+    atomic_write_json(out / "summary.json", summary)
+    write_report(out, summary)
+    say(f"[bold green]done in {timings['total']:.0f} s[/]: {out / 'report.md'}, {out / 'summary.json'}", quiet)
+    return summary

@@ -1,0 +1,172 @@
+"""Tables on screen (rich) and the Markdown report of the main job."""
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from .export import atomic_write_bytes
+
+out_console = Console(highlight=False)  # stdout: tables are results
+
+
+def _pct(x) -> str:
+    return "" if x is None else f"{100 * x:.2f} %"
+
+
+def _yes_no(x) -> str:
+    return "" if x is None else ("yes" if x else "NO")
+
+
+def targets_table(targets: dict) -> None:
+    t = Table(title="export targets")
+    for col in ("target", "family", "runs on", "what"):
+        t.add_column(col)
+    for name, target in targets.items():
+        missing = target.unavailable()
+        t.add_row(name, target.family, target.default_device, target.description + (f" [{missing}]" if missing else ""))
+    out_console.print(t)
+
+
+def eval_rows(result: dict) -> list:
+    rows = []
+    for name, v in result["variants"].items():
+        rows.append([name, v["device"], _pct(v["accuracy"]), _pct(v.get("agreement")),
+                     "" if "max_abs_logit_diff" not in v else f"{v['max_abs_logit_diff']:.4f}",
+                     _yes_no(v.get("bit_exact"))])
+    return rows
+
+
+EVAL_HEADER = ["variant", "device", "test accuracy", "agreement", "max |Δlogit| vs eager", "bit-exact"]
+
+
+def eval_table(result: dict) -> None:
+    t = Table(title=f"evaluation on {result['test_images']} test images "
+                    "(agreement: with eager; Ethos-U: with the int8 CPU model)")
+    for col in EVAL_HEADER:
+        t.add_column(col, justify="left" if col in ("variant", "device") else "right")
+    for row in eval_rows(result):
+        t.add_row(*row)
+    out_console.print(t)
+
+
+BENCH_HEADER = ["variant", "device", "median ms", "× eager", "size"]
+
+
+def bench_rows(result: dict) -> list:
+    rows = []
+    for name, v in result["variants"].items():
+        rows.append([name, v["device"], f"{v['latency_ms']:.4f}",
+                     "1" if name == "eager" else f"{v['ratio_to_eager']:.3f}",
+                     f"{v.get('size_bytes', result.get('eager_size_bytes', 0)):,} B"])
+    return rows
+
+
+def bench_table(result: dict) -> None:
+    t = Table(title=f"latency of one inference: median of {result['runs']} runs after {result['warmup']} warm-up "
+                    f"(fewer where a device says so); data renderer {result['render_images_per_s']:,.0f} images/s")
+    for col in BENCH_HEADER:
+        t.add_column(col, justify="left" if col in ("variant", "device") else "right")
+    for row in bench_rows(result):
+        t.add_row(*row)
+    out_console.print(t)
+    vela = vela_rows(result)
+    if vela:
+        t = Table(title="Ethos-U: Vela's estimate")
+        for col in VELA_HEADER:
+            t.add_column(col, justify="left" if col == "target" else "right")
+        for row in vela:
+            t.add_row(*row)
+        out_console.print(t)
+    fw = firmware_rows(result)
+    if fw:
+        t = Table(title="Cortex-M firmware (emulated Cortex-M55)")
+        for col in FIRMWARE_HEADER:
+            t.add_column(col, justify="left" if col == "target" else "right")
+        for row in fw:
+            t.add_row(*row)
+        out_console.print(t)
+
+
+VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "utilisation"]
+
+
+def vela_rows(result: dict) -> list:
+    rows = []
+    for name, v in result["variants"].items():
+        vela = v.get("vela")
+        if vela:
+            rows.append([name, f"{v['size_bytes']:,} B", f"{vela['inference_ms']:.3f}",
+                         f"{vela['inferences_per_s']:,.0f}", f"{vela['sram_bytes'] / 1024:.1f} KiB",
+                         _pct(vela.get("utilisation"))])
+    return rows
+
+
+FIRMWARE_HEADER = ["target", "flash", "RAM", "arena", "instructions / inference", "instructions / MAC",
+                   "link round trip (median ms)"]
+
+
+def firmware_rows(result: dict) -> list:
+    rows = []
+    for name, v in result["variants"].items():
+        fw = v.get("firmware")
+        if fw:
+            rows.append([name, f"{fw['flash_bytes'] / 1024:.1f} KiB", f"{fw['ram_bytes'] / 1024:.1f} KiB",
+                         f"{fw['arena_bytes']:,} B", f"{fw['instructions_per_inference']:,}",
+                         f"{fw['instructions_per_mac']:.2f}",
+                         f"{v['latency_ms']:.0f}" if v.get("device") == "mcu" else ""])
+    return rows
+
+
+def markdown_table(header: list, rows: list) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    import os
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform(terse=True)}"
+
+
+def write_report(out: Path, summary: dict) -> None:
+    """DIR/report.md: what was built, how well it does, how fast, with the plots."""
+    rel = lambda p: Path(p).relative_to(out).as_posix()  # noqa: E731
+    ev, be = summary["eval"], summary["bench"]
+    parts = [
+        "# TinyRPS report",
+        f"Machine: {machine()}. Whole pipeline: {summary['seconds']['total']:.0f} s "
+        f"({', '.join(f'{k} {v:.0f} s' for k, v in summary['seconds'].items() if k != 'total')}).",
+        "## Data",
+        f"{summary['data']['images']:,} synthetic images (seed {summary['data']['seed']}, per class "
+        f"{summary['data']['per_class']}), rendered at {be['render_images_per_s']:,.0f} images/s.",
+        f"![training images]({rel(out / 'data' / 'preview.png')})",
+        "## Training",
+        f"{len(summary['training']['epochs'])} epochs, best validation accuracy "
+        f"{_pct(summary['training']['best_val_accuracy'])}.",
+        f"![training curves]({rel(out / 'run' / 'curves.png')}) ![confusion matrix]({rel(out / 'run' / 'confusion.png')})",
+        "## Accuracy",
+        f"Test split, {ev['test_images']} images. Agreement: same predicted label as eager (Ethos-U: as the int8 CPU model).",
+        markdown_table(EVAL_HEADER, eval_rows(ev)),
+        "## Speed and size",
+        f"Median of {be['runs']} single-image inferences after {be['warmup']} warm-up, measured side by side in one "
+        "process (the MCU over its serial link takes fewer runs).",
+        markdown_table(BENCH_HEADER, bench_rows(be)),
+        f"![latency]({rel(out / 'run' / 'latency.png')})",
+    ]
+    if vela_rows(be):
+        parts += ["### Ethos-U (Vela's performance estimate)", markdown_table(VELA_HEADER, vela_rows(be))]
+    if firmware_rows(be):
+        parts += ["### Cortex-M firmware on the emulated Cortex-M55", markdown_table(FIRMWARE_HEADER, firmware_rows(be))]
+    if summary.get("skipped"):
+        parts += ["## Not built", "\n".join(f"- {k}: {v}" for k, v in summary["skipped"].items())]
+    if summary.get("game"):
+        rows = [[g["target"], g["device"], g["you"], f"{g['you_pred']} ({g['you_conf']:.1%})", g["opponent"],
+                 f"{g['opp_pred']} ({g['opp_conf']:.1%})", g["outcome"]] for g in summary["game"]]
+        parts += ["## Game rounds", markdown_table(["program", "device", "you", "model reads", "opponent",
+                                                    "model reads", "outcome"], rows)]
+    from .plots import plot_latency
+    plot_latency([{"name": f"{n} ({v['device']})", **v} for n, v in be["variants"].items()], out / "run" / "latency.png")
+    atomic_write_bytes(out / "report.md", ("\n\n".join(parts) + "\n").encode())

@@ -1,0 +1,116 @@
+"""Training: Adam + cross-entropy on the synthetic train split, best checkpoint by val accuracy.
+
+Writes RUN/model.pt (a plain state_dict), RUN/config.json (how the run was made),
+RUN/metrics.json (per epoch), RUN/curves.png and RUN/confusion.png (test split).
+Deterministic for a seed on a given machine: seeded init and shuffling, deterministic
+kernels, a fixed thread count.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .data import load_split
+from .errors import UserError
+from .export import atomic_write_bytes, atomic_write_json
+from .model import LABELS, TinyRPS, images_to_tensor
+from .progress import progress_bar, say
+
+THREADS = 2
+
+
+@dataclass
+class TrainConfig:
+    data: str
+    epochs: int = 4
+    batch_size: int = 64
+    lr: float = 2e-3
+    seed: int = 0
+
+
+def set_determinism(seed: int) -> None:
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(THREADS)
+
+
+def predict(model: nn.Module, images: np.ndarray, batch: int = 512) -> np.ndarray:
+    """Logits of the float model on uint8 images (no grad)."""
+    model.eval()
+    with torch.no_grad():
+        return np.concatenate([model(images_to_tensor(images[i:i + batch])).numpy()
+                               for i in range(0, len(images), batch)])
+
+
+def train_epoch(model, optimizer, x, y, batch_size, generator, on_batch) -> float:
+    model.train()
+    order = torch.randperm(len(x), generator=generator)
+    total, loss_fn = 0.0, nn.CrossEntropyLoss()
+    for start in range(0, len(x), batch_size):
+        idx = order[start:start + batch_size]
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x[idx]), y[idx])
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(idx)
+        on_batch(len(idx))
+    return total / len(x)
+
+
+def evaluate_split(model, images, labels) -> tuple:
+    logits = predict(model, images)
+    loss = nn.functional.cross_entropy(torch.from_numpy(logits), torch.from_numpy(labels)).item()
+    return loss, float((logits.argmax(1) == labels).mean()), logits
+
+
+def train(config: TrainConfig, out_dir, quiet: bool = False) -> dict:
+    if config.epochs < 1:
+        raise UserError(f"--epochs must be at least 1, got {config.epochs}")
+    out = Path(out_dir)
+    train_x, train_y = load_split(config.data, "train")
+    val_x, val_y = load_split(config.data, "val")
+    test_x, test_y = load_split(config.data, "test")
+    out.mkdir(parents=True, exist_ok=True)
+    set_determinism(config.seed)
+    model = TinyRPS()
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
+    generator = torch.Generator().manual_seed(config.seed)
+    x, y = images_to_tensor(train_x), torch.from_numpy(train_y)
+    history, best_acc, best_state = [], -1.0, None
+    with progress_bar(quiet) as bar:
+        for epoch in range(1, config.epochs + 1):
+            task = bar.add_task(f"epoch {epoch}/{config.epochs}", total=len(x), status="")
+            train_loss = train_epoch(model, optimizer, x, y, config.batch_size, generator,
+                                     lambda n: bar.advance(task, n))
+            scheduler.step()
+            val_loss, val_acc, _ = evaluate_split(model, val_x, val_y)
+            history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc})
+            bar.update(task, status=f"loss {train_loss:.4f}  val acc {val_acc:.2%}")
+            if val_acc > best_acc:
+                best_acc, best_state = val_acc, {k: v.clone() for k, v in model.state_dict().items()}
+                save_checkpoint(best_state, out / "model.pt")
+    model.load_state_dict(best_state)
+    test_loss, test_acc, test_logits = evaluate_split(model, test_x, test_y)
+    metrics = {"config": asdict(config), "epochs": history, "best_val_accuracy": best_acc,
+               "test_loss": test_loss, "test_accuracy": test_acc}
+    atomic_write_json(out / "config.json", asdict(config))
+    atomic_write_json(out / "metrics.json", metrics)
+    from .plots import plot_confusion, plot_curves
+    plot_curves(history, out / "curves.png")
+    plot_confusion(test_y, test_logits.argmax(1), out / "confusion.png", title=f"test split, accuracy {test_acc:.2%}")
+    say(f"best val accuracy {best_acc:.2%}, test accuracy {test_acc:.2%} -> {out / 'model.pt'}", quiet)
+    return metrics
+
+
+def save_checkpoint(state_dict, path: Path) -> None:
+    buffer = io.BytesIO()
+    torch.save(state_dict, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
