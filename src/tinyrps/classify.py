@@ -1,17 +1,18 @@
 """Classify image files with a program on a device."""
 from __future__ import annotations
 
+import numpy as np
+
 from .data import load_image
 from .devices import default_device, open_device
 from .game import softmax
 from .model import LABELS
 
-import numpy as np
-
 
 def classify_files(model, paths, device_name=None) -> list:
+    device_name = device_name or default_device(model)   # checks the model file first
     images = np.stack([load_image(p) for p in paths])
-    with open_device(device_name or default_device(model), model) as device:
+    with open_device(device_name, model) as device:
         probs = softmax(device.classify(images))
     return [{"path": str(p), "label": LABELS[int(pr.argmax())], "confidence": float(pr.max()),
              "probabilities": {label: float(v) for label, v in zip(LABELS, pr)}} for p, pr in zip(paths, probs)]

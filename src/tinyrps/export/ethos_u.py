@@ -143,6 +143,8 @@ def build(accelerator: str, ctx: BuildContext) -> BuildResult:
         with output_to(log):
             program = lower(ctx.model, ctx.calibration, spec)
     except LoweringFailed as e:
+        with open(log, "a") as f:
+            f.write("".join(traceback.format_exception(e.cause)))
         kept = keep_failed(ctx.workdir, accelerator)
         raise UserError(f"Ethos-U export for {accelerator} failed in {e.stage} ({one_line(e.cause)}); "
                         f"intermediate files and the compiler log are in {kept}") from None
@@ -164,6 +166,8 @@ def build(accelerator: str, ctx: BuildContext) -> BuildResult:
                     "tosa": TOSA_NAME, "tosa_sha256": hashlib.sha256(tosa.read_bytes()).hexdigest()},
     }
     keep = {TOSA_NAME: tosa, PER_LAYER_NAME: per_layer_csv, SUMMARY_NAME: summary_csv, LOG_NAME: log}
+    # intermediates of an earlier failed attempt no longer describe anything
+    shutil.rmtree(ctx.workdir.parent / f"{accelerator}.failed", ignore_errors=True)
     return BuildResult(program, info, keep)
 
 

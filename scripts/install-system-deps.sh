@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the system packages the firmware needs, where missing: the Arm cross
+# toolchain with newlib, QEMU's Arm system emulator, CMake and a host C compiler.
+set -euo pipefail
+
+need=()
+command -v arm-none-eabi-gcc >/dev/null || need+=(gcc-arm-none-eabi)
+[ -f /usr/lib/arm-none-eabi/newlib/libc.a ] || [ -d /usr/lib/arm-none-eabi/newlib ] || need+=(libnewlib-arm-none-eabi)
+command -v qemu-system-arm >/dev/null || need+=(qemu-system-arm)
+command -v cmake >/dev/null || need+=(cmake)
+command -v gcc >/dev/null || need+=(gcc)
+command -v make >/dev/null || need+=(make)
+
+[ ${#need[@]} -eq 0 ] && exit 0
+
+echo "installing system packages: ${need[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then sudo="sudo"; else
+        echo "error: need root to run: apt-get install --no-install-recommends ${need[*]}" >&2
+        exit 1
+    fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,59 @@
+"""Shared fixtures: one small data set, one briefly trained run, programs exported once.
+
+Built once per test session in a temporary folder; tests that need a trained model
+share them. The model is trained for accuracy enough to make agreement meaningful,
+not for the 99.5 % of the default settings (that is the main job's claim).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PER_CLASS = 400        # 1,200 training images, 120 val, 78 test
+EPOCHS = 2
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory) -> Path:
+    from tinyrps.pipeline import make_data
+    out = tmp_path_factory.mktemp("data")
+    make_data(out, seed=0, per_class=PER_CLASS, quiet=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory, data_dir) -> Path:
+    from tinyrps.train import TrainConfig, train
+    run = tmp_path_factory.mktemp("run")
+    train(TrainConfig(data=str(data_dir), epochs=EPOCHS, seed=0), run, quiet=True)
+    return run
+
+
+@pytest.fixture(scope="session")
+def exported(trained_run):
+    """exported(target) -> Path of RUN/export/target.pte, built once per session."""
+    from tinyrps.export import export_target
+    cache = {}
+
+    def get(target: str) -> Path:
+        if target not in cache:
+            cache[target] = export_target(trained_run, target)
+        return cache[target]
+    return get
+
+
+def run_cli(*args, input=None, timeout=300, cwd=None) -> subprocess.CompletedProcess:
+    """Run `python -m tinyrps ARGS` as a user would; returns the completed process."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
+    return subprocess.run([sys.executable, "-m", "tinyrps", *map(str, args)], input=input, capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd, env=env)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -1,0 +1,88 @@
+import json
+
+import numpy as np
+import pytest
+
+from tinyrps.data import load_split
+from tinyrps.devices import open_device
+from tinyrps.errors import UserError
+from tinyrps.export import export_target, sha256_file
+
+HOST_TARGETS = ("fp32", "fp32-xnnpack", "int8-xnnpack")
+
+
+@pytest.fixture(scope="module")
+def test_images(data_dir):
+    return load_split(data_dir, "test")
+
+
+@pytest.fixture(scope="module")
+def eager_logits(trained_run, test_images):
+    with open_device("eager", trained_run / "model.pt") as eager:
+        return eager.classify(test_images[0])
+
+
+@pytest.mark.parametrize("target", HOST_TARGETS)
+def test_program_round_trips_through_the_runtime_and_agrees_with_eager(target, exported, test_images, eager_logits):
+    pte = exported(target)
+    with open_device("host", pte) as device:
+        logits = device.classify(test_images[0])
+    assert logits.shape == eager_logits.shape and logits.dtype == np.float32
+    agreement = (logits.argmax(1) == eager_logits.argmax(1)).mean()
+    if target.startswith("fp32"):
+        assert np.abs(logits - eager_logits).max() < 1e-3
+        assert agreement == 1.0
+    else:
+        assert agreement >= 0.97
+
+
+@pytest.mark.parametrize("target", HOST_TARGETS)
+def test_sidecar_describes_the_program(target, exported, trained_run):
+    pte = exported(target)
+    meta = json.loads(pte.with_suffix(".json").read_text())
+    assert meta["target"] == target
+    assert meta["labels"] == ["rock", "paper", "scissors"]
+    assert meta["input"]["shape"] == [1, 1, 28, 28] and meta["input"]["dtype"] == "float32"
+    assert meta["size_bytes"] == pte.stat().st_size
+    assert meta["sha256"] == sha256_file(pte)
+    assert meta["checkpoint_sha256"] == sha256_file(trained_run / "model.pt")
+    assert meta["versions"]["executorch"].startswith("1.5.1")
+    assert meta["versions"]["torch"].startswith("2.13.0")
+
+
+def test_int8_program_is_small_and_fully_delegated(exported):
+    meta = json.loads(exported("int8-xnnpack").with_suffix(".json").read_text())
+    assert meta["size_bytes"] <= 450_000
+    assert meta["delegation"]["subgraphs"] == 1 and meta["delegation"]["cpu_ops"] == []
+
+
+def test_export_leaves_no_temporary_files(exported):
+    export_dir = exported("fp32").parent
+    assert not [p for p in export_dir.iterdir() if p.name.startswith(".") or p.name.endswith(".tmp")]
+
+
+def test_unknown_target_lists_the_valid_ones(trained_run):
+    with pytest.raises(UserError, match="valid targets: fp32, fp32-xnnpack, int8-xnnpack"):
+        export_target(trained_run, "fp64")
+
+
+def test_export_without_checkpoint_says_how_to_train(tmp_path):
+    with pytest.raises(UserError, match="tinyrps train"):
+        export_target(tmp_path, "fp32")
+
+
+def test_failed_build_keeps_the_previous_program(trained_run, exported, monkeypatch):
+    pte = exported("fp32-xnnpack")
+    before = pte.read_bytes()
+    from tinyrps.export import host
+
+    def broken(ctx):
+        raise RuntimeError("lowering failed")
+    monkeypatch.setattr(host, "build_fp32_xnnpack", broken)
+    from tinyrps import export
+    monkeypatch.setitem(export.TARGETS, "fp32-xnnpack",
+                        export.Target("fp32-xnnpack", "host", "broken", broken, "host"))
+    with pytest.raises(RuntimeError):
+        export_target(trained_run, "fp32-xnnpack")
+    assert pte.read_bytes() == before
+    assert not [p for p in pte.parent.iterdir() if p.name.startswith(".")]

@@ -1,0 +1,100 @@
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tinyrps.game import outcome, parse_move, parse_moves
+from tinyrps.errors import UserError
+
+
+def test_rules():
+    assert outcome("rock", "scissors") == "win"
+    assert outcome("scissors", "paper") == "win"
+    assert outcome("paper", "rock") == "win"
+    assert outcome("rock", "paper") == "lose"
+    assert outcome("paper", "paper") == "tie"
+
+
+def test_move_parsing():
+    assert parse_move(" R ") == "rock" and parse_move("Scissors") == "scissors" and parse_move("x") is None
+    assert parse_moves("rock,p,s") == ["rock", "paper", "scissors"]
+    with pytest.raises(UserError, match="comma-separated"):
+        parse_moves("rock,lizard")
+
+
+def test_scripted_json_rounds(cli, exported):
+    res = cli("play", "--model", exported("int8-xnnpack"), "--moves", "rock,paper,scissors,r", "--seed", "3", "--json")
+    assert res.returncode == 0, res.stderr
+    rounds = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [r["you"] for r in rounds] == ["rock", "paper", "scissors", "rock"]
+    for r in rounds:
+        assert set(r) >= {"you", "you_pred", "you_conf", "opponent", "opp_pred", "opp_conf", "outcome", "latency_ms"}
+        assert r["outcome"] == outcome(r["you_pred"], r["opp_pred"])
+        assert 0 < r["you_conf"] <= 1 and r["latency_ms"] > 0
+    again = cli("play", "--model", exported("int8-xnnpack"), "--moves", "rock,paper,scissors,r", "--seed", "3", "--json")
+    strip = lambda rs: [{k: v for k, v in json.loads(x).items() if k != "latency_ms"} for x in rs.splitlines()]  # noqa: E731
+    assert strip(again.stdout) == strip(res.stdout)
+
+
+def test_scripted_text_shows_art_labels_and_score(cli, exported):
+    res = cli("play", "--model", exported("int8-xnnpack"), "--moves", "rock,paper", "--seed", "1")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "round 1" in out and "round 2" in out and "final score: you" in out
+    assert "model reads:" in out and "%" in out and " ms on ExecuTorch runtime" in out
+    art = [line for line in out.splitlines() if set(line.strip()) <= set(" .:-=+*#%@") and len(line) >= 28]
+    assert len(art) >= 28    # two rounds of 14-line images side by side
+
+
+def test_piped_stdin_reprompts_on_invalid_input_and_ends_at_eof(cli, exported):
+    res = cli("play", "--model", exported("int8-xnnpack"), "--seed", "5", input="lizard\nrock\n\nscissors\n")
+    assert res.returncode == 0, res.stderr
+    assert "'lizard' is not a move" in res.stdout
+    assert "round 2" in res.stdout and "round 3" not in res.stdout
+    assert res.stdout.rstrip().splitlines()[-1].startswith("final score: you")
+    assert "Traceback" not in res.stderr
+
+
+def test_quit_command_ends_with_score(cli, exported):
+    res = cli("play", "--model", exported("int8-xnnpack"), input="p\nq\nrock\n")
+    assert res.returncode == 0
+    assert "round 1" in res.stdout and "round 2" not in res.stdout and "final score" in res.stdout
+
+
+def read_until(fd, needle: bytes, timeout: float = 60) -> bytes:
+    buf, end = b"", time.time() + timeout
+    while needle not in buf and time.time() < end:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                buf += os.read(fd, 4096)
+            except OSError:
+                break
+    return buf
+
+
+def test_ctrl_c_in_a_terminal_ends_cleanly(exported):
+    """A person at a terminal: play one round, then press Ctrl-C at the prompt."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tinyrps", "play", "--model", str(exported("int8-xnnpack"))],
+                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    try:
+        assert b"your move" in read_until(master, b"your move")
+        os.write(master, b"s\n")
+        assert b"score: you" in read_until(master, b"score: you")
+        read_until(master, b"your move")
+        os.killpg(proc.pid, signal.SIGINT)          # what the terminal sends on Ctrl-C
+        tail = read_until(master, b"final score")
+        assert proc.wait(timeout=30) == 0
+        assert b"final score: you" in tail and b"Traceback" not in tail
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)

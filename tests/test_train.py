@@ -1,0 +1,22 @@
+import json
+
+import torch
+
+from tinyrps.train import TrainConfig, train
+
+
+def test_run_writes_checkpoint_metrics_and_plots(trained_run):
+    state = torch.load(trained_run / "model.pt", weights_only=True)
+    assert set(k.split(".")[0] for k in state) == {"body", "head"}
+    metrics = json.loads((trained_run / "metrics.json").read_text())
+    assert len(metrics["epochs"]) == 2 and metrics["test_accuracy"] > 0.8
+    for name in ("curves.png", "confusion.png", "config.json"):
+        assert (trained_run / name).stat().st_size > 0
+    assert not list(trained_run.glob("*.tmp*")) and not list(trained_run.glob(".*tmp"))
+
+
+def test_same_seed_same_model(tmp_path, data_dir):
+    a = train(TrainConfig(data=str(data_dir), epochs=1, seed=3), tmp_path / "a", quiet=True)
+    b = train(TrainConfig(data=str(data_dir), epochs=1, seed=3), tmp_path / "b", quiet=True)
+    assert (tmp_path / "a" / "model.pt").read_bytes() == (tmp_path / "b" / "model.pt").read_bytes()
+    assert a["epochs"] == b["epochs"]
