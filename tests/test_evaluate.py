@@ -1,0 +1,31 @@
+import json
+
+
+def test_eval_json_contract(cli, trained_run, exported):
+    for target in ("fp32", "int8-xnnpack"):
+        exported(target)
+    res = cli("eval", "--run", trained_run, "--json", "--variant", "fp32", "--variant", "int8-xnnpack")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    variants = out["variants"]
+    assert list(variants) == ["eager", "fp32", "int8-xnnpack"]
+    assert 0.8 < variants["eager"]["accuracy"] <= 1
+    for name in ("fp32", "int8-xnnpack"):
+        v = variants[name]
+        assert v["device"] == "host"
+        assert 0 <= v["accuracy"] <= 1 and 0.95 <= v["agreement"] <= 1
+    assert variants["fp32"]["agreement"] == 1.0
+    assert variants["fp32"]["accuracy"] == variants["eager"]["accuracy"]
+    assert variants["fp32"]["max_abs_logit_diff"] < 1e-3
+
+
+def test_eval_table_on_screen(cli, trained_run, exported):
+    exported("fp32-xnnpack")
+    res = cli("eval", "--run", trained_run, "--variant", "fp32-xnnpack", "--limit", "20")
+    assert res.returncode == 0, res.stderr
+    assert "fp32-xnnpack" in res.stdout and "test accuracy" in res.stdout
+
+
+def test_eval_of_a_target_not_exported(cli, trained_run):
+    res = cli("eval", "--run", trained_run, "--variant", "ethos-u65-512")
+    assert res.returncode == 2 and "tinyrps export --run" in res.stderr
