@@ -374,8 +374,9 @@ def report(model: Path, settings: dict, fvp: Path, elf: Path, log: Path, parsed:
     with open_device("npu-ref", model) as device:
         expected = device.classify(white)[0]
     logits = np.array(parsed["logits"], np.float32)
-    vela = (read_sidecar(model) or {}).get("vela", {})
-    step = (read_sidecar(model) or {}).get("quantization", {}).get("output", {}).get("scale", 0.0)
+    sidecar = read_sidecar(model) or {}
+    vela = sidecar.get("vela", {})
+    step = sidecar.get("quantization", {}).get("output", {}).get("scale", 0.0)
     diff = float(np.abs(logits - expected).max()) if logits.shape == expected.shape else None
     return {
         "model": str(model), "target": settings["accelerator"], "fvp": str(fvp), "elf": str(elf), "log": str(log),

@@ -88,10 +88,17 @@ def _load_families() -> None:
                 raise
 
 
+_families_loaded = False
+FAMILY_ORDER = ("host", "ethos-u", "cortex-m")
+
+
 def targets() -> dict:
-    if not TARGETS:
+    """Every registered target, host programs first (registration order within a family)."""
+    global _families_loaded
+    if not _families_loaded:
+        _families_loaded = True
         _load_families()
-    return TARGETS
+    return dict(sorted(TARGETS.items(), key=lambda kv: FAMILY_ORDER.index(kv[1].family)))
 
 
 def get_target(name: str) -> Target:

@@ -13,6 +13,7 @@ images, so the two agree by construction of every exported variant.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from functools import lru_cache
 from pathlib import Path
@@ -86,7 +87,7 @@ def edge_reference_int8(edge_program, images: np.ndarray) -> np.ndarray:
 
     interpreter = Capture(module)
     rows = []
-    with torch.no_grad():
+    with _one_thread():
         for x in images_to_tensor(images):
             captured.clear()
             interpreter.run(x.unsqueeze(0).contiguous(memory_format=torch.channels_last))
@@ -134,10 +135,23 @@ def _unavailable_for(core: str):
 
 def compare_with_reference(ctx: EvalContext) -> dict:
     """Eval hook: the device's int8 outputs against the Python reference, on every image."""
-    device_int8 = getattr(ctx.device, "last_int8", None)
+    device_int8 = device_int8_outputs(ctx.device, len(ctx.images))
     if device_int8 is None:
         return {"bit_exact": False, "error": f"device {ctx.device.name} does not report its int8 outputs"}
-    return compare_int8(np.asarray(device_int8), reference_int8(ctx.pte, ctx.images))
+    return compare_int8(device_int8, reference_int8(ctx.pte, ctx.images))
+
+
+def device_int8_outputs(device, count: int):
+    """The int8 outputs of the device's last `count` images.
+
+    Devices running the firmware keep `int8_outputs` (every int8 output since they were
+    opened, in order; eval classifies in chunks) and `last_int8` (the latest classify call).
+    """
+    history = getattr(device, "int8_outputs", None)
+    if history is not None and len(history) >= count:
+        return np.asarray(history)[len(history) - count:]
+    last = getattr(device, "last_int8", None)
+    return None if last is None else np.asarray(last)
 
 
 def compare_int8(device_int8: np.ndarray, reference: np.ndarray) -> dict:
@@ -196,19 +210,56 @@ def _parsed(_digest: str, data: bytes) -> ParsedProgram:
     return parse_program(data)
 
 
+def _register_operators() -> None:
+    """Importing these defines torch.ops.cortex_m.* and torch.ops.dim_order_ops.* with their Python kernels.
+
+    The passes package first: importing the operators module on its own runs into a circular import."""
+    import executorch.backends.cortex_m.passes  # noqa: F401
+    import executorch.backends.cortex_m.ops.operators  # noqa: F401
+    import executorch.exir.passes.dim_order_ops_registry  # noqa: F401
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """The reference's tensors are tiny: one thread is several times faster than torch's pool
+    (and does not fight other work for the cores)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def replay_int8(prog: ParsedProgram, images: np.ndarray) -> np.ndarray:
-    with torch.no_grad():
+    _register_operators()
+    with _one_thread():
         return np.stack([_Replay(prog).run(x) for x in images_to_tensor(images)]) if len(images) else \
             np.zeros((0, 3), np.int8)
+
+
+def replay_layers(pte_path, image_uint8: np.ndarray) -> list:
+    """(operator, output bytes) of every kernel call of the program on one 28x28 image, in chain order.
+
+    The bytes are the output tensor's storage in the memory plan, as a runtime leaves it:
+    comparing them call by call locates the first operator where an implementation differs."""
+    _register_operators()
+    prog = parse_program(Path(pte_path).read_bytes())
+    replay = _Replay(prog, record=True)
+    with _one_thread():
+        replay.run(images_to_tensor(image_uint8[None])[0])
+    return replay.layers
 
 
 class _Replay:
     """One inference: an arena per memory id, tensors as strided views into it."""
 
-    def __init__(self, prog: ParsedProgram):
+    def __init__(self, prog: ParsedProgram, record: bool = False):
         self.prog = prog
         self.arenas = [np.zeros(max(int(n), 1), np.uint8) for n in prog.memory_sizes]
         self.last_quantized = None
+        self.layers = [] if record else None
 
     def run(self, image: torch.Tensor) -> np.ndarray:
         (input_index,) = self.prog.inputs
@@ -239,6 +290,13 @@ class _Replay:
             self.last_quantized = positional[0].clone()
         result = packet.default(*positional, **keywords)
         self._write(out_index, result)
+        if self.layers is not None:
+            self.layers.append((name, self._bytes(out_index)))
+
+    def _bytes(self, index: int) -> bytes:
+        t = self.prog.values[index].val
+        nbytes = int(np.prod(t.sizes, dtype=np.int64)) * np.dtype(_NP_DTYPES[t.scalar_type]).itemsize
+        return self._storage(t)[:nbytes].tobytes()
 
     def _value(self, index: int):
         val = self.prog.values[index].val
@@ -279,7 +337,7 @@ class _Replay:
 
     def _tensor(self, t) -> torch.Tensor:
         view = self._view(t)
-        # a logical-order copy keeps the physical layout (channels-last stays channels-last)
+        # a copy in logical order; channels-last tensors get channels-last memory, as the exporter traced them
         tensor = torch.from_numpy(view.copy())
         if len(t.dim_order) == 4 and list(t.dim_order) == [0, 2, 3, 1]:
             tensor = tensor.contiguous(memory_format=torch.channels_last)

@@ -1,0 +1,154 @@
+"""Ethos-U export: one NPU delegate, Vela's estimate in the sidecar, clear failures."""
+import csv
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from tinyrps.errors import UserError
+from tinyrps.export import export_target, get_target, targets
+from tinyrps.model import count_macs
+
+# Through the registry, as the CLI loads it (importing the family module first would
+# register its targets ahead of the host ones).
+targets()
+from tinyrps.export import ethos_u  # noqa: E402
+
+NPU_TARGETS = ("ethos-u85-128", "ethos-u55-128")
+BOUNDARY = {"quantized_decomposed::quantize_per_tensor.out", "quantized_decomposed::dequantize_per_tensor.out"}
+
+
+def sidecar_of(pte):
+    return json.loads(pte.with_suffix(".json").read_text())
+
+
+def test_every_accelerator_configuration_of_vela_is_a_target():
+    from ethosu.vela.architecture_features import Accelerator
+    assert ethos_u.ACCELERATORS == tuple(Accelerator.member_list())
+    for name in ethos_u.ACCELERATORS:
+        target = targets()[name]
+        assert (target.family, target.default_device) == ("ethos-u", "npu-ref")
+        assert set(target.options) == {"system_config", "memory_mode"} and target.extra_eval
+        assert target.unavailable() is None
+
+
+def test_unknown_target_lists_the_valid_ones():
+    with pytest.raises(UserError) as e:
+        get_target("ethos-u99-64")
+    assert "ethos-u85-128" in str(e.value) and "ethos-u55-32" in str(e.value) and "int8-xnnpack" in str(e.value)
+
+
+@pytest.mark.parametrize("option,value,listed", [("system_config", "Ethos_U85_Nowhere", "Ethos_U85_SYS_DRAM_Mid"),
+                                                  ("memory_mode", "Dram_Everywhere", "Dedicated_Sram")])
+def test_unknown_vela_setting_lists_the_valid_ones(trained_run, option, value, listed):
+    with pytest.raises(UserError) as e:
+        export_target(trained_run, "ethos-u85-128", **{option: value})
+    assert value in str(e.value) and listed in str(e.value)
+
+
+@pytest.mark.parametrize("target", NPU_TARGETS)
+def test_the_whole_network_is_one_ethos_u_delegate(target, exported):
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    pte = exported(target)
+    plan = deserialize_pte_binary(pte.read_bytes()).program.execution_plan[0]
+    assert [d.id for d in plan.delegates] == ["EthosUBackend"]
+    assert {f"{op.name}.{op.overload}" for op in plan.operators} == BOUNDARY
+    delegation = sidecar_of(pte)["delegation"]
+    assert delegation["subgraphs"] == 1 and set(delegation["cpu_ops"]) == BOUNDARY
+    assert pte.stat().st_size <= 440_000
+
+
+@pytest.mark.parametrize("target,clock_hz,system_config,memory_mode", [
+    ("ethos-u85-128", 1_000_000_000, "Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram"),
+    ("ethos-u55-128", 500_000_000, "Ethos_U55_High_End_Embedded", "Shared_Sram")])
+def test_sidecar_holds_vela_estimate(target, clock_hz, system_config, memory_mode, exported):
+    vela = sidecar_of(exported(target))["vela"]
+    assert set(ethos_u.VELA_FIELDS) <= set(vela)
+    assert (vela["accelerator"], vela["system_config"], vela["memory_mode"], vela["clock_hz"]) == \
+        (target, system_config, memory_mode, clock_hz)
+    assert 0 < vela["npu_cycles"] <= vela["total_cycles"]
+    assert vela["inference_ms"] == pytest.approx(vela["total_cycles"] / clock_hz * 1000)
+    assert vela["inferences_per_s"] == pytest.approx(1000 / vela["inference_ms"])
+    assert vela["macs"] == pytest.approx(count_macs(), rel=0.01)
+    assert vela["utilisation"] == pytest.approx(vela["macs"] / (vela["npu_cycles"] * 128))
+    assert 0 < vela["utilisation"] <= 1
+    assert 0 < vela["sram_bytes"] < 512 * 1024
+    # the weights live off-chip: DRAM in Dedicated_Sram mode, flash in Shared_Sram mode
+    weights = vela["dram_bytes"] if memory_mode == "Dedicated_Sram" else vela["flash_bytes"]
+    assert weights > 300_000
+
+
+@pytest.mark.parametrize("target", NPU_TARGETS)
+def test_sidecar_figures_come_from_vela_summary_and_kept_files_belong_to_the_program(target, exported, trained_run):
+    pte = exported(target)
+    sidecar = sidecar_of(pte)
+    kept = {name: trained_run / rel for name, rel in sidecar["files"].items()}
+    assert set(kept) == {"out.tosa", "vela_per_layer.csv", "vela_summary.csv", "vela.log"}
+    with open(kept["vela_summary.csv"], newline="") as f:
+        row = next(csv.DictReader(f))
+    assert int(float(row["cycles_npu"])) == sidecar["vela"]["npu_cycles"]
+    assert int(float(row["nn_macs"])) == sidecar["vela"]["macs"]
+    with open(kept["vela_per_layer.csv"], newline="") as f:
+        assert {r["Target"] for r in csv.DictReader(f)} == {"NPU"}
+    assert hashlib.sha256(kept["out.tosa"].read_bytes()).hexdigest() == sidecar["ethos_u"]["tosa_sha256"]
+
+
+def test_program_records_its_io_quantization_and_no_build_paths(exported, trained_run):
+    pte = exported("ethos-u85-128")
+    program = pte.read_bytes()
+    quantization = sidecar_of(pte)["quantization"]
+    assert {k: quantization[k] for k in ("input", "output")} == ethos_u.io_quantization(program)
+    # input: [0, 1] onto the full int8 range
+    assert quantization["input"]["zero_point"] == -128
+    assert quantization["input"]["scale"] == pytest.approx(1 / 255, rel=0.02)
+    # the compiler's scratch folder must not leak into the program (it would make exports irreproducible)
+    assert str(trained_run).encode() not in program and b"debug_artifact_path" not in program
+
+
+def test_vela_failure_is_one_line_and_keeps_the_intermediates(trained_run):
+    # the U55 cannot use a DRAM arena: Vela rejects this configuration
+    with pytest.raises(UserError) as e:
+        export_target(trained_run, "ethos-u55-64", memory_mode="Dedicated_Sram")
+    message = str(e.value)
+    failed = trained_run / "export" / "ethos-u55-64.failed"
+    assert "\n" not in message and "Vela" in message and str(failed) in message
+    assert (failed / "ethos-u" / "out.tosa").is_file() and "Traceback" in (failed / "vela.log").read_text()
+    assert not (trained_run / "export" / "ethos-u55-64.pte").exists()
+    shutil.rmtree(failed)
+
+
+def test_operators_that_fell_back_to_the_cpu_are_named():
+    split = {"subgraphs": 2, "backends": ["EthosUBackend", "EthosUBackend"],
+             "cpu_ops": sorted(BOUNDARY | {"aten::sigmoid.out"})}
+    with pytest.raises(UserError) as e:
+        ethos_u.check_one_delegate(split, [("Conv2D", "NPU")])
+    assert "aten::sigmoid.out" in str(e.value) and "2 delegated subgraphs" in str(e.value)
+    whole = {"subgraphs": 1, "backends": ["EthosUBackend"], "cpu_ops": sorted(BOUNDARY)}
+    with pytest.raises(UserError) as e:
+        ethos_u.check_one_delegate(whole, [("Conv2D", "NPU"), ("Softmax", "CPU")])
+    assert "Softmax (Vela)" in str(e.value)
+    assert ethos_u.check_one_delegate(whole, [("Conv2D", "NPU")]) == whole
+
+
+def test_vela_table_lists_exported_npu_programs(exported, trained_run):
+    pte = exported("ethos-u85-128")
+    rows = {row["target"]: row for row in ethos_u.vela_table(trained_run)}
+    row = rows["ethos-u85-128"]
+    vela = sidecar_of(pte)["vela"]
+    assert row["size_bytes"] == pte.stat().st_size
+    assert (row["inference_ms"], row["inferences_per_s"], row["sram_bytes"], row["utilisation"]) == \
+        (vela["inference_ms"], vela["inferences_per_s"], vela["sram_bytes"], vela["utilisation"])
+    assert all(name.startswith("ethos-u") for name in rows)
+
+
+def test_extra_eval_uses_the_int8_cpu_predictions_it_is_given(exported):
+    from tinyrps.export import EvalContext
+    pte = exported("ethos-u85-128")
+    logits = np.eye(3, dtype=np.float32)[[0, 1, 2, 2]]
+    ctx = EvalContext("ethos-u85-128", pte, np.zeros((4, 28, 28), np.uint8), np.zeros(4, np.int64), logits, None,
+                      {"int8-xnnpack": np.array([0, 1, 2, 0])})
+    result = ethos_u.extra_eval(ctx)
+    assert result["agreement"] == 0.75 and result["agreement_with"] == "int8-xnnpack"
+    assert result["npu_estimate_ms"] == sidecar_of(pte)["vela"]["inference_ms"]
