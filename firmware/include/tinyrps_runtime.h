@@ -6,6 +6,15 @@
  * never modified. Every activation lives in one caller-provided arena laid out
  * by the program's own memory plan. Every function returns TRT_OK or a negative
  * trt_status; nothing reads or writes outside the program buffer or the arena.
+ *
+ * Typical use (all storage static):
+ *
+ *     static trt_program_storage storage;
+ *     static uint8_t arena[64 * 1024] __attribute__((aligned(16)));
+ *     trt_program *prog = trt_program_init(&storage);
+ *     char why[64];
+ *     if (trt_load(prog, pte, pte_len, arena, sizeof arena, why, sizeof why) != TRT_OK) ...
+ *     trt_infer(prog, image, out_q, logits, &n_out);
  */
 #ifndef TINYRPS_RUNTIME_H
 #define TINYRPS_RUNTIME_H
@@ -17,6 +26,10 @@
 #define TRT_IMAGE_BYTES (TRT_IMAGE_SIDE * TRT_IMAGE_SIDE)
 #define TRT_MAX_OUTPUTS 16
 
+/* Bytes of static storage a trt_program needs (checked at compile time); its tables hold
+ * pointers, so 64-bit hosts need more than a Cortex-M. */
+#define TRT_PROGRAM_STORAGE_BYTES (sizeof(void *) <= 4 ? 16384u : 20480u)
+
 typedef enum {
     TRT_OK = 0,
     TRT_ERR_TRUNCATED = -1,        /* an offset or length points outside the program */
@@ -25,22 +38,36 @@ typedef enum {
     TRT_ERR_UNSUPPORTED_OP = -4,   /* an operator this runtime does not implement */
     TRT_ERR_ARENA_TOO_SMALL = -5,  /* the memory plan does not fit the arena */
     TRT_ERR_BAD_TENSOR = -6,       /* tensor dtype/shape/size inconsistent with its use */
-    TRT_ERR_BAD_INPUT = -7,        /* wrong input size */
+    TRT_ERR_BAD_INPUT = -7,        /* wrong input size, or a NULL argument */
     TRT_ERR_LIMIT = -8,            /* more values / instructions than the runtime's static tables */
 } trt_status;
 
-typedef struct trt_program trt_program;  /* opaque; storage from trt_program_size() */
+typedef struct trt_program trt_program;  /* opaque */
+
+/* Suitably aligned static storage for one trt_program. */
+typedef union {
+    uint64_t align_u64;
+    double align_double;
+    void *align_pointer;
+    unsigned char bytes[TRT_PROGRAM_STORAGE_BYTES];
+} trt_program_storage;
+
+/* The program object living in `storage` (no allocation). */
+trt_program *trt_program_init(trt_program_storage *storage);
 
 /* Static storage the runtime needs for its tables (bytes), independent of the model. */
 size_t trt_program_size(void);
 
 /* Parse and validate the whole program (every offset, index, tensor size against
  * the buffer and the arena) before anything runs. On error, detail (if non-NULL)
- * receives a short NUL-terminated reason, e.g. the unsupported operator's name. */
+ * receives a short NUL-terminated reason, e.g. the unsupported operator's name.
+ * pte must stay valid and unchanged while the program is in use. */
 trt_status trt_load(trt_program *prog, const uint8_t *pte, size_t pte_len,
                     uint8_t *arena, size_t arena_len, char *detail, size_t detail_len);
 
-/* Bytes of arena the loaded program's memory plan needs. */
+/* Bytes of arena the loaded program's memory plan needs (0 if nothing is loaded).
+ * trt_load with arena == NULL and arena_len == 0 fails with TRT_ERR_ARENA_TOO_SMALL
+ * but still reports the need here, so a caller can size its arena. */
 size_t trt_arena_needed(const trt_program *prog);
 
 /* Run one inference on a 28x28 uint8 image (converted to float32 x/255 as the
@@ -48,6 +75,23 @@ size_t trt_arena_needed(const trt_program *prog);
  * operator, logits the program's float32 output (dequantized); n_out is set. */
 trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES],
                      int8_t out_q[TRT_MAX_OUTPUTS], float logits[TRT_MAX_OUTPUTS], int *n_out);
+
+/* Multiply-accumulates of one inference (convolutions and linear layers). */
+uint64_t trt_macs(const trt_program *prog);
+
+/* Number of kernel calls in the loaded program's instruction chain. */
+int trt_instruction_count(const trt_program *prog);
+
+/* Name of kernel call i ("cortex_m::quantized_conv2d"), or NULL if out of range. */
+const char *trt_instruction_name(const trt_program *prog, int i);
+
+/* Run only kernel calls [0, end) of the chain after loading the image, so tools can
+ * inspect intermediate tensors; trt_infer is the normal entry point. */
+trt_status trt_run_prefix(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int end);
+
+/* Where the output tensor of kernel call i lives after trt_run_prefix(..., i + 1):
+ * its bytes (within the arena) and length. */
+trt_status trt_instruction_output(const trt_program *prog, int i, const uint8_t **data, size_t *len);
 
 const char *trt_status_name(trt_status s);
 

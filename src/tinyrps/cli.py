@@ -113,7 +113,7 @@ def cmd_all(a):
 
 def cmd_deploy_fvp(a):
     from .deploy.fvp import deploy_fvp
-    result = deploy_fvp(a.model, a.executorch_root, fvp=a.fvp)
+    result = deploy_fvp(a.model, a.executorch_root, fvp=a.fvp, toolchain=a.toolchain)
     emit_json(result)
 
 
@@ -188,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--model", required=True, type=Path)
     f.add_argument("--executorch-root", required=True, type=Path)
     f.add_argument("--fvp", type=Path, help="FVP_Corstone_SSE-320 binary (default: on PATH)")
+    f.add_argument("--toolchain", type=Path, help="Arm GNU toolchain folder (default: on PATH or the checkout's)")
     return p
 
 

@@ -51,7 +51,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         result["variants"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
         for name, pte in programs.items():
             device_name = device_override or default_device(pte)
-            with open_device(device_name, pte) as device:
+            with open_device(device_name, pte, bulk=True) as device:
                 logits = classify_with_progress(device, images, bar, f"{name} on {device_name}")
                 agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean())
                 # "agreement" is with eager unless the family compares with a closer reference

@@ -26,7 +26,11 @@ def device_names() -> list:
 
 
 def open_device(name: str, model, **options) -> Device:
-    """Open device `name` on a model file (model.pt for eager, a .pte otherwise)."""
+    """Open device `name` on a model file (model.pt for eager, a .pte otherwise).
+
+    Options every device accepts (and may ignore): `bulk=True` says many images will
+    follow in big calls (evaluation), so a device may pick a faster bulk path.
+    Device-specific options go to that device only."""
     if name not in DEVICES:
         raise UserError(f"unknown device '{name}'; valid devices: {', '.join(DEVICES)}")
     module, cls, _ = DEVICES[name]

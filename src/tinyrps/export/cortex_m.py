@@ -87,7 +87,7 @@ def edge_reference_int8(edge_program, images: np.ndarray) -> np.ndarray:
 
     interpreter = Capture(module)
     rows = []
-    with _one_thread():
+    with _one_thread(), torch.no_grad():
         for x in images_to_tensor(images):
             captured.clear()
             interpreter.run(x.unsqueeze(0).contiguous(memory_format=torch.channels_last))
@@ -95,18 +95,29 @@ def edge_reference_int8(edge_program, images: np.ndarray) -> np.ndarray:
     return np.stack(rows)
 
 
+# The core the firmware runs on in the emulator (QEMU MPS3 AN547): programs for it get
+# the firmware's footprint and instruction count in their sidecar.
+FIRMWARE_CORE = "cortex-m55"
+
+
 def build_cortex_m(ctx: BuildContext, core: str) -> BuildResult:
-    edge = lower_to_edge(ctx.model, ctx.calibration, core)
-    # the edge module must run before to_executorch, which rewrites it to out-variants in place
-    check_images = ctx.calibration[:SELF_CHECK_IMAGES]
-    expected = edge_reference_int8(edge.exported_program(), check_images)
-    program = edge.to_executorch().buffer
+    with _one_thread():   # calibration batches of one image: 4-5x faster on one thread than on a shared pool
+        edge = lower_to_edge(ctx.model, ctx.calibration, core)
+        # the edge module must run before to_executorch, which rewrites it to out-variants in place
+        check_images = ctx.calibration[:SELF_CHECK_IMAGES]
+        expected = edge_reference_int8(edge.exported_program(), check_images)
+        program = edge.to_executorch().buffer
     replayed = replay_int8(parse_program(program), check_images)
     if not np.array_equal(expected, replayed):
         raise RuntimeError("the serialized Cortex-M program does not replay like its edge program; "
                            "the .pte reference would be wrong")
     ops = program_operators(program)
+    info = {}
+    if core == FIRMWARE_CORE:
+        from ..firmware.measure import measure_firmware
+        info["firmware"] = measure_firmware(program)
     return BuildResult(program, {
+        **info,
         "core": core,
         "operators": ops,
         "quantization": {"scheme": "int8 CMSIS-NN (CortexMQuantizer), per-channel conv weights, PT2E PTQ",
@@ -221,20 +232,19 @@ def _register_operators() -> None:
 
 @contextlib.contextmanager
 def _one_thread():
-    """The reference's tensors are tiny: one thread is several times faster than torch's pool
+    """Tensors of one 28x28 image are tiny: one thread is several times faster than torch's pool
     (and does not fight other work for the cores)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with torch.no_grad():
-            yield
+        yield
     finally:
         torch.set_num_threads(threads)
 
 
 def replay_int8(prog: ParsedProgram, images: np.ndarray) -> np.ndarray:
     _register_operators()
-    with _one_thread():
+    with _one_thread(), torch.no_grad():
         return np.stack([_Replay(prog).run(x) for x in images_to_tensor(images)]) if len(images) else \
             np.zeros((0, 3), np.int8)
 
@@ -247,7 +257,7 @@ def replay_layers(pte_path, image_uint8: np.ndarray) -> list:
     _register_operators()
     prog = parse_program(Path(pte_path).read_bytes())
     replay = _Replay(prog, record=True)
-    with _one_thread():
+    with _one_thread(), torch.no_grad():
         replay.run(images_to_tensor(image_uint8[None])[0])
     return replay.layers
 

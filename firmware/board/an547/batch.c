@@ -1,0 +1,160 @@
+/*
+ * Batch mode over semihosting, for bulk evaluation: read a file of N 28x28
+ * uint8 images, run each, write a file of fixed-size records, exit. The host
+ * files are named on the semihosting command line:
+ *     <anything> <images file> <outputs file>
+ * Output file: a header, then one record per image (layouts below and in
+ * docs/firmware.md; src/tinyrps/firmware/qemu.py reads them). Exit status: 0
+ * done, 1 bad arguments or I/O, 2 the program did not load, 3 a CPU fault.
+ */
+#include <string.h>
+
+#include "board.h"
+#include "firmware.h"
+#include "link_frame.h"
+#include "semihost.h"
+
+#define BATCH_MAGIC "TRPO"
+#define BATCH_VERSION 1u
+#define BATCH_HEADER_BYTES 128u
+#define BATCH_RECORD_BYTES 96u
+#define BATCH_TRAILER_MAGIC "TRPE"
+#define BATCH_TRAILER_BYTES 16u
+
+#define EXIT_OK 0
+#define EXIT_IO 1
+#define EXIT_NOT_LOADED 2
+#define EXIT_FAULT 3
+
+/*
+ * header: char[4] "TRPO", u32 version, u32 header bytes, u32 record bytes,
+ *         u32 image count, i32 load status, u32 arena needed, u32 arena capacity,
+ *         u32 program bytes, u32 boot instructions, u8[32] program SHA-256 (at 40),
+ *         char[48] load detail (at 72), zero padding to 128.
+ * record: i32 status, u32 n outputs, u64 instructions, i8[16] outputs, f32[16] logits.
+ * trailer (written last, so a complete file ends with it): char[4] "TRPE",
+ *         u32 stack bytes used, u32 stack size, u32 records written.
+ */
+static void encode_header(const firmware_state *fw, uint32_t count, uint8_t header[BATCH_HEADER_BYTES])
+{
+    memset(header, 0, BATCH_HEADER_BYTES);
+    memcpy(header, BATCH_MAGIC, 4);
+    link_put_u32(header + 4, BATCH_VERSION);
+    link_put_u32(header + 8, BATCH_HEADER_BYTES);
+    link_put_u32(header + 12, BATCH_RECORD_BYTES);
+    link_put_u32(header + 16, count);
+    link_put_u32(header + 20, (uint32_t)fw->load_status);
+    link_put_u32(header + 24, (uint32_t)fw->arena_needed);
+    link_put_u32(header + 28, (uint32_t)fw->arena_capacity);
+    link_put_u32(header + 32, (uint32_t)fw->model.length);
+    link_put_u32(header + 36, fw->boot_instructions);
+    memcpy(header + 40, fw->model_sha256, SHA256_DIGEST_BYTES);
+    text_copy((char *)header + 72, LOAD_DETAIL_BYTES, fw->load_detail);
+}
+
+static void encode_trailer(uint32_t records, uint8_t trailer[BATCH_TRAILER_BYTES])
+{
+    memcpy(trailer, BATCH_TRAILER_MAGIC, 4);
+    link_put_u32(trailer + 4, (uint32_t)board_stack_used());
+    link_put_u32(trailer + 8, (uint32_t)board_stack_size());
+    link_put_u32(trailer + 12, records);
+}
+
+static void encode_record(trt_status status, int n_out, uint64_t instructions, const int8_t *out_q,
+                          const float *logits, uint8_t record[BATCH_RECORD_BYTES])
+{
+    memset(record, 0, BATCH_RECORD_BYTES);
+    link_put_u32(record, (uint32_t)status);
+    link_put_u32(record + 4, (uint32_t)n_out);
+    link_put_u64(record + 8, instructions);
+    for (int i = 0; i < n_out && i < TRT_MAX_OUTPUTS; i++) {
+        uint32_t bits;
+        memcpy(&bits, &logits[i], sizeof bits);
+        record[16 + i] = (uint8_t)out_q[i];
+        link_put_u32(record + 32 + 4 * i, bits);
+    }
+}
+
+/* The last two words of the command line: images file, outputs file. */
+static int parse_file_names(char *line, char **images, char **outputs)
+{
+    char *words[8];
+    int count = 0;
+    for (char *p = line; *p && count < 8;) {
+        while (*p == ' ')
+            *p++ = '\0';
+        if (*p)
+            words[count++] = p;
+        while (*p && *p != ' ')
+            p++;
+    }
+    if (count < 2)
+        return -1;
+    *images = words[count - 2];
+    *outputs = words[count - 1];
+    return 0;
+}
+
+static __attribute__((noreturn)) void fail(const char *why)
+{
+    semihost_print("tinyrps firmware batch: ");
+    semihost_print(why);
+    semihost_print("\n");
+    semihost_exit(EXIT_IO);
+}
+
+static void run_images(firmware_state *fw, int in, int out, uint32_t count)
+{
+    static uint8_t image[TRT_IMAGE_BYTES];
+    uint8_t record[BATCH_RECORD_BYTES];
+    for (uint32_t i = 0; i < count; i++) {
+        if (semihost_read_all(in, image, sizeof image) != 0)
+            fail("cannot read the images file");
+        int8_t out_q[TRT_MAX_OUTPUTS] = {0};
+        float logits[TRT_MAX_OUTPUTS] = {0};
+        int n_out = 0;
+        uint64_t instructions = 0;
+        trt_status status = firmware_infer(fw, image, out_q, logits, &n_out, &instructions);
+        encode_record(status, n_out, instructions, out_q, logits, record);
+        if (semihost_write_all(out, record, sizeof record) != 0)
+            fail("cannot write the outputs file");
+    }
+}
+
+void run_batch(firmware_state *fw)
+{
+    static char line[512];
+    char *images_path, *outputs_path;
+    if (semihost_command_line(line, sizeof line - 1) != 0 || parse_file_names(line, &images_path, &outputs_path) != 0)
+        fail("expected '<images file> <outputs file>' on the semihosting command line");
+    int in = semihost_open(images_path, SEMIHOST_OPEN_READ);
+    if (in < 0)
+        fail("cannot open the images file");
+    long in_bytes = semihost_file_length(in);
+    if (in_bytes < 0 || in_bytes % TRT_IMAGE_BYTES != 0)
+        fail("the images file is not a whole number of 784-byte images");
+    uint32_t count = fw->load_status == TRT_OK ? (uint32_t)(in_bytes / TRT_IMAGE_BYTES) : 0;
+    int out = semihost_open(outputs_path, SEMIHOST_OPEN_WRITE);
+    if (out < 0)
+        fail("cannot create the outputs file");
+    uint8_t header[BATCH_HEADER_BYTES];
+    encode_header(fw, count, header);
+    if (semihost_write_all(out, header, sizeof header) != 0)
+        fail("cannot write the outputs file");
+    run_images(fw, in, out, count);
+    uint8_t trailer[BATCH_TRAILER_BYTES];
+    encode_trailer(count, trailer);
+    if (semihost_write_all(out, trailer, sizeof trailer) != 0)
+        fail("cannot write the outputs file");
+    semihost_close(in);
+    semihost_close(out);
+    semihost_exit(fw->load_status == TRT_OK ? EXIT_OK : EXIT_NOT_LOADED);
+}
+
+void batch_report_fault(const char *what)
+{
+    semihost_print("tinyrps firmware fault: ");
+    semihost_print(what);
+    semihost_print("\n");
+    semihost_exit(EXIT_FAULT);
+}

@@ -1,0 +1,36 @@
+/*
+ * Where the program (.pte) is and how long it is. The bytes sit at a fixed
+ * address (DDR 0x60000000 on AN547): QEMU's generic loader puts them there, a
+ * flash tool does on a board. The length comes from a boot descriptor the host
+ * writes next to the firmware's data (QEMU: a second loader item) or, when
+ * there is none, from the program's own extended header.
+ */
+#ifndef TINYRPS_MODEL_SLOT_H
+#define TINYRPS_MODEL_SLOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Boot descriptor at the start of DTCM (0x20000000), four little-endian words. */
+#define BOOT_DESCRIPTOR_MAGIC 0x42505254u /* "TRPB" */
+#define BOOT_MODE_SERVE 0u                /* serve requests on the UART forever */
+#define BOOT_MODE_BATCH 1u                /* run a semihosting batch, then exit */
+
+typedef struct {
+    uint32_t magic;
+    uint32_t model_length;
+    uint32_t mode;
+    uint32_t check; /* magic ^ model_length ^ mode ^ 0xFFFFFFFF */
+} boot_descriptor;
+
+typedef struct {
+    const uint8_t *bytes;
+    size_t length;   /* 0 when no program was found */
+    uint32_t source; /* LINK_MODEL_SOURCE_* */
+    uint32_t mode;   /* BOOT_MODE_* */
+} model_slot;
+
+/* Reads (and clears) the boot descriptor; never fails: no program gives length 0. */
+model_slot model_slot_locate(void);
+
+#endif

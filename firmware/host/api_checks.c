@@ -1,0 +1,76 @@
+/*
+ * tinyrps-api-checks MODEL.pte: the runtime API's contract on a valid program --
+ * argument checks, alignment, arena sizing, reloads, detail buffers, repeatable
+ * inference. Prints one line per check; exit 0 only if all hold.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_io.h"
+#include "tinyrps_runtime.h"
+
+static trt_program_storage storage;
+static int failures;
+
+static void check(int ok, const char *what) {
+    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+    if (!ok) failures++;
+}
+
+int main(int argc, char **argv) {
+    size_t len = 0;
+    uint8_t *pte = argc == 2 ? read_file_aligned(argv[1], &len) : NULL;
+    if (!pte) {
+        fprintf(stderr, "usage: %s MODEL.pte\n", argv[0]);
+        return 2;
+    }
+    uint8_t image[TRT_IMAGE_BYTES];
+    for (int i = 0; i < TRT_IMAGE_BYTES; i++) image[i] = (uint8_t)(i * 7);
+    int8_t q[TRT_MAX_OUTPUTS], q2[TRT_MAX_OUTPUTS];
+    float logits[TRT_MAX_OUTPUTS], logits2[TRT_MAX_OUTPUTS];
+    int n = 0;
+    char detail[96];
+    trt_program *prog = trt_program_init(&storage);
+
+    check(trt_program_size() <= sizeof storage, "trt_program_size() fits trt_program_storage");
+    check(trt_load(NULL, pte, len, NULL, 0, NULL, 0) == TRT_ERR_BAD_INPUT, "NULL program is rejected");
+    check(trt_load(prog, NULL, len, NULL, 0, detail, sizeof detail) == TRT_ERR_BAD_INPUT, "NULL bytes are rejected");
+    check(trt_infer(prog, image, q, logits, &n) == TRT_ERR_BAD_INPUT, "inference before a load is refused");
+
+    /* a copy one byte off 16-byte alignment */
+    uint8_t *shifted = malloc(len + 16);
+    uint8_t *odd = shifted + ((16 - ((uintptr_t)shifted % 16)) % 16) + 1;
+    memcpy(odd, pte, len);
+    check(trt_load(prog, odd, len, NULL, 0, detail, sizeof detail) == TRT_ERR_BAD_INPUT &&
+              strstr(detail, "aligned") != NULL, "a misaligned program buffer is refused");
+
+    check(trt_load(prog, pte, len, NULL, 0, detail, sizeof detail) == TRT_ERR_ARENA_TOO_SMALL, "no arena: too small");
+    size_t need = trt_arena_needed(prog);
+    check(need > 0 && strstr(detail, "bytes needed") != NULL, "the needed arena size is reported");
+    uint8_t *arena = aligned_alloc(16, (need + 16) & ~(size_t)15);
+    check(trt_load(prog, pte, len, arena, need - 1, detail, sizeof detail) == TRT_ERR_ARENA_TOO_SMALL,
+          "an arena one byte short is refused");
+    check(trt_load(prog, pte, len, arena + 1, need, detail, sizeof detail) == TRT_ERR_BAD_INPUT,
+          "a misaligned arena is refused");
+    check(trt_infer(prog, image, q, logits, &n) == TRT_ERR_BAD_INPUT, "a failed load leaves nothing runnable");
+
+    char tiny[1] = {'x'};
+    check(trt_load(prog, pte, len - 100, arena, need, tiny, sizeof tiny) != TRT_OK && tiny[0] == '\0',
+          "a one-byte detail buffer gets an empty string");
+    check(trt_load(prog, pte, len, arena, need, NULL, 0) == TRT_OK, "the program loads into exactly its arena");
+    check(trt_infer(prog, image, q, logits, &n) == TRT_OK && n == 3, "inference gives three outputs");
+    check(trt_infer(prog, image, q2, logits2, &n) == TRT_OK && memcmp(q, q2, 3) == 0 &&
+              memcmp(logits, logits2, sizeof(float) * 3) == 0, "inference is repeatable");
+    check(trt_infer(prog, NULL, q, logits, &n) == TRT_ERR_BAD_INPUT, "a NULL image is refused");
+    check(trt_instruction_count(prog) == 10 && trt_instruction_name(prog, 10) == NULL &&
+              trt_instruction_name(prog, -1) == NULL, "kernel calls are listed within range");
+    check(trt_run_prefix(prog, image, 11) == TRT_ERR_BAD_INPUT, "a prefix past the chain is refused");
+    check(strcmp(trt_status_name(TRT_ERR_UNSUPPORTED_OP), "unsupported operator") == 0 &&
+              strcmp(trt_status_name((trt_status)-99), "unknown status") == 0, "status names");
+
+    free(arena);
+    free(shifted);
+    free(pte);
+    return failures ? 1 : 0;
+}

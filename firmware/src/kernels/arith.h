@@ -1,0 +1,75 @@
+/*
+ * Integer helpers shared by the kernels: CMSIS-NN requantization as ExecuTorch's
+ * Python reference defines it (passes_utils.requantize_cmsis), modular int32
+ * arithmetic (torch's int32 tensors wrap), int8 sums and dot products.
+ *
+ * Everything is written without signed overflow and without shifting negative
+ * numbers, so the results are defined C11 and clean under UBSan.
+ */
+#ifndef TINYRPS_ARITH_H
+#define TINYRPS_ARITH_H
+
+#include <stdint.h>
+
+/* Two's complement reinterpretation, without implementation-defined conversions. */
+static inline int32_t trt_wrap32(uint32_t u) { return u <= INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1; }
+static inline int64_t trt_wrap64(uint64_t u) { return u <= INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1; }
+
+/* a + b as torch computes it on int32 tensors: modulo 2^32. */
+static inline int32_t trt_add_wrap(int32_t a, int32_t b) { return trt_wrap32((uint32_t)a + (uint32_t)b); }
+
+/* Right shifts of negative int64 values are arithmetic (flooring) on every compiler this code
+ * supports; C11 leaves it implementation-defined, so check it at compile time. */
+_Static_assert((-1 >> 1) == -1 && ((int64_t)-3 >> 1) == -2, "arithmetic right shift required");
+
+/*
+ * requantize_cmsis(acc, multiplier, shift), with torch's int64 semantics:
+ *   v = acc << max(shift, 0)                       (int64, wraps)
+ *   v = (v * multiplier + 2^30) >> 31              (doubling high multiply, no saturation)
+ *   if shift < 0: n = -shift, mask = 2^n - 1, r = v & mask, v >>= n,
+ *                 v += r > (mask >> 1) + (v < 0)   (round half away from zero)
+ *   return (int32) v                               (wraps)
+ * shift is validated to [-31, 31] at load.
+ */
+static inline int32_t trt_requantize(int64_t acc, int32_t multiplier, int32_t shift) {
+    int64_t result;
+    if (shift <= 0 && acc >= INT32_MIN && acc <= INT32_MAX) {
+        /* the usual case: |acc * multiplier| < 2^62, exact in int64 (one 32x32->64 multiply) */
+        result = (acc * multiplier + ((int64_t)1 << 30)) >> 31;
+    } else {
+        /* torch's int64 shift and multiply wrap: do the same in uint64 */
+        uint64_t value = (uint64_t)acc << (shift > 0 ? shift : 0);
+        result = trt_wrap64(value * (uint64_t)(int64_t)multiplier + ((uint64_t)1 << 30)) >> 31;
+    }
+    if (shift < 0) {
+        int right = -shift;
+        int64_t mask = ((int64_t)1 << right) - 1;
+        int64_t remainder = result & mask;
+        result >>= right;
+        int64_t threshold = (mask >> 1) + (result < 0 ? 1 : 0);
+        result += remainder > threshold ? 1 : 0;
+    }
+    return trt_wrap32((uint32_t)result);
+}
+
+static inline int32_t trt_clamp(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/* Requantized accumulator -> int8 output: add the output offset (int32, wraps), clamp. */
+static inline int8_t trt_output_s8(int64_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
+                                   int32_t act_min, int32_t act_max) {
+    int32_t v = trt_add_wrap(trt_requantize(acc, multiplier, shift), output_offset);
+    return (int8_t)trt_clamp(v, act_min, act_max);
+}
+
+/* int8 dot products (dot_s8.c). Kept out of line on purpose: inlined into the large conv
+ * loops, GCC runs out of registers and spills the accumulators on every MAC. */
+int32_t trt_dot_s8(const int8_t *a, const int8_t *b, int32_t n);
+void trt_dot4_s8(const int8_t *x, const int8_t *w, int32_t stride, int32_t n, int32_t acc[4]);
+
+static inline int32_t trt_sum_s8(const int8_t *a, int32_t n) {
+    int32_t s = 0;
+    for (int32_t i = 0; i < n; i++) s += a[i];
+    return s;
+}
+
+#endif

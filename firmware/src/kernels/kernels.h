@@ -1,0 +1,106 @@
+/*
+ * Kernels of the ExecuTorch Cortex-M operators, one per file, CMSIS-NN style.
+ *
+ * Each kernel trusts its parameters: runtime.c / operators.c validated every
+ * size, pointer range, offset and shift when the program was loaded. Layouts are
+ * the ones the Cortex-M backend emits: activations NHWC (channels-last), conv
+ * weights OHWI, depthwise weights 1HWO, linear weights [out, in], all dense.
+ * The arithmetic each one reproduces is ExecuTorch's Python reference
+ * (backends/cortex_m/ops/operators.py), bit for bit; see the comment at the top
+ * of each kernel file.
+ */
+#ifndef TINYRPS_KERNELS_H
+#define TINYRPS_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest dot product a kernel accumulates in int32: 65536 * 128 * 128 < 2^31, so the
+ * int8 x int8 sums never overflow. operators.c rejects longer reductions. */
+#define TRT_MAX_REDUCTION 65536
+/* Largest depthwise window (kernel_h * kernel_w), e.g. 11x11; operators.c rejects larger. */
+#define TRT_MAX_DEPTHWISE_TAPS 121
+
+typedef struct {
+    const float *input;
+    int8_t *output;
+    uint32_t count;
+    float inv_scale;     /* (float)(1.0 / scale), as torch multiplies a float32 tensor by it */
+    float zero_point;
+    float quant_min, quant_max;
+} trt_quantize_params;
+
+typedef struct {
+    const int8_t *input;
+    float *output;
+    uint32_t count;
+    float scale;         /* (float)scale */
+    float zero_point;
+} trt_dequantize_params;
+
+/* Shared by quantized_conv2d and quantized_depthwise_conv2d. */
+typedef struct {
+    const int8_t *input;          /* [batches, in_h, in_w, in_c] */
+    const int8_t *weights;        /* conv: [out_c, kernel_h, kernel_w, kernel_c]; depthwise: [1, kh, kw, out_c] */
+    const int32_t *bias;          /* [out_c] or NULL */
+    const int32_t *multipliers;   /* [out_c] */
+    const int32_t *shifts;        /* [out_c] */
+    /* conv only, in the arena workspace: per output channel, the weight sum of each kernel tap
+     * [out_c, kernel_h * kernel_w] then the whole-window sums [out_c] (input offset folding) */
+    const int32_t *tap_sums;
+    const int32_t *window_sums;
+    int8_t *output;               /* [batches, out_h, out_w, out_c] */
+    int32_t batches, in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c;
+    int32_t kernel_h, kernel_w, kernel_c;   /* kernel_c: input channels per group */
+    int32_t groups;                         /* conv: in_c / kernel_c */
+    int32_t depth_multiplier;               /* depthwise: out_c / in_c */
+    int32_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int32_t input_offset, output_offset;
+    int32_t activation_min, activation_max;
+} trt_conv_params;
+
+typedef struct {
+    const int8_t *input;          /* [batches, in_h, in_w, channels] */
+    int8_t *output;               /* [batches, out_h, out_w, channels] */
+    int32_t batches, in_h, in_w, channels, out_h, out_w;
+    int32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+    int32_t activation_min, activation_max;
+} trt_max_pool_params;
+
+typedef struct {
+    const int8_t *input;          /* [rows, depth] */
+    const int8_t *weights;        /* [out_features, depth] */
+    const int32_t *bias;          /* [out_features] or NULL (DSP / scalar form) */
+    const int32_t *kernel_sum;    /* [out_features] or NULL (MVE form: bias and offsets folded in) */
+    const int32_t *weight_sums;   /* workspace [out_features]: row sums of weights (bias form only) */
+    int8_t *output;               /* [rows, out_features] */
+    int32_t rows, depth, out_features;
+    int32_t input_offset, filter_offset, output_offset;
+    int32_t multiplier, shift;
+    int32_t activation_min, activation_max;
+} trt_linear_params;
+
+#define TRT_COPY_MAX_RANK 6
+typedef struct {
+    const uint8_t *input;
+    uint8_t *output;
+    int32_t rank, elem_size;
+    int32_t sizes[TRT_COPY_MAX_RANK];
+    int32_t in_strides[TRT_COPY_MAX_RANK];   /* elements */
+    int32_t out_strides[TRT_COPY_MAX_RANK];
+} trt_copy_params;
+
+void trt_quantize_per_tensor(const trt_quantize_params *p);
+void trt_dequantize_per_tensor(const trt_dequantize_params *p);
+void trt_quantized_conv2d(const trt_conv_params *p);
+void trt_quantized_depthwise_conv2d(const trt_conv_params *p);
+void trt_quantized_max_pool2d(const trt_max_pool_params *p);
+void trt_quantized_linear(const trt_linear_params *p);
+void trt_clone_dim_order(const trt_copy_params *p);
+
+/* Load-time preparation of the weight sums the conv and linear kernels fold offsets with. */
+void trt_conv_weight_sums(const trt_conv_params *p, int32_t *tap_sums, int32_t *window_sums);
+void trt_linear_weight_sums(const trt_linear_params *p, int32_t *weight_sums);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * cortex_m::quantize_per_tensor.out -- float32 -> int8.
+ *
+ * Arithmetic (quantized_decomposed.quantize_per_tensor, in float32):
+ *   out = (int8) clamp(round_half_even(x * inv_scale) + zero_point, quant_min, quant_max)
+ * with inv_scale = (float)(1.0 / scale): torch multiplies the float32 tensor by the
+ * double 1/scale rounded to float32, rounds half to even (torch.round), adds the zero
+ * point as float32 and clamps before the cast.
+ */
+#include "kernels.h"
+
+/* Round half to even without libm. |v| >= 2^23 is already an integer. */
+static float round_half_even(float v) {
+    const float two23 = 8388608.0f;
+    if (!(v < two23 && v > -two23)) return v;
+    float whole = (float)(int32_t)v;         /* truncated toward zero, exact */
+    float frac = v - whole;                  /* exact: both share v's binade or below */
+    int32_t odd = (int32_t)whole & 1;
+    if (frac > 0.5f || (frac == 0.5f && odd)) return whole + 1.0f;
+    if (frac < -0.5f || (frac == -0.5f && odd)) return whole - 1.0f;
+    return whole;
+}
+
+void trt_quantize_per_tensor(const trt_quantize_params *p) {
+    for (uint32_t i = 0; i < p->count; i++) {
+        float v = round_half_even(p->input[i] * p->inv_scale) + p->zero_point;
+        if (v < p->quant_min) v = p->quant_min;
+        if (v > p->quant_max) v = p->quant_max;
+        p->output[i] = (int8_t)(int32_t)v;
+    }
+}

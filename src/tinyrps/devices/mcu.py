@@ -1,0 +1,155 @@
+"""The firmware on an emulated Cortex-M55 (QEMU MPS3 AN547), driven over its serial link.
+
+Opening the device boots the firmware once with the program in its model slot and
+checks, with `info`, that the firmware holds exactly this file (SHA-256) and that
+the program loaded. Each image is then one `infer` request on the UART.
+
+Transport (option `transport`):
+- "serial" (default): every image over the serial link, as a board on a serial
+  line would be used. `play` and `classify` use this.
+- "batch": each classify call is one extra QEMU boot that reads the images and
+  writes the outputs over semihosting: the same firmware and arithmetic, without
+  the UART's ~0.1 s per image. For bulk evaluation.
+- "auto": batch from BATCH_THRESHOLD images up, serial below.
+
+Option `port` (e.g. "/dev/ttyACM0"): talk to a real board running the firmware,
+with its program already flashed, instead of booting QEMU (serial transport only).
+
+`last_int8` holds the raw int8 outputs of the last classify call (for the
+bit-exactness check), `int8_outputs` those of every call since opening, and
+`last_stats()` the instruction count and link time of the last inference.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UserError
+from ..export import FAMILY_DEVICES, read_sidecar
+from ..pte import read_program
+from .base import Device, check_images
+
+TRANSPORTS = ("serial", "batch", "auto")
+# From this many images per classify call, "auto" pays one QEMU boot (~0.3 s) to skip
+# the UART (~0.05-0.1 s per image here).
+BATCH_THRESHOLD = 16
+
+
+class McuDevice(Device):
+    name = "mcu"
+    batch_size = 1
+    bench_runs = 20          # each run is a serial round trip of ~0.1 s
+
+    def __init__(self, model_path, transport: str = None, timeout: float = 10.0, port=None, bulk: bool = False, **_):
+        # bulk work (eval) takes the batch transport for big calls unless told otherwise
+        transport = transport or ("auto" if bulk and not port else "serial")
+        if transport not in TRANSPORTS:
+            raise UserError(f"unknown mcu transport '{transport}'; valid: {', '.join(TRANSPORTS)}")
+        if port and transport != "serial":
+            raise UserError("a board on a serial port only has the serial transport; drop the transport option")
+        self.model_path = Path(model_path)
+        self.transport = transport
+        self.port = port
+        program = read_program(self.model_path)
+        _refuse_other_families(self.model_path)
+        self.model_sha256 = hashlib.sha256(program).hexdigest()
+        self.server = self.link = self.elf = None
+        try:
+            self.link = self._connect(timeout)
+            self.info = self.link.info()
+            self._check_info()
+        except BaseException:
+            self.close()
+            raise
+        self.last_int8 = np.zeros((0, 3), np.int8)
+        self._int8_chunks = []
+        self._stats = {}
+
+    def _connect(self, timeout: float):
+        """The link to the firmware: a board on `port`, or the firmware booted in QEMU."""
+        if self.port:
+            from ..firmware.link import DeviceLink
+            return DeviceLink.open(self.port, timeout=timeout, describe=f"the board on {self.port}")
+        from ..firmware.qemu import FirmwareServer, firmware_elf
+        self.elf = firmware_elf()
+        self.server = FirmwareServer(self.model_path, elf=self.elf, timeout=timeout).start()
+        return self.server.link
+
+    def _check_info(self) -> None:
+        info = self.info
+        if info.model_sha256 != self.model_sha256:
+            where = "flash it to the board's model slot" if self.port else "the model slot was not loaded correctly"
+            raise UserError(f"the firmware holds a different program than {self.model_path.name} "
+                            f"(SHA-256 {info.model_sha256[:12]}... vs {self.model_sha256[:12]}...): {where}")
+        if not info.loaded:
+            raise UserError(f"{self.model_path.name} does not run on the firmware ({info.load_detail or info.load_status_name}): "
+                            "export a Cortex-M program with `tinyrps export --target cortex-m55`")
+
+    @property
+    def int8_outputs(self) -> np.ndarray:
+        return np.concatenate(self._int8_chunks) if self._int8_chunks else np.zeros((0, 3), np.int8)
+
+    def classify(self, images) -> np.ndarray:
+        images = check_images(images)
+        if self._use_batch(len(images)):
+            int8, logits = self._classify_by_batch(images)
+        else:
+            int8, logits = self._classify_by_serial(images)
+        self.last_int8 = int8
+        self._int8_chunks.append(int8)
+        return logits
+
+    def _use_batch(self, count: int) -> bool:
+        return self.transport == "batch" or (self.transport == "auto" and count >= BATCH_THRESHOLD)
+
+    def _classify_by_serial(self, images: np.ndarray) -> tuple:
+        int8_rows, logit_rows = [], []
+        for image in images:
+            result = self.link.infer(image)
+            int8_rows.append(result.int8)
+            logit_rows.append(result.logits)
+            self._stats = {"instructions": int(result.instructions), "link_ms": round(result.link_ms, 2),
+                           "transport": "serial"}
+        n_out = len(int8_rows[0]) if int8_rows else len(self.last_int8[0]) if len(self.last_int8) else 3
+        return (np.array(int8_rows, np.int8).reshape(-1, n_out),
+                np.array(logit_rows, np.float32).reshape(-1, n_out))
+
+    def _classify_by_batch(self, images: np.ndarray) -> tuple:
+        from ..firmware.qemu import run_batch
+        start = time.perf_counter()
+        result = run_batch(self.model_path, images, elf=self.elf)
+        if result.model_sha256 != self.model_sha256:
+            raise UserError(f"the firmware batch ran a different program than {self.model_path.name}; "
+                            "the model slot was not loaded correctly")
+        if len(images):
+            self._stats = {"instructions": int(result.instructions[-1]),
+                           "link_ms": round((time.perf_counter() - start) * 1000.0 / len(images), 2),
+                           "transport": "batch"}
+        return result.int8, result.logits
+
+    def last_stats(self) -> dict:
+        """Of the last inference: `instructions` on the Cortex-M55, `link_ms` the request's
+        wall time (serial) or the batch's wall time per image (batch), `transport`."""
+        return dict(self._stats)
+
+    def describe(self) -> str:
+        where = f"{self.info.board} on {self.port}" if self.port else f"QEMU {self.info.board} (Cortex-M55)"
+        return f"tinyrps firmware {self.info.firmware} on {where}, {self.transport} link"
+
+    def close(self) -> None:
+        if getattr(self, "server", None) is not None:
+            self.server.close()
+        elif getattr(self, "link", None) is not None:
+            self.link.close()
+
+
+def _refuse_other_families(path: Path) -> None:
+    """A program whose sidecar names another family gets a pointer to the right device."""
+    sidecar = read_sidecar(path)
+    family = sidecar.get("family") if sidecar else None
+    if family and family != "cortex-m":
+        raise UserError(f"{path.name} is a {family} program; the mcu device runs Cortex-M programs only: "
+                        f"run it with --device {' or --device '.join(FAMILY_DEVICES[family])}")

@@ -1,0 +1,126 @@
+"""Configure and build firmware/ with CMake, once per source change.
+
+Kinds: "native" (host gcc: the runtime library, `tinyrps-native` and the mutation
+sweep `tinyrps-mutate`), "native-asan" (the same with AddressSanitizer and UBSan),
+"cortex-m55" (arm-none-eabi-gcc with firmware/cmake/arm-none-eabi.cmake; the board
+directory firmware/board/an547 supplies the executables). Each kind builds in
+firmware/build-<kind>/. A stamp there records a hash of every firmware source and
+the build settings, so an unchanged tree costs one hash and no CMake call.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+
+APT_HOST = "apt-get install --no-install-recommends cmake gcc libc6-dev"
+APT_ARM = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+SOURCE_SUFFIXES = {".c", ".h", ".s", ".S", ".ld", ".cmake", ".txt"}
+TOOLCHAIN_FILE = Path("cmake") / "arm-none-eabi.cmake"
+
+
+@dataclass(frozen=True)
+class Kind:
+    cmake_args: tuple
+    compilers: tuple                 # executables that must be on PATH
+    install_hint: str
+
+
+KINDS = {
+    "native": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("gcc",), APT_HOST),
+    "native-asan": Kind(("-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTRT_SANITIZE=ON"), ("gcc",), APT_HOST),
+    "cortex-m55": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("arm-none-eabi-gcc",), APT_ARM),
+}
+
+
+@dataclass
+class FirmwareBuild:
+    kind: str
+    build_dir: Path
+    executables: dict = field(default_factory=dict)   # file name -> path of every built executable
+
+    def tool(self, name: str) -> Path:
+        if name not in self.executables:
+            raise UserError(f"the {self.kind} firmware build has no '{name}' (built: "
+                            f"{', '.join(sorted(self.executables)) or 'nothing'}); check firmware/CMakeLists.txt")
+        return self.executables[name]
+
+
+def firmware_dir() -> Path:
+    """firmware/ of the repository this package runs from."""
+    root = Path(__file__).resolve().parents[3] / "firmware"
+    if not (root / "CMakeLists.txt").is_file():
+        raise UserError(f"firmware sources not found at {root}: run tinyrps from a checkout of the repository")
+    return root
+
+
+def build_firmware(kind: str = "native") -> FirmwareBuild:
+    """Build (if sources changed) and return the executables of one firmware kind."""
+    if kind not in KINDS:
+        raise UserError(f"unknown firmware build '{kind}'; valid: {', '.join(KINDS)}")
+    spec = KINDS[kind]
+    source = firmware_dir()
+    _check_tools(kind, spec)
+    args = list(spec.cmake_args)
+    if kind == "cortex-m55":
+        toolchain = source / TOOLCHAIN_FILE
+        if not toolchain.is_file():
+            raise UserError(f"the Cortex-M toolchain file {toolchain} is missing; the cortex-m55 firmware cannot be built")
+        args.append(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}")
+    build_dir = source / f"build-{kind}"
+    build_dir.mkdir(exist_ok=True)
+    with open(build_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)   # one build at a time per kind, across processes
+        stamp = _stamp(source, args)
+        stamp_file = build_dir / ".source-stamp"
+        if not (stamp_file.is_file() and stamp_file.read_text() == stamp):
+            stamp_file.unlink(missing_ok=True)
+            (build_dir / "build.log").unlink(missing_ok=True)
+            _run_cmake(kind, ["cmake", "-S", str(source), "-B", str(build_dir), *args], build_dir)
+            _run_cmake(kind, ["cmake", "--build", str(build_dir), "-j", str(min(2, os.cpu_count() or 1))], build_dir)
+            stamp_file.write_text(stamp)
+    return FirmwareBuild(kind, build_dir, _executables(build_dir))
+
+
+def _check_tools(kind: str, spec: Kind) -> None:
+    missing = [t for t in ("cmake", *spec.compilers) if shutil.which(t) is None]
+    if missing:
+        raise UserError(f"the {kind} firmware build needs {' and '.join(missing)}, which is not installed: "
+                        f"{spec.install_hint}")
+
+
+def _stamp(source: Path, args: list) -> str:
+    """Hash of every source file (path and bytes) and the CMake arguments."""
+    h = hashlib.sha256("\0".join(args).encode())
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if rel.parts[0].startswith("build") or not path.is_file() or path.suffix not in SOURCE_SUFFIXES:
+            continue
+        h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _run_cmake(kind: str, command: list, build_dir: Path) -> None:
+    log = build_dir / "build.log"
+    with open(log, "a") as out:
+        out.write("$ " + " ".join(command) + "\n")
+        out.flush()
+        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        raise UserError(f"building the {kind} firmware failed (`{' '.join(command[:2])}`); see {log}")
+
+
+def _executables(build_dir: Path) -> dict:
+    found = {}
+    for path in build_dir.rglob("*"):
+        if "CMakeFiles" in path.parts or not path.is_file():
+            continue
+        if path.suffix == ".elf" or (os.access(path, os.X_OK) and path.suffix == ""):
+            found[path.name] = path
+    return found

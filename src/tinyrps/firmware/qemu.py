@@ -1,0 +1,335 @@
+"""The firmware on an emulated Cortex-M55: QEMU's MPS3 AN547 board, started and always stopped here.
+
+Two ways to run it, one firmware image (firmware/board/an547, built by build_firmware):
+
+- `FirmwareServer`: boots once with a program and serves requests on its UART,
+  which QEMU puts on a loopback TCP socket; `server.link` is a DeviceLink.
+- `run_batch`: boots with a program and a file of images, runs them all and
+  exits, exchanging files over semihosting (fast: no UART in the way).
+
+QEMU runs with `-icount shift=0`: one guest instruction is one nanosecond of
+virtual time, so the firmware's SysTick-based instruction counts are exact and
+the same from run to run.
+
+Every process started here is stopped: by close()/the context manager, by an
+atexit hook, and by the kernel (PR_SET_PDEATHSIG) if this Python process dies
+without cleaning up. Every wait has a timeout.
+"""
+from __future__ import annotations
+
+import atexit
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..errors import UserError
+from .link import DeviceLink, LinkError
+
+QEMU = "qemu-system-arm"
+MACHINE = "mps3-an547"
+INSTALL_HINT = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+FIRMWARE_KIND = "cortex-m55"
+FIRMWARE_EXECUTABLE = "tinyrps_fw.elf"
+
+# Memory map of the firmware (firmware/board/an547/an547.ld, model_slot.h).
+MODEL_ADDRESS = 0x60000000
+MODEL_MAX_BYTES = 64 << 20
+DESCRIPTOR_ADDRESS = 0x20000000
+DESCRIPTOR_MAGIC = 0x42505254       # "TRPB"
+MODE_SERVE = 0
+MODE_BATCH = 1
+
+# Batch files (firmware/board/an547/batch.c).
+BATCH_MAGIC = b"TRPO"
+BATCH_HEADER = struct.Struct("<4sIIIIiIIII32s48s")     # then zero padding to header bytes
+BATCH_RECORD = struct.Struct("<iIQ16b16f")
+BATCH_EXIT_CODES = {1: "bad arguments or file I/O", 2: "the program did not load", 3: "a CPU fault"}
+
+BOOT_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 3.0
+# Budget of one inference in batch mode (~0.05 s of emulation; generous for a loaded machine).
+BATCH_SECONDS_PER_IMAGE = 2.0
+
+# QEMU chatter that says nothing about a failure.
+_HARMLESS_STDERR = ("QEMU waiting for connection", "has no peer")
+
+
+def require_qemu() -> str:
+    path = shutil.which(QEMU)
+    if path is None:
+        raise UserError(f"{QEMU} is not installed; the mcu device needs it: {INSTALL_HINT}")
+    return path
+
+
+def firmware_elf() -> Path:
+    """The AN547 firmware image, built from firmware/ if its sources changed."""
+    from .build import build_firmware
+    return build_firmware(FIRMWARE_KIND).tool(FIRMWARE_EXECUTABLE)
+
+
+def descriptor_words(model_length: int, mode: int) -> tuple:
+    """The boot descriptor (model_slot.h) as two little-endian 64-bit words for QEMU's loader."""
+    check = DESCRIPTOR_MAGIC ^ model_length ^ mode ^ 0xFFFFFFFF
+    return DESCRIPTOR_MAGIC | model_length << 32, mode | check << 32
+
+
+def qemu_command(elf: Path, pte: Path, mode: int) -> list:
+    """QEMU with the firmware, the program in DDR and the boot descriptor in DTCM; no serial yet."""
+    length = pte.stat().st_size
+    if length > MODEL_MAX_BYTES:
+        raise UserError(f"{pte} is {length} bytes; the firmware's model slot holds at most {MODEL_MAX_BYTES} bytes")
+    word0, word1 = descriptor_words(length, mode)
+    return [require_qemu(), "-M", MACHINE, "-nodefaults", "-display", "none", "-monitor", "none", "-nic", "none",
+            "-icount", "shift=0", "-no-reboot",
+            "-kernel", str(elf),
+            "-device", f"loader,file={pte},addr={MODEL_ADDRESS:#x}",
+            "-device", f"loader,addr={DESCRIPTOR_ADDRESS:#x},data={word0:#x},data-len=8",
+            "-device", f"loader,addr={DESCRIPTOR_ADDRESS + 8:#x},data={word1:#x},data-len=8"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Process handling
+# ---------------------------------------------------------------------------------------------
+
+_live_processes: set = set()
+_live_lock = threading.Lock()
+
+
+def _stop_all_at_exit() -> None:
+    with _live_lock:
+        processes = list(_live_processes)
+    for process in processes:
+        _stop_process(process)
+
+
+atexit.register(_stop_all_at_exit)
+
+
+def _parent_death_signal():
+    """A function for the child (between fork and exec) that asks Linux to SIGKILL it when
+    this process dies, so an interpreter killed without cleanup leaves no QEMU behind.
+    Resolved here, in the parent: the child only makes the one prctl call."""
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    PR_SET_PDEATHSIG = 1
+    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_die_with_parent = _parent_death_signal()
+
+
+def _start_process(command: list, stderr_path: Path, cwd: Optional[Path] = None,
+                   pass_fds: tuple = ()) -> subprocess.Popen:
+    with open(stderr_path, "wb") as stderr:
+        # its own session: a Ctrl-C in the terminal reaches Python, which then stops QEMU in order
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, cwd=cwd,
+                                   pass_fds=pass_fds, start_new_session=True, preexec_fn=_die_with_parent)
+    with _live_lock:
+        _live_processes.add(process)
+    return process
+
+
+def _stop_process(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(STOP_TIMEOUT_S)
+    with _live_lock:
+        _live_processes.discard(process)
+
+
+def _stderr_summary(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    useful = [line.strip() for line in lines if line.strip() and not any(h in line for h in _HARMLESS_STDERR)]
+    return " / ".join(useful[-3:])
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving over the UART
+# ---------------------------------------------------------------------------------------------
+
+class FirmwareServer:
+    """The firmware booted once in QEMU, serving on its UART (a loopback TCP socket).
+
+        with FirmwareServer(pte) as server:
+            info = server.link.info()
+            result = server.link.infer(image)
+    """
+
+    def __init__(self, pte, elf: Optional[Path] = None, timeout: float = 10.0):
+        self.pte = Path(pte)
+        self.elf = Path(elf) if elf else None
+        self.timeout = timeout
+        self.process: Optional[subprocess.Popen] = None
+        self.link: Optional[DeviceLink] = None
+        self.port: Optional[int] = None
+        self._workdir: Optional[tempfile.TemporaryDirectory] = None
+
+    def start(self) -> "FirmwareServer":
+        """Boot QEMU and connect (once: starting a started server does nothing)."""
+        if self.process is not None:
+            return self
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _start(self) -> None:
+        elf = self.elf or firmware_elf()
+        command = qemu_command(elf, self.pte, MODE_SERVE)
+        self._workdir = tempfile.TemporaryDirectory(prefix="tinyrps-qemu.")
+        # Python owns the listening socket and hands it to QEMU: no free-port race.
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+            self.port = listener.getsockname()[1]
+            fd = listener.fileno()
+            command += ["-chardev", f"socket,id=uart0,fd={fd},server=on,wait=on,nodelay=on", "-serial", "chardev:uart0"]
+            self.process = _start_process(command, self.stderr_path, pass_fds=(fd,))
+        finally:
+            listener.close()
+        self.link = DeviceLink.open(f"socket://127.0.0.1:{self.port}", timeout=self.timeout,
+                                    describe=f"the firmware in QEMU ({MACHINE})", check_alive=self.check_alive)
+
+    @property
+    def stderr_path(self) -> Path:
+        return Path(self._workdir.name) / "qemu.log"
+
+    def check_alive(self) -> None:
+        """Raise LinkError if QEMU has exited (what it said on stderr included)."""
+        if self.process is not None and self.process.poll() is not None:
+            said = _stderr_summary(self.stderr_path)
+            raise LinkError(f"QEMU exited (status {self.process.returncode}) while serving {self.pte.name}"
+                            + (f": {said}" if said else ""))
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.close()
+            self.link = None
+        if self.process is not None:
+            _stop_process(self.process)
+        if self._workdir is not None:
+            self._workdir.cleanup()
+            self._workdir = None
+
+    def __enter__(self) -> "FirmwareServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            if self.process is not None and self.process.poll() is None:
+                _stop_process(self.process)
+        except Exception:       # interpreter shutdown: the atexit hook and PDEATHSIG cover it
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch over semihosting
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class BatchResult:
+    int8: np.ndarray              # [N, n_out] raw int8 outputs
+    logits: np.ndarray            # [N, n_out] float32
+    instructions: np.ndarray      # [N] instructions per inference
+    model_sha256: str
+    model_bytes: int
+    arena_needed: int
+    arena_capacity: int
+    boot_instructions: int
+    stack_used: int
+    stack_size: int
+    wall_s: float                 # QEMU start to exit
+
+
+def run_batch(pte, images: np.ndarray, elf: Optional[Path] = None, timeout: Optional[float] = None) -> BatchResult:
+    """Run uint8 images [N,28,28] through the firmware in one QEMU boot, files over semihosting."""
+    pte = Path(pte)
+    images = np.ascontiguousarray(images, dtype=np.uint8)
+    elf = elf or firmware_elf()
+    timeout = timeout if timeout is not None else BOOT_TIMEOUT_S + BATCH_SECONDS_PER_IMAGE * len(images)
+    with tempfile.TemporaryDirectory(prefix="tinyrps-batch.") as work:
+        work = Path(work)
+        images.tofile(work / "images.bin")
+        command = qemu_command(elf, pte, MODE_BATCH) + [
+            "-serial", "null",
+            "-semihosting-config", "enable=on,target=native,arg=tinyrps_fw,arg=images.bin,arg=outputs.bin"]
+        start = time.perf_counter()
+        process = _start_process(command, work / "qemu.log", cwd=work)
+        try:
+            status = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise UserError(f"the firmware batch on {pte.name} did not finish within {timeout:.0f} s; "
+                            "QEMU was stopped") from None
+        finally:
+            _stop_process(process)
+        wall = time.perf_counter() - start
+        output = work / "outputs.bin"
+        raw = output.read_bytes() if output.is_file() else b""
+        said = _stderr_summary(work / "qemu.log")
+    return _parse_batch(raw, status, said, pte, len(images), wall)
+
+
+def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall: float) -> BatchResult:
+    header = _batch_header(raw, status, said, pte)
+    if header["load_status"] != 0:
+        detail = header["load_detail"] or f"status {header['load_status']}"
+        raise UserError(f"{pte.name} does not run on the firmware ({detail}): export a Cortex-M program "
+                        "with `tinyrps export --target cortex-m55`")
+    if status != 0:
+        raise UserError(f"the firmware batch on {pte.name} failed: {BATCH_EXIT_CODES.get(status, f'exit {status}')}"
+                        + (f" ({said})" if said else ""))
+    body = raw[header["header_bytes"]:]
+    trailer_size = 16
+    if header["record_bytes"] != BATCH_RECORD.size or len(body) != count * BATCH_RECORD.size + trailer_size:
+        raise UserError(f"the firmware batch on {pte.name} wrote {len(body)} bytes of results for {count} images; "
+                        "rebuild the firmware (host and firmware disagree on the file layout)")
+    records = np.frombuffer(body[:count * BATCH_RECORD.size], dtype=np.dtype(
+        [("status", "<i4"), ("n_out", "<u4"), ("instructions", "<u8"), ("int8", "i1", 16), ("logits", "<f4", 16)]))
+    failed = records["status"] != 0
+    if failed.any():
+        raise UserError(f"the firmware refused image {int(np.argmax(failed))} of the batch "
+                        f"(runtime status {int(records['status'][failed][0])})")
+    n_out = int(records["n_out"][0]) if count else 3
+    magic, stack_used, stack_size, _records = struct.unpack("<4sIII", body[-trailer_size:])
+    return BatchResult(records["int8"][:, :n_out].copy(), records["logits"][:, :n_out].astype(np.float32),
+                       records["instructions"].astype(np.int64), header["sha256"], header["model_bytes"],
+                       header["arena_needed"], header["arena_capacity"], header["boot_instructions"],
+                       stack_used, stack_size, wall)
+
+
+def _batch_header(raw: bytes, status: int, said: str, pte: Path) -> dict:
+    if len(raw) < BATCH_HEADER.size or raw[:4] != BATCH_MAGIC:
+        why = BATCH_EXIT_CODES.get(status, f"exit status {status}")
+        raise UserError(f"the firmware batch on {pte.name} produced no results ({why})" + (f": {said}" if said else ""))
+    (_magic, _version, header_bytes, record_bytes, _count, load_status, arena_needed, arena_capacity, model_bytes,
+     boot_instructions, sha, detail) = BATCH_HEADER.unpack_from(raw)
+    return {"header_bytes": header_bytes, "record_bytes": record_bytes, "load_status": load_status,
+            "arena_needed": arena_needed, "arena_capacity": arena_capacity, "model_bytes": model_bytes,
+            "boot_instructions": boot_instructions, "sha256": sha.hex(),
+            "load_detail": detail.split(b"\0", 1)[0].decode("ascii", "replace")}

@@ -1,0 +1,170 @@
+"""Device `mcu`: the Cortex-M program on the firmware in QEMU, over the serial link (or the
+semihosting batch), bit-exact with the reference; bad programs give one clear error."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from tinyrps.devices import open_device
+from tinyrps.errors import UserError
+from tinyrps.firmware import qemu
+
+pytestmark = pytest.mark.slow     # builds the firmware, boots QEMU
+
+# The Arm tools must be installed: a missing one fails the test with the install command.
+INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+
+
+def require_arm_tools() -> None:
+    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc", "cmake") if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not installed; the firmware tests need them: {INSTALL}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def cortex_m_pte(exported):
+    require_arm_tools()
+    return exported("cortex-m55")
+
+
+@pytest.fixture(scope="session")
+def firmware_elf_path():
+    require_arm_tools()
+    from tinyrps.firmware.qemu import firmware_elf
+    return firmware_elf()
+
+
+@pytest.fixture(scope="session")
+def test_images(trained_run):
+    """The first 12 images (and labels) of the run's test split."""
+    from tinyrps.data import load_split
+    from tinyrps.export import run_config
+    images, labels = load_split(run_config(trained_run)["data"], "test")
+    return images[:12], labels[:12]
+
+
+@pytest.fixture(scope="module")
+def mcu(cortex_m_pte):
+    with open_device("mcu", cortex_m_pte) as device:
+        yield device
+
+
+def test_classify_is_bit_exact_with_the_reference(mcu, cortex_m_pte, test_images):
+    from tinyrps.export.cortex_m import reference_int8
+    images = test_images[0][:6]
+    logits = mcu.classify(images)
+    assert logits.shape == (6, 3) and logits.dtype == np.float32
+    assert np.array_equal(mcu.last_int8, reference_int8(cortex_m_pte, images))
+    assert np.array_equal(np.argmax(logits, 1), np.argmax(mcu.last_int8, 1))
+
+
+def test_last_stats_of_the_serial_link(mcu, test_images):
+    mcu.classify(test_images[0][:1])
+    stats = mcu.last_stats()
+    assert stats["transport"] == "serial"
+    assert stats["instructions"] > 1_000_000
+    assert 0 < stats["link_ms"] < 10_000
+    assert "Cortex-M55" in mcu.describe()
+
+
+def test_empty_batch(mcu):
+    assert mcu.classify(np.zeros((0, 28, 28), np.uint8)).shape == (0, 3)
+
+
+def test_batch_transport_gives_the_same_outputs(cortex_m_pte, mcu, test_images):
+    images = test_images[0]
+    serial_logits = mcu.classify(images)
+    serial_int8 = mcu.last_int8
+    with open_device("mcu", cortex_m_pte, transport="batch") as batch:
+        assert np.array_equal(batch.classify(images), serial_logits)
+        assert np.array_equal(batch.last_int8, serial_int8)
+        assert batch.last_stats()["transport"] == "batch"
+        assert len(batch.int8_outputs) == len(images)
+
+
+def test_unknown_transport(cortex_m_pte):
+    with pytest.raises(UserError, match="transport"):
+        open_device("mcu", cortex_m_pte, transport="carrier-pigeon")
+
+
+def test_wrong_images_are_refused(mcu):
+    with pytest.raises(ValueError):
+        mcu.classify(np.zeros((1, 27, 28), np.uint8))
+
+
+def one_line_user_error(path) -> str:
+    live_before = set(qemu._live_processes)
+    with pytest.raises(UserError) as raised:
+        open_device("mcu", path)
+    assert set(qemu._live_processes) == live_before, "QEMU left running after a failed open"
+    message = str(raised.value)
+    assert "\n" not in message
+    return message
+
+
+def test_truncated_program(cortex_m_pte, tmp_path):
+    bad = tmp_path / "truncated.pte"
+    bad.write_bytes(cortex_m_pte.read_bytes()[:len(cortex_m_pte.read_bytes()) // 2])
+    assert "does not run on the firmware" in one_line_user_error(bad)
+
+
+def test_bit_flipped_program(cortex_m_pte, tmp_path):
+    data = bytearray(cortex_m_pte.read_bytes())
+    data[0] ^= 0x04                          # the root table offset now points 4 bytes off
+    bad = tmp_path / "flipped.pte"
+    bad.write_bytes(bytes(data))
+    assert "does not run on the firmware" in one_line_user_error(bad)
+
+
+def test_not_a_program(tmp_path):
+    bad = tmp_path / "notes.pte"
+    bad.write_bytes(b"just some text, not a program")
+    assert "not an ExecuTorch program" in one_line_user_error(bad)
+
+
+def test_host_program_is_refused(exported, tmp_path):
+    """A program for the host CPU (no sidecar to tell): the firmware itself refuses it."""
+    program = tmp_path / "fp32.pte"
+    program.write_bytes(exported("fp32").read_bytes())
+    message = one_line_user_error(program)
+    assert "does not run on the firmware" in message and "cortex-m55" in message
+
+
+def test_sidecar_of_another_family_points_to_its_device(cortex_m_pte, tmp_path):
+    program = tmp_path / "npu.pte"
+    program.write_bytes(cortex_m_pte.read_bytes())
+    program.with_suffix(".json").write_text(json.dumps({"family": "ethos-u"}))
+    assert "--device npu-ref" in one_line_user_error(program)
+
+
+def test_a_board_on_a_serial_port(cortex_m_pte, test_images):
+    """The `port` option talks to a board running the firmware: here QEMU's UART socket."""
+    with qemu.FirmwareServer(cortex_m_pte) as server:
+        server.link.close()                 # QEMU's UART then accepts the next connection
+        with open_device("mcu", cortex_m_pte, port=f"socket://127.0.0.1:{server.port}") as board:
+            logits = board.classify(test_images[0][:2])
+            assert logits.shape == (2, 3) and board.last_stats()["transport"] == "serial"
+            assert f"127.0.0.1:{server.port}" in board.describe()
+        assert server.process.poll() is None        # a board is not ours to stop
+
+
+def test_a_board_holding_another_program(cortex_m_pte, exported, tmp_path):
+    other = tmp_path / "other.pte"
+    other.write_bytes(cortex_m_pte.read_bytes() + b"\0")      # any other bytes: another SHA-256
+    with qemu.FirmwareServer(cortex_m_pte) as server:
+        server.link.close()
+        with pytest.raises(UserError, match="different program .* flash it"):
+            open_device("mcu", other, port=f"socket://127.0.0.1:{server.port}")
+
+
+def test_auto_transport_batches_large_calls(cortex_m_pte, test_images):
+    images = test_images[0]
+    with open_device("mcu", cortex_m_pte, transport="auto") as device:
+        device.classify(images[:2])
+        assert device.last_stats()["transport"] == "serial"
+        device.classify(np.concatenate([images, images])[:16])
+        assert device.last_stats()["transport"] == "batch"
+        assert len(device.int8_outputs) == 18

@@ -1,0 +1,79 @@
+"""Fixtures of the firmware runtime tests: the native builds, exported Cortex-M programs, images.
+
+The builds come from `tinyrps.firmware.build_firmware`, as users get them; a missing
+cmake or compiler makes the fixture fail with the install command (never a skip).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+# Fresh images (not the training or test split) for bit-exactness checks.
+IMAGE_SEED = 11
+
+
+@pytest.fixture(scope="session")
+def native_build():
+    from tinyrps.firmware import build_firmware
+    return build_firmware("native")
+
+
+@pytest.fixture(scope="session")
+def asan_build():
+    from tinyrps.firmware import build_firmware
+    return build_firmware("native-asan")
+
+
+@pytest.fixture(scope="session")
+def native_tool(native_build) -> Path:
+    return native_build.tool("tinyrps-native")
+
+
+@pytest.fixture(scope="session")
+def m55_pte(exported) -> Path:
+    return exported("cortex-m55")
+
+
+@pytest.fixture(scope="session")
+def m4_pte(exported) -> Path:
+    return exported("cortex-m4")
+
+
+@pytest.fixture(scope="session")
+def images() -> np.ndarray:
+    """300 uint8 28x28 images of all three letters."""
+    from tinyrps.data import make_split
+    return make_split("test", 100, IMAGE_SEED)[0]
+
+
+class NativeTools:
+    """Running the native firmware tools (handed to tests by the `native` fixture)."""
+
+    @staticmethod
+    def tool(tool: Path, *args, check: bool = True) -> subprocess.CompletedProcess:
+        result = subprocess.run([str(tool), *map(str, args)], capture_output=True, text=True, timeout=120)
+        if check and result.returncode != 0:
+            raise AssertionError(f"{tool.name} {' '.join(map(str, args))} exited {result.returncode}: {result.stderr}")
+        return result
+
+    @staticmethod
+    def run(tool: Path, pte: Path, images: np.ndarray, work: Path) -> tuple:
+        """int8 outputs [N, n] and float32 logits [N, n] of `tinyrps-native run`."""
+        images_file, out_file = work / "images.u8", work / "out.bin"
+        np.ascontiguousarray(images, np.uint8).tofile(images_file)
+        summary = json.loads(NativeTools.tool(tool, "run", pte, images_file, out_file).stdout)
+        n, n_out = summary["images"], summary["outputs"]
+        raw = out_file.read_bytes()
+        assert len(raw) == n * n_out * 5
+        int8 = np.frombuffer(raw, np.int8, n * n_out).reshape(n, n_out)
+        logits = np.frombuffer(raw, "<f4", n * n_out, offset=n * n_out).reshape(n, n_out)
+        return int8, logits
+
+
+@pytest.fixture(scope="session")
+def native() -> NativeTools:
+    return NativeTools()

@@ -1,0 +1,75 @@
+"""Footprint and instruction counts of a Cortex-M program on the firmware, against the issue's targets."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tinyrps.firmware.measure import elf_sections, measure_firmware, memory_footprint
+
+KIB = 1024
+
+
+pytestmark = pytest.mark.slow     # builds the firmware, boots QEMU
+
+# The Arm tools must be installed: a missing one fails the test with the install command.
+INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+
+
+def require_arm_tools() -> None:
+    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc", "cmake") if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not installed; the firmware tests need them: {INSTALL}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def cortex_m_pte(exported):
+    require_arm_tools()
+    return exported("cortex-m55")
+
+
+@pytest.fixture(scope="session")
+def firmware_elf_path():
+    require_arm_tools()
+    from tinyrps.firmware.qemu import firmware_elf
+    return firmware_elf()
+
+
+@pytest.fixture(scope="module")
+def measured(cortex_m_pte):
+    return measure_firmware(cortex_m_pte)
+
+
+def test_contract_keys(measured):
+    for key in ("flash_bytes", "ram_bytes", "arena_bytes", "instructions_per_inference", "instructions_per_mac"):
+        assert key in measured and measured[key] > 0, key
+
+
+def test_footprint_is_within_the_targets(measured, cortex_m_pte):
+    assert measured["flash_bytes"] <= 512 * KIB, measured
+    assert measured["ram_bytes"] <= 128 * KIB, measured
+    assert measured["flash_bytes"] == (measured["code_bytes"] + measured["rodata_bytes"] + measured["data_bytes"]
+                                       + cortex_m_pte.stat().st_size)
+    assert measured["arena_bytes"] <= measured["arena_reserved_bytes"]
+    assert measured["stack_used_bytes"] < measured["stack_bytes"]
+
+
+def test_instructions_per_mac_meet_the_target(measured):
+    assert measured["deterministic"]
+    lo, hi = measured["instructions_range"]
+    assert lo <= measured["instructions_per_inference"] <= hi
+    assert measured["instructions_per_mac"] <= 5.0, measured
+
+
+def test_measurement_is_repeatable(measured, cortex_m_pte):
+    again = measure_firmware(cortex_m_pte.read_bytes())     # bytes work too
+    assert again["instructions_per_inference"] == measured["instructions_per_inference"]
+    assert again["flash_bytes"] == measured["flash_bytes"]
+
+
+def test_elf_sections_add_up(firmware_elf_path):
+    sections = elf_sections(firmware_elf_path)
+    assert sections[".vectors"][0] == 0 and sections[".boot_args"][0] == 0x20000000
+    footprint = memory_footprint(sections)
+    assert footprint["flash_image"] >= footprint["code"] + footprint["rodata"]
+    assert footprint["ram_reserved"] >= footprint["bss"] + footprint["stack"]

@@ -1,0 +1,267 @@
+"""The device link: the frame codec on the host, and the firmware in QEMU answering good
+and bad frames (garbage, cut frames, bad CRC, wrong lengths, wrong image sizes) while
+it keeps serving."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import socket
+import struct
+import threading
+import time
+import zlib
+
+import numpy as np
+import pytest
+
+from tinyrps.firmware import link
+from tinyrps.firmware.link import DeviceError, DeviceLink, FrameDecoder, LinkError, encode_frame
+
+# The Arm tools must be installed: a missing one fails the test with the install command.
+INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+
+
+def require_arm_tools() -> None:
+    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc", "cmake") if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not installed; the firmware tests need them: {INSTALL}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def cortex_m_pte(exported):
+    require_arm_tools()
+    return exported("cortex-m55")
+
+
+@pytest.fixture(scope="session")
+def firmware_elf_path():
+    require_arm_tools()
+    from tinyrps.firmware.qemu import firmware_elf
+    return firmware_elf()
+
+
+@pytest.fixture(scope="session")
+def test_images(trained_run):
+    """The first 12 images (and labels) of the run's test split."""
+    from tinyrps.data import load_split
+    from tinyrps.export import run_config
+    images, labels = load_split(run_config(trained_run)["data"], "test")
+    return images[:12], labels[:12]
+
+
+# ---- host codec (no QEMU) ----
+
+def test_frame_layout_matches_the_wire_format():
+    frame = encode_frame(link.CMD_INFER, 7, b"\x01\x02\x03")
+    assert frame[:2] == b"\xa5\x5a"
+    assert frame[2:6] == bytes([link.CMD_INFER, 7]) + struct.pack("<H", 3)
+    assert frame[6:9] == b"\x01\x02\x03"
+    assert struct.unpack("<I", frame[9:])[0] == zlib.crc32(frame[2:9])
+
+
+def test_decoder_skips_noise_and_corrupted_frames():
+    good = encode_frame(0x81, 3, b"payload with \xa5\x5a inside")
+    corrupted = bytearray(encode_frame(0x82, 4, b"x" * 40))
+    corrupted[20] ^= 0x10
+    decoder = FrameDecoder()
+    frames = decoder.feed(b"noise\xa5" + bytes(corrupted) + b"\x00\xa5" + good)
+    assert [(f.type, f.seq, f.payload) for f in frames] == [(0x81, 3, b"payload with \xa5\x5a inside")]
+    assert decoder.skipped > 0
+
+
+def test_decoder_assembles_frames_split_anywhere():
+    stream = encode_frame(0x81, 1, b"abc") + encode_frame(0x83, 2, bytes(range(200)))
+    decoder = FrameDecoder()
+    frames = []
+    for i in range(len(stream)):
+        assert decoder.bytes_wanted() >= 1
+        frames += decoder.feed(stream[i:i + 1])
+    assert [(f.seq, len(f.payload)) for f in frames] == [(1, 3), (2, 200)]
+
+
+def test_oversized_payload_is_refused_before_sending():
+    with pytest.raises(ValueError):
+        encode_frame(link.CMD_ECHO, 1, bytes(link.MAX_PAYLOAD + 1))
+
+
+def test_no_reply_is_a_timeout_not_a_hang():
+    """A peer that accepts the connection and never answers: LinkError after the timeout."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
+    device = DeviceLink.open(f"socket://127.0.0.1:{listener.getsockname()[1]}", timeout=0.4)
+    start = time.monotonic()
+    try:
+        with pytest.raises(LinkError, match="no reply .* within 0.4 s"):
+            device.info()
+    finally:
+        device.close()
+        listener.close()
+    assert time.monotonic() - start < 3
+
+
+def test_closed_line_is_a_clear_error():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def accept_and_hang_up():
+        conn, _ = listener.accept()
+        conn.close()
+    threading.Thread(target=accept_and_hang_up, daemon=True).start()
+    device = DeviceLink.open(f"socket://127.0.0.1:{listener.getsockname()[1]}", timeout=2)
+    try:
+        with pytest.raises(LinkError, match="broke"):
+            device.info()
+    finally:
+        device.close()
+        listener.close()
+
+
+# ---- the firmware in QEMU ----
+
+@pytest.fixture(scope="module")
+def server(cortex_m_pte, firmware_elf_path):
+    from tinyrps.firmware.qemu import FirmwareServer
+    with FirmwareServer(cortex_m_pte, elf=firmware_elf_path, timeout=10) as srv:
+        yield srv
+
+
+def expect_error(device: DeviceLink, seq: int, code: int, timeout: float = 5.0):
+    """The error frame for request seq (other frames on the way are skipped)."""
+    with pytest.raises(DeviceError) as raised:
+        device.wait_reply(link.CMD_INFO, seq, timeout=timeout)
+    assert raised.value.code == code, raised.value
+    return raised.value
+
+
+def unsolicited_error(device: DeviceLink, code: int, timeout: float = 5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for frame in device.read_frames(deadline, "no unsolicited error"):
+            if frame.type == link.ERROR and frame.seq == 0:
+                got = link.parse_error(frame.payload)
+                if got[0] == code:
+                    return got
+    raise AssertionError(f"no unsolicited error {code}")
+
+
+def still_serving(device: DeviceLink) -> None:
+    assert device.echo(b"still here") == b"still here"
+
+
+def test_info_describes_the_loaded_program(server, cortex_m_pte):
+    info = server.link.info()
+    assert info.protocol == link.PROTOCOL_VERSION
+    assert info.board == "mps3-an547" and info.firmware
+    assert info.model_sha256 == hashlib.sha256(cortex_m_pte.read_bytes()).hexdigest()
+    assert info.model_bytes == cortex_m_pte.stat().st_size
+    assert info.model_source == "boot descriptor"
+    assert info.loaded, info.load_detail
+    assert 0 < info.arena_needed <= info.arena_capacity
+    assert 0 < info.stack_used < info.stack_size
+
+
+def test_echo_carries_any_bytes_including_sync_words(server):
+    payload = bytes(range(256)) * 3 + b"\xa5\x5a\xa5\x5a"
+    assert server.link.echo(payload) == payload
+
+
+def test_infer_returns_outputs_logits_and_instructions(server, test_images):
+    result = server.link.infer(test_images[0][0])
+    assert result.int8.dtype == np.int8 and result.int8.shape == (3,)
+    assert result.logits.dtype == np.float32 and result.logits.shape == (3,)
+    assert result.instructions > 1_000_000
+    assert result.link_ms > 0
+
+
+def test_same_image_same_instruction_count(server, test_images):
+    image = test_images[0][1]
+    counts = {server.link.infer(image).instructions for _ in range(3)}
+    assert len(counts) == 1
+
+
+@pytest.mark.parametrize("size", [0, 783, 785])
+def test_image_of_the_wrong_size_is_an_error_reply(server, size):
+    device = server.link
+    seq = 201
+    device.send_raw(encode_frame(link.CMD_INFER, seq, bytes(size)))
+    error = expect_error(device, seq, 6)
+    assert error.value == size
+    still_serving(device)
+
+
+def test_host_refuses_to_send_a_wrong_size_image(server):
+    with pytest.raises(LinkError, match="784 bytes"):
+        server.link.infer(np.zeros((27, 28), np.uint8))
+
+
+def test_bad_crc_is_an_error_reply(server, test_images):
+    device = server.link
+    frame = bytearray(encode_frame(link.CMD_INFER, 202, test_images[0][0].tobytes()))
+    frame[300] ^= 0x01
+    device.send_raw(bytes(frame))
+    expect_error(device, 202, 1)
+    assert device.infer(test_images[0][0]).int8.shape == (3,)
+
+
+def test_garbage_is_reported_and_skipped(server):
+    device = server.link
+    device.send_raw(b"this is not a frame at all")
+    code, value, _ = unsolicited_error(device, 4)
+    assert value == len(b"this is not a frame at all")
+    still_serving(device)
+
+
+def test_garbage_right_before_a_frame(server):
+    device = server.link
+    device.send_raw(b"\x00\x01\x02\xa5" + encode_frame(link.CMD_ECHO, 203, b"ok"))
+    reply = device.wait_reply(link.CMD_ECHO, 203)
+    assert reply.payload == b"ok"
+    assert any(code == 4 for code, _, _ in device.notices)
+
+
+def test_cut_frame_is_reported_after_the_line_goes_quiet(server, test_images):
+    device = server.link
+    device.send_raw(encode_frame(link.CMD_INFER, 204, test_images[0][0].tobytes())[:300])
+    error = expect_error(device, 204, 3)
+    assert error.value == 300
+    still_serving(device)
+
+
+def test_cut_frame_followed_by_a_good_frame(server, test_images):
+    device = server.link
+    device.send_raw(encode_frame(link.CMD_INFER, 205, test_images[0][0].tobytes())[:300]
+                    + encode_frame(link.CMD_ECHO, 206, b"after the cut"))
+    expect_error(device, 205, 3)
+    assert device.wait_reply(link.CMD_ECHO, 206).payload == b"after the cut"
+
+
+def test_length_above_the_maximum_is_an_error_reply(server):
+    device = server.link
+    header = bytes([link.CMD_INFER, 207]) + struct.pack("<H", 5000)
+    device.send_raw(b"\xa5\x5a" + header + bytes(16))
+    error = expect_error(device, 207, 2)
+    assert error.value == 5000
+    still_serving(device)
+
+
+def test_unknown_command_and_unexpected_payload(server):
+    device = server.link
+    device.send_raw(encode_frame(0x42, 208, b""))
+    assert expect_error(device, 208, 5).value == 0x42
+    device.send_raw(encode_frame(link.CMD_INFO, 209, b"unexpected"))
+    expect_error(device, 209, 6)
+    still_serving(device)
+
+
+def test_random_noise_never_stops_the_firmware(server):
+    device = server.link
+    noise = np.random.default_rng(4).integers(0, 256, 1500, dtype=np.uint8).tobytes()
+    # a few real sync words with plausible headers inside the noise
+    noise = noise[:500] + b"\xa5\x5a\x02\x09\x10\x03" + noise[500:1000] + b"\xa5\x5a\x01\x00\x00" + noise[1000:]
+    device.send_raw(noise)
+    assert device.echo(b"survived", timeout=20) == b"survived"
+    assert device.info().loaded

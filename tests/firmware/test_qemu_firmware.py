@@ -1,0 +1,238 @@
+"""The firmware in QEMU: the round trip computes what the reference and the native build
+compute, the batch transport agrees with the serial link, and QEMU is always stopped."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from tinyrps.errors import UserError
+from tinyrps.firmware import qemu
+from tinyrps.firmware.link import LinkError
+
+pytestmark = pytest.mark.slow     # builds the firmware, boots QEMU
+
+# The Arm tools must be installed: a missing one fails the test with the install command.
+INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+
+
+def require_arm_tools() -> None:
+    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc", "cmake") if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not installed; the firmware tests need them: {INSTALL}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def cortex_m_pte(exported):
+    require_arm_tools()
+    return exported("cortex-m55")
+
+
+@pytest.fixture(scope="session")
+def firmware_elf_path():
+    require_arm_tools()
+    from tinyrps.firmware.qemu import firmware_elf
+    return firmware_elf()
+
+
+@pytest.fixture(scope="session")
+def test_images(trained_run):
+    """The first 12 images (and labels) of the run's test split."""
+    from tinyrps.data import load_split
+    from tinyrps.export import run_config
+    images, labels = load_split(run_config(trained_run)["data"], "test")
+    return images[:12], labels[:12]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie left for its parent to reap counts as stopped
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture(scope="module")
+def serial_results(cortex_m_pte, firmware_elf_path, test_images):
+    with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
+        results = [server.link.infer(image) for image in test_images[0]]
+    return results
+
+
+def test_serial_round_trip_is_bit_exact_with_the_reference(serial_results, cortex_m_pte, test_images):
+    from tinyrps.export.cortex_m import reference_int8
+    device_int8 = np.stack([r.int8 for r in serial_results])
+    assert np.array_equal(device_int8, reference_int8(cortex_m_pte, test_images[0]))
+
+
+def test_serial_round_trip_matches_the_native_build(serial_results, cortex_m_pte, test_images):
+    from tinyrps.devices import open_device
+    with open_device("native", cortex_m_pte) as native:
+        logits = native.classify(test_images[0])
+        native_int8 = native.last_int8
+    assert np.array_equal(np.stack([r.int8 for r in serial_results]), native_int8)
+    assert np.array_equal(np.stack([r.logits for r in serial_results]), logits)
+
+
+def test_batch_agrees_with_the_serial_link(serial_results, cortex_m_pte, firmware_elf_path, test_images):
+    batch = qemu.run_batch(cortex_m_pte, test_images[0], elf=firmware_elf_path)
+    assert np.array_equal(batch.int8, np.stack([r.int8 for r in serial_results]))
+    assert np.array_equal(batch.logits, np.stack([r.logits for r in serial_results]))
+    # same firmware, same counter: the instruction counts agree image by image
+    assert batch.instructions.tolist() == [r.instructions for r in serial_results]
+    assert 0 < batch.stack_used < batch.stack_size
+
+
+def test_batch_of_nothing(cortex_m_pte, firmware_elf_path):
+    batch = qemu.run_batch(cortex_m_pte, np.zeros((0, 28, 28), np.uint8), elf=firmware_elf_path)
+    assert batch.int8.shape[0] == 0
+
+
+def test_batch_rejects_a_corrupted_program(cortex_m_pte, firmware_elf_path, tmp_path, test_images):
+    bad = tmp_path / "truncated.pte"
+    bad.write_bytes(cortex_m_pte.read_bytes()[:5000])
+    with pytest.raises(UserError, match="does not run on the firmware"):
+        qemu.run_batch(bad, test_images[0][:1], elf=firmware_elf_path)
+
+
+def test_batch_timeout_stops_qemu(cortex_m_pte, firmware_elf_path, test_images):
+    before = set(qemu._live_processes)
+    with pytest.raises(UserError, match="did not finish within"):
+        qemu.run_batch(cortex_m_pte, np.repeat(test_images[0], 20, axis=0), elf=firmware_elf_path, timeout=0.05)
+    assert set(qemu._live_processes) == before
+
+
+def test_server_is_stopped_on_close_and_on_error(cortex_m_pte, firmware_elf_path):
+    with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
+        pid = server.process.pid
+        assert server.link.info().loaded
+    assert wait_gone(pid)
+
+    with pytest.raises(RuntimeError):
+        with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
+            pid = server.process.pid
+            raise RuntimeError("boom")
+    assert wait_gone(pid)
+
+    with pytest.raises(KeyboardInterrupt):
+        with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
+            pid = server.process.pid
+            raise KeyboardInterrupt
+    assert wait_gone(pid)
+
+
+def test_qemu_that_dies_is_reported_at_once(cortex_m_pte, firmware_elf_path):
+    with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path, timeout=30) as server:
+        server.link.info()
+        server.process.kill()
+        start = time.monotonic()
+        with pytest.raises(LinkError, match="QEMU exited|broke"):
+            server.link.info()
+        assert time.monotonic() - start < 5
+
+
+def _child_with_a_server(pte, elf) -> subprocess.Popen:
+    script = textwrap.dedent(f"""
+        import signal, time
+        from tinyrps.firmware.qemu import FirmwareServer
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal, even if started in the background
+        server = FirmwareServer({str(pte)!r}, elf={str(elf)!r}).start()
+        server.link.info()
+        print(server.process.pid, flush=True)
+        with server:
+            time.sleep(60)
+    """)
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed"])
+def test_qemu_does_not_outlive_its_python(cortex_m_pte, firmware_elf_path, how):
+    child = _child_with_a_server(cortex_m_pte, firmware_elf_path)
+    try:
+        qemu_pid = int(child.stdout.readline())
+        assert alive(qemu_pid)
+        child.send_signal(how)
+        child.wait(10)
+        assert wait_gone(qemu_pid), "QEMU survived its parent"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_missing_qemu_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(qemu.shutil, "which", lambda name: None)
+    with pytest.raises(UserError, match="apt-get install --no-install-recommends .*qemu-system-arm"):
+        qemu.require_qemu()
+
+
+def test_boot_descriptor_words():
+    word0, word1 = qemu.descriptor_words(437820, qemu.MODE_BATCH)
+    assert word0 & 0xFFFFFFFF == qemu.DESCRIPTOR_MAGIC and word0 >> 32 == 437820
+    assert word1 & 0xFFFFFFFF == qemu.MODE_BATCH
+    assert word1 >> 32 == qemu.DESCRIPTOR_MAGIC ^ 437820 ^ qemu.MODE_BATCH ^ 0xFFFFFFFF
+
+
+def test_program_without_descriptor_is_found_by_its_header(cortex_m_pte, firmware_elf_path, monkeypatch):
+    """A board has no loader for the descriptor: the firmware reads the length from the .pte's own header."""
+    plain = qemu.qemu_command
+
+    def without_descriptor(elf, pte, mode):
+        command = plain(elf, pte, mode)
+        return [a for i, a in enumerate(command)
+                if "data-len" not in a and not (a == "-device" and "data-len" in command[i + 1])]
+    monkeypatch.setattr(qemu, "qemu_command", without_descriptor)
+    with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
+        info = server.link.info()
+    assert info.model_source == "program header"
+    assert info.model_bytes == cortex_m_pte.stat().st_size and info.loaded
+
+
+def _firmware_with_a_trap_in(elf, function: str, out):
+    """A copy of the firmware whose `function` starts with an undefined instruction (UDF)."""
+    symbols = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
+    address = next(int(line.split()[0], 16) for line in symbols.splitlines() if line.endswith(f" {function}"))
+    data = bytearray(elf.read_bytes())
+    shoff, = struct.unpack_from("<I", data, 0x20)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x2E)
+    for i in range(shnum):
+        _, _, _, addr, offset, size = struct.unpack_from("<IIIIII", data, shoff + i * shentsize)
+        if addr <= address < addr + size and offset:
+            at = offset + (address & ~1) - addr
+            data[at:at + 2] = b"\xfe\xde"          # Thumb UDF #0xfe
+            out.write_bytes(bytes(data))
+            return out
+    raise AssertionError(f"{function} not found in {elf}")
+
+
+def test_cpu_fault_is_reported_and_qemu_ends(cortex_m_pte, firmware_elf_path, test_images, tmp_path):
+    trapped = _firmware_with_a_trap_in(firmware_elf_path, "trt_infer", tmp_path / "trapped.elf")
+    with qemu.FirmwareServer(cortex_m_pte, elf=trapped) as server:
+        assert server.link.info().loaded
+        with pytest.raises(LinkError, match=r"crashed during 'infer': cpu fault: pc=0x"):
+            server.link.infer(test_images[0][0])
+        server.process.wait(5)          # the firmware resets; -no-reboot ends QEMU
+    with pytest.raises(UserError, match="a CPU fault"):
+        qemu.run_batch(cortex_m_pte, test_images[0][:1], elf=trapped)
