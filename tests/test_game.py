@@ -67,16 +67,23 @@ def test_quit_command_ends_with_score(cli, exported):
     assert "round 1" in res.stdout and "round 2" not in res.stdout and "final score" in res.stdout
 
 
-def read_until(fd, needle: bytes, timeout: float = 60) -> bytes:
-    buf, end = b"", time.time() + timeout
-    while needle not in buf and time.time() < end:
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if ready:
-            try:
-                buf += os.read(fd, 4096)
-            except OSError:
-                break
-    return buf
+class Terminal:
+    """The reading end of a pseudo-terminal, with everything read so far."""
+
+    def __init__(self, fd):
+        self.fd, self.text = fd, b""
+
+    def wait_for(self, needle: bytes, count: int = 1, timeout: float = 60) -> bool:
+        """Read until `needle` has appeared `count` times in all output so far."""
+        end = time.time() + timeout
+        while self.text.count(needle) < count and time.time() < end:
+            ready, _, _ = select.select([self.fd], [], [], 0.5)
+            if ready:
+                try:
+                    self.text += os.read(self.fd, 4096)
+                except OSError:
+                    break
+        return self.text.count(needle) >= count
 
 
 def test_ctrl_c_in_a_terminal_ends_cleanly(exported):
@@ -85,15 +92,16 @@ def test_ctrl_c_in_a_terminal_ends_cleanly(exported):
     proc = subprocess.Popen([sys.executable, "-m", "tinyrps", "play", "--model", str(exported("int8-xnnpack"))],
                             stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
+    term = Terminal(master)
     try:
-        assert b"your move" in read_until(master, b"your move")
+        assert term.wait_for(b"your move")
         os.write(master, b"s\n")
-        assert b"score: you" in read_until(master, b"score: you")
-        read_until(master, b"your move")
+        assert term.wait_for(b"score: you") and term.wait_for(b"your move", count=2)
         os.killpg(proc.pid, signal.SIGINT)          # what the terminal sends on Ctrl-C
-        tail = read_until(master, b"final score")
         assert proc.wait(timeout=30) == 0
-        assert b"final score: you" in tail and b"Traceback" not in tail
+        term.wait_for(b"final score", timeout=5)
+        assert b"final score: you" in term.text
+        assert b"Traceback" not in term.text
     finally:
         if proc.poll() is None:
             proc.kill()

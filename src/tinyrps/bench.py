@@ -7,6 +7,7 @@ renderer's throughput, and the Ethos-U / firmware figures recorded at export.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 
@@ -15,14 +16,18 @@ import numpy as np
 from . import variants
 from .data import make_split
 from .devices import default_device, open_device
+from .errors import UserError
 from .progress import progress_bar
 
-WARMUP = 10
+WARMUP_SECONDS = 0.3   # per block: thread pools and caches settle slower than a few calls
 RUNS = 200
+ROUNDS = 4             # blocks per variant, visited in turn, so drift in machine load hits every variant
 
 
-def time_device(device, image: np.ndarray, runs: int, warmup: int = WARMUP, on_run=None) -> list:
-    for _ in range(warmup):
+def time_block(device, image: np.ndarray, runs: int, on_run=None) -> list:
+    """Warm up for WARMUP_SECONDS, then time `runs` single-image calls (ms)."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < WARMUP_SECONDS:
         device.classify(image)
     times = []
     for _ in range(runs):
@@ -42,21 +47,35 @@ def render_throughput(count: int = 3000, seed: int = 0) -> float:
 
 
 def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=False) -> dict:
+    """Median single-image latency of eager and each exported program on its device.
+
+    All devices stay open; each gets ROUNDS blocks of runs/ROUNDS timed calls, the
+    variants taking turns block by block."""
+    if runs < 1:
+        raise UserError(f"--runs must be at least 1, got {runs}")
     ckpt = variants.checkpoint(run_dir)
     programs = variants.exported(run_dir)
     if only:
         programs = {t: p for t, p in programs.items() if t in only}
     image = make_split("test", 1, 1234)[0][:1]
-    result = {"runs": runs, "warmup": WARMUP, "variants": {}}
-    with progress_bar(quiet) as bar:
-        entries = [("eager", "eager", ckpt)] + [(n, device_override or default_device(p), p) for n, p in programs.items()]
+    entries = [("eager", "eager", ckpt)] + [(n, device_override or default_device(p), p) for n, p in programs.items()]
+    result = {"runs": runs, "rounds": ROUNDS, "warmup_s": WARMUP_SECONDS, "variants": {}}
+    with contextlib.ExitStack() as stack, progress_bar(quiet) as bar:
+        devices, counts, times, tasks = {}, {}, {}, {}
         for name, device_name, path in entries:
-            with open_device(device_name, path) as device:
-                n = min(runs, getattr(device, "bench_runs", runs))
-                task = bar.add_task(f"{name} on {device_name}", total=n, status="")
-                times = time_device(device, image, n, on_run=lambda: bar.advance(task))
-            entry = {"device": device_name, "latency_ms": statistics.median(times), "runs": n,
-                     "p90_ms": float(np.percentile(times, 90))}
+            devices[name] = stack.enter_context(open_device(device_name, path))
+            counts[name] = min(runs, getattr(devices[name], "bench_runs", runs))
+            times[name] = []
+            tasks[name] = bar.add_task(f"{name} on {device_name}", total=counts[name], status="")
+        for device in devices.values():   # an untimed first round: a fresh process runs slow for a while
+            time_block(device, image, 0)
+        for r in range(ROUNDS):
+            for name, device in devices.items():
+                block = counts[name] // ROUNDS + (1 if r < counts[name] % ROUNDS else 0)
+                times[name] += time_block(device, image, block, on_run=lambda n=name: bar.advance(tasks[n]))
+        for name, device_name, path in entries:
+            entry = {"device": device_name, "latency_ms": statistics.median(times[name]), "runs": counts[name],
+                     "p90_ms": float(np.percentile(times[name], 90))}
             if name != "eager":
                 sidecar = variants.sidecar(path)
                 entry["size_bytes"] = path.stat().st_size

@@ -65,8 +65,9 @@ def bench_rows(result: dict) -> list:
 
 
 def bench_table(result: dict) -> None:
-    t = Table(title=f"latency of one inference: median of {result['runs']} runs after {result['warmup']} warm-up "
-                    f"(fewer where a device says so); data renderer {result['render_images_per_s']:,.0f} images/s")
+    t = Table(title=f"latency of one inference: median of {result['runs']} runs in {result['rounds']} warmed-up "
+                    f"blocks per variant, taking turns (fewer runs where a device says so); "
+                    f"data renderer {result['render_images_per_s']:,.0f} images/s")
     for col in BENCH_HEADER:
         t.add_column(col, justify="left" if col in ("variant", "device") else "right")
     for row in bench_rows(result):
@@ -151,8 +152,9 @@ def write_report(out: Path, summary: dict) -> None:
         f"Test split, {ev['test_images']} images. Agreement: same predicted label as eager (Ethos-U: as the int8 CPU model).",
         markdown_table(EVAL_HEADER, eval_rows(ev)),
         "## Speed and size",
-        f"Median of {be['runs']} single-image inferences after {be['warmup']} warm-up, measured side by side in one "
-        "process (the MCU over its serial link takes fewer runs).",
+        f"Median of {be['runs']} single-image inferences per variant, in {be['rounds']} warmed-up blocks that take "
+        "turns across the variants in one process, so that changes in machine load hit every variant alike "
+        "(the MCU over its serial link takes fewer runs).",
         markdown_table(BENCH_HEADER, bench_rows(be)),
         f"![latency]({rel(out / 'run' / 'latency.png')})",
     ]
