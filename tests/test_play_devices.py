@@ -1,0 +1,70 @@
+"""The game and classification on the NPU reference and on the emulated MCU, as on the host."""
+import json
+
+import pytest
+from PIL import Image
+
+# (target, device, a figure the device adds to each round)
+DEVICES = [("ethos-u85-128", "npu-ref", "npu_estimate_ms"), ("cortex-m55", "mcu", "instructions")]
+
+
+@pytest.mark.parametrize("target,device,figure", DEVICES)
+def test_scripted_rounds(cli, exported, target, device, figure):
+    res = cli("play", "--model", exported(target), "--device", device, "--moves", "rock,scissors", "--seed", "4", "--json")
+    assert res.returncode == 0, res.stderr
+    rounds = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [r["you"] for r in rounds] == ["rock", "scissors"]
+    for r in rounds:
+        assert r["outcome"] in ("win", "lose", "tie") and 0 < r["you_conf"] <= 1
+        assert r[figure] > 0
+
+
+@pytest.mark.parametrize("target,device,figure", DEVICES)
+def test_interactive_rounds_with_piped_input(cli, exported, target, device, figure):
+    res = cli("play", "--model", exported(target), "--device", device, "--seed", "2", input="paper\nspock\nr\n")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "round 2" in out and "'spock' is not a move" in out and "final score: you" in out
+    assert ("Ethos-U estimate (Vela)" in out) if device == "npu-ref" else ("instructions on the MCU" in out)
+
+
+def test_default_device_of_a_program_follows_its_family(cli, exported):
+    res = cli("play", "--model", exported("cortex-m55"), "--moves", "p", "--json")
+    assert res.returncode == 0, res.stderr
+    assert "instructions" in json.loads(res.stdout)
+
+
+def test_classify_on_the_mcu_matches_the_host_format(cli, exported, tmp_path):
+    from tinyrps.data import make_split
+    images, _ = make_split("test", 1, seed=5)
+    paths = []
+    for i, img in enumerate(images):
+        paths.append(tmp_path / f"move{i}.png")
+        Image.fromarray(img).save(paths[-1])
+    mcu = json.loads(cli("classify", "--model", exported("cortex-m55"), "--device", "mcu", *paths, "--json").stdout)
+    native = json.loads(cli("classify", "--model", exported("cortex-m55"), "--device", "native", *paths, "--json").stdout)
+    assert [r["label"] for r in mcu] == [r["label"] for r in native]
+    assert [r["probabilities"] for r in mcu] == [r["probabilities"] for r in native]
+
+
+def test_eval_lists_npu_and_mcu_variants_by_contract(cli, trained_run, exported):
+    for target in ("int8-xnnpack", "ethos-u85-128", "cortex-m55"):
+        exported(target)
+    res = cli("eval", "--run", trained_run, "--json", "--variant", "int8-xnnpack", "--variant", "ethos-u85-128",
+              "--variant", "cortex-m55")
+    assert res.returncode == 0, res.stderr
+    v = json.loads(res.stdout)["variants"]
+    assert v["ethos-u85-128"]["device"] == "npu-ref" and v["ethos-u85-128"]["agreement_with"] == "int8-xnnpack"
+    assert v["ethos-u85-128"]["agreement"] >= 0.97
+    assert v["cortex-m55"]["device"] == "mcu"
+    assert v["cortex-m55"]["bit_exact"] is True and v["cortex-m55"]["mismatches"] == 0
+    assert v["cortex-m55"]["accuracy"] >= 0.8
+
+
+def test_cortex_m55_sidecar_has_the_firmware_figures(exported):
+    meta = json.loads(exported("cortex-m55").with_suffix(".json").read_text())
+    fw = meta["firmware"]
+    assert set(fw) >= {"flash_bytes", "ram_bytes", "arena_bytes", "instructions_per_inference", "instructions_per_mac"}
+    assert fw["flash_bytes"] > meta["size_bytes"] and fw["arena_bytes"] > 0
+    assert fw["ram_bytes"] > fw["arena_bytes"]
+    assert fw["instructions_per_inference"] > fw["macs"]
