@@ -50,8 +50,9 @@ def test_classify_on_the_mcu_matches_the_host_format(cli, exported, tmp_path):
 def test_eval_lists_npu_and_mcu_variants_by_contract(cli, trained_run, exported):
     for target in ("int8-xnnpack", "ethos-u85-128", "cortex-m55"):
         exported(target)
-    res = cli("eval", "--run", trained_run, "--json", "--variant", "int8-xnnpack", "--variant", "ethos-u85-128",
-              "--variant", "cortex-m55")
+    # a relative --run, as typed by a user in the run's parent folder
+    res = cli("eval", "--run", trained_run.name, "--json", "--variant", "int8-xnnpack", "--variant", "ethos-u85-128",
+              "--variant", "cortex-m55", cwd=trained_run.parent)
     assert res.returncode == 0, res.stderr
     v = json.loads(res.stdout)["variants"]
     assert v["ethos-u85-128"]["device"] == "npu-ref" and v["ethos-u85-128"]["agreement_with"] == "int8-xnnpack"

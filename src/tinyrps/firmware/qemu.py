@@ -83,8 +83,15 @@ def descriptor_words(model_length: int, mode: int) -> tuple:
     return DESCRIPTOR_MAGIC | model_length << 32, mode | check << 32
 
 
+def qemu_option_value(path: Path) -> str:
+    return str(path).replace(",", ",,")
+
+
 def qemu_command(elf: Path, pte: Path, mode: int) -> list:
-    """QEMU with the firmware, the program in DDR and the boot descriptor in DTCM; no serial yet."""
+    """QEMU with the firmware, the program in DDR and the boot descriptor in DTCM; no serial yet.
+
+    Paths are absolute (QEMU may run in another folder) and commas doubled (QEMU's option syntax)."""
+    pte, elf = Path(pte).resolve(), Path(elf).resolve()
     length = pte.stat().st_size
     if length > MODEL_MAX_BYTES:
         raise UserError(f"{pte} is {length} bytes; the firmware's model slot holds at most {MODEL_MAX_BYTES} bytes")
@@ -92,7 +99,7 @@ def qemu_command(elf: Path, pte: Path, mode: int) -> list:
     return [require_qemu(), "-M", MACHINE, "-nodefaults", "-display", "none", "-monitor", "none", "-nic", "none",
             "-icount", "shift=0", "-no-reboot",
             "-kernel", str(elf),
-            "-device", f"loader,file={pte},addr={MODEL_ADDRESS:#x}",
+            "-device", f"loader,file={qemu_option_value(pte)},addr={MODEL_ADDRESS:#x}",
             "-device", f"loader,addr={DESCRIPTOR_ADDRESS:#x},data={word0:#x},data-len=8",
             "-device", f"loader,addr={DESCRIPTOR_ADDRESS + 8:#x},data={word1:#x},data-len=8"]
 
