@@ -19,23 +19,24 @@ from .devices import default_device, open_device
 from .errors import UserError
 from .progress import progress_bar
 
-WARMUP_SECONDS = 0.3   # per block: thread pools and caches settle slower than a few calls
-RUNS = 200
-ROUNDS = 4             # blocks per variant, visited in turn, so drift in machine load hits every variant
+FIRST_WARMUP_SECONDS = 0.5   # untimed, once per device
+WARMUP_SECONDS = 0.03        # before each block: caches and thread pools after the other variants
+BLOCK_SECONDS = 0.1          # each block runs at least this long ...
+RUNS = 200                   # ... and all blocks of a variant at least this many calls in all
+ROUNDS = 10                  # blocks per variant, taking turns: bursts of load on the shared
+                             # machine (sub-second) then hit every variant alike
 
 
-def time_block(device, image: np.ndarray, runs: int, on_run=None) -> list:
-    """Warm up for WARMUP_SECONDS, then time `runs` single-image calls (ms)."""
+def time_block(device, image: np.ndarray, runs: int, seconds: float = 0.0, warmup: float = WARMUP_SECONDS) -> list:
+    """Warm up for `warmup` s, then time single-image calls (ms): at least `runs`, for at least `seconds`."""
     start = time.perf_counter()
-    while time.perf_counter() - start < WARMUP_SECONDS:
+    while time.perf_counter() - start < warmup:
         device.classify(image)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
+    times, start = [], time.perf_counter()
+    while len(times) < runs or time.perf_counter() - start < seconds:
+        t = time.perf_counter()
         device.classify(image)
-        times.append((time.perf_counter() - start) * 1000)
-        if on_run:
-            on_run()
+        times.append((time.perf_counter() - t) * 1000)
     return times
 
 
@@ -49,8 +50,8 @@ def render_throughput(count: int = 3000, seed: int = 0) -> float:
 def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=False) -> dict:
     """Median single-image latency of eager and each exported program on its device.
 
-    All devices stay open; each gets ROUNDS blocks of runs/ROUNDS timed calls, the
-    variants taking turns block by block."""
+    All devices stay open; each gets ROUNDS blocks of at least runs/ROUNDS timed calls
+    and BLOCK_SECONDS, the variants taking turns block by block."""
     if runs < 1:
         raise UserError(f"--runs must be at least 1, got {runs}")
     ckpt = variants.checkpoint(run_dir)
@@ -59,22 +60,24 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
         programs = {t: p for t, p in programs.items() if t in only}
     image = make_split("test", 1, 1234)[0][:1]
     entries = [("eager", "eager", ckpt)] + [(n, device_override or default_device(p), p) for n, p in programs.items()]
-    result = {"runs": runs, "rounds": ROUNDS, "warmup_s": WARMUP_SECONDS, "variants": {}}
+    result = {"runs": runs, "rounds": ROUNDS, "block_s": BLOCK_SECONDS, "variants": {}}
     with contextlib.ExitStack() as stack, progress_bar(quiet) as bar:
         devices, counts, times, tasks = {}, {}, {}, {}
         for name, device_name, path in entries:
             devices[name] = stack.enter_context(open_device(device_name, path))
             counts[name] = min(runs, getattr(devices[name], "bench_runs", runs))
             times[name] = []
-            tasks[name] = bar.add_task(f"{name} on {device_name}", total=counts[name], status="")
-        for device in devices.values():   # an untimed first round: a fresh process runs slow for a while
-            time_block(device, image, 0)
+            tasks[name] = bar.add_task(f"{name} on {device_name}", total=ROUNDS, status="blocks")
+        for device in devices.values():
+            time_block(device, image, 0, warmup=FIRST_WARMUP_SECONDS)
         for r in range(ROUNDS):
             for name, device in devices.items():
                 block = counts[name] // ROUNDS + (1 if r < counts[name] % ROUNDS else 0)
-                times[name] += time_block(device, image, block, on_run=lambda n=name: bar.advance(tasks[n]))
+                seconds = BLOCK_SECONDS if counts[name] == runs else 0.0  # a device asking for few runs gets few
+                times[name] += time_block(device, image, block, seconds)
+                bar.advance(tasks[name])
         for name, device_name, path in entries:
-            entry = {"device": device_name, "latency_ms": statistics.median(times[name]), "runs": counts[name],
+            entry = {"device": device_name, "latency_ms": statistics.median(times[name]), "runs": len(times[name]),
                      "p90_ms": float(np.percentile(times[name], 90))}
             if name != "eager":
                 sidecar = variants.sidecar(path)

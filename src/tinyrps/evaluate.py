@@ -7,11 +7,13 @@ Cortex-M firmware, agreement with the int8 CPU model for Ethos-U).
 """
 from __future__ import annotations
 
+import concurrent.futures
+
 import numpy as np
 
 from . import variants
 from .data import load_split
-from .devices import default_device, open_device
+from .devices import default_device, device_class, open_device
 from .export import EvalContext, get_target, run_config
 from .progress import progress_bar
 
@@ -43,29 +45,47 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
                             f"create it with `tinyrps export --run {run_dir} --target {missing[0]}`")
         programs = {t: programs[t] for t in only}
     result = {"test_images": int(len(images)), "variants": {}}
-    predictions = {}
     with progress_bar(quiet) as bar:
         with open_device("eager", ckpt) as eager:
             eager_logits = classify_with_progress(eager, images, bar, "eager")
-        predictions["eager"] = eager_logits.argmax(1)
+        predictions = {"eager": eager_logits.argmax(1)}
         result["variants"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
-        for name, pte in programs.items():
-            device_name = device_override or default_device(pte)
-            with open_device(device_name, pte, bulk=True) as device:
-                logits = classify_with_progress(device, images, bar, f"{name} on {device_name}")
-                agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean())
-                # "agreement" is with eager unless the family compares with a closer reference
-                # (Ethos-U: the int8 CPU model) and says so in "agreement_with".
-                entry = {"accuracy": accuracy(logits, labels), "device": device_name,
-                         "agreement": agreement_eager, "agreement_with": "eager", "agreement_eager": agreement_eager,
-                         "max_abs_logit_diff": float(np.abs(logits - eager_logits).max()) if len(images) else 0.0}
-                target = _target_or_none(name)
-                if target and target.extra_eval:
-                    entry.update(target.extra_eval(EvalContext(name, pte, images, labels, logits, device,
-                                                               dict(predictions))))
-            predictions[name] = logits.argmax(1)
+        entries = {}
+        # Devices that compute in another process (the emulated MCU) run in a worker thread
+        # while the in-process ones use this one: the two cores both work.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            for name, pte in programs.items():
+                device_name = device_override or default_device(pte)
+                if device_class(device_name).out_of_process:
+                    entries[name] = pool.submit(evaluate_variant, name, pte, device_name, images, labels,
+                                                eager_logits, dict(predictions), bar)
+            for name, pte in programs.items():
+                if name not in entries:
+                    entries[name] = evaluate_variant(name, pte, device_override or default_device(pte), images,
+                                                     labels, eager_logits, predictions, bar)
+                    predictions[name] = entries[name].pop("_predictions")
+        for name in programs:
+            entry = entries[name].result() if isinstance(entries[name], concurrent.futures.Future) else entries[name]
+            entry.pop("_predictions", None)
             result["variants"][name] = entry
     return result
+
+
+def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar) -> dict:
+    """One program on its device: accuracy, agreement with eager, and the family's own checks."""
+    with open_device(device_name, pte, bulk=True) as device:
+        logits = classify_with_progress(device, images, bar, f"{name} on {device_name}")
+        agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean()) if len(images) else 0.0
+        # "agreement" is with eager unless the family compares with a closer reference
+        # (Ethos-U: the int8 CPU model) and says so in "agreement_with".
+        entry = {"accuracy": accuracy(logits, labels), "device": device_name,
+                 "agreement": agreement_eager, "agreement_with": "eager", "agreement_eager": agreement_eager,
+                 "max_abs_logit_diff": float(np.abs(logits - eager_logits).max()) if len(images) else 0.0}
+        target = _target_or_none(name)
+        if target and target.extra_eval:
+            entry.update(target.extra_eval(EvalContext(name, pte, images, labels, logits, device, dict(predictions))))
+    entry["_predictions"] = logits.argmax(1)
+    return entry
 
 
 def _target_or_none(name):

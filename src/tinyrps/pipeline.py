@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -89,8 +92,17 @@ def play_demo(artifacts: dict, seed: int, quiet: bool) -> list:
     return rounds
 
 
+def bench_in_fresh_process(run_dir: Path, quiet: bool) -> dict:
+    """`tinyrps bench` in its own process, as a user would run it: timings taken after training
+    and export in this process depend on the state those leave behind (thread pools, heap)."""
+    command = [sys.executable, "-m", "tinyrps", "bench", "--run", str(run_dir), "--json"] + (["--quiet"] if quiet else [])
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise UserError(f"the benchmark failed (exit code {done.returncode}); run `{' '.join(command[2:])}` to see why")
+    return json.loads(done.stdout)
+
+
 def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = False) -> dict:
-    from .bench import bench
     from .evaluate import evaluate
     from .report import bench_table, eval_table, write_report
     from .train import TrainConfig, train
@@ -109,7 +121,7 @@ def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = F
         if not quiet:
             eval_table(evaluation)
     with stage("bench", timings, quiet):
-        benchmark = bench(run_dir, quiet=quiet)
+        benchmark = bench_in_fresh_process(run_dir, quiet)
         atomic_write_json(run_dir / "bench.json", benchmark)
         if not quiet:
             bench_table(benchmark)

@@ -46,30 +46,31 @@ def eval_table(result: dict) -> None:
     t = Table(title=f"evaluation on {result['test_images']} test images "
                     "(agreement: with eager; Ethos-U: with the int8 CPU model)")
     for col in EVAL_HEADER:
-        t.add_column(col, justify="left" if col in ("variant", "device") else "right")
+        t.add_column(col, justify="left" if col in ("variant", "device") else "right",
+                     no_wrap=col in ("variant", "device"))
     for row in eval_rows(result):
         t.add_row(*row)
     out_console.print(t)
 
 
-BENCH_HEADER = ["variant", "device", "median ms", "× eager", "size"]
+BENCH_HEADER = ["variant", "device", "median ms", "× eager", "runs", "size"]
 
 
 def bench_rows(result: dict) -> list:
     rows = []
     for name, v in result["variants"].items():
         rows.append([name, v["device"], f"{v['latency_ms']:.4f}",
-                     "1" if name == "eager" else f"{v['ratio_to_eager']:.3f}",
+                     "1" if name == "eager" else f"{v['ratio_to_eager']:.3f}", f"{v['runs']:,}",
                      f"{v.get('size_bytes', result.get('eager_size_bytes', 0)):,} B"])
     return rows
 
 
 def bench_table(result: dict) -> None:
-    t = Table(title=f"latency of one inference: median of {result['runs']} runs in {result['rounds']} warmed-up "
-                    f"blocks per variant, taking turns (fewer runs where a device says so); "
-                    f"data renderer {result['render_images_per_s']:,.0f} images/s")
+    t = Table(title=f"latency of one inference: median over {result['rounds']} warmed-up blocks per variant, "
+                    f"taking turns; data renderer {result['render_images_per_s']:,.0f} images/s")
     for col in BENCH_HEADER:
-        t.add_column(col, justify="left" if col in ("variant", "device") else "right")
+        t.add_column(col, justify="left" if col in ("variant", "device") else "right",
+                     no_wrap=col in ("variant", "device"))
     for row in bench_rows(result):
         t.add_row(*row)
     out_console.print(t)
@@ -77,7 +78,7 @@ def bench_table(result: dict) -> None:
     if vela:
         t = Table(title="Ethos-U: Vela's estimate")
         for col in VELA_HEADER:
-            t.add_column(col, justify="left" if col == "target" else "right")
+            t.add_column(col, justify="left" if col == "target" else "right", no_wrap=col == "target")
         for row in vela:
             t.add_row(*row)
         out_console.print(t)
@@ -85,7 +86,7 @@ def bench_table(result: dict) -> None:
     if fw:
         t = Table(title="Cortex-M firmware (emulated Cortex-M55)")
         for col in FIRMWARE_HEADER:
-            t.add_column(col, justify="left" if col == "target" else "right")
+            t.add_column(col, justify="left" if col == "target" else "right", no_wrap=col == "target")
         for row in fw:
             t.add_row(*row)
         out_console.print(t)
@@ -152,9 +153,10 @@ def write_report(out: Path, summary: dict) -> None:
         f"Test split, {ev['test_images']} images. Agreement: same predicted label as eager (Ethos-U: as the int8 CPU model).",
         markdown_table(EVAL_HEADER, eval_rows(ev)),
         "## Speed and size",
-        f"Median of {be['runs']} single-image inferences per variant, in {be['rounds']} warmed-up blocks that take "
-        "turns across the variants in one process, so that changes in machine load hit every variant alike "
-        "(the MCU over its serial link takes fewer runs).",
+        f"Median latency of single-image inferences, measured in one process: each variant runs {be['rounds']} "
+        f"warmed-up blocks (at least {be['runs'] // be['rounds']} calls and {be['block_s']} s each), the variants "
+        "taking turns block by block so that bursts of load on the machine hit every variant alike. The MCU, "
+        "over its serial link, takes fewer runs.",
         markdown_table(BENCH_HEADER, bench_rows(be)),
         f"![latency]({rel(out / 'run' / 'latency.png')})",
     ]

@@ -25,20 +25,24 @@ def device_names() -> list:
     return list(DEVICES)
 
 
+def device_class(name: str) -> type:
+    if name not in DEVICES:
+        raise UserError(f"unknown device '{name}'; valid devices: {', '.join(DEVICES)}")
+    module, cls, _ = DEVICES[name]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+
+
 def open_device(name: str, model, **options) -> Device:
     """Open device `name` on a model file (model.pt for eager, a .pte otherwise).
 
     Options every device accepts (and may ignore): `bulk=True` says many images will
     follow in big calls (evaluation), so a device may pick a faster bulk path.
     Device-specific options go to that device only."""
-    if name not in DEVICES:
-        raise UserError(f"unknown device '{name}'; valid devices: {', '.join(DEVICES)}")
-    module, cls, _ = DEVICES[name]
+    cls = device_class(name)
     model = Path(model)
     if not model.is_file():
         raise UserError(f"model file not found: {model} (create one with `tinyrps export --run RUN --target T`)")
-    mod = importlib.import_module(f"{__name__}.{module}")
-    return getattr(mod, cls)(model, **options)
+    return cls(model, **options)
 
 
 def default_device(pte) -> str:

@@ -28,6 +28,9 @@ class Device:
 
     #: how many images one `_classify_batch` call takes at most
     batch_size = 1
+    #: True where the computing happens in another process (QEMU, a native tool), so a
+    #: caller may run this device alongside in-process work
+    out_of_process = False
 
     def _classify_batch(self, images: np.ndarray) -> np.ndarray:
         raise NotImplementedError

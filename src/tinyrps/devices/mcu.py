@@ -40,6 +40,7 @@ BATCH_THRESHOLD = 16
 
 class McuDevice(Device):
     name = "mcu"
+    out_of_process = True
     batch_size = 1
     bench_runs = 20          # each run is a serial round trip of ~0.1 s
 

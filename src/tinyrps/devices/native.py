@@ -26,6 +26,7 @@ REJECTED = 3
 
 class NativeDevice(Device):
     name = "native"
+    out_of_process = True
     batch_size = 100_000   # one tool run per classify call
 
     def __init__(self, model_path, **_):
