@@ -7,6 +7,7 @@ not for the 99.5 % of the default settings (that is the main job's claim).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,36 @@ def run_cli(*args, input=None, timeout=300, cwd=None) -> subprocess.CompletedPro
 @pytest.fixture
 def cli():
     return run_cli
+
+
+# ── the Arm firmware (QEMU, cross toolchain) ──────────────────────────────────
+ARM_INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+
+
+def require_arm_tools() -> None:
+    """A missing tool fails the test with the command that installs it (never a skip)."""
+    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc", "cmake") if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not installed; the firmware tests need them: {ARM_INSTALL}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def cortex_m_pte(exported):
+    require_arm_tools()
+    return exported("cortex-m55")
+
+
+@pytest.fixture(scope="session")
+def firmware_elf_path():
+    require_arm_tools()
+    from tinyrps.firmware.qemu import firmware_elf
+    return firmware_elf()
+
+
+@pytest.fixture(scope="session")
+def test_images(trained_run):
+    """The first 12 images (and labels) of the run's test split."""
+    from tinyrps.data import load_split
+    from tinyrps.export import run_config
+    images, labels = load_split(run_config(trained_run)["data"], "test")
+    return images[:12], labels[:12]

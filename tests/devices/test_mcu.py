@@ -3,7 +3,6 @@ semihosting batch), bit-exact with the reference; bad programs give one clear er
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -13,38 +12,6 @@ from tinyrps.errors import UserError
 from tinyrps.firmware import qemu
 
 pytestmark = pytest.mark.slow     # builds the firmware, boots QEMU
-
-# The Arm tools must be installed: a missing one fails the test with the install command.
-INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
-
-
-def require_arm_tools() -> None:
-    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc", "cmake") if shutil.which(t) is None]
-    if missing:
-        pytest.fail(f"{', '.join(missing)} not installed; the firmware tests need them: {INSTALL}", pytrace=False)
-
-
-@pytest.fixture(scope="session")
-def cortex_m_pte(exported):
-    require_arm_tools()
-    return exported("cortex-m55")
-
-
-@pytest.fixture(scope="session")
-def firmware_elf_path():
-    require_arm_tools()
-    from tinyrps.firmware.qemu import firmware_elf
-    return firmware_elf()
-
-
-@pytest.fixture(scope="session")
-def test_images(trained_run):
-    """The first 12 images (and labels) of the run's test split."""
-    from tinyrps.data import load_split
-    from tinyrps.export import run_config
-    images, labels = load_split(run_config(trained_run)["data"], "test")
-    return images[:12], labels[:12]
-
 
 @pytest.fixture(scope="module")
 def mcu(cortex_m_pte):

@@ -12,21 +12,21 @@ HOST_TARGETS = ("fp32", "fp32-xnnpack", "int8-xnnpack")
 
 
 @pytest.fixture(scope="module")
-def test_images(data_dir):
+def test_split(data_dir):
     return load_split(data_dir, "test")
 
 
 @pytest.fixture(scope="module")
-def eager_logits(trained_run, test_images):
+def eager_logits(trained_run, test_split):
     with open_device("eager", trained_run / "model.pt") as eager:
-        return eager.classify(test_images[0])
+        return eager.classify(test_split[0])
 
 
 @pytest.mark.parametrize("target", HOST_TARGETS)
-def test_program_round_trips_through_the_runtime_and_agrees_with_eager(target, exported, test_images, eager_logits):
+def test_program_round_trips_through_the_runtime_and_agrees_with_eager(target, exported, test_split, eager_logits):
     pte = exported(target)
     with open_device("host", pte) as device:
-        logits = device.classify(test_images[0])
+        logits = device.classify(test_split[0])
     assert logits.shape == eager_logits.shape and logits.dtype == np.float32
     agreement = (logits.argmax(1) == eager_logits.argmax(1)).mean()
     if target.startswith("fp32"):

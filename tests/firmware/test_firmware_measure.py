@@ -1,7 +1,6 @@
 """Footprint and instruction counts of a Cortex-M program on the firmware, against the issue's targets."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
@@ -11,29 +10,6 @@ KIB = 1024
 
 
 pytestmark = pytest.mark.slow     # builds the firmware, boots QEMU
-
-# The Arm tools must be installed: a missing one fails the test with the install command.
-INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
-
-
-def require_arm_tools() -> None:
-    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc", "cmake") if shutil.which(t) is None]
-    if missing:
-        pytest.fail(f"{', '.join(missing)} not installed; the firmware tests need them: {INSTALL}", pytrace=False)
-
-
-@pytest.fixture(scope="session")
-def cortex_m_pte(exported):
-    require_arm_tools()
-    return exported("cortex-m55")
-
-
-@pytest.fixture(scope="session")
-def firmware_elf_path():
-    require_arm_tools()
-    from tinyrps.firmware.qemu import firmware_elf
-    return firmware_elf()
-
 
 @pytest.fixture(scope="module")
 def measured(cortex_m_pte):
