@@ -8,8 +8,6 @@ kernels, a fixed thread count.
 from __future__ import annotations
 
 import io
-import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from torch import nn
 from .data import load_split
 from .errors import UserError
 from .export import atomic_write_bytes, atomic_write_json
-from .model import LABELS, TinyRPS, images_to_tensor
+from .model import TinyRPS, images_to_tensor
 from .progress import progress_bar, say
 
 THREADS = 2

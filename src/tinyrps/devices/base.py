@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import UserError
 from ..model import IMAGE_SIZE
 
 
@@ -47,6 +48,30 @@ class Device:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# What a program of each family needs, for the message to a user who picked the wrong device.
+FAMILY_NEEDS = {"host": "the ExecuTorch runtime on a CPU", "ethos-u": "the Arm Ethos-U NPU",
+                "cortex-m": "a Cortex-M core with the CMSIS-NN operators"}
+
+
+def require_family(model_path, family: str, device_name: str, program: bytes = None, sidecar_only: bool = False):
+    """Refuse a program of another family in one line that names the devices that can run it.
+
+    The family comes from the program's sidecar, else from its contents (`program`, or the
+    file); with sidecar_only a program without a sidecar is left to the device to judge."""
+    from ..export import FAMILY_DEVICES, read_sidecar
+    from ..pte import family_of_program, program_family
+    if sidecar_only:
+        actual = (read_sidecar(model_path) or {}).get("family", family)
+    elif program is not None:
+        actual = family_of_program(program, model_path)
+    else:
+        actual = program_family(model_path)
+    if actual != family:
+        raise UserError(f"{model_path.name} is a {actual} program: it needs {FAMILY_NEEDS[actual]}, which device "
+                        f"'{device_name}' does not have; run it with --device "
+                        f"{' or --device '.join(FAMILY_DEVICES[actual])}")
 
 
 def check_images(images) -> np.ndarray:

@@ -7,13 +7,11 @@ import os
 import sys
 
 import numpy as np
-import torch
 
 from ..errors import UserError
-from ..export import FAMILY_DEVICES
 from ..model import images_to_tensor
-from ..pte import family_of_program, read_program
-from .base import Device
+from ..pte import read_program
+from .base import Device, require_family
 
 
 class HostDevice(Device):
@@ -22,11 +20,7 @@ class HostDevice(Device):
 
     def __init__(self, model_path, **_):
         program = read_program(model_path)
-        family = family_of_program(program, model_path)
-        if family != "host":
-            need = "the Ethos-U NPU" if family == "ethos-u" else "the Cortex-M (CMSIS-NN) operators"
-            raise UserError(f"{model_path.name} is a {family} program: it needs {need}, which the host runtime "
-                            f"does not have; run it with --device {' or --device '.join(FAMILY_DEVICES[family])}")
+        require_family(model_path, "host", self.name, program)
         from executorch.runtime import Runtime, Verification
         # The runtime uses the program's bytes in place: keep them (and the Program) alive with the method.
         self._program_bytes = program

@@ -28,9 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from ..export import FAMILY_DEVICES, read_sidecar
 from ..pte import read_program
-from .base import Device, check_images
+from .base import Device, check_images, require_family
 
 TRANSPORTS = ("serial", "batch", "auto")
 # From this many images per classify call, "auto" pays one QEMU boot (~0.3 s) to skip
@@ -55,7 +54,7 @@ class McuDevice(Device):
         self.transport = transport
         self.port = port
         program = read_program(self.model_path)
-        _refuse_other_families(self.model_path)
+        require_family(self.model_path, "cortex-m", self.name, sidecar_only=True)
         self.model_sha256 = hashlib.sha256(program).hexdigest()
         self.server = self.link = self.elf = None
         try:
@@ -145,12 +144,3 @@ class McuDevice(Device):
             self.server.close()
         elif getattr(self, "link", None) is not None:
             self.link.close()
-
-
-def _refuse_other_families(path: Path) -> None:
-    """A program whose sidecar names another family gets a pointer to the right device."""
-    sidecar = read_sidecar(path)
-    family = sidecar.get("family") if sidecar else None
-    if family and family != "cortex-m":
-        raise UserError(f"{path.name} is a {family} program; the mcu device runs Cortex-M programs only: "
-                        f"run it with --device {' or --device '.join(FAMILY_DEVICES[family])}")

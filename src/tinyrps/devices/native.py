@@ -16,9 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from ..export import FAMILY_DEVICES, read_sidecar
 from ..pte import read_program
-from .base import Device
+from .base import Device, require_family
 
 # exit status of tinyrps-native when it rejects the program
 REJECTED = 3
@@ -33,7 +32,7 @@ class NativeDevice(Device):
         from ..firmware import build_firmware
         self.model_path = Path(model_path)
         read_program(self.model_path)   # a .pte at all?
-        _refuse_other_families(self.model_path)
+        require_family(self.model_path, "cortex-m", self.name, sidecar_only=True)
         self.tool = build_firmware("native").tool("tinyrps-native")
         self.info = json.loads(self._run("info", str(self.model_path)))
         self.last_int8 = np.zeros((0, 3), np.int8)
@@ -76,12 +75,3 @@ class NativeDevice(Device):
         if result.returncode != 0:
             raise UserError(f"tinyrps-native failed on {self.model_path.name}: {result.stderr.strip() or result.returncode}")
         return result.stdout
-
-
-def _refuse_other_families(path: Path) -> None:
-    """A program whose sidecar says it is not Cortex-M gets a pointer to the right device."""
-    sidecar = read_sidecar(path)
-    family = sidecar.get("family") if sidecar else None
-    if family and family != "cortex-m":
-        raise UserError(f"{path.name} is a {family} program; the firmware runtime runs Cortex-M programs only: "
-                        f"run it with --device {' or --device '.join(FAMILY_DEVICES[family])}")

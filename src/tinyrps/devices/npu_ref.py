@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from ..export import FAMILY_DEVICES, read_sidecar
-from ..pte import family_of_program, read_program
-from .base import Device
+from ..export import read_sidecar
+from ..pte import read_program
+from .base import Device, require_family
 
 
 class NpuRefDevice(Device):
@@ -30,7 +30,7 @@ class NpuRefDevice(Device):
         from ..export.ethos_u import io_quantization
         model_path = Path(model_path)
         program = read_program(model_path)
-        require_ethos_u(program, model_path)
+        require_family(model_path, "ethos-u", self.name, program)
         self.sidecar = verified_sidecar(model_path, program)
         self.tosa = read_tosa(model_path, self.sidecar)
         self.input_shape = graph_input_shape(self.tosa, model_path)
@@ -76,14 +76,6 @@ def run_graph(tosa: bytes, inputs: list) -> np.ndarray:
                                 f"export it again")
             outputs.append(np.asarray(result[0]).reshape(-1))
     return np.stack(outputs)
-
-
-def require_ethos_u(program: bytes, model_path: Path) -> None:
-    family = family_of_program(program, model_path)
-    if family != "ethos-u":
-        devices = " or --device ".join(FAMILY_DEVICES[family])
-        raise UserError(f"{model_path.name} is a {family} program, not an Ethos-U one: the npu-ref device runs "
-                        f"only Ethos-U programs; run it with --device {devices}")
 
 
 def verified_sidecar(model_path: Path, program: bytes) -> dict:
