@@ -62,9 +62,11 @@ def plot_latency(rows: list, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
     ax.barh(names, ms, color=[f"C{i}" for i in range(len(rows))])
     for i, r in enumerate(rows):
-        ax.text(ms[i], i, f"  {ms[i]:.3g} ms ({r.get('ratio_to_eager', 1):.2g}x)", va="center", fontsize=8)
-    ax.set(xscale="log", xlabel="median latency of one inference (ms, log)")
+        ratio = r.get("ratio_to_eager", 1.0)
+        ax.text(ms[i], i, f"  {ms[i]:.3g} ms ({ratio:.0f}x eager)" if ratio >= 10 else
+                f"  {ms[i]:.3g} ms ({ratio:.2g}x eager)", va="center", fontsize=8)
+    ax.set(xscale="log", xlabel="median latency of one inference (ms, log scale)")
     ax.invert_yaxis()
-    ax.set_xlim(right=max(ms) * 30)
+    ax.set_xlim(right=max(ms) * 12)
     fig.tight_layout()
     _save(fig, path)
