@@ -23,7 +23,7 @@ def test_eval_table_on_screen(cli, trained_run, exported):
     exported("fp32-xnnpack")
     res = cli("eval", "--run", trained_run, "--variant", "fp32-xnnpack", "--limit", "20")
     assert res.returncode == 0, res.stderr
-    assert "fp32-xnnpack" in res.stdout and "test accuracy" in res.stdout
+    assert "fp32-xnnpack" in res.stdout and "accuracy" in res.stdout and "agreement" in res.stdout
 
 
 def test_eval_of_a_target_not_exported(cli, trained_run):

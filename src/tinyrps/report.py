@@ -4,6 +4,7 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -21,13 +22,11 @@ def _yes_no(x) -> str:
 
 
 def targets_table(targets: dict) -> None:
-    t = Table(title="export targets")
-    for col in ("target", "family", "runs on", "what"):
-        t.add_column(col)
+    rows = []
     for name, target in targets.items():
         missing = target.unavailable()
-        t.add_row(name, target.family, target.default_device, target.description + (f" [{missing}]" if missing else ""))
-    out_console.print(t)
+        rows.append([name, target.family, target.default_device, target.description + (f" [{missing}]" if missing else "")])
+    print_table("export targets", ["target", "family", "runs on", "what"], rows, text_columns=4, unwrapped=3)
 
 
 def eval_rows(result: dict) -> list:
@@ -39,18 +38,25 @@ def eval_rows(result: dict) -> list:
     return rows
 
 
-EVAL_HEADER = ["variant", "device", "test accuracy", "agreement", "max |Δlogit| vs eager", "bit-exact"]
+EVAL_HEADER = ["variant", "device", "accuracy", "agreement", "max |Δlogit|", "bit-exact"]
+
+
+def print_table(title: str, header: list, rows: list, text_columns: int = 2, unwrapped: int = None) -> None:
+    """A rich table on stdout: the first `text_columns` columns left-aligned (the first `unwrapped`
+    of them, by default all, never wrapped), the rest numbers, right-aligned."""
+    unwrapped = text_columns if unwrapped is None else unwrapped
+    t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    for i, col in enumerate(header):
+        # numbers never wrap; of the text columns, the first `unwrapped`
+        t.add_column(col, justify="left" if i < text_columns else "right", no_wrap=i < unwrapped or i >= text_columns)
+    for row in rows:
+        t.add_row(*row)
+    out_console.print(t)
 
 
 def eval_table(result: dict) -> None:
-    t = Table(title=f"evaluation on {result['test_images']} test images "
-                    "(agreement: with eager; Ethos-U: with the int8 CPU model)")
-    for col in EVAL_HEADER:
-        t.add_column(col, justify="left" if col in ("variant", "device") else "right",
-                     no_wrap=col in ("variant", "device"))
-    for row in eval_rows(result):
-        t.add_row(*row)
-    out_console.print(t)
+    print_table(f"evaluation on {result['test_images']} test images "
+                "(agreement: with eager; Ethos-U: with the int8 CPU model)", EVAL_HEADER, eval_rows(result))
 
 
 BENCH_HEADER = ["variant", "device", "median ms", "× eager", "runs", "size"]
@@ -66,30 +72,13 @@ def bench_rows(result: dict) -> list:
 
 
 def bench_table(result: dict) -> None:
-    t = Table(title=f"latency of one inference: median over {result['rounds']} warmed-up blocks per variant, "
-                    f"taking turns; data renderer {result['render_images_per_s']:,.0f} images/s")
-    for col in BENCH_HEADER:
-        t.add_column(col, justify="left" if col in ("variant", "device") else "right",
-                     no_wrap=col in ("variant", "device"))
-    for row in bench_rows(result):
-        t.add_row(*row)
-    out_console.print(t)
-    vela = vela_rows(result)
-    if vela:
-        t = Table(title="Ethos-U: Vela's estimate")
-        for col in VELA_HEADER:
-            t.add_column(col, justify="left" if col == "target" else "right", no_wrap=col == "target")
-        for row in vela:
-            t.add_row(*row)
-        out_console.print(t)
-    fw = firmware_rows(result)
-    if fw:
-        t = Table(title="Cortex-M firmware (emulated Cortex-M55)")
-        for col in FIRMWARE_HEADER:
-            t.add_column(col, justify="left" if col == "target" else "right", no_wrap=col == "target")
-        for row in fw:
-            t.add_row(*row)
-        out_console.print(t)
+    print_table(f"latency of one inference: median over {result['rounds']} warmed-up blocks per variant, "
+                f"taking turns; data renderer {result['render_images_per_s']:,.0f} images/s",
+                BENCH_HEADER, bench_rows(result))
+    if vela_rows(result):
+        print_table("Ethos-U: Vela's estimate", VELA_HEADER, vela_rows(result), text_columns=1)
+    if firmware_rows(result):
+        print_table("Cortex-M firmware (emulated Cortex-M55)", FIRMWARE_HEADER, firmware_rows(result), text_columns=1)
 
 
 VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "utilisation"]
@@ -106,8 +95,7 @@ def vela_rows(result: dict) -> list:
     return rows
 
 
-FIRMWARE_HEADER = ["target", "flash", "RAM", "arena", "instructions / inference", "instructions / MAC",
-                   "link round trip (median ms)"]
+FIRMWARE_HEADER = ["target", "flash", "RAM", "arena", "instr", "instr/MAC", "link ms"]
 
 
 def firmware_rows(result: dict) -> list:
@@ -116,7 +104,7 @@ def firmware_rows(result: dict) -> list:
         fw = v.get("firmware")
         if fw:
             rows.append([name, f"{fw['flash_bytes'] / 1024:.1f} KiB", f"{fw['ram_bytes'] / 1024:.1f} KiB",
-                         f"{fw['arena_bytes']:,} B", f"{fw['instructions_per_inference']:,}",
+                         f"{fw['arena_bytes']:,} B", f"{fw['instructions_per_inference'] / 1e6:.2f} M",
                          f"{fw['instructions_per_mac']:.2f}",
                          f"{v['latency_ms']:.0f}" if v.get("device") == "mcu" else ""])
     return rows
