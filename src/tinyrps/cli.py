@@ -197,12 +197,16 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
+    except BrokenPipeError:   # output piped into `head` and the like
+        return 0
     except UserError as e:
         print(f"tinyrps: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("tinyrps: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
+    except OSError as e:  # a folder that cannot be written, a full disk: the user's to fix
+        where = f": {e.filename}" if e.filename else ""
+        print(f"tinyrps: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 2
     return 0
