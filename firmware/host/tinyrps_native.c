@@ -100,12 +100,20 @@ static uint8_t *read_images(const char *path, size_t *count) {
     return images;
 }
 
+/* The program and a file of images, for the commands that run one on the other. */
+static int load_with_images(const char *model, const char *images_path, loaded_program *lp,
+                            uint8_t **images, size_t *n) {
+    int rc = load(model, lp);
+    if (rc != 0) return rc;
+    *images = read_images(images_path, n);
+    return *images ? 0 : EXIT_USAGE;
+}
+
 static int cmd_run(const char *model, const char *images_path, const char *out_path) {
     loaded_program lp = {0};
     size_t n = 0;
-    int rc = load(model, &lp);
-    uint8_t *images = rc == 0 ? read_images(images_path, &n) : NULL;
-    if (rc == 0 && !images) rc = EXIT_USAGE;
+    uint8_t *images = NULL;
+    int rc = load_with_images(model, images_path, &lp, &images, &n);
     int8_t *q = NULL;
     float *logits = NULL;
     int n_out = 0;
@@ -147,9 +155,8 @@ static int cmd_run(const char *model, const char *images_path, const char *out_p
 static int cmd_layers(const char *model, const char *images_path, const char *out_path) {
     loaded_program lp = {0};
     size_t n = 0;
-    int rc = load(model, &lp);
-    uint8_t *images = rc == 0 ? read_images(images_path, &n) : NULL;
-    if (rc == 0 && !images) rc = EXIT_USAGE;
+    uint8_t *images = NULL;
+    int rc = load_with_images(model, images_path, &lp, &images, &n);
     FILE *f = rc == 0 ? fopen(out_path, "wb") : NULL;
     if (rc == 0 && !f) rc = EXIT_USAGE;
     int calls = rc == 0 ? trt_instruction_count(lp.prog) : 0;

@@ -1,9 +1,10 @@
 """Benchmarks: latency of one inference per variant, measured side by side in one process.
 
-Each variant runs on its device with batch 1: a warm-up, then `runs` timed calls;
-the median is reported with its ratio to eager (measured in the same run, so the
-ratio survives a noisy shared machine better than absolute times). Also the data
-renderer's throughput, and the Ethos-U / firmware figures recorded at export.
+Every variant's device stays open; each runs single-image calls in ROUNDS warmed-up
+blocks, the variants taking turns block by block. The median is reported with its
+ratio to eager (measured side by side, so the ratio survives a noisy shared machine
+better than absolute times). Also the data renderer's throughput, and the Ethos-U /
+firmware figures recorded at export.
 """
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ import numpy as np
 from . import variants
 from .data import load_split
 from .devices import default_device, device_class, open_device
-from .export import EvalContext, get_target, run_config
+from .errors import UserError
+from .export import EvalContext, run_config, targets
 from .progress import progress_bar
 
 CHUNK = 50
@@ -38,7 +39,6 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         images, labels = images[:limit], labels[:limit]
     programs = variants.exported(run_dir)
     if only:
-        from .errors import UserError
         missing = [t for t in only if t not in programs]
         if missing:
             raise UserError(f"no exported program for {', '.join(missing)} in {run_dir}/export: "
@@ -81,18 +81,11 @@ def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predi
         entry = {"accuracy": accuracy(logits, labels), "device": device_name,
                  "agreement": agreement_eager, "agreement_with": "eager", "agreement_eager": agreement_eager,
                  "max_abs_logit_diff": float(np.abs(logits - eager_logits).max()) if len(images) else 0.0}
-        target = _target_or_none(name)
+        target = targets().get(name)
         if target and target.extra_eval:
             entry.update(target.extra_eval(EvalContext(name, pte, images, labels, logits, device, dict(predictions))))
     entry["_predictions"] = logits.argmax(1)
     return entry
-
-
-def _target_or_none(name):
-    try:
-        return get_target(name)
-    except Exception:
-        return None
 
 
 def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:

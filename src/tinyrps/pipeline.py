@@ -1,6 +1,7 @@
 """The main job, `tinyrps all`: data -> train -> export -> eval -> bench -> game -> report."""
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import subprocess
@@ -47,15 +48,15 @@ def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
     return info
 
 
+@contextlib.contextmanager
 def stage(name: str, timings: dict, quiet: bool):
-    class _Stage:
-        def __enter__(self):
-            self.start = time.perf_counter()
-            say(f"[bold cyan]── {name}[/]", quiet)
-
-        def __exit__(self, *exc):
-            timings[name] = round(time.perf_counter() - self.start, 2)
-    return _Stage()
+    """Announce a stage of the main job and record its wall time in `timings`."""
+    start = time.perf_counter()
+    say(f"[bold cyan]── {name}[/]", quiet)
+    try:
+        yield
+    finally:
+        timings[name] = round(time.perf_counter() - start, 2)
 
 
 def export_all(run_dir: Path, quiet: bool) -> tuple:

@@ -75,10 +75,11 @@ def bench_table(result: dict) -> None:
     print_table(f"latency of one inference: median over {result['rounds']} warmed-up blocks per variant, "
                 f"taking turns; data renderer {result['render_images_per_s']:,.0f} images/s",
                 BENCH_HEADER, bench_rows(result))
-    if vela_rows(result):
-        print_table("Ethos-U: Vela's estimate", VELA_HEADER, vela_rows(result), text_columns=1)
-    if firmware_rows(result):
-        print_table("Cortex-M firmware (emulated Cortex-M55)", FIRMWARE_HEADER, firmware_rows(result), text_columns=1)
+    vela, firmware = vela_rows(result), firmware_rows(result)
+    if vela:
+        print_table("Ethos-U: Vela's estimate", VELA_HEADER, vela, text_columns=1)
+    if firmware:
+        print_table("Cortex-M firmware (emulated Cortex-M55)", FIRMWARE_HEADER, firmware, text_columns=1)
 
 
 VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "utilisation"]
@@ -148,10 +149,11 @@ def write_report(out: Path, summary: dict) -> None:
         markdown_table(BENCH_HEADER, bench_rows(be)),
         f"![latency]({rel(out / 'run' / 'latency.png')})",
     ]
-    if vela_rows(be):
-        parts += ["### Ethos-U (Vela's performance estimate)", markdown_table(VELA_HEADER, vela_rows(be))]
-    if firmware_rows(be):
-        parts += ["### Cortex-M firmware on the emulated Cortex-M55", markdown_table(FIRMWARE_HEADER, firmware_rows(be))]
+    vela, firmware = vela_rows(be), firmware_rows(be)
+    if vela:
+        parts += ["### Ethos-U (Vela's performance estimate)", markdown_table(VELA_HEADER, vela)]
+    if firmware:
+        parts += ["### Cortex-M firmware on the emulated Cortex-M55", markdown_table(FIRMWARE_HEADER, firmware)]
     if summary.get("skipped"):
         parts += ["## Not built", "\n".join(f"- {k}: {v}" for k, v in summary["skipped"].items())]
     if summary.get("game"):
