@@ -33,4 +33,4 @@ system-deps:
 	@scripts/install-system-deps.sh
 
 clean:
-	rm -rf out firmware/build-* .pytest_cache
+	rm -rf out .pytest_cache "$${XDG_CACHE_HOME:-$$HOME/.cache}/tinyrps/firmware"

@@ -13,6 +13,10 @@
 static trt_program_storage storage;
 static int failures;
 
+/* A counter that advances by one per read: each kernel call then costs exactly 1. */
+static uint64_t ticks;
+static uint64_t tick(void) { return ticks++; }
+
 static void check(int ok, const char *what) {
     printf("%s %s\n", ok ? "ok  " : "FAIL", what);
     if (!ok) failures++;
@@ -66,6 +70,18 @@ int main(int argc, char **argv) {
     check(trt_instruction_count(prog) == 10 && trt_instruction_name(prog, 10) == NULL &&
               trt_instruction_name(prog, -1) == NULL, "kernel calls are listed within range");
     check(trt_run_prefix(prog, image, 11) == TRT_ERR_BAD_INPUT, "a prefix past the chain is refused");
+    uint64_t count = 99, macs = 0, all_macs = 0;
+    int each_once = 1;
+    check(trt_instruction_profile(prog, 0, &count, &macs) == TRT_OK && count == 0, "nothing is counted unprofiled");
+    trt_set_counter(prog, tick);
+    check(trt_infer(prog, image, q2, logits2, &n) == TRT_OK && memcmp(q, q2, 3) == 0, "a profiled inference agrees");
+    for (int i = 0; i < trt_instruction_count(prog); i++) {
+        each_once &= trt_instruction_profile(prog, i, &count, &macs) == TRT_OK && count == 1;
+        all_macs += macs;
+    }
+    check(each_once && all_macs == trt_macs(prog), "the profile counts every kernel call and adds up to the MACs");
+    check(trt_instruction_profile(prog, 10, &count, &macs) == TRT_ERR_BAD_INPUT, "a profile past the chain is refused");
+    trt_set_counter(prog, NULL);
     check(strcmp(trt_status_name(TRT_ERR_UNSUPPORTED_OP), "unsupported operator") == 0 &&
               strcmp(trt_status_name((trt_status)-99), "unknown status") == 0, "status names");
 

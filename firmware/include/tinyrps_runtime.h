@@ -28,7 +28,7 @@
 
 /* Bytes of static storage a trt_program needs (checked at compile time); its tables hold
  * pointers, so 64-bit hosts need more than a Cortex-M. */
-#define TRT_PROGRAM_STORAGE_BYTES (sizeof(void *) <= 4 ? 16384u : 20480u)
+#define TRT_PROGRAM_STORAGE_BYTES (sizeof(void *) <= 4 ? 17408u : 21504u)
 
 typedef enum {
     TRT_OK = 0,
@@ -92,6 +92,16 @@ trt_status trt_run_prefix(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES
 /* Where the output tensor of kernel call i lives after trt_run_prefix(..., i + 1):
  * its bytes (within the arena) and length. */
 trt_status trt_instruction_output(const trt_program *prog, int i, const uint8_t **data, size_t *len);
+
+/* Per-layer profile, optional. `counter` is any monotonic count (on the boards: executed
+ * instructions); while it is set, trt_infer and trt_run_prefix record how far it advanced
+ * across each kernel call. NULL (the default after trt_load) turns profiling off. */
+typedef uint64_t (*trt_counter_fn)(void);
+void trt_set_counter(trt_program *prog, trt_counter_fn counter);
+
+/* Counter advance of kernel call i in the last profiled run (0 if none ran), and the
+ * multiply-accumulates it does per inference. */
+trt_status trt_instruction_profile(const trt_program *prog, int i, uint64_t *count, uint64_t *macs);
 
 const char *trt_status_name(trt_status s);
 

@@ -552,6 +552,7 @@ static uint16_t tensor_arg(const trt_program *prog, const int32_t *args, uint32_
 
 trt_status trt_bind_instruction(trt_program *prog, trt_instruction *ins, const int32_t *args, uint32_t n_args) {
     call c = {prog, args, n_args, prog->operator_names[ins->operator_index]};
+    uint64_t macs_before = prog->macs;
     trt_status s;
     memset(&ins->p, 0, sizeof ins->p);
     switch ((trt_op_kind)ins->op) {
@@ -565,6 +566,7 @@ trt_status trt_bind_instruction(trt_program *prog, trt_instruction *ins, const i
     default: return trt_fail(prog, TRT_ERR_UNSUPPORTED_OP, "unknown operator kind");
     }
     if (s != TRT_OK) return s;
+    ins->macs = (uint32_t)(prog->macs - macs_before);
     /* binding succeeded: args[0] is the input tensor, args[n-2] the output (== the return) */
     ins->input_tensor = (int16_t)tensor_arg(prog, args, n_args, 0);
     ins->output_tensor = tensor_arg(prog, args, n_args, n_args - 2);

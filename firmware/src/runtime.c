@@ -426,7 +426,30 @@ static void write_input(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES])
 trt_status trt_run_prefix(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int end) {
     if (!prog || !prog->loaded || !image || end < 0 || end > prog->n_instructions) return TRT_ERR_BAD_INPUT;
     write_input(prog, image);
-    for (int i = 0; i < end; i++) trt_execute_instruction(&prog->instructions[i]);
+    if (!prog->counter) {
+        for (int i = 0; i < end; i++) trt_execute_instruction(&prog->instructions[i]);
+        return TRT_OK;
+    }
+    uint64_t before = prog->counter();
+    for (int i = 0; i < end; i++) {
+        trt_execute_instruction(&prog->instructions[i]);
+        uint64_t after = prog->counter();
+        prog->instructions[i].counted = (uint32_t)(after - before);
+        before = after;
+    }
+    return TRT_OK;
+}
+
+void trt_set_counter(trt_program *prog, trt_counter_fn counter) {
+    if (!prog) return;
+    prog->counter = counter;
+    for (uint16_t i = 0; i < prog->n_instructions; i++) prog->instructions[i].counted = 0;
+}
+
+trt_status trt_instruction_profile(const trt_program *prog, int i, uint64_t *count, uint64_t *macs) {
+    if (!prog || !prog->loaded || i < 0 || i >= prog->n_instructions || !count || !macs) return TRT_ERR_BAD_INPUT;
+    *count = prog->instructions[i].counted;
+    *macs = prog->instructions[i].macs;
     return TRT_OK;
 }
 

@@ -62,6 +62,8 @@ typedef struct {
     uint8_t operator_index;    /* into prog->operator_names */
     uint16_t output_tensor;    /* tensor table index of the output */
     int16_t input_tensor;      /* first tensor input (int8 output of a dequantize's producer) */
+    uint32_t macs;             /* multiply-accumulates per run (set by binding) */
+    uint32_t counted;          /* counter advance in the last profiled run (wraps past 2^32) */
     union {
         trt_quantize_params quantize;
         trt_dequantize_params dequantize;
@@ -99,6 +101,8 @@ struct trt_program {
     trt_instruction instructions[TRT_MAX_INSTRUCTIONS];
 
     uint16_t input_tensor, output_tensor, output_int8_tensor;
+
+    trt_counter_fn counter;    /* per-layer profiling, NULL when off */
 
     char *detail;
     size_t detail_len;

@@ -3,9 +3,13 @@
 Kinds: "native" (host gcc: the runtime library, `tinyrps-native` and the mutation
 sweep `tinyrps-mutate`), "native-asan" (the same with AddressSanitizer and UBSan),
 "cortex-m55" (arm-none-eabi-gcc with firmware/cmake/arm-none-eabi.cmake; the board
-directory firmware/board/an547 supplies the executables). Each kind builds in
-firmware/build-<kind>/. A stamp there records a hash of every firmware source and
-the build settings, so an unchanged tree costs one hash and no CMake call.
+directory firmware/board/an547 supplies the executables).
+
+Builds never go into the source tree (or an installed package): each kind builds in
+the user's cache, `$XDG_CACHE_HOME/tinyrps/firmware/<kind>-<key>/` (default
+`~/.cache/...`), where the key is a hash of every firmware source, the build settings
+and the compiler's version. An unchanged tree costs one hash and no CMake call; a
+changed one gets a fresh folder, and the oldest folders of a kind are pruned.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,19 +78,44 @@ def build_firmware(kind: str = "native") -> FirmwareBuild:
         if not toolchain.is_file():
             raise UserError(f"the Cortex-M toolchain file {toolchain} is missing; the cortex-m55 firmware cannot be built")
         args.append(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}")
-    build_dir = source / f"build-{kind}"
-    build_dir.mkdir(exist_ok=True)
+    stamp = _stamp(source, args, spec.compilers)
+    build_dir = build_root() / f"{kind}-{stamp[:16]}"
+    build_dir.mkdir(parents=True, exist_ok=True)
     with open(build_dir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)   # one build at a time per kind, across processes
-        stamp = _stamp(source, args)
+        fcntl.flock(lock, fcntl.LOCK_EX)   # one build at a time per folder, across processes
         stamp_file = build_dir / ".source-stamp"
         if not (stamp_file.is_file() and stamp_file.read_text() == stamp):
-            stamp_file.unlink(missing_ok=True)
             (build_dir / "build.log").unlink(missing_ok=True)
             _run_cmake(kind, ["cmake", "-S", str(source), "-B", str(build_dir), *args], build_dir)
             _run_cmake(kind, ["cmake", "--build", str(build_dir), "-j", str(min(2, os.cpu_count() or 1))], build_dir)
             stamp_file.write_text(stamp)
+    _prune(kind, keep=build_dir)
     return FirmwareBuild(kind, build_dir, _executables(build_dir))
+
+
+def build_root() -> Path:
+    """Where firmware builds live: the user's cache, never a source tree."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "tinyrps" / "firmware"
+
+
+# A build folder unused for this long is removed (checkouts and versions may alternate).
+PRUNE_AFTER_S = 7 * 24 * 3600
+
+
+def _prune(kind: str, keep: Path) -> None:
+    """Mark `keep` as used now, and remove folders of `kind` unused for PRUNE_AFTER_S; skip any in use."""
+    os.utime(keep)
+    cutoff = time.time() - PRUNE_AFTER_S
+    for old in build_root().glob(f"{kind}-*"):
+        if old == keep or not old.is_dir() or len(old.name) != len(kind) + 17 or old.stat().st_mtime > cutoff:
+            continue
+        try:
+            with open(old / ".lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue   # being built by another process right now
 
 
 def _check_tools(kind: str, spec: Kind) -> None:
@@ -95,9 +125,12 @@ def _check_tools(kind: str, spec: Kind) -> None:
                         f"{spec.install_hint}")
 
 
-def _stamp(source: Path, args: list) -> str:
-    """Hash of every source file (path and bytes) and the CMake arguments."""
+def _stamp(source: Path, args: list, compilers: tuple) -> str:
+    """Hash of every source file (path and bytes), the CMake arguments and the compilers' versions."""
     h = hashlib.sha256("\0".join(args).encode())
+    for compiler in compilers:
+        version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+        h.update(version.encode() + b"\0")
     for path in sorted(source.rglob("*")):
         rel = path.relative_to(source)
         if rel.parts[0].startswith("build") or not path.is_file() or path.suffix not in SOURCE_SUFFIXES:
