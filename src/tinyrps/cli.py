@@ -113,7 +113,8 @@ def cmd_all(a):
 
 def cmd_deploy_fvp(a):
     from .deploy.fvp import deploy_fvp
-    result = deploy_fvp(a.model, a.executorch_root, fvp=a.fvp, toolchain=a.toolchain)
+    result = deploy_fvp(a.model, a.executorch_root, fvp=a.fvp, toolchain=a.toolchain, workdir=a.workdir,
+                        images=a.image, timeout_s=a.timeout)
     emit_json(result)
 
 
@@ -189,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--executorch-root", required=True, type=Path)
     f.add_argument("--fvp", type=Path, help="FVP_Corstone_SSE-320 binary (default: on PATH)")
     f.add_argument("--toolchain", type=Path, help="Arm GNU toolchain folder (default: on PATH or the checkout's)")
+    f.add_argument("--image", type=Path, action="append",
+                   help="classify this PNG/JPEG on the FVP (repeatable); without it the runner's input of ones is used")
+    f.add_argument("--workdir", type=Path, help="build and log folder (default: next to the .pte, MODEL.fvp/)")
+    f.add_argument("--timeout", type=int, default=600, help="FVP time limit per run, seconds (default 600)")
     return p
 
 
