@@ -69,6 +69,57 @@ def checkout(tmp_path):
     return root
 
 
+# A semihosting run of arm_executor_runner as its log reads, line for line in the formats of
+# ExecuTorch's sources (pytorch/executorch; read at commits 0189e1bd and 14f76720):
+# - examples/arm/executor_runner/arm_executor_runner.cpp, et_pal_emit_log_message():
+#   "%c [executorch:%s:%lu %s()] %s\n" (level, file, line, function, message); the messages of
+#   main(), runner_init(), run_model() and print_outputs() ("Writing output to file: %s" when
+#   built for semihosting; the printf "Output[%d][%d]: (float) %f\n" otherwise);
+# - examples/arm/executor_runner/arm_perf_monitor.cpp, StopMeasurements(): "NPU Inferences : %d",
+#   "ethos-u : cycle_cnt : %" PRIu64 " cycles (%.2f per inference)", "Inference runtime: %" PRIu64
+#   " CPU cycles total (%.2f per inference)", "ethosu_pmu_cycle_cntr : % " PRIu64 " (%.2f per inference)".
+# The line numbers inside the lines are the runner's own and stand for any.
+SEMIHOSTING_RUN = [
+    "I [executorch:arm_executor_runner.cpp:1418 main()] Running executor with parameter:",
+    "I [executorch:arm_executor_runner.cpp:1431 main()]    executor_runner",
+    "I [executorch:arm_executor_runner.cpp:1433 main()]    -m m.pte",
+    "I [executorch:arm_executor_runner.cpp:1433 main()]    -o out",
+    "I [executorch:arm_executor_runner.cpp:1433 main()]    -i x.bin",
+    "I [executorch:arm_executor_runner.cpp:1465 main()] Reading input tensor 1 from file x.bin",
+    "I [executorch:arm_executor_runner.cpp:1480 main()] Reading pte model from file m.pte",
+    "I [executorch:arm_executor_runner.cpp:732 runner_init()] PTE Model data loaded. Size: 434432 bytes.",
+    "I [executorch:arm_executor_runner.cpp:748 runner_init()] Model buffer loaded, has 1 methods",
+    "I [executorch:arm_executor_runner.cpp:756 runner_init()] Running method forward",
+    "I [executorch:arm_executor_runner.cpp:922 runner_init()] Method 'forward' loaded.",
+    "I [executorch:arm_executor_runner.cpp:924 runner_init()] Preparing inputs...",
+    "I [executorch:arm_executor_runner.cpp:1013 runner_init()] Input prepared.",
+    "I [executorch:arm_executor_runner.cpp:1370 run_model()] Starting running 1 inferences...",
+    "I [executorch:arm_perf_monitor.cpp:151 StopMeasurements()] NPU Inferences : 1",
+    "I [executorch:arm_perf_monitor.cpp:152 StopMeasurements()] NPU delegations: 1 (1.00 per inference)",
+    "I [executorch:arm_perf_monitor.cpp:157 StopMeasurements()] Profiler report, CPU cycles per operator:",
+    "I [executorch:arm_perf_monitor.cpp:161 StopMeasurements()] ethos-u : cycle_cnt : 183711 cycles (183711.00 per inference)",
+    "I [executorch:arm_perf_monitor.cpp:168 StopMeasurements()] Operator(s) total: 183711 CPU cycles (183711.00 per inference)",
+    "I [executorch:arm_perf_monitor.cpp:175 StopMeasurements()] Inference runtime: 241003 CPU cycles total (241003.00 per inference)",
+    "I [executorch:arm_perf_monitor.cpp:181 StopMeasurements()] NOTE: CPU cycle values and ratio calculations require FPGA and identical CPU/NPU frequency",
+    "I [executorch:arm_perf_monitor.cpp:191 StopMeasurements()] Inference CPU ratio: 23.77 %",
+    "I [executorch:arm_perf_monitor.cpp:195 StopMeasurements()] Inference NPU ratio: 76.23 %",
+    "I [executorch:arm_perf_monitor.cpp:204 StopMeasurements()] cpu_wait_for_npu_cntr : 183711 CPU cycles (183711.00 per inference)",
+    "I [executorch:arm_perf_monitor.cpp:209 StopMeasurements()] Ethos-U PMU report:",
+    "I [executorch:arm_perf_monitor.cpp:210 StopMeasurements()] ethosu_pmu_cycle_cntr :  141522 (141522.00 per inference)",
+    "I [executorch:arm_perf_monitor.cpp:217 StopMeasurements()] ethosu_pmu_cntr0 : 4160 (4160.00 per inference)",
+    "I [executorch:arm_executor_runner.cpp:1385 run_model()] 1 inferences finished",
+    "I [executorch:arm_executor_runner.cpp:1179 print_outputs()] 1 outputs: ",
+    "I [executorch:arm_executor_runner.cpp:1216 print_outputs()] Writing output to file: out-0.bin",
+    "I [executorch:arm_executor_runner.cpp:1390 run_model()] Model run: 1",
+    "I [executorch:arm_executor_runner.cpp:1495 main()] Program complete, exiting.",
+]
+
+
+@pytest.fixture
+def semihosting_log():
+    return list(SEMIHOSTING_RUN)
+
+
 @pytest.fixture
 def u85(exported):
     return exported("ethos-u85-128")
@@ -92,7 +143,8 @@ EOF
 
 # Stands in for FVP_Corstone_SSE-320. It records each run (argv, working folder, the program
 # and input files named on the semihosting command line) and then does what the plan in
-# $FAKE_FVP_PLAN says: print these log lines, write these logits to <-o>-0.bin.
+# $FAKE_FVP_PLAN says: print these log lines, write the logits for this run (the n-th run
+# gets the n-th list) to <-o>-0.bin.
 FAKE_FVP = """#!{python}
 import json, os, pathlib, sys
 args = sys.argv[1:]
@@ -108,9 +160,11 @@ if line:
     run["runner_argv"] = argv
     run["program"] = (folder / opts["-m"]).read_bytes().hex()
     run["input"] = (folder / opts["-i"]).read_bytes().hex()
-    if plan.get("logits") is not None:
+    done = len(record.read_text().splitlines()) if record.exists() else 0
+    logits = plan["logits"][done] if plan.get("logits") else None
+    if logits is not None:
         import struct
-        (folder / (opts["-o"] + "-0.bin")).write_bytes(struct.pack("<%df" % len(plan["logits"]), *plan["logits"]))
+        (folder / (opts["-o"] + "-0.bin")).write_bytes(struct.pack("<%df" % len(logits), *logits))
 with open(record, "a") as f:
     f.write(json.dumps(run) + "\\n")
 print("\\n".join(plan["log"]))
@@ -123,7 +177,7 @@ def fake_tools(tmp_path, bin_dir, checkout, monkeypatch):
     make_toolchain(bin_dir, cxx_library=True)
     build_record, fvp_record = tmp_path / "build-calls.jsonl", tmp_path / "fvp-runs.jsonl"
     make_executable(checkout / "backends/arm/scripts/build_executor_runner.sh",
-               FAKE_BUILD.format(python=sys.executable, record=str(build_record)))
+                    FAKE_BUILD.format(python=sys.executable, record=str(build_record)))
     make_executable(bin_dir / "FVP_Corstone_SSE-320", FAKE_FVP.format(python=sys.executable))
     plan = tmp_path / "fvp-plan.json"
     monkeypatch.setenv("FAKE_FVP_PLAN", str(plan))
@@ -134,8 +188,10 @@ def fake_tools(tmp_path, bin_dir, checkout, monkeypatch):
         bin = bin_dir
 
         @staticmethod
-        def plan(log, logits=None):
-            plan.write_text(json.dumps({"log": log, "logits": logits}))
+        def plan(log, logits=()):
+            """The log every run prints, and the logits of each run in turn (None: write no output file)."""
+            plan.write_text(json.dumps({"log": log, "logits": [None if x is None else list(map(float, x))
+                                                                for x in logits]}))
 
         @staticmethod
         def builds():

@@ -27,8 +27,8 @@ RUNNER_NAMES = ("arm_executor_runner", "arm_executor_runner.elf")
 
 def flatc_path() -> Path:
     """The flatc that comes with the executorch package (the same one that wrote the programs)."""
-    import executorch
-    flatc = Path(executorch.__file__).parent / "data" / "bin" / "flatc"
+    import executorch.data.bin as package_bin  # executorch itself is a namespace package (no __file__)
+    flatc = Path(package_bin.__file__).parent / "flatc"
     if not (flatc.is_file() and os.access(flatc, os.X_OK)):
         raise UserError(f"{flatc} (the executorch package's flatc) is missing: "
                         f"reinstall the package with `pip install --force-reinstall executorch=={executorch_release()}`")
