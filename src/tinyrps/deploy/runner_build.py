@@ -30,8 +30,8 @@ def flatc_path() -> Path:
     import executorch.data.bin as package_bin  # executorch itself is a namespace package (no __file__)
     flatc = Path(package_bin.__file__).parent / "flatc"
     if not (flatc.is_file() and os.access(flatc, os.X_OK)):
-        raise UserError(f"{flatc} (the executorch package's flatc) is missing: "
-                        f"reinstall the package with `pip install --force-reinstall executorch=={executorch_release()}`")
+        raise UserError(f"{flatc} (the executorch package's flatc) is missing: reinstall the package "
+                        f"with `pip install --force-reinstall executorch=={executorch_release()}`")
     return flatc
 
 
