@@ -8,9 +8,9 @@
  */
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels_c.h"
 
-void trt_clone_dim_order(const trt_copy_params *p) {
+void trt_clone_dim_order_c(const trt_copy_params *p) {
     int32_t index[TRT_COPY_MAX_RANK] = {0};
     uint32_t count = 1;
     for (int32_t d = 0; d < p->rank; d++) count *= (uint32_t)p->sizes[d];
