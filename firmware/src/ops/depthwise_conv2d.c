@@ -34,11 +34,21 @@ static void mve_prepare(trt_params *p, void *scratch) { trt_depthwise_mve_prepar
 static size_t mve_temp(const trt_params *p) { return trt_depthwise_mve_temp_bytes(&p->conv); }
 static void run_mve(const trt_params *p, void *temp) { trt_depthwise_conv2d_mve(&p->conv, temp); }
 #endif
+#if TRT_HAVE_DSP
+static int dsp_accepts(const trt_params *p) { return trt_depthwise_dsp_accepts(&p->conv); }
+static size_t dsp_scratch(const trt_params *p) { return trt_depthwise_dsp_scratch_bytes(&p->conv); }
+static void dsp_prepare(trt_params *p, void *scratch) { trt_depthwise_dsp_prepare(&p->conv, scratch); }
+static size_t dsp_temp(const trt_params *p) { return trt_depthwise_dsp_temp_bytes(&p->conv); }
+static void run_dsp(const trt_params *p, void *temp) { trt_depthwise_conv2d_dsp(&p->conv, temp); }
+#endif
 static void run_c(const trt_params *p, void *temp) { (void)temp; trt_depthwise_conv2d_c(&p->conv); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
     {"mve", mve_accepts, mve_scratch, mve_prepare, mve_temp, run_mve},
+#endif
+#if TRT_HAVE_DSP
+    {"dsp", dsp_accepts, dsp_scratch, dsp_prepare, dsp_temp, run_dsp},
 #endif
     {"c", NULL, NULL, NULL, NULL, run_c},
 };

@@ -50,11 +50,17 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 #if TRT_HAVE_MVE
 static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_mve(&p->pool); }
 #endif
+#if TRT_HAVE_DSP
+static void run_dsp(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_dsp(&p->pool); }
+#endif
 static void run_c(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_c(&p->pool); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
     {"mve", NULL, NULL, NULL, NULL, run_mve},
+#endif
+#if TRT_HAVE_DSP
+    {"dsp", NULL, NULL, NULL, NULL, run_dsp},
 #endif
     {"c", NULL, NULL, NULL, NULL, run_c},
 };

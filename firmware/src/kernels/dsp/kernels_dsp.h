@@ -16,6 +16,14 @@ size_t trt_conv2d_dsp_temp_bytes(const trt_conv_params *p);
 /* Needs p->tap_sums and p->folded_bias (weight_sums.h). */
 void trt_conv2d_dsp(const trt_conv_params *p, void *temp);
 
+int trt_depthwise_dsp_accepts(const trt_conv_params *p);
+size_t trt_depthwise_dsp_scratch_bytes(const trt_conv_params *p);
+void trt_depthwise_dsp_prepare(trt_conv_params *p, void *scratch);
+size_t trt_depthwise_dsp_temp_bytes(const trt_conv_params *p);
+void trt_depthwise_conv2d_dsp(const trt_conv_params *p, void *temp);
+
+void trt_max_pool2d_dsp(const trt_max_pool_params *p);
+
 size_t trt_linear_dsp_temp_bytes(const trt_linear_params *p);
 void trt_linear_dsp(const trt_linear_params *p, void *temp);
 
