@@ -21,8 +21,15 @@
 #include "dsp_intrinsics.h"
 #include "kernels_dsp.h"
 
+/* Windows of up to 10 taps (3x3 and smaller) run a fully unrolled loop of this many pairs;
+ * the pairs beyond the window's hold zero weights. */
+#define SHORT_PAIRS 5
+
 static int32_t taps(const trt_conv_params *p) { return p->kernel_h * p->kernel_w; }
-static int32_t tap_pairs(const trt_conv_params *p) { return (taps(p) + 1) / 2; }
+static int32_t tap_pairs(const trt_conv_params *p) {
+    const int32_t pairs = (taps(p) + 1) / 2;
+    return pairs <= SHORT_PAIRS ? SHORT_PAIRS : pairs;
+}
 static int32_t pitch(const trt_conv_params *p) { return p->in_w + 2 * p->pad_w; }
 static int has_padding(const trt_conv_params *p) { return p->pad_h > 0 || p->pad_w > 0; }
 
@@ -47,14 +54,14 @@ void trt_depthwise_dsp_prepare(trt_conv_params *p, void *scratch) {
     for (int32_t oc = 0; oc < p->out_c; oc++) {
         uint32_t sum = 0;
         for (int32_t j = 0; j < pairs; j++) {
-            const int32_t lo = p->weights[(size_t)(2 * j) * p->out_c + oc];
+            const int32_t lo = 2 * j < n ? p->weights[(size_t)(2 * j) * p->out_c + oc] : 0;
             const int32_t hi = 2 * j + 1 < n ? p->weights[(size_t)(2 * j + 1) * p->out_c + oc] : 0;
             packed[(size_t)oc * pairs + j] = halfwords(lo, hi);
             sum += (uint32_t)lo + (uint32_t)hi;
         }
         folded[oc] = trt_wrap32(sum * (uint32_t)p->input_offset + (uint32_t)(p->bias ? p->bias[oc] : 0));
     }
-    for (int32_t t = 0; t < 2 * pairs; t++)   /* a missing last tap reads tap 0, against a zero weight */
+    for (int32_t t = 0; t < 2 * pairs; t++)   /* taps past the window read tap 0, against zero weights */
         offsets[t] = t < n ? (t / p->kernel_w) * pitch(p) + t % p->kernel_w : 0;
     p->folded_bias = folded;
     p->packed_weights = (const int8_t *)packed;
@@ -72,14 +79,22 @@ static void depthwise_pixel(const trt_conv_params *p, const int8_t *window, uint
     const int32_t offset = p->output_offset, lo = p->activation_min, hi = p->activation_max;
     for (int32_t oc = 0; oc < p->out_c; oc++, packed += pairs) {
         int32_t acc = 0;
-        for (int32_t j = 0; j < pairs; j++) acc = trt_smlad(inputs[j], packed[j], acc);
+        if (pairs == SHORT_PAIRS) {
+            acc = trt_smlad(inputs[0], packed[0], acc);
+            acc = trt_smlad(inputs[1], packed[1], acc);
+            acc = trt_smlad(inputs[2], packed[2], acc);
+            acc = trt_smlad(inputs[3], packed[3], acc);
+            acc = trt_smlad(inputs[4], packed[4], acc);
+        } else {
+            for (int32_t j = 0; j < pairs; j++) acc = trt_smlad(inputs[j], packed[j], acc);
+        }
         out[oc] = trt_output_s8(trt_add_wrap(acc, p->folded_bias[oc]), p->multipliers[oc], p->shifts[oc], offset, lo,
                                 hi);
     }
 }
 
 void trt_depthwise_conv2d_dsp(const trt_conv_params *p, void *temp) {
-    uint32_t inputs[(TRT_MAX_DEPTHWISE_TAPS + 1) / 2];
+    uint32_t inputs[(TRT_MAX_DEPTHWISE_TAPS + 1) / 2 > SHORT_PAIRS ? (TRT_MAX_DEPTHWISE_TAPS + 1) / 2 : SHORT_PAIRS];
     for (int32_t b = 0; b < p->batches; b++) {
         const int8_t *image = p->input + (size_t)b * p->in_h * p->in_w;
         if (has_padding(p)) {

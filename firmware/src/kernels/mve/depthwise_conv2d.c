@@ -71,18 +71,24 @@ size_t trt_depthwise_mve_temp_bytes(const trt_conv_params *p) {
     return has_padding(p) ? (size_t)(p->in_h + 2 * p->pad_h) * (size_t)padded_width(p) : 0;
 }
 
-static void depthwise_pixel(const trt_conv_params *p, int8x16_t window, int8_t *out) {
-    const int8_t *taps = p->packed_weights;
-    for (int32_t oc = 0; oc < p->out_c; oc += 4, taps += 4 * LANES) {
-        const mve_pred16_t pred = vctp32q((uint32_t)(p->out_c - oc));
-        int32_t dots[4];
-        dots[0] = vmladavq_s8(window, vldrbq_s8(taps));
-        dots[1] = vmladavq_s8(window, vldrbq_s8(taps + LANES));
-        dots[2] = vmladavq_s8(window, vldrbq_s8(taps + 2 * LANES));
-        dots[3] = vmladavq_s8(window, vldrbq_s8(taps + 3 * LANES));
-        int32x4_t v = vaddq_s32(vld1q_s32(dots), vld1q_s32(p->folded_bias + oc));
-        v = trt_mve_output_per_lane(v, vldrwq_z_s32(p->multipliers + oc, pred), vldrwq_z_s32(p->shifts + oc, pred),
-                                    p->output_offset, p->activation_min, p->activation_max);
+/* The layer's parameters, read once per call rather than once per pixel. */
+typedef struct {
+    const int8_t *taps;           /* packed weights, 16 bytes per channel */
+    const int32_t *folded, *multipliers, *shifts;
+    int32_t out_c, output_offset, act_min, act_max;
+} layer;
+
+static void depthwise_pixel(const layer *l, int8x16_t window, int8_t *out) {
+    const int8_t *taps = l->taps;
+    for (int32_t oc = 0; oc < l->out_c; oc += 4, taps += 4 * LANES) {
+        const mve_pred16_t pred = vctp32q((uint32_t)(l->out_c - oc));
+        int32x4_t v = vdupq_n_s32(vmladavq_s8(window, vldrbq_s8(taps)));
+        v = vsetq_lane_s32(vmladavq_s8(window, vldrbq_s8(taps + LANES)), v, 1);
+        v = vsetq_lane_s32(vmladavq_s8(window, vldrbq_s8(taps + 2 * LANES)), v, 2);
+        v = vsetq_lane_s32(vmladavq_s8(window, vldrbq_s8(taps + 3 * LANES)), v, 3);
+        v = vaddq_s32(v, vld1q_s32(l->folded + oc));
+        v = trt_mve_output_per_lane(v, vldrwq_z_s32(l->multipliers + oc, pred), vldrwq_z_s32(l->shifts + oc, pred),
+                                    l->output_offset, l->act_min, l->act_max);
         vstrbq_p_s32(out + oc, v, pred);
     }
 }
@@ -90,6 +96,8 @@ static void depthwise_pixel(const trt_conv_params *p, int8x16_t window, int8_t *
 void trt_depthwise_conv2d_mve(const trt_conv_params *p, void *temp) {
     const int32_t pitch = padded_width(p);
     const uint8x16_t offsets = vldrbq_u8((const uint8_t *)(p->packed_weights + (size_t)channel_blocks(p) * 4 * LANES));
+    const layer l = {p->packed_weights, p->folded_bias, p->multipliers, p->shifts, p->out_c, p->output_offset,
+                     p->activation_min, p->activation_max};
     for (int32_t b = 0; b < p->batches; b++) {
         const int8_t *image = p->input + (size_t)b * p->in_h * p->in_w;
         if (has_padding(p)) {
@@ -100,7 +108,7 @@ void trt_depthwise_conv2d_mve(const trt_conv_params *p, void *temp) {
         for (int32_t oy = 0; oy < p->out_h; oy++) {
             const int8_t *row = image + (size_t)oy * p->stride_h * pitch;
             for (int32_t ox = 0; ox < p->out_w; ox++, out += p->out_c)
-                depthwise_pixel(p, vldrbq_gather_offset_s8(row + (size_t)ox * p->stride_w, offsets), out);
+                depthwise_pixel(&l, vldrbq_gather_offset_s8(row + (size_t)ox * p->stride_w, offsets), out);
         }
     }
 }
