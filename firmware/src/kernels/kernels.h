@@ -17,9 +17,9 @@
 #include <stdint.h>
 
 /* Longest dot product a kernel accumulates in int32: 65536 * 128 * 128 < 2^31, so the
- * int8 x int8 sums never overflow. operators.c rejects longer reductions. */
+ * int8 x int8 sums never overflow. The bind steps (ops/) reject longer reductions. */
 #define TRT_MAX_REDUCTION 65536
-/* Largest depthwise window (kernel_h * kernel_w), e.g. 11x11; operators.c rejects larger. */
+/* Largest depthwise window (kernel_h * kernel_w), e.g. 11x11; the bind steps reject larger. */
 #define TRT_MAX_DEPTHWISE_TAPS 121
 
 typedef struct {
