@@ -24,6 +24,7 @@
 #include <arm_mve.h>
 
 #include "kernels_mve.h"
+#include "mve_load.h"
 #include "mve_padding.h"
 #include "mve_requantize.h"
 
@@ -60,16 +61,22 @@ static size_t padded_bytes(const trt_conv_params *p) {
     return (bytes + 15) & ~(size_t)15;
 }
 
-static size_t columns_bytes(const trt_conv_params *p) { return ((size_t)PIXELS * window_len(p) + 15) & ~(size_t)15; }
+/* Each window's copy starts on 16 bytes, so the hot loop reads it as words (mve_load.h). */
+static int32_t column_stride(const trt_conv_params *p) { return (window_len(p) + 15) & ~15; }
+static size_t columns_bytes(const trt_conv_params *p) { return (size_t)PIXELS * column_stride(p); }
 
 /* temp: [padded image][three windows][dot products: out_c (rounded up to even) x 3 int32] */
 size_t trt_conv2d_mve_temp_bytes(const trt_conv_params *p) {
     return padded_bytes(p) + columns_bytes(p) + (size_t)((p->out_c + 1) & ~1) * PIXELS * sizeof(int32_t);
 }
 
-/* n bytes from src to dst (a window row into its column). */
+/* n bytes from src to dst (a window row into its column); as words when both are aligned. */
 static void copy_run(int8_t *dst, const int8_t *src, int32_t n) {
-    for (; n >= 16; n -= 16, src += 16, dst += 16) vstrbq_s8(dst, vldrbq_s8(src));
+    if (trt_mve_word_aligned(dst) && trt_mve_word_aligned(src)) {
+        for (; n >= 16; n -= 16, src += 16, dst += 16) trt_mve_store_words(dst, trt_mve_load_words(src));
+    } else {
+        for (; n >= 16; n -= 16, src += 16, dst += 16) vstrbq_s8(dst, vldrbq_s8(src));
+    }
     if (n > 0) {
         const mve_pred16_t p = vctp8q((uint32_t)n);
         vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
@@ -77,34 +84,34 @@ static void copy_run(int8_t *dst, const int8_t *src, int32_t n) {
 }
 
 /*
- * acc[3 oc + k] = dot product of window k (k < 3; `len` bytes each, one after the other from
- * `columns`) with output channel oc's weights (OHWI: `len` bytes each from w), for `pairs`
- * pairs of channels (an odd last channel is paired with itself; acc has room for it).
- * Kept out of line so that the hot loop's live values (five pointers, six accumulators, the
- * loop count) stay in registers.
+ * acc[3 oc + k] = dot product of window k (k < 3; `len` bytes each, `stride` bytes apart
+ * from `columns`, 16-byte aligned) with output channel oc's weights (OHWI: `len` bytes each
+ * from w), for every channel (an odd last channel is paired with itself; acc has room for
+ * it). `words`: the weights may be read as words too (w and len word-aligned).
  */
-static __attribute__((noinline)) void block_dots(const int8_t *columns, int32_t len, const int8_t *w,
-                                                int32_t channels, int32_t *acc) {
+static inline __attribute__((always_inline)) void block_dots(const int8_t *columns, int32_t len, int32_t stride,
+                                                            const int8_t *w, int32_t channels, int32_t *acc,
+                                                            const int words) {
     const int32_t chunks = len >> 4, tail = len & 15;
     for (int32_t oc = 0; oc < channels; oc += 2, acc += 6) {
-        const int8_t *x0 = columns, *x1 = x0 + len, *x2 = x1 + len;
+        const int8_t *x0 = columns, *x1 = x0 + stride, *x2 = x1 + stride;
         const int8_t *wa = w, *wb = oc + 1 < channels ? w + len : w;
         w += 2 * (size_t)len;
         int32_t a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0, b2 = 0;
         for (int32_t k = chunks; k > 0; k--) {
-            const int8x16_t va = vldrbq_s8(wa);
+            const int8x16_t va = words ? trt_mve_load_words(wa) : vldrbq_s8(wa);
             wa += 16;
-            const int8x16_t vb = vldrbq_s8(wb);
+            const int8x16_t vb = words ? trt_mve_load_words(wb) : vldrbq_s8(wb);
             wb += 16;
-            int8x16_t xv = vldrbq_s8(x0);
+            int8x16_t xv = trt_mve_load_words(x0);
             x0 += 16;
             a0 = vmladavaq_s8(a0, xv, va);
             b0 = vmladavaq_s8(b0, xv, vb);
-            xv = vldrbq_s8(x1);
+            xv = trt_mve_load_words(x1);
             x1 += 16;
             a1 = vmladavaq_s8(a1, xv, va);
             b1 = vmladavaq_s8(b1, xv, vb);
-            xv = vldrbq_s8(x2);
+            xv = trt_mve_load_words(x2);
             x2 += 16;
             a2 = vmladavaq_s8(a2, xv, va);
             b2 = vmladavaq_s8(b2, xv, vb);
@@ -112,13 +119,13 @@ static __attribute__((noinline)) void block_dots(const int8_t *columns, int32_t 
         if (tail) {   /* the window's last bytes; the weights' zeroed lanes mask the rest */
             const mve_pred16_t lanes = vctp8q((uint32_t)tail);
             const int8x16_t va = vldrbq_z_s8(wa, lanes), vb = vldrbq_z_s8(wb, lanes);
-            int8x16_t xv = vldrbq_s8(x0);
+            int8x16_t xv = trt_mve_load_words(x0);
             a0 = vmladavaq_s8(a0, xv, va);
             b0 = vmladavaq_s8(b0, xv, vb);
-            xv = vldrbq_s8(x1);
+            xv = trt_mve_load_words(x1);
             a1 = vmladavaq_s8(a1, xv, va);
             b1 = vmladavaq_s8(b1, xv, vb);
-            xv = vldrbq_s8(x2);
+            xv = trt_mve_load_words(x2);
             a2 = vmladavaq_s8(a2, xv, va);
             b2 = vmladavaq_s8(b2, xv, vb);
         }
@@ -129,6 +136,18 @@ static __attribute__((noinline)) void block_dots(const int8_t *columns, int32_t 
         acc[4] = b1;
         acc[5] = b2;
     }
+}
+
+/* Kept out of line so that the hot loop's live values (five pointers, six accumulators, the
+ * loop count) stay in registers. */
+static __attribute__((noinline)) void block_dots_word_weights(const int8_t *columns, int32_t len, int32_t stride,
+                                                             const int8_t *w, int32_t channels, int32_t *acc) {
+    block_dots(columns, len, stride, w, channels, acc, 1);
+}
+
+static __attribute__((noinline)) void block_dots_byte_weights(const int8_t *columns, int32_t len, int32_t stride,
+                                                             const int8_t *w, int32_t channels, int32_t *acc) {
+    block_dots(columns, len, stride, w, channels, acc, 0);
 }
 
 /* Pixel k's out_c results (acc[3 oc + k]): four channels per step, per-lane requantization. */
@@ -154,15 +173,18 @@ typedef struct {
 
 /* Output pixels first .. first + count - 1 (row-major indices, count <= 3) */
 static void conv_block(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count, int8_t *out) {
-    const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p);
+    const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), stride = column_stride(p);
     for (int32_t k = 0; k < PIXELS; k++) {
         const int32_t pixel = first + (k < count ? k : 0);   /* a short block repeats its first pixel */
         const int32_t oy = pixel / p->out_w, ox = pixel % p->out_w;
         const int8_t *x = ws->image + (size_t)oy * p->stride_h * ws->pitch + (size_t)ox * p->stride_w * p->in_c;
-        int8_t *column = ws->columns + (size_t)k * window;
+        int8_t *column = ws->columns + (size_t)k * stride;
         for (int32_t ky = 0; ky < p->kernel_h; ky++) copy_run(column + ky * row_len, x + (size_t)ky * ws->pitch, row_len);
     }
-    block_dots(ws->columns, window, p->weights, p->out_c, ws->acc);
+    if (trt_mve_word_aligned(p->weights) && window % 4 == 0)
+        block_dots_word_weights(ws->columns, window, stride, p->weights, p->out_c, ws->acc);
+    else
+        block_dots_byte_weights(ws->columns, window, stride, p->weights, p->out_c, ws->acc);
     for (int32_t k = 0; k < count; k++) finish_pixel(p, ws->acc + k, out + (size_t)k * p->out_c);
 }
 

@@ -20,6 +20,7 @@
 #include <arm_mve.h>
 
 #include "kernels_mve.h"
+#include "mve_load.h"
 #include "mve_padding.h"
 #include "mve_requantize.h"
 
@@ -38,7 +39,8 @@ int trt_depthwise_mve_accepts(const trt_conv_params *p) {
     return 1;
 }
 
-/* scratch: folded bias [blocks * 4] int32, tap vectors [blocks * 4][16] int8, gather offsets [16] */
+/* scratch (16-byte aligned): folded bias [blocks * 4] int32, tap vectors [blocks * 4][16] int8
+ * (read as words: mve_load.h), gather offsets [16] */
 size_t trt_depthwise_mve_scratch_bytes(const trt_conv_params *p) {
     const size_t channels = (size_t)channel_blocks(p) * 4;
     return channels * sizeof(int32_t) + channels * LANES + LANES;
@@ -82,10 +84,10 @@ static void depthwise_pixel(const layer *l, int8x16_t window, int8_t *out) {
     const int8_t *taps = l->taps;
     for (int32_t oc = 0; oc < l->out_c; oc += 4, taps += 4 * LANES) {
         const mve_pred16_t pred = vctp32q((uint32_t)(l->out_c - oc));
-        int32x4_t v = vdupq_n_s32(vmladavq_s8(window, vldrbq_s8(taps)));
-        v = vsetq_lane_s32(vmladavq_s8(window, vldrbq_s8(taps + LANES)), v, 1);
-        v = vsetq_lane_s32(vmladavq_s8(window, vldrbq_s8(taps + 2 * LANES)), v, 2);
-        v = vsetq_lane_s32(vmladavq_s8(window, vldrbq_s8(taps + 3 * LANES)), v, 3);
+        int32x4_t v = vdupq_n_s32(vmladavq_s8(window, trt_mve_load_words(taps)));
+        v = vsetq_lane_s32(vmladavq_s8(window, trt_mve_load_words(taps + LANES)), v, 1);
+        v = vsetq_lane_s32(vmladavq_s8(window, trt_mve_load_words(taps + 2 * LANES)), v, 2);
+        v = vsetq_lane_s32(vmladavq_s8(window, trt_mve_load_words(taps + 3 * LANES)), v, 3);
         v = vaddq_s32(v, vld1q_s32(l->folded + oc));
         v = trt_mve_output_per_lane(v, vldrwq_z_s32(l->multipliers + oc, pred), vldrwq_z_s32(l->shifts + oc, pred),
                                     l->output_offset, l->act_min, l->act_max);

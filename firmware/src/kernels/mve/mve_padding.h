@@ -11,13 +11,20 @@
 #include <arm_mve.h>
 #include <stdint.h>
 
+#include "mve_load.h"
+
 static inline int trt_mve_pad_value_fits(int32_t input_offset) { return input_offset >= -127 && input_offset <= 128; }
 
+/* Whole vectors as words where the pointers allow (mve_load.h), the rest tail-predicated. */
 static inline void trt_mve_fill(int8_t *dst, int32_t n, int8x16_t value) {
+    if (trt_mve_word_aligned(dst))
+        for (; n >= 16; n -= 16, dst += 16) trt_mve_store_words(dst, value);
     for (; n > 0; n -= 16, dst += 16) vstrbq_p_s8(dst, value, vctp8q((uint32_t)n));
 }
 
 static inline void trt_mve_copy(int8_t *dst, const int8_t *src, int32_t n) {
+    if (trt_mve_word_aligned(dst) && trt_mve_word_aligned(src))
+        for (; n >= 16; n -= 16, dst += 16, src += 16) trt_mve_store_words(dst, trt_mve_load_words(src));
     for (; n > 0; n -= 16, dst += 16, src += 16) {
         mve_pred16_t p = vctp8q((uint32_t)n);
         vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
