@@ -1,9 +1,9 @@
 /* dim_order_ops::_clone_dim_order.out(Tensor self, *, bool non_blocking, int[]? dim_order,
  * Tensor(a!) out): bind step and variants. */
 #include "../kernels/c/kernels_c.h"
+#include "../kernels/dsp/kernels_dsp.h"
 #include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
-#include "../kernels/dsp/kernels_dsp.h"
 #include "operator_table.h"
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {

@@ -3,11 +3,11 @@
  * Tensor requantize_multipliers, Tensor requantize_shifts, int activation_min, int activation_max,
  * Tensor scratch, *, Tensor(a!) out): bind step and variants. */
 #include "../kernels/c/kernels_c.h"
+#include "../kernels/dsp/kernels_dsp.h"
 #include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
-#include "../kernels/dsp/kernels_dsp.h"
-#include "operator_table.h"
 #include "conv_common.h"
+#include "operator_table.h"
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     trt_conv_params *p = &params->conv;

@@ -2,9 +2,9 @@
  * int[] dilation, bool ceil_mode, int input_zero_point, int output_zero_point, int activation_min,
  * int activation_max, *, Tensor(a!) out): bind step and variants. */
 #include "../kernels/c/kernels_c.h"
+#include "../kernels/dsp/kernels_dsp.h"
 #include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
-#include "../kernels/dsp/kernels_dsp.h"
 #include "operator_table.h"
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
