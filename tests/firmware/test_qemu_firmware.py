@@ -91,6 +91,26 @@ def test_batch_timeout_stops_qemu(cortex_m_pte, firmware_elf_path, test_images):
     assert set(qemu._live_processes) == before
 
 
+def batch_file(count: int, trailer_magic: bytes = b"TRPE", trailer_records: int = None) -> bytes:
+    """A well-formed batch output file of `count` records, with the trailer given."""
+    header = qemu.BATCH_HEADER.pack(b"TRPO", 1, 128, qemu.BATCH_RECORD.size, count, 0, 42048, 65536, 1000, 5,
+                                    bytes(32), b"")
+    record = qemu.BATCH_RECORD.pack(0, 3, 2_000_000, *([1, -2, 3] + [0] * 13), *([0.5] * 16))
+    trailer = struct.pack("<4sIII", trailer_magic, 2000, 8192, count if trailer_records is None else trailer_records)
+    return header.ljust(128, b"\0") + record * count + trailer
+
+
+def test_batch_parser_reads_a_well_formed_file(tmp_path):
+    result = qemu._parse_batch(batch_file(2), 0, "", tmp_path / "m.pte", 2, 0.1)
+    assert result.int8.tolist() == [[1, -2, 3]] * 2 and result.stack_used == 2000
+
+
+@pytest.mark.parametrize("damage", [{"trailer_magic": b"XXXX"}, {"trailer_records": 1}], ids=["magic", "records"])
+def test_batch_parser_checks_the_trailer(tmp_path, damage):
+    with pytest.raises(UserError, match="trailer"):
+        qemu._parse_batch(batch_file(2, **damage), 0, "", tmp_path / "m.pte", 2, 0.1)
+
+
 def test_server_is_stopped_on_close_and_on_error(cortex_m_pte, firmware_elf_path):
     with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
         pid = server.process.pid

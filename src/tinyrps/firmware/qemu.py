@@ -51,6 +51,7 @@ MODE_BATCH = 1
 
 # Batch files (firmware/board/an547/batch.c).
 BATCH_MAGIC = b"TRPO"
+BATCH_TRAILER_MAGIC = b"TRPE"
 BATCH_HEADER = struct.Struct("<4sIIIIiIIII32s48s")     # then zero padding to header bytes
 BATCH_RECORD = struct.Struct("<iIQ16b16f")
 BATCH_EXIT_CODES = {1: "bad arguments or file I/O", 2: "the program did not load", 3: "a CPU fault"}
@@ -323,7 +324,11 @@ def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall
         raise UserError(f"the firmware refused image {int(np.argmax(failed))} of the batch "
                         f"(runtime status {int(records['status'][failed][0])})")
     n_out = int(records["n_out"][0]) if count else 3
-    magic, stack_used, stack_size, _records = struct.unpack("<4sIII", body[-trailer_size:])
+    magic, stack_used, stack_size, trailer_records = struct.unpack("<4sIII", body[-trailer_size:])
+    if magic != BATCH_TRAILER_MAGIC or trailer_records != count:
+        raise UserError(f"the firmware batch on {pte.name} ends with a damaged trailer ({magic!r}, "
+                        f"{trailer_records} records for {count} images): the file was cut short or overwritten; "
+                        "run it again")
     return BatchResult(records["int8"][:, :n_out].copy(), records["logits"][:, :n_out].astype(np.float32),
                        records["instructions"].astype(np.int64), header["sha256"], header["model_bytes"],
                        header["arena_needed"], header["arena_capacity"], header["boot_instructions"],
