@@ -2,8 +2,11 @@
 
 Kinds: "native" (host gcc: the runtime library, `tinyrps-native` and the mutation
 sweep `tinyrps-mutate`), "native-asan" (the same with AddressSanitizer and UBSan),
-"cortex-m55" (arm-none-eabi-gcc with firmware/cmake/arm-none-eabi.cmake; the board
-directory firmware/board/an547 supplies the executables).
+and per board port (firmware/board/<board>, tinyrps.firmware.boards) two
+arm-none-eabi-gcc builds of the firmware image `tinyrps_fw.elf`: "<board>" with
+the fastest kernels the core's ISA allows (TINYRPS_KERNELS=auto) and "<board>-c"
+with the portable plain-C kernels (TINYRPS_KERNELS=c), e.g. "mps2-an505" and
+"mps2-an505-c".
 
 Builds never go into the source tree (or an installed package): each kind builds in
 the user's cache, `$XDG_CACHE_HOME/tinyrps/firmware/<kind>-<key>/` (default
@@ -35,12 +38,24 @@ class Kind:
     cmake_args: tuple
     compilers: tuple                 # executables that must be on PATH
     install_hint: str
+    cross: bool = False              # built with the Arm toolchain file
+
+
+def _board_kinds() -> dict:
+    from .boards import BOARDS, KERNEL_SETS, firmware_kind
+    kinds = {}
+    for board in BOARDS.values():
+        for kernels in KERNEL_SETS:
+            args = ("-DCMAKE_BUILD_TYPE=Release", f"-DTINYRPS_BOARD={board.name}", f"-DTINYRPS_CPU={board.core}",
+                    f"-DTINYRPS_KERNELS={'auto' if kernels == 'fast' else 'c'}")
+            kinds[firmware_kind(board.name, kernels)] = Kind(args, ("arm-none-eabi-gcc",), APT_ARM, cross=True)
+    return kinds
 
 
 KINDS = {
     "native": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("gcc",), APT_HOST),
     "native-asan": Kind(("-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTRT_SANITIZE=ON"), ("gcc",), APT_HOST),
-    "cortex-m55": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("arm-none-eabi-gcc",), APT_ARM),
+    **_board_kinds(),
 }
 
 
@@ -73,10 +88,10 @@ def build_firmware(kind: str = "native") -> FirmwareBuild:
     source = firmware_dir()
     _check_tools(kind, spec)
     args = list(spec.cmake_args)
-    if kind == "cortex-m55":
+    if spec.cross:
         toolchain = source / TOOLCHAIN_FILE
         if not toolchain.is_file():
-            raise UserError(f"the Cortex-M toolchain file {toolchain} is missing; the cortex-m55 firmware cannot be built")
+            raise UserError(f"the Cortex-M toolchain file {toolchain} is missing; the {kind} firmware cannot be built")
         args.append(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}")
     stamp = _stamp(source, args, spec.compilers)
     build_dir = build_root() / f"{kind}-{stamp[:16]}"
