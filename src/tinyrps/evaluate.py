@@ -19,6 +19,7 @@ from .export import EvalContext, run_config, targets
 from .progress import progress_bar
 
 CHUNK = 50
+OUT_OF_PROCESS_WORKERS = 2
 
 
 def classify_with_progress(device, images, bar, description) -> np.ndarray:
@@ -52,9 +53,10 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         predictions = {"eager": eager_logits.argmax(1)}
         result["variants"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
         entries = {}
-        # Devices that compute in another process (the emulated MCU) run in a worker thread
-        # while the in-process ones use this one: the two cores both work.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        # Devices that compute in another process (the emulated boards) run in worker threads
+        # while the in-process ones use this one; two at a time, so that with three boards the
+        # last one's QEMU does not run alone on an otherwise idle machine.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=OUT_OF_PROCESS_WORKERS) as pool:
             for name, pte in programs.items():
                 device_name = device_override or default_device(pte)
                 if device_class(device_name).out_of_process:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -233,16 +234,30 @@ def _register_operators() -> None:
     import executorch.exir.passes.dim_order_ops_registry  # noqa: F401
 
 
+_one_thread_lock = threading.Lock()
+_one_thread_users = 0
+_threads_before = 1
+
+
 @contextlib.contextmanager
 def _one_thread():
     """Tensors of one 28x28 image are tiny: one thread is several times faster than torch's pool
-    (and does not fight other work for the cores)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    (and does not fight other work for the cores). The setting is process-wide and evaluation
+    replays several programs in worker threads at once: the first to enter saves torch's thread
+    count, the last to leave restores it."""
+    global _one_thread_users, _threads_before
+    with _one_thread_lock:
+        if _one_thread_users == 0:
+            _threads_before = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _one_thread_users += 1
     try:
         yield
     finally:
-        torch.set_num_threads(threads)
+        with _one_thread_lock:
+            _one_thread_users -= 1
+            if _one_thread_users == 0:
+                torch.set_num_threads(_threads_before)
 
 
 def replay_int8(prog: ParsedProgram, images: np.ndarray) -> np.ndarray:
