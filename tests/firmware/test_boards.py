@@ -36,6 +36,18 @@ def test_port_memory_map_matches_the_board_table(board, firmware_elf_path):
         assert elf.read_bytes().count(board.encode()) >= 1      # the name `info` reports
 
 
+def test_the_m55_board_builds_without_mve_too(cortex_m_pte, test_images):
+    """The Cortex-M55 built with -mcpu=cortex-m55+nomve binds the DSP kernels on the same board:
+    the same outputs as the Helium build."""
+    from tinyrps.firmware.qemu import firmware_elf, run_batch
+    images = test_images[0][:2]
+    fast = run_batch(cortex_m_pte, images, elf=firmware_elf("mps3-an547"), board="mps3-an547")
+    dsp = run_batch(cortex_m_pte, images, elf=firmware_elf("mps3-an547", "dsp"), board="mps3-an547")
+    assert np.array_equal(fast.int8, dsp.int8) and dsp.board == "mps3-an547"
+    with pytest.raises(UserError, match="valid: fast, c$"):
+        firmware_elf("mps2-an386", "dsp")
+
+
 def test_every_core_with_a_target_has_a_board():
     from tinyrps.export.cortex_m import CORES as EXPORTED_CORES
     assert set(boards.CORE_BOARDS) == set(EXPORTED_CORES)

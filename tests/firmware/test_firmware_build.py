@@ -29,6 +29,6 @@ def test_missing_tool_says_how_to_install_it(kind, missing, hint, monkeypatch):
 
 
 def test_unknown_kind_lists_the_valid_ones():
-    with pytest.raises(UserError, match="valid: native, native-asan, mps3-an547, mps3-an547-c, mps2-an505, "
-                                        "mps2-an505-c, mps2-an386, mps2-an386-c"):
+    with pytest.raises(UserError, match="valid: native, native-asan, mps3-an547, mps3-an547-c, mps3-an547-dsp, "
+                                        "mps2-an505, mps2-an505-c, mps2-an386, mps2-an386-c"):
         build_firmware("cortex-a53")

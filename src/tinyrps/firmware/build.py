@@ -6,7 +6,8 @@ and per board port (firmware/board/<board>, tinyrps.firmware.boards) two
 arm-none-eabi-gcc builds of the firmware image `tinyrps_fw.elf`: "<board>" with
 the fastest kernels the core's ISA allows (TINYRPS_KERNELS=auto) and "<board>-c"
 with the portable plain-C kernels (TINYRPS_KERNELS=c), e.g. "mps2-an505" and
-"mps2-an505-c".
+"mps2-an505-c"; and "mps3-an547-dsp", the Cortex-M55 without MVE (-mcpu=cortex-m55+nomve),
+which binds the DSP kernels on that board.
 
 Builds never go into the source tree (or an installed package): each kind builds in
 the user's cache, `$XDG_CACHE_HOME/tinyrps/firmware/<kind>-<key>/` (default
@@ -42,12 +43,15 @@ class Kind:
 
 
 def _board_kinds() -> dict:
-    from .boards import BOARDS, KERNEL_SETS, firmware_kind
+    """Per board: the fastest kernels its core allows, plain C, and its reduced-ISA builds."""
+    from .boards import BOARDS, firmware_kind
     kinds = {}
     for board in BOARDS.values():
-        for kernels in KERNEL_SETS:
-            args = ("-DCMAKE_BUILD_TYPE=Release", f"-DTINYRPS_BOARD={board.name}", f"-DTINYRPS_CPU={board.core}",
-                    f"-DTINYRPS_KERNELS={'auto' if kernels == 'fast' else 'c'}")
+        builds = [("fast", board.core, "auto"), ("c", board.core, "c")]
+        builds += [(name, cpu, "auto") for name, cpu in board.reduced_isa]
+        for kernels, cpu, selection in builds:
+            args = ("-DCMAKE_BUILD_TYPE=Release", f"-DTINYRPS_BOARD={board.name}", f"-DTINYRPS_CPU={cpu}",
+                    f"-DTINYRPS_KERNELS={selection}")
             kinds[firmware_kind(board.name, kernels)] = Kind(args, ("arm-none-eabi-gcc",), APT_ARM, cross=True)
     return kinds
 
