@@ -48,6 +48,13 @@ def test_the_m55_board_builds_without_mve_too(cortex_m_pte, test_images):
         firmware_elf("mps2-an386", "dsp")
 
 
+def test_a_firmware_image_of_another_board_is_refused(cortex_m_pte, test_images):
+    """The AN386 image loads on QEMU's AN547 at the wrong addresses; whatever it does, it is refused."""
+    from tinyrps.firmware.qemu import firmware_elf, run_batch
+    with pytest.raises(UserError):
+        run_batch(cortex_m_pte, test_images[0][:1], elf=firmware_elf("mps2-an386"), board="mps3-an547", timeout=20)
+
+
 def test_every_core_with_a_target_has_a_board():
     from tinyrps.export.cortex_m import CORES as EXPORTED_CORES
     assert set(boards.CORE_BOARDS) == set(EXPORTED_CORES)

@@ -311,7 +311,11 @@ def run_batch(pte, images: np.ndarray, elf: Optional[Path] = None, timeout: Opti
         output = work / "outputs.bin"
         raw = output.read_bytes() if output.is_file() else b""
         said = _stderr_summary(work / "qemu.log")
-    return _parse_batch(raw, status, said, pte, len(images), wall)
+    result = _parse_batch(raw, status, said, pte, len(images), wall)
+    if result.board != board:
+        raise UserError(f"{Path(elf).name} is the firmware of {result.board or 'another board'}, not of {board}: "
+                        f"use the {board} build (firmware_elf('{board}'))")
+    return result
 
 
 _RECORD_DTYPE = np.dtype([("status", "<i4"), ("n_out", "<u4"), ("instructions", "<u8"), ("int8", "i1", 16),
