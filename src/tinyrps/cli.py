@@ -96,10 +96,11 @@ def cmd_bench(a):
 
 
 def cmd_play(a):
-    from .devices import default_device, open_device
+    from .devices import default_device, open_device, require_board_device
     from .game import Game, parse_moves, play_interactive, play_scripted
     moves = parse_moves(a.moves) if a.moves is not None else None
     device_name = a.device or default_device(a.model)
+    require_board_device(device_name, a.board)
     with open_device(device_name, a.model, board=a.board) as device:
         game = Game(device, seed=a.seed)
         if moves:

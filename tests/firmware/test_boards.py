@@ -100,3 +100,8 @@ def test_unknown_board_on_the_command_line(cli, exported):
     res = cli("classify", "--model", exported("cortex-m4"), "--device", "mcu", "--board", "mps2-an999", "x.png")
     assert res.returncode == 2
     assert len(res.stderr.strip().splitlines()) == 1 and "mps2-an999" in res.stderr and "mps2-an505" in res.stderr
+
+
+def test_board_option_needs_the_mcu_device(cli, exported):
+    res = cli("play", "--model", exported("cortex-m4"), "--device", "native", "--board", "mps2-an505", "--moves", "r")
+    assert res.returncode == 2 and "--device mcu" in res.stderr and len(res.stderr.strip().splitlines()) == 1

@@ -52,3 +52,9 @@ def default_device(pte) -> str:
     if Path(pte).suffix == ".pt":
         return "eager"
     return FAMILY_DEVICES[program_family(pte)][0]
+
+
+def require_board_device(device_name: str, board) -> None:
+    """--board picks an emulated board: only the mcu device has one."""
+    if board and device_name != "mcu":
+        raise UserError(f"--board {board} is for --device mcu; device '{device_name}' has no board")
