@@ -48,7 +48,7 @@ def render_throughput(count: int = 3000, seed: int = 0) -> float:
     return count / (time.perf_counter() - start)
 
 
-def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=False) -> dict:
+def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=False, board=None) -> dict:
     """Median single-image latency of eager and each exported program on its device.
 
     All devices stay open; each gets ROUNDS blocks of at least runs/ROUNDS timed calls
@@ -65,7 +65,7 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
     with contextlib.ExitStack() as stack, progress_bar(quiet) as bar:
         devices, counts, times, tasks = {}, {}, {}, {}
         for name, device_name, path in entries:
-            devices[name] = stack.enter_context(open_device(device_name, path))
+            devices[name] = stack.enter_context(open_device(device_name, path, board=board))
             counts[name] = min(runs, getattr(devices[name], "bench_runs", runs))
             times[name] = []
             tasks[name] = bar.add_task(f"{name} on {device_name}", total=ROUNDS, status="blocks")

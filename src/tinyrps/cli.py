@@ -64,7 +64,8 @@ def cmd_export(a):
 
 def cmd_eval(a):
     from .evaluate import evaluate
-    result = evaluate(a.run, a.data, only=a.variant, device_override=a.device, limit=a.limit, quiet=a.quiet or a.json)
+    result = evaluate(a.run, a.data, only=a.variant, device_override=a.device, limit=a.limit, quiet=a.quiet or a.json,
+                      board=a.board)
     if a.json:
         emit_json(result)
     else:
@@ -74,7 +75,7 @@ def cmd_eval(a):
 
 def cmd_classify(a):
     from .classify import classify_files
-    results = classify_files(a.model, a.images, a.device)
+    results = classify_files(a.model, a.images, a.device, board=a.board)
     if a.json:
         emit_json(results)
     else:
@@ -85,7 +86,8 @@ def cmd_classify(a):
 
 def cmd_bench(a):
     from .bench import bench
-    result = bench(a.run, runs=a.runs, only=a.variant, device_override=a.device, quiet=a.quiet or a.json)
+    result = bench(a.run, runs=a.runs, only=a.variant, device_override=a.device, quiet=a.quiet or a.json,
+                   board=a.board)
     if a.json:
         emit_json(result)
     else:
@@ -94,11 +96,12 @@ def cmd_bench(a):
 
 
 def cmd_play(a):
-    from .devices import default_device, open_device
+    from .devices import default_device, open_device, require_board_device
     from .game import Game, parse_moves, play_interactive, play_scripted
     moves = parse_moves(a.moves) if a.moves is not None else None
     device_name = a.device or default_device(a.model)
-    with open_device(device_name, a.model) as device:
+    require_board_device(device_name, a.board)
+    with open_device(device_name, a.model, board=a.board) as device:
         game = Game(device, seed=a.seed)
         if moves:
             play_scripted(game, moves, a.json)
@@ -121,6 +124,7 @@ def cmd_deploy_fvp(a):
 # ── parser ──────────────────────────────────────────────────────────────────
 def build_parser() -> argparse.ArgumentParser:
     from .devices import device_names
+    from .firmware.boards import BOARDS
     p = Parser(prog="tinyrps", description="A tiny rock-paper-scissors classifier, from PyTorch to Arm microcontrollers.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
@@ -129,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
         s.set_defaults(func=func)
         s.add_argument("--quiet", action="store_true", help="no progress bars")
         return s
+
+    def add_board(s):
+        s.add_argument("--board", choices=list(BOARDS),
+                       help="--device mcu: the emulated board (default: the program's, from its sidecar)")
 
     s = add("data", cmd_data, "render the synthetic train/val/test splits")
     s.add_argument("--out", required=True, type=Path)
@@ -153,12 +161,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data", type=Path, help="data folder (default: the one the run was trained on)")
     s.add_argument("--variant", action="append", help="only this exported target (repeatable)")
     s.add_argument("--device", choices=device_names(), help="run every program on this device")
+    add_board(s)
     s.add_argument("--limit", type=int, help="only the first N test images")
     s.add_argument("--json", action="store_true")
 
     s = add("classify", cmd_classify, "classify PNG/JPEG images with a program")
     s.add_argument("--model", required=True, type=Path)
     s.add_argument("--device", choices=device_names())
+    add_board(s)
     s.add_argument("images", nargs="+", type=Path)
     s.add_argument("--json", action="store_true")
 
@@ -167,11 +177,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--runs", type=int, default=200)
     s.add_argument("--variant", action="append")
     s.add_argument("--device", choices=device_names())
+    add_board(s)
     s.add_argument("--json", action="store_true")
 
     s = add("play", cmd_play, "play rock-paper-scissors; the model reads both moves")
     s.add_argument("--model", required=True, type=Path)
     s.add_argument("--device", choices=device_names())
+    add_board(s)
     s.add_argument("--moves", help="scripted: comma-separated moves, e.g. rock,paper,s")
     s.add_argument("--seed", type=int)
     s.add_argument("--json", action="store_true")

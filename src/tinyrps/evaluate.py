@@ -19,6 +19,7 @@ from .export import EvalContext, run_config, targets
 from .progress import progress_bar
 
 CHUNK = 50
+OUT_OF_PROCESS_WORKERS = 2
 
 
 def classify_with_progress(device, images, bar, description) -> np.ndarray:
@@ -30,8 +31,9 @@ def classify_with_progress(device, images, bar, description) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, 3), np.float32)
 
 
-def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False) -> dict:
-    """Evaluate eager and the exported variants (all, or those named in `only`)."""
+def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False, board=None) -> dict:
+    """Evaluate eager and the exported variants (all, or those named in `only`); `board` overrides
+    the emulated board of Cortex-M programs on device mcu."""
     ckpt = variants.checkpoint(run_dir)
     data_dir = data_dir or run_config(run_dir)["data"]
     images, labels = load_split(data_dir, "test")
@@ -51,14 +53,15 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         predictions = {"eager": eager_logits.argmax(1)}
         result["variants"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
         entries = {}
-        # Devices that compute in another process (the emulated MCU) run in a worker thread
-        # while the in-process ones use this one: the two cores both work.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        # Devices that compute in another process (the emulated boards) run in worker threads
+        # while the in-process ones use this one; two at a time, so that with three boards the
+        # last one's QEMU does not run alone on an otherwise idle machine.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=OUT_OF_PROCESS_WORKERS) as pool:
             for name, pte in programs.items():
                 device_name = device_override or default_device(pte)
                 if device_class(device_name).out_of_process:
                     entries[name] = pool.submit(evaluate_variant, name, pte, device_name, images, labels,
-                                                eager_logits, dict(predictions), bar)
+                                                eager_logits, dict(predictions), bar, board)
             for name, pte in programs.items():
                 if name not in entries:
                     entries[name] = evaluate_variant(name, pte, device_override or default_device(pte), images,
@@ -71,9 +74,9 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
     return result
 
 
-def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar) -> dict:
+def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar, board=None) -> dict:
     """One program on its device: accuracy, agreement with eager, and the family's own checks."""
-    with open_device(device_name, pte, bulk=True) as device:
+    with open_device(device_name, pte, bulk=True, board=board) as device:
         logits = classify_with_progress(device, images, bar, f"{name} on {device_name}")
         agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean()) if len(images) else 0.0
         # "agreement" is with eager unless the family compares with a closer reference
