@@ -75,7 +75,9 @@ def test_program_runs_on_its_cores_board(exported, test_images, core, board, ker
         assert device.info.board == board and device.last_stats()["board"] == board
         assert np.array_equal(device.last_int8, reference_int8(pte, images))
         # the serial count is the one the export measured on the same board (same firmware build)
-        assert device.last_stats()["instructions"] > firmware["macs"]
+        # (the counts vary with the image only in data-dependent branches: well under 1 %)
+        served = device.last_stats()["instructions"]
+        assert abs(served - firmware["instructions_per_inference"]) <= 0.01 * firmware["instructions_per_inference"]
 
 
 @pytest.mark.parametrize("core", [c for c, _, _ in CORES[1:]])
