@@ -16,6 +16,7 @@ from .data import load_split
 from .devices import default_device, device_class, open_device
 from .errors import UserError
 from .export import EvalContext, run_config, targets
+from .model import LABELS
 from .progress import progress_bar
 
 CHUNK = 50
@@ -27,7 +28,7 @@ def classify_with_progress(device, images, bar, description) -> np.ndarray:
     for i in range(0, len(images), CHUNK):
         out.append(device.classify(images[i:i + CHUNK]))
         bar.advance(task, len(images[i:i + CHUNK]))
-    return np.concatenate(out) if out else np.zeros((0, 3), np.float32)
+    return np.concatenate(out) if out else np.zeros((0, len(LABELS)), np.float32)
 
 
 def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False) -> dict:

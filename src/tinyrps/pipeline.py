@@ -12,6 +12,7 @@ from pathlib import Path
 from . import data as data_mod
 from .errors import UserError
 from .export import atomic_write_json, export_target, targets
+from .model import LABELS
 from .progress import console, say
 
 # The targets the main job exports (every other Ethos-U configuration and Cortex-M
@@ -41,7 +42,7 @@ def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
         if split == "train":
             data_mod.preview(images, labels, out / "preview.png")
     seconds = time.perf_counter() - start
-    info = {"seed": seed, "per_class": sizes, "images": 3 * sum(sizes.values()),
+    info = {"seed": seed, "per_class": sizes, "images": len(LABELS) * sum(sizes.values()),
             "fonts": [Path(f).name if f else "Pillow built-in" for f in data_mod.font_files()]}
     atomic_write_json(out / "data.json", info)
     say(f"data: {info['images']} images in {seconds:.1f} s -> {out}", quiet)

@@ -2,8 +2,9 @@
 
 Kinds: "native" (host gcc: the runtime library, `tinyrps-native` and the mutation
 sweep `tinyrps-mutate`), "native-asan" (the same with AddressSanitizer and UBSan),
-"cortex-m55" (arm-none-eabi-gcc with firmware/cmake/arm-none-eabi.cmake; the board
-directory firmware/board/an547 supplies the executables).
+"fuzz" (clang: the same, plus the libFuzzer targets of firmware/fuzz/), "cortex-m55"
+(arm-none-eabi-gcc with firmware/cmake/arm-none-eabi.cmake; the board directory
+firmware/board/an547 supplies the executables).
 
 Builds never go into the source tree (or an installed package): each kind builds in
 the user's cache, `$XDG_CACHE_HOME/tinyrps/firmware/<kind>-<key>/` (default
@@ -26,6 +27,7 @@ from ..errors import UserError
 
 APT_HOST = "apt-get install --no-install-recommends cmake gcc libc6-dev"
 APT_ARM = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+APT_FUZZ = "apt-get install --no-install-recommends cmake clang-16 libclang-rt-16-dev"
 SOURCE_SUFFIXES = {".c", ".h", ".s", ".S", ".ld", ".cmake", ".txt"}
 TOOLCHAIN_FILE = Path("cmake") / "arm-none-eabi.cmake"
 
@@ -41,6 +43,9 @@ KINDS = {
     "native": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("gcc",), APT_HOST),
     "native-asan": Kind(("-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTRT_SANITIZE=ON"), ("gcc",), APT_HOST),
     "cortex-m55": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("arm-none-eabi-gcc",), APT_ARM),
+    # the libFuzzer targets of firmware/fuzz/ (with sanitized host tools beside them)
+    "fuzz": Kind(("-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCMAKE_C_COMPILER=clang-16", "-DTRT_SANITIZE=ON",
+                  "-DTRT_FUZZ=ON"), ("clang-16",), APT_FUZZ),
 }
 
 
