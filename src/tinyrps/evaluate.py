@@ -18,6 +18,7 @@ from .errors import UserError
 from .export import EvalContext, run_config, targets
 from .model import LABELS
 from .progress import progress_bar
+from .torch_settings import torch_threads
 
 CHUNK = 50
 
@@ -53,8 +54,10 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         result["variants"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
         entries = {}
         # Devices that compute in another process (the emulated MCU) run in a worker thread
-        # while the in-process ones use this one: the two cores both work.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        # while the in-process ones use this one: the two cores both work. Both threads may
+        # run torch (the Cortex-M reference, the int8 CPU model), so torch's process-wide pool
+        # gets one thread each, set here in the main thread for the whole concurrent part.
+        with torch_threads(1), concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             for name, pte in programs.items():
                 device_name = device_override or default_device(pte)
                 if device_class(device_name).out_of_process:

@@ -232,8 +232,8 @@ def _register_operators() -> None:
 
 def _one_thread():
     """Tensors of one 28x28 image are tiny: one thread is several times faster than torch's pool
-    (and does not fight other work for the cores). Off the main thread (eval runs the reference
-    beside other work) the pool stays as it is: see torch_threads."""
+    (and does not fight other work for the cores). Off the main thread the pool stays as it is
+    (see torch_threads); eval, which runs the reference in a worker, sets one thread itself."""
     return torch_threads(1)
 
 
