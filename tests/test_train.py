@@ -1,5 +1,6 @@
 import json
 
+import pytest
 import torch
 
 from tinyrps.train import TrainConfig, train
@@ -15,6 +16,7 @@ def test_run_writes_checkpoint_metrics_and_plots(trained_run):
     assert not list(trained_run.glob("*.tmp*")) and not list(trained_run.glob(".*tmp"))
 
 
+@pytest.mark.slow     # trains twice
 def test_same_seed_same_model(tmp_path, data_dir):
     a = train(TrainConfig(data=str(data_dir), epochs=1, seed=3), tmp_path / "a", quiet=True)
     b = train(TrainConfig(data=str(data_dir), epochs=1, seed=3), tmp_path / "b", quiet=True)
