@@ -69,9 +69,10 @@ def exported(trained_run, run_key, tmp_path_factory):
     """exported(target) -> Path of RUN/export/target.pte, built once (and kept across runs)."""
     from tinyrps.export import export_target
     from tinyrps.firmware import firmware_dir
-    # An export reads the firmware too: the Cortex-M55 program's sidecar holds its measurements.
+    from tinyrps.firmware.sources import source_files
+    # An export builds and runs the firmware too: the Cortex-M55 program's sidecar holds its measurements.
     key = fixture_cache.fixture_key("export", run_key, modules=fixture_cache.package_modules("tinyrps.export"),
-                                    trees=[firmware_dir()])
+                                    files=source_files(firmware_dir()))
     cache = {}
 
     def get(target: str) -> Path:

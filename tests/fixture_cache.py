@@ -5,8 +5,7 @@ and stored under `$XDG_CACHE_HOME/tinyrps/test-fixtures/<name>-<key>/`, where th
 hashes everything the result depends on: the fixture's parameters, the library
 versions, and the source files of the tinyrps modules that make it -- found by
 following the package's own imports from the modules the fixture calls, so no list
-has to be kept up to date by hand -- plus any other source trees it reads (the
-firmware). A changed source gives a new key, so a stale result is never used.
+has to be kept up to date by hand -- plus any other sources it reads (the firmware's). A changed source gives a new key, so a stale result is never used.
 
 Tests never see the cached folder itself: each session gets a copy. A stored folder
 carries a manifest of its files' SHA-256, checked on every use; one that was changed
@@ -92,9 +91,9 @@ def tree_files(folder: Path) -> list:
     return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
-def fixture_key(*parts, modules: Iterable[str] = (), trees: Iterable[Path] = ()) -> str:
+def fixture_key(*parts, modules: Iterable[str] = (), files: Iterable[Path] = ()) -> str:
     """Hash of `parts` (parameters, keys of the fixtures this one builds on), library versions,
-    the source closure of `modules` and every file under `trees`."""
+    the source closure of `modules` and the other source `files` the fixture reads."""
     h = hashlib.sha256(json.dumps([str(p) for p in parts]).encode())
     h.update(sys.version.encode())
     for name in LIBRARIES:
@@ -103,7 +102,7 @@ def fixture_key(*parts, modules: Iterable[str] = (), trees: Iterable[Path] = ())
         except metadata.PackageNotFoundError:
             h.update(f"{name}=none".encode())
     named = [(f"tinyrps/{p.relative_to(PACKAGE)}", p) for p in module_closure(modules)]
-    named += [(f"{tree.name}/{p.relative_to(tree)}", p) for tree in trees for p in tree_files(tree)]
+    named += [(os.path.relpath(p, REPO), Path(p)) for p in files]
     for name, path in named:
         h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:20]

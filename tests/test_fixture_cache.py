@@ -40,13 +40,13 @@ def test_a_changed_source_gives_a_new_key(package_copy):
     assert fixture_cache.fixture_key("run", 2, modules=["tinyrps.train"]) != key
 
 
-def test_a_changed_file_in_a_source_tree_gives_a_new_key(tmp_path):
-    tree = tmp_path / "firmware"
-    (tree / "src").mkdir(parents=True)
-    (tree / "src" / "kernel.c").write_text("int f(void) { return 1; }\n")
-    key = fixture_cache.fixture_key("export", trees=[tree])
-    (tree / "src" / "kernel.c").write_text("int f(void) { return 2; }\n")
-    assert fixture_cache.fixture_key("export", trees=[tree]) != key
+def test_a_changed_source_file_gives_a_new_key(tmp_path):
+    kernel = tmp_path / "firmware" / "kernel.c"
+    kernel.parent.mkdir()
+    kernel.write_text("int f(void) { return 1; }\n")
+    key = fixture_cache.fixture_key("export", files=[kernel])
+    kernel.write_text("int f(void) { return 2; }\n")
+    assert fixture_cache.fixture_key("export", files=[kernel]) != key
 
 
 def test_sessions_get_copies_and_a_tampered_store_is_rebuilt(tmp_path, monkeypatch):
