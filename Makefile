@@ -4,6 +4,7 @@
 # For development:
 #   make test-fast   the tests not marked slow (no whole-split QEMU batches, no full pipeline)
 #   make fuzz        fuzz every firmware parser for FUZZ_SECONDS each (default 60); fails on a finding
+#                    (FUZZ_PROGRAMS="out/run/export/cortex-m55.pte" adds full programs to the pte seeds)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -28,7 +29,7 @@ test-fast: setup
 	@$(call PYTEST,-m "not slow")
 
 fuzz: setup
-	$(PY) scripts/fuzz.py run --seconds $(FUZZ_SECONDS)
+	$(PY) scripts/fuzz.py run --seconds $(FUZZ_SECONDS) $(foreach p,$(FUZZ_PROGRAMS),--program $(p))
 
 setup: $(STAMP) system-deps
 
