@@ -87,13 +87,24 @@ def options(target: str, findings: Path) -> list:
     return opts
 
 
+def sanitizer_env() -> dict:
+    """The environment of a target: with a symbolizer named, so a finding's stack has file:line
+    (clang-16's runtime looks only in its own folder, where Debian ships none without llvm-16)."""
+    env = dict(os.environ)
+    symbolizer = shutil.which("llvm-symbolizer-16") or shutil.which("llvm-symbolizer")
+    if symbolizer and "ASAN_SYMBOLIZER_PATH" not in env:
+        env["ASAN_SYMBOLIZER_PATH"] = symbolizer
+    return env
+
+
 def replay(binary: Path, target: str, dirs: list, findings: Path) -> str:
     """Run every input in `dirs` once; '' if all pass, else libFuzzer's report."""
     findings.mkdir(parents=True, exist_ok=True)
     files = [str(f) for d in dirs for f in sorted(d.iterdir()) if f.is_file()]
     if not files:
         return ""
-    result = subprocess.run([str(binary), *options(target, findings), *files], capture_output=True, text=True)
+    result = subprocess.run([str(binary), *options(target, findings), *files], capture_output=True, text=True,
+                            env=sanitizer_env())
     return "" if result.returncode == 0 else result.stderr[-4000:]
 
 
@@ -107,7 +118,8 @@ def campaign(binary: Path, target: str, seconds: float, work: Path, extra_seeds:
     log = work / target / "fuzz.log"
     with open(log, "w") as out:
         result = subprocess.run([str(binary), *options(target, findings), f"-max_total_time={max(1, round(seconds))}",
-                                 "-print_final_stats=1", *map(str, dirs)], stdout=out, stderr=subprocess.STDOUT)
+                                 "-print_final_stats=1", *map(str, dirs)], stdout=out, stderr=subprocess.STDOUT,
+                                env=sanitizer_env())
     stats = Campaign(target, seconds)
     parse_stats(log.read_text(errors="replace"), stats)
     failed = sorted(findings.iterdir())
