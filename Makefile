@@ -1,21 +1,35 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   install everything, then run the whole pipeline (tinyrps all --out out)
 #   make test   install everything, then run the whole test suite
+# For development:
+#   make test-fast   the tests not marked slow (no whole-split QEMU batches, no full pipeline)
+#   make fuzz        fuzz every firmware parser for FUZZ_SECONDS each (default 60); fails on a finding
+#                    (FUZZ_PROGRAMS="out/run/export/cortex-m55.pte" adds full programs to the pte seeds)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 # The stamp changes with pyproject.toml, so an edited dependency list reinstalls.
 STAMP  := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 
-.PHONY: demo test setup system-deps clean
+FUZZ_SECONDS ?= 60
+# pytest's exit status 5 means it collected nothing: the suite is missing, which is a failure.
+PYTEST = $(PY) -m pytest $(1); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is missing (tests/)"; exit 1; fi; \
+	exit $$rc
+
+.PHONY: demo test test-fast fuzz setup system-deps clean
 
 demo: setup
 	$(VENV)/bin/tinyrps all --out out
 
 test: setup
-	@$(PY) -m pytest; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is missing (tests/)"; exit 1; fi; \
-	exit $$rc
+	@$(call PYTEST,)
+
+test-fast: setup
+	@$(call PYTEST,-m "not slow")
+
+fuzz: setup
+	$(PY) scripts/fuzz.py run --seconds $(FUZZ_SECONDS) $(foreach p,$(FUZZ_PROGRAMS),--program $(p))
 
 setup: $(STAMP) system-deps
 
@@ -33,4 +47,5 @@ system-deps:
 	@scripts/install-system-deps.sh
 
 clean:
-	rm -rf out .pytest_cache "$${XDG_CACHE_HOME:-$$HOME/.cache}/tinyrps/firmware"
+	rm -rf out .pytest_cache "$${XDG_CACHE_HOME:-$$HOME/.cache}/tinyrps/firmware" \
+		"$${XDG_CACHE_HOME:-$$HOME/.cache}/tinyrps/test-fixtures"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages the firmware needs, where missing: the Arm cross
-# toolchain with newlib, QEMU's Arm system emulator, CMake and a host C compiler.
+# toolchain with newlib, QEMU's Arm system emulator, CMake, a host C compiler, and
+# clang with libFuzzer for the fuzz targets (firmware/fuzz/).
 set -euo pipefail
 
 need=()
@@ -10,6 +11,8 @@ command -v qemu-system-arm >/dev/null || need+=(qemu-system-arm)
 command -v cmake >/dev/null || need+=(cmake)
 command -v gcc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
+command -v clang-16 >/dev/null || need+=(clang-16)
+dpkg-query -W -f='${Status}' libclang-rt-16-dev 2>/dev/null | grep -q "install ok installed" || need+=(libclang-rt-16-dev)
 
 [ ${#need[@]} -eq 0 ] && exit 0
 

@@ -1,11 +1,13 @@
 """Shared fixtures: one small data set, one briefly trained run, programs exported once.
 
-Built once per test session in a temporary folder; tests that need a trained model
-share them. The model is trained for accuracy enough to make agreement meaningful,
-not for the 99.5 % of the default settings (that is the main job's claim).
+Each is built once and kept across test runs in the user's cache, keyed by the sources
+it depends on (tests/fixture_cache.py); every session works on its own copy in a
+temporary folder. The model is trained for accuracy enough to make agreement
+meaningful, not for the 99.5 % of the default settings (that is the main job's claim).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,36 +16,79 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fixture_cache  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 PER_CLASS = 400        # 1,200 training images, 120 val, 78 test
 EPOCHS = 2
+SEED = 0
 
 
 @pytest.fixture(scope="session")
-def data_dir(tmp_path_factory) -> Path:
-    from tinyrps.pipeline import make_data
-    out = tmp_path_factory.mktemp("data")
-    make_data(out, seed=0, per_class=PER_CLASS, quiet=True)
-    return out
+def data_key() -> str:
+    return fixture_cache.fixture_key("data", SEED, PER_CLASS, modules=["tinyrps.pipeline"])
 
 
 @pytest.fixture(scope="session")
-def trained_run(tmp_path_factory, data_dir) -> Path:
-    from tinyrps.train import TrainConfig, train
-    run = tmp_path_factory.mktemp("run")
-    train(TrainConfig(data=str(data_dir), epochs=EPOCHS, seed=0), run, quiet=True)
+def data_dir(tmp_path_factory, data_key) -> Path:
+    def build(out: Path) -> None:
+        from tinyrps.pipeline import make_data
+        make_data(out, seed=SEED, per_class=PER_CLASS, quiet=True)
+    return fixture_cache.cached_folder("data", data_key, build, tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="session")
+def run_key(data_key) -> str:
+    return fixture_cache.fixture_key("run", data_key, EPOCHS, SEED, modules=["tinyrps.train"])
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory, data_dir, run_key) -> Path:
+    def build(run: Path) -> None:
+        from tinyrps.train import TrainConfig, train
+        train(TrainConfig(data=str(data_dir), epochs=EPOCHS, seed=SEED), run, quiet=True)
+    run = fixture_cache.cached_folder("run", run_key, build, tmp_path_factory.mktemp("run"))
+    point_run_at_data(run, data_dir)
     return run
 
 
+def point_run_at_data(run: Path, data_dir: Path) -> None:
+    """A stored run names the data folder of the session that trained it: name this session's copy."""
+    config = json.loads((run / "config.json").read_text())
+    if config["data"] != str(data_dir):
+        config["data"] = str(data_dir)
+        (run / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        metrics = json.loads((run / "metrics.json").read_text())
+        metrics["config"]["data"] = str(data_dir)
+        (run / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+
+
 @pytest.fixture(scope="session")
-def exported(trained_run):
-    """exported(target) -> Path of RUN/export/target.pte, built once per session."""
+def exported(trained_run, run_key, tmp_path_factory):
+    """exported(target) -> Path of RUN/export/target.pte, built once (and kept across runs)."""
     from tinyrps.export import export_target
+    from tinyrps.firmware import firmware_dir
+    from tinyrps.firmware.sources import source_files
+    # An export builds and runs the firmware too: the Cortex-M55 program's sidecar holds its measurements.
+    key = fixture_cache.fixture_key("export", run_key, modules=fixture_cache.package_modules("tinyrps.export"),
+                                    files=source_files(firmware_dir()))
     cache = {}
 
     def get(target: str) -> Path:
         if target not in cache:
-            cache[target] = export_target(trained_run, target)
+            def build(out: Path) -> None:
+                pte = export_target(trained_run, target)
+                for name in (pte.name, pte.with_suffix(".json").name, target):   # program, sidecar, kept files
+                    made = pte.parent / name
+                    if made.is_dir():
+                        shutil.copytree(made, out / name)
+                    elif made.is_file():
+                        shutil.copy2(made, out / name)
+            files = fixture_cache.cached_folder(f"export-{target}", key, build,
+                                                tmp_path_factory.mktemp(f"export-{target}"))
+            shutil.copytree(files, trained_run / "export", dirs_exist_ok=True)
+            cache[target] = trained_run / "export" / f"{target}.pte"
         return cache[target]
     return get
 

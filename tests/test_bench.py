@@ -1,5 +1,9 @@
 import json
 
+import pytest
+
+pytestmark = pytest.mark.slow     # timed runs of a program
+
 
 def test_bench_json_contract(cli, trained_run, exported):
     exported("int8-xnnpack")

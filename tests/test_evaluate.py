@@ -1,6 +1,9 @@
 import json
 
+import pytest
 
+
+@pytest.mark.slow     # evaluates programs on the test split
 def test_eval_json_contract(cli, trained_run, exported):
     for target in ("fp32", "int8-xnnpack"):
         exported(target)
@@ -19,6 +22,7 @@ def test_eval_json_contract(cli, trained_run, exported):
     assert variants["fp32"]["max_abs_logit_diff"] < 1e-3
 
 
+@pytest.mark.slow     # evaluates programs on the test split
 def test_eval_table_on_screen(cli, trained_run, exported):
     exported("fp32-xnnpack")
     res = cli("eval", "--run", trained_run, "--variant", "fp32-xnnpack", "--limit", "20")

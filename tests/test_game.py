@@ -28,6 +28,7 @@ def test_move_parsing():
         parse_moves("rock,lizard")
 
 
+@pytest.mark.slow     # whole games through the CLI
 def test_scripted_json_rounds(cli, exported):
     res = cli("play", "--model", exported("int8-xnnpack"), "--moves", "rock,paper,scissors,r", "--seed", "3", "--json")
     assert res.returncode == 0, res.stderr
@@ -52,6 +53,7 @@ def test_scripted_text_shows_art_labels_and_score(cli, exported):
     assert len(art) >= 28    # two rounds of 14-line images side by side
 
 
+@pytest.mark.slow     # whole games through the CLI
 def test_piped_stdin_reprompts_on_invalid_input_and_ends_at_eof(cli, exported):
     res = cli("play", "--model", exported("int8-xnnpack"), "--seed", "5", input="lizard\nrock\n\nscissors\n")
     assert res.returncode == 0, res.stderr
@@ -61,6 +63,7 @@ def test_piped_stdin_reprompts_on_invalid_input_and_ends_at_eof(cli, exported):
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.slow     # whole games through the CLI
 def test_quit_command_ends_with_score(cli, exported):
     res = cli("play", "--model", exported("int8-xnnpack"), input="p\nq\nrock\n")
     assert res.returncode == 0
@@ -86,6 +89,7 @@ class Terminal:
         return self.text.count(needle) >= count
 
 
+@pytest.mark.slow     # whole games through the CLI
 def test_ctrl_c_in_a_terminal_ends_cleanly(exported):
     """A person at a terminal: play one round, then press Ctrl-C at the prompt."""
     master, slave = pty.openpty()

@@ -1,6 +1,10 @@
 """The main job end to end, on a small data set and one epoch."""
 import json
 
+import pytest
+
+pytestmark = pytest.mark.slow     # the whole pipeline: data, training, every export, eval, bench
+
 
 def test_all_writes_summary_report_and_every_main_artifact(cli, tmp_path):
     out = tmp_path / "all"

@@ -4,6 +4,8 @@ import json
 import pytest
 from PIL import Image
 
+pytestmark = pytest.mark.slow     # boots QEMU, runs the TOSA reference model
+
 # (target, device, a figure the device adds to each round)
 DEVICES = [("ethos-u85-128", "npu-ref", "npu_estimate_ms"), ("cortex-m55", "mcu", "instructions")]
 

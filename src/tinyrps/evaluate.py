@@ -16,7 +16,9 @@ from .data import load_split
 from .devices import default_device, device_class, open_device
 from .errors import UserError
 from .export import EvalContext, run_config, targets
+from .model import LABELS
 from .progress import progress_bar
+from .torch_settings import torch_threads
 
 CHUNK = 50
 OUT_OF_PROCESS_WORKERS = 2
@@ -28,7 +30,7 @@ def classify_with_progress(device, images, bar, description) -> np.ndarray:
     for i in range(0, len(images), CHUNK):
         out.append(device.classify(images[i:i + CHUNK]))
         bar.advance(task, len(images[i:i + CHUNK]))
-    return np.concatenate(out) if out else np.zeros((0, 3), np.float32)
+    return np.concatenate(out) if out else np.zeros((0, len(LABELS)), np.float32)
 
 
 def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False, board=None) -> dict:
@@ -55,8 +57,10 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         entries = {}
         # Devices that compute in another process (the emulated boards) run in worker threads
         # while the in-process ones use this one; two at a time, so that with three boards the
-        # last one's QEMU does not run alone on an otherwise idle machine.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=OUT_OF_PROCESS_WORKERS) as pool:
+        # last one's QEMU does not run alone on an otherwise idle machine. Every thread may run
+        # torch (the Cortex-M reference, the int8 CPU model), so torch's process-wide pool gets
+        # one thread each, set here in the main thread for the whole concurrent part.
+        with torch_threads(1), concurrent.futures.ThreadPoolExecutor(max_workers=OUT_OF_PROCESS_WORKERS) as pool:
             for name, pte in programs.items():
                 device_name = device_override or default_device(pte)
                 if device_class(device_name).out_of_process:

@@ -44,7 +44,7 @@ def count_macs() -> int:
     macs = s * s * 16 * 1 * 9            # conv1 at 28x28
     macs += s * s * 32 * 16 * 9          # conv2 at 28x28
     macs += (s // 2) ** 2 * 64 * 32 * 9  # conv3 at 14x14
-    macs += 64 * 7 * 7 * 128 + 128 * 3   # fc1, fc2
+    macs += 64 * 7 * 7 * 128 + 128 * len(LABELS)   # fc1, fc2
     return macs
 
 

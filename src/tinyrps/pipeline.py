@@ -36,13 +36,15 @@ def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
     sizes = split_sizes(per_class)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    total = 0
     for split in data_mod.SPLITS:
         images, labels = data_mod.make_split(split, sizes[split], seed)
         data_mod.save_split(out / f"{split}.npz", images, labels)
+        total += len(images)
         if split == "train":
             data_mod.preview(images, labels, out / "preview.png")
     seconds = time.perf_counter() - start
-    info = {"seed": seed, "per_class": sizes, "images": 3 * sum(sizes.values()),
+    info = {"seed": seed, "per_class": sizes, "images": total,
             "fonts": [Path(f).name if f else "Pillow built-in" for f in data_mod.font_files()]}
     atomic_write_json(out / "data.json", info)
     say(f"data: {info['images']} images in {seconds:.1f} s -> {out}", quiet)

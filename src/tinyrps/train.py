@@ -20,6 +20,7 @@ from .errors import UserError
 from .export import atomic_write_bytes, atomic_write_json
 from .model import TinyRPS, images_to_tensor
 from .progress import progress_bar, say
+from .torch_settings import deterministic
 
 THREADS = 2
 
@@ -31,12 +32,6 @@ class TrainConfig:
     batch_size: int = 64
     lr: float = 2e-3
     seed: int = 0
-
-
-def set_determinism(seed: int) -> None:
-    torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(THREADS)
 
 
 def predict(model: nn.Module, images: np.ndarray, batch: int = 512) -> np.ndarray:
@@ -72,11 +67,28 @@ def train(config: TrainConfig, out_dir, quiet: bool = False) -> dict:
     if config.epochs < 1:
         raise UserError(f"--epochs must be at least 1, got {config.epochs}")
     out = Path(out_dir)
-    train_x, train_y = load_split(config.data, "train")
-    val_x, val_y = load_split(config.data, "val")
-    test_x, test_y = load_split(config.data, "test")
+    splits = {name: load_split(config.data, name) for name in ("train", "val", "test")}
     out.mkdir(parents=True, exist_ok=True)
-    set_determinism(config.seed)
+    # torch's global settings are changed for the training only, not for what runs after it
+    with deterministic(config.seed, THREADS):
+        history, best_acc, model = fit(config, splits["train"], splits["val"], out, quiet)
+        test_x, test_y = splits["test"]
+        test_loss, test_acc, test_logits = evaluate_split(model, test_x, test_y)
+    metrics = {"config": asdict(config), "epochs": history, "best_val_accuracy": best_acc,
+               "test_loss": test_loss, "test_accuracy": test_acc}
+    atomic_write_json(out / "config.json", asdict(config))
+    atomic_write_json(out / "metrics.json", metrics)
+    from .plots import plot_confusion, plot_curves
+    plot_curves(history, out / "curves.png")
+    plot_confusion(test_y, test_logits.argmax(1), out / "confusion.png", title=f"test split, accuracy {test_acc:.2%}")
+    say(f"best val accuracy {best_acc:.2%}, test accuracy {test_acc:.2%} -> {out / 'model.pt'}", quiet)
+    return metrics
+
+
+def fit(config: TrainConfig, train_split, val_split, out: Path, quiet: bool) -> tuple:
+    """Train for config.epochs; save the best checkpoint by val accuracy to OUT/model.pt.
+    Returns (per-epoch history, best val accuracy, the model with the best weights)."""
+    (train_x, train_y), (val_x, val_y) = train_split, val_split
     model = TinyRPS()
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
@@ -96,16 +108,7 @@ def train(config: TrainConfig, out_dir, quiet: bool = False) -> dict:
                 best_acc, best_state = val_acc, {k: v.clone() for k, v in model.state_dict().items()}
                 save_checkpoint(best_state, out / "model.pt")
     model.load_state_dict(best_state)
-    test_loss, test_acc, test_logits = evaluate_split(model, test_x, test_y)
-    metrics = {"config": asdict(config), "epochs": history, "best_val_accuracy": best_acc,
-               "test_loss": test_loss, "test_accuracy": test_acc}
-    atomic_write_json(out / "config.json", asdict(config))
-    atomic_write_json(out / "metrics.json", metrics)
-    from .plots import plot_confusion, plot_curves
-    plot_curves(history, out / "curves.png")
-    plot_confusion(test_y, test_logits.argmax(1), out / "confusion.png", title=f"test split, accuracy {test_acc:.2%}")
-    say(f"best val accuracy {best_acc:.2%}, test accuracy {test_acc:.2%} -> {out / 'model.pt'}", quiet)
-    return metrics
+    return history, best_acc, model
 
 
 def save_checkpoint(state_dict, path: Path) -> None:

@@ -2,6 +2,7 @@
 semihosting batch), bit-exact with the reference; bad programs give one clear error."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -103,7 +104,8 @@ def test_host_program_is_refused(exported, tmp_path):
 def test_sidecar_of_another_family_points_to_its_device(cortex_m_pte, tmp_path):
     program = tmp_path / "npu.pte"
     program.write_bytes(cortex_m_pte.read_bytes())
-    program.with_suffix(".json").write_text(json.dumps({"family": "ethos-u"}))
+    sidecar = {"family": "ethos-u", "sha256": hashlib.sha256(program.read_bytes()).hexdigest()}
+    program.with_suffix(".json").write_text(json.dumps(sidecar))
     assert "--device npu-ref" in one_line_user_error(program)
 
 

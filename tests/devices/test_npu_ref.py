@@ -12,6 +12,8 @@ from tinyrps.devices.npu_ref import quantize
 from tinyrps.errors import UserError
 from tinyrps.model import images_to_tensor
 
+pytestmark = pytest.mark.slow     # the TOSA reference model on the test split, PT2E quantization
+
 
 @pytest.fixture(scope="module")
 def test_set(data_dir):

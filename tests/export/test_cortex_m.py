@@ -88,3 +88,28 @@ def test_reference_refuses_a_corrupted_program(tmp_path):
     bad.write_bytes(b"\x10\0\0\0ET12" + b"\xff" * 40)
     with pytest.raises(UserError, match="corrupted ExecuTorch .pte"):
         cortex_m.reference_int8(bad, np.zeros((1, 28, 28), np.uint8))
+
+
+def test_reference_in_a_worker_thread_leaves_the_thread_count_alone(exported, monkeypatch):
+    """Eval computes the Cortex-M reference in a worker thread while the main thread runs other
+    programs: the worker must not resize torch's process-wide thread pool under them."""
+    import concurrent.futures
+    import threading
+
+    import torch
+    from tinyrps.data import make_split
+    resized_by = []
+    real_set_num_threads = torch.set_num_threads
+
+    def recording(count):
+        resized_by.append(threading.current_thread().name)
+        real_set_num_threads(count)
+    monkeypatch.setattr(torch, "set_num_threads", recording)
+    images = make_split("test", 1, 2)[0]
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="worker") as pool:
+        in_worker = pool.submit(cortex_m.reference_int8, exported("cortex-m55"), images).result()
+    assert resized_by == []
+    threads = torch.get_num_threads()
+    in_main = cortex_m.reference_int8(exported("cortex-m55"), images)
+    assert set(resized_by) <= {threading.main_thread().name} and torch.get_num_threads() == threads
+    np.testing.assert_array_equal(in_worker, in_main)

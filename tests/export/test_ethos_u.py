@@ -17,6 +17,8 @@ targets()
 from tinyrps.export import ethos_u  # noqa: E402
 
 NPU_TARGETS = ("ethos-u85-128", "ethos-u55-128")
+# Exports through Vela, or PT2E quantization: outside `make test-fast`.
+slow = pytest.mark.slow
 BOUNDARY = {"quantized_decomposed::quantize_per_tensor.out", "quantized_decomposed::dequantize_per_tensor.out"}
 
 
@@ -48,6 +50,7 @@ def test_unknown_vela_setting_lists_the_valid_ones(trained_run, option, value, l
     assert value in str(e.value) and listed in str(e.value)
 
 
+@slow
 @pytest.mark.parametrize("target", NPU_TARGETS)
 def test_the_whole_network_is_one_ethos_u_delegate(target, exported):
     from executorch.exir._serialize._program import deserialize_pte_binary
@@ -60,6 +63,7 @@ def test_the_whole_network_is_one_ethos_u_delegate(target, exported):
     assert pte.stat().st_size <= 440_000
 
 
+@slow
 @pytest.mark.parametrize("target,clock_hz,system_config,memory_mode", [
     ("ethos-u85-128", 1_000_000_000, "Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram"),
     ("ethos-u55-128", 500_000_000, "Ethos_U55_High_End_Embedded", "Shared_Sram")])
@@ -80,6 +84,7 @@ def test_sidecar_holds_vela_estimate(target, clock_hz, system_config, memory_mod
     assert weights > 300_000
 
 
+@slow
 @pytest.mark.parametrize("target", NPU_TARGETS)
 def test_sidecar_figures_come_from_vela_summary_and_kept_files_belong_to_the_program(target, exported, trained_run):
     pte = exported(target)
@@ -95,6 +100,7 @@ def test_sidecar_figures_come_from_vela_summary_and_kept_files_belong_to_the_pro
     assert hashlib.sha256(kept["out.tosa"].read_bytes()).hexdigest() == sidecar["ethos_u"]["tosa_sha256"]
 
 
+@slow
 def test_program_records_its_io_quantization_and_no_build_paths(exported, trained_run):
     pte = exported("ethos-u85-128")
     program = pte.read_bytes()
@@ -107,6 +113,7 @@ def test_program_records_its_io_quantization_and_no_build_paths(exported, traine
     assert str(trained_run).encode() not in program and b"debug_artifact_path" not in program
 
 
+@slow
 def test_vela_failure_is_one_line_and_keeps_the_intermediates(trained_run):
     # the U55 cannot use a DRAM arena: Vela rejects this configuration
     with pytest.raises(UserError) as e:
@@ -132,6 +139,7 @@ def test_operators_that_fell_back_to_the_cpu_are_named():
     assert ethos_u.check_one_delegate(whole, [("Conv2D", "NPU")]) == whole
 
 
+@slow
 def test_vela_table_lists_exported_npu_programs(exported, trained_run):
     pte = exported("ethos-u85-128")
     rows = {row["target"]: row for row in ethos_u.vela_table(trained_run)}
@@ -143,6 +151,7 @@ def test_vela_table_lists_exported_npu_programs(exported, trained_run):
     assert all(name.startswith("ethos-u") for name in rows)
 
 
+@slow
 def test_extra_eval_uses_the_int8_cpu_predictions_it_is_given(exported):
     from tinyrps.export import EvalContext
     pte = exported("ethos-u85-128")

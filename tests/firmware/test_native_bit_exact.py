@@ -3,6 +3,7 @@ through the `native` device and the eval hook that reports bit-exactness."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tinyrps.devices import open_device
 from tinyrps.export import EvalContext, get_target
@@ -18,6 +19,7 @@ def final_dequantize(pte) -> tuple:
     return plan.values[call.args[1]].val.double_val, plan.values[call.args[2]].val.int_val
 
 
+@pytest.mark.slow     # the full network on 300 images, and its Python reference
 def test_native_device_is_bit_exact_on_300_images(m55_pte, images):
     reference = reference_int8(m55_pte, images)
     with open_device("native", m55_pte) as device:

@@ -12,6 +12,7 @@
 
 #include <string.h>
 
+#include "batch_input.h"
 #include "board.h"
 #include "link_frame.h"
 #include "semihost.h"
@@ -92,26 +93,6 @@ static void encode_record(trt_status status, int n_out, uint64_t instructions, c
     }
 }
 
-/* The last two words of the command line: images file, outputs file. */
-static int parse_file_names(char *line, char **images, char **outputs)
-{
-    char *words[8];
-    int count = 0;
-    for (char *p = line; *p && count < 8;) {
-        while (*p == ' ')
-            *p++ = '\0';
-        if (*p)
-            words[count++] = p;
-        while (*p && *p != ' ')
-            p++;
-    }
-    if (count < 2)
-        return -1;
-    *images = words[count - 2];
-    *outputs = words[count - 1];
-    return 0;
-}
-
 static __attribute__((noreturn)) void fail(const char *why)
 {
     semihost_print("tinyrps firmware batch: ");
@@ -183,15 +164,15 @@ void run_batch(firmware_state *fw)
 {
     static char line[512];
     char *images_path, *outputs_path;
-    if (semihost_command_line(line, sizeof line - 1) != 0 || parse_file_names(line, &images_path, &outputs_path) != 0)
+    if (semihost_command_line(line, sizeof line - 1) != 0 || batch_file_names(line, &images_path, &outputs_path) != 0)
         fail("expected '<images file> <outputs file>' on the semihosting command line");
     int in = semihost_open(images_path, SEMIHOST_OPEN_READ);
     if (in < 0)
         fail("cannot open the images file");
-    long in_bytes = semihost_file_length(in);
-    if (in_bytes < 0 || in_bytes % TRT_IMAGE_BYTES != 0)
+    uint32_t images_in_file;
+    if (batch_image_count(semihost_file_length(in), &images_in_file) != 0)
         fail("the images file is not a whole number of 784-byte images");
-    uint32_t count = fw->load_status == TRT_OK ? (uint32_t)(in_bytes / TRT_IMAGE_BYTES) : 0;
+    uint32_t count = fw->load_status == TRT_OK ? images_in_file : 0;
     int out = semihost_open(outputs_path, SEMIHOST_OPEN_WRITE);
     if (out < 0)
         fail("cannot create the outputs file");

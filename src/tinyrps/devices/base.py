@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UserError
-from ..model import IMAGE_SIZE
+from ..model import IMAGE_SIZE, LABELS
 
 
 class Device:
@@ -18,12 +18,12 @@ class Device:
     name = "?"
 
     def classify(self, images: np.ndarray) -> np.ndarray:
-        """uint8 [N,28,28] -> float32 logits [N,3]."""
+        """uint8 [N,28,28] -> float32 logits [N, classes]."""
         images = check_images(images)
         if 0 < len(images) <= self.batch_size:  # the common single-call case, kept lean for latency
             return self._classify_batch(images)
         if not len(images):
-            return np.zeros((0, 3), np.float32)
+            return np.zeros((0, len(LABELS)), np.float32)
         return np.concatenate([self._classify_batch(images[i:i + self.batch_size])
                                for i in range(0, len(images), self.batch_size)])
 
@@ -55,19 +55,19 @@ FAMILY_NEEDS = {"host": "the ExecuTorch runtime on a CPU", "ethos-u": "the Arm E
                 "cortex-m": "a Cortex-M core with the CMSIS-NN operators"}
 
 
-def require_family(model_path, family: str, device_name: str, program: bytes = None, sidecar_only: bool = False):
+def require_family(model_path, family: str, device_name: str, program: bytes, sidecar_only: bool = False):
     """Refuse a program of another family in one line that names the devices that can run it.
 
-    The family comes from the program's sidecar, else from its contents (`program`, or the
-    file); with sidecar_only a program without a sidecar is left to the device to judge."""
-    from ..export import FAMILY_DEVICES, read_sidecar
-    from ..pte import family_of_program, program_family
+    A sidecar that does not describe `program` (the program's bytes) is refused first, on
+    every device. The family comes from the program's contents; with sidecar_only, from
+    the sidecar alone, and a program without one is left to the device to judge."""
+    from ..export import FAMILY_DEVICES
+    from ..pte import checked_sidecar, family_of_program
+    sidecar = checked_sidecar(model_path, program)
     if sidecar_only:
-        actual = (read_sidecar(model_path) or {}).get("family", family)
-    elif program is not None:
-        actual = family_of_program(program, model_path)
+        actual = (sidecar or {}).get("family", family)
     else:
-        actual = program_family(model_path)
+        actual = family_of_program(program, model_path)
     if actual != family:
         raise UserError(f"{model_path.name} is a {actual} program: it needs {FAMILY_NEEDS[actual]}, which device "
                         f"'{device_name}' does not have; run it with --device "

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..model import LABELS
 from ..pte import read_program
 from .base import Device, check_images, require_family
 
@@ -62,7 +63,7 @@ class McuDevice(Device):
         self.transport = transport
         self.port = port
         program = read_program(self.model_path)
-        require_family(self.model_path, "cortex-m", self.name, sidecar_only=True)
+        require_family(self.model_path, "cortex-m", self.name, program, sidecar_only=True)
         self.board = program_board(self.model_path, board)
         self.model_sha256 = hashlib.sha256(program).hexdigest()
         self.server = self.link = self.elf = None
@@ -73,7 +74,7 @@ class McuDevice(Device):
         except BaseException:
             self.close()
             raise
-        self.last_int8 = np.zeros((0, 3), np.int8)
+        self.last_int8 = np.zeros((0, len(LABELS)), np.int8)
         self._int8_chunks = []
         self._stats = {}
 
@@ -102,7 +103,7 @@ class McuDevice(Device):
 
     @property
     def int8_outputs(self) -> np.ndarray:
-        return np.concatenate(self._int8_chunks) if self._int8_chunks else np.zeros((0, 3), np.int8)
+        return np.concatenate(self._int8_chunks) if self._int8_chunks else np.zeros((0, len(LABELS)), np.int8)
 
     def classify(self, images) -> np.ndarray:
         images = check_images(images)
@@ -125,7 +126,7 @@ class McuDevice(Device):
             logit_rows.append(result.logits)
             self._stats = {"instructions": int(result.instructions), "link_ms": round(result.link_ms, 2),
                            "transport": "serial"}
-        n_out = len(int8_rows[0]) if int8_rows else len(self.last_int8[0]) if len(self.last_int8) else 3
+        n_out = len(int8_rows[0]) if int8_rows else len(self.last_int8[0]) if len(self.last_int8) else len(LABELS)
         return (np.array(int8_rows, np.int8).reshape(-1, n_out),
                 np.array(logit_rows, np.float32).reshape(-1, n_out))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..model import LABELS
 from ..pte import read_program
 from .base import Device, require_family
 
@@ -31,22 +32,22 @@ class NativeDevice(Device):
     def __init__(self, model_path, **_):
         from ..firmware import build_firmware
         self.model_path = Path(model_path)
-        read_program(self.model_path)   # a .pte at all?
-        require_family(self.model_path, "cortex-m", self.name, sidecar_only=True)
+        program = read_program(self.model_path)   # a .pte at all?
+        require_family(self.model_path, "cortex-m", self.name, program, sidecar_only=True)
         self.tool = build_firmware("native").tool("tinyrps-native")
         self.info = json.loads(self._run("info", str(self.model_path)))
-        self.last_int8 = np.zeros((0, 3), np.int8)
+        self.last_int8 = np.zeros((0, len(LABELS)), np.int8)
         self._int8_chunks = []
         self._batch_int8 = []
 
     @property
     def int8_outputs(self) -> np.ndarray:
-        return np.concatenate(self._int8_chunks) if self._int8_chunks else np.zeros((0, 3), np.int8)
+        return np.concatenate(self._int8_chunks) if self._int8_chunks else np.zeros((0, len(LABELS)), np.int8)
 
     def classify(self, images: np.ndarray) -> np.ndarray:
         self._batch_int8 = []
         logits = super().classify(images)
-        n_out = logits.shape[1] if logits.ndim == 2 else 3
+        n_out = logits.shape[1] if logits.ndim == 2 else len(LABELS)
         self.last_int8 = np.concatenate(self._batch_int8) if self._batch_int8 else np.zeros((0, n_out), np.int8)
         self._int8_chunks.append(self.last_int8)
         return logits

@@ -211,10 +211,16 @@ def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
 
 
 def read_sidecar(pte: Path) -> Optional[dict]:
+    """The sidecar T.json of T.pte, or None if there is none; an unreadable one is an error
+    (a program's family and checks come from it, so it is never silently ignored)."""
     path = Path(pte).with_suffix(".json")
-    if path.is_file():
-        try:
-            return json.loads(path.read_text())
-        except json.JSONDecodeError:
-            return None
-    return None
+    if not path.is_file():
+        return None
+    try:
+        sidecar = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        sidecar = None
+    if not isinstance(sidecar, dict):
+        raise UserError(f"{path} (the sidecar of {Path(pte).name}) is corrupt (not a JSON object): export the program "
+                        f"again with `tinyrps export`")
+    return sidecar

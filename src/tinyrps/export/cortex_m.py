@@ -13,9 +13,7 @@ images, so the two agree by construction of every exported variant.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,7 +21,8 @@ import numpy as np
 import torch
 
 from ..errors import UserError
-from ..model import INPUT_SHAPE, images_to_tensor
+from ..model import INPUT_SHAPE, LABELS, images_to_tensor
+from ..torch_settings import torch_threads
 from . import BuildContext, BuildResult, EvalContext, Target, register
 from .host import calibrate
 
@@ -215,7 +214,7 @@ def parse_program(data: bytes) -> ParsedProgram:
 
 
 def reference_int8(pte_path, images_uint8: np.ndarray) -> np.ndarray:
-    """int8 outputs [N,3] of ExecuTorch's Python Cortex-M operators replaying the program at pte_path."""
+    """int8 outputs [N, classes] of ExecuTorch's Python Cortex-M operators replaying the program at pte_path."""
     data = Path(pte_path).read_bytes()
     return replay_int8(_parsed(hashlib.sha256(data).hexdigest(), data), images_uint8)
 
@@ -234,37 +233,18 @@ def _register_operators() -> None:
     import executorch.exir.passes.dim_order_ops_registry  # noqa: F401
 
 
-_one_thread_lock = threading.Lock()
-_one_thread_users = 0
-_threads_before = 1
-
-
-@contextlib.contextmanager
 def _one_thread():
     """Tensors of one 28x28 image are tiny: one thread is several times faster than torch's pool
-    (and does not fight other work for the cores). The setting is process-wide and evaluation
-    replays several programs in worker threads at once: the first to enter saves torch's thread
-    count, the last to leave restores it."""
-    global _one_thread_users, _threads_before
-    with _one_thread_lock:
-        if _one_thread_users == 0:
-            _threads_before = torch.get_num_threads()
-            torch.set_num_threads(1)
-        _one_thread_users += 1
-    try:
-        yield
-    finally:
-        with _one_thread_lock:
-            _one_thread_users -= 1
-            if _one_thread_users == 0:
-                torch.set_num_threads(_threads_before)
+    (and does not fight other work for the cores). Off the main thread the pool stays as it is
+    (see torch_threads); eval, which runs the reference in a worker, sets one thread itself."""
+    return torch_threads(1)
 
 
 def replay_int8(prog: ParsedProgram, images: np.ndarray) -> np.ndarray:
     _register_operators()
     with _one_thread(), torch.no_grad():
         return np.stack([_Replay(prog).run(x) for x in images_to_tensor(images)]) if len(images) else \
-            np.zeros((0, 3), np.int8)
+            np.zeros((0, len(LABELS)), np.int8)
 
 
 def replay_layers(pte_path, image_uint8: np.ndarray) -> list:

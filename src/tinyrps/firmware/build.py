@@ -2,6 +2,7 @@
 
 Kinds: "native" (host gcc: the runtime library, `tinyrps-native` and the mutation
 sweep `tinyrps-mutate`), "native-asan" (the same with AddressSanitizer and UBSan),
+"fuzz" (clang: the same, plus the libFuzzer targets of firmware/fuzz/),
 and per board port (firmware/board/<board>, tinyrps.firmware.boards) two
 arm-none-eabi-gcc builds of the firmware image `tinyrps_fw.elf`: "<board>" with
 the fastest kernels the core's ISA allows (TINYRPS_KERNELS=auto) and "<board>-c"
@@ -27,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from .sources import PACKAGED_DIR, source_files
 
 APT_HOST = "apt-get install --no-install-recommends cmake gcc libc6-dev"
 APT_ARM = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
-SOURCE_SUFFIXES = {".c", ".h", ".s", ".S", ".ld", ".cmake", ".txt"}
+APT_FUZZ = "apt-get install --no-install-recommends cmake clang-16 libclang-rt-16-dev"
 TOOLCHAIN_FILE = Path("cmake") / "arm-none-eabi.cmake"
 
 
@@ -60,6 +62,9 @@ KINDS = {
     "native": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("gcc",), APT_HOST),
     "native-asan": Kind(("-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTRT_SANITIZE=ON"), ("gcc",), APT_HOST),
     **_board_kinds(),
+    # the libFuzzer targets of firmware/fuzz/ (with sanitized host tools beside them)
+    "fuzz": Kind(("-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCMAKE_C_COMPILER=clang-16", "-DTRT_SANITIZE=ON",
+                  "-DTRT_FUZZ=ON"), ("clang-16",), APT_FUZZ),
 }
 
 
@@ -77,11 +82,15 @@ class FirmwareBuild:
 
 
 def firmware_dir() -> Path:
-    """firmware/ of the repository this package runs from."""
-    root = Path(__file__).resolve().parents[3] / "firmware"
-    if not (root / "CMakeLists.txt").is_file():
-        raise UserError(f"firmware sources not found at {root}: run tinyrps from a checkout of the repository")
-    return root
+    """The firmware sources: the copy an installed wheel carries inside this package, else
+    firmware/ of the checkout this package runs from (development, editable install)."""
+    package = Path(__file__).resolve().parent
+    candidates = (package / PACKAGED_DIR, package.parents[2] / "firmware")
+    for root in candidates:
+        if (root / "CMakeLists.txt").is_file():
+            return root
+    raise UserError(f"firmware sources not found (looked in {' and '.join(map(str, candidates))}): "
+                    f"reinstall tinyrps from its wheel, or run it from a checkout of the repository")
 
 
 def build_firmware(kind: str = "native") -> FirmwareBuild:
@@ -150,11 +159,8 @@ def _stamp(source: Path, args: list, compilers: tuple) -> str:
     for compiler in compilers:
         version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
         h.update(version.encode() + b"\0")
-    for path in sorted(source.rglob("*")):
-        rel = path.relative_to(source)
-        if rel.parts[0].startswith("build") or not path.is_file() or path.suffix not in SOURCE_SUFFIXES:
-            continue
-        h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in source_files(source):
+        h.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 

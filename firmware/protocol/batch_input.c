@@ -1,0 +1,37 @@
+#include "batch_input.h"
+
+#include <stddef.h>
+
+#include "tinyrps_runtime.h"
+
+static int is_separator(char c) { return c == ' ' || c == '\t'; }
+
+/* Scans from the end, so a line with any number of words gives its last two. */
+int batch_file_names(char *line, char **images, char **outputs)
+{
+    char *found[2] = {NULL, NULL};
+    size_t end = 0;
+    while (line[end])
+        end++;
+    for (int word = 1; word >= 0; word--) {
+        while (end > 0 && is_separator(line[end - 1]))
+            end--;
+        if (end == 0)
+            return -1;
+        line[end] = '\0'; /* ends this word (the separator after it, or the line's own NUL) */
+        while (end > 0 && !is_separator(line[end - 1]))
+            end--;
+        found[word] = line + end;
+    }
+    *images = found[0];
+    *outputs = found[1];
+    return 0;
+}
+
+int batch_image_count(long long bytes, uint32_t *count)
+{
+    if (bytes < 0 || bytes % TRT_IMAGE_BYTES != 0 || bytes / TRT_IMAGE_BYTES > (long long)UINT32_MAX)
+        return -1;
+    *count = (uint32_t)(bytes / TRT_IMAGE_BYTES);
+    return 0;
+}

@@ -1,0 +1,26 @@
+"""Which files of the firmware tree are its sources.
+
+One definition for the two places that need it: the build, which hashes exactly these
+files into its cache key, and the wheel (setup.py loads this file on its own, so it
+imports nothing from the package), which ships exactly these files. An installed
+package therefore gets the same key as the checkout it was built from.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+SOURCE_SUFFIXES = {".c", ".h", ".s", ".S", ".ld", ".cmake", ".txt"}
+# Where a wheel puts the firmware sources, inside the tinyrps.firmware package.
+PACKAGED_DIR = "sources"
+
+
+def source_files(root: Path) -> list:
+    """The firmware sources under `root`, sorted; build folders inside the tree are skipped."""
+    root = Path(root)
+    found = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0].startswith("build") or not path.is_file() or path.suffix not in SOURCE_SUFFIXES:
+            continue
+        found.append(path)
+    return found
