@@ -30,20 +30,19 @@ def classify_with_progress(device, images, bar, description) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, 3), np.float32)
 
 
-def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False) -> dict:
-    """Evaluate eager and the exported variants (all, or those named in `only`)."""
+def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False,
+             device_options=None) -> dict:
+    """Evaluate eager and the exported variants (all, or those named in `only`) on the first
+    `limit` test images (all when None). `device_options`: device name -> options to open it with."""
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be at least 1, got {limit}")
     ckpt = variants.checkpoint(run_dir)
+    programs = variants.selected(run_dir, only)
     data_dir = data_dir or run_config(run_dir)["data"]
     images, labels = load_split(data_dir, "test")
-    if limit:
+    if limit is not None:
         images, labels = images[:limit], labels[:limit]
-    programs = variants.exported(run_dir)
-    if only:
-        missing = [t for t in only if t not in programs]
-        if missing:
-            raise UserError(f"no exported program for {', '.join(missing)} in {run_dir}/export: "
-                            f"create it with `tinyrps export --run {run_dir} --target {missing[0]}`")
-        programs = {t: programs[t] for t in only}
+    device_options = device_options or {}
     result = {"test_images": int(len(images)), "variants": {}}
     with progress_bar(quiet) as bar:
         with open_device("eager", ckpt) as eager:
@@ -58,11 +57,13 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
                 device_name = device_override or default_device(pte)
                 if device_class(device_name).out_of_process:
                     entries[name] = pool.submit(evaluate_variant, name, pte, device_name, images, labels,
-                                                eager_logits, dict(predictions), bar)
+                                                eager_logits, dict(predictions), bar,
+                                                device_options.get(device_name, {}))
             for name, pte in programs.items():
                 if name not in entries:
-                    entries[name] = evaluate_variant(name, pte, device_override or default_device(pte), images,
-                                                     labels, eager_logits, predictions, bar)
+                    device_name = device_override or default_device(pte)
+                    entries[name] = evaluate_variant(name, pte, device_name, images, labels, eager_logits,
+                                                     predictions, bar, device_options.get(device_name, {}))
                     predictions[name] = entries[name].pop("_predictions")
         for name in programs:
             entry = entries[name].result() if isinstance(entries[name], concurrent.futures.Future) else entries[name]
@@ -71,9 +72,9 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
     return result
 
 
-def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar) -> dict:
+def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar, options=None) -> dict:
     """One program on its device: accuracy, agreement with eager, and the family's own checks."""
-    with open_device(device_name, pte, bulk=True) as device:
+    with open_device(device_name, pte, bulk=True, **(options or {})) as device:
         logits = classify_with_progress(device, images, bar, f"{name} on {device_name}")
         agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean()) if len(images) else 0.0
         # "agreement" is with eager unless the family compares with a closer reference

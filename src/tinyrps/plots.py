@@ -15,9 +15,14 @@ from .model import LABELS  # noqa: E402
 
 def _save(fig, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, path)
+    except BaseException:   # a full disk, Ctrl-C: leave no half-written file behind
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
 
 
 def plot_curves(history: list, path: Path) -> None:

@@ -69,7 +69,8 @@ def require_family(model_path, family: str, device_name: str, program: bytes = N
     else:
         actual = program_family(model_path)
     if actual != family:
-        raise UserError(f"{model_path.name} is a {actual} program: it needs {FAMILY_NEEDS[actual]}, which device "
+        article = "an" if actual[0] in "aeiou" else "a"
+        raise UserError(f"{model_path.name} is {article} {actual} program: it needs {FAMILY_NEEDS[actual]}, which device "
                         f"'{device_name}' does not have; run it with --device "
                         f"{' or --device '.join(FAMILY_DEVICES[actual])}")
 
