@@ -80,6 +80,8 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
         for name, device_name, path in entries:
             entry = {"device": device_name, "latency_ms": statistics.median(times[name]), "runs": len(times[name]),
                      "p90_ms": float(np.percentile(times[name], 90))}
+            if devices[name].simulated_by:   # a model of the hardware: its time is not the hardware's
+                entry["simulated_by"] = devices[name].simulated_by
             if name != "eager":
                 sidecar = variants.sidecar(path)
                 entry["size_bytes"] = path.stat().st_size

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -152,7 +153,9 @@ def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = F
     timings["total"] = round(time.perf_counter() - start, 2)
     summary = {
         "test_accuracy": {name: v["accuracy"] for name, v in evaluation["variants"].items()},
-        "artifacts": {"model": str(run_dir / "model.pt"), **artifacts},
+        # relative to OUT, so the folder can be moved or shared
+        "artifacts": {name: Path(os.path.relpath(path, out)).as_posix()
+                      for name, path in {"model": run_dir / "model.pt", **artifacts}.items()},
         "skipped": skipped,
         "data": data_info,
         "training": {"epochs": metrics["epochs"], "best_val_accuracy": metrics["best_val_accuracy"]},

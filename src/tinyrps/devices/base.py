@@ -32,6 +32,9 @@ class Device:
     #: True where the computing happens in another process (QEMU, a native tool), so a
     #: caller may run this device alongside in-process work
     out_of_process = False
+    #: what stands in for the hardware when the device runs a model of it on this machine
+    #: (its times are then the model's, not the hardware's); None when it is the real thing
+    simulated_by = None
 
     def _classify_batch(self, images: np.ndarray) -> np.ndarray:
         raise NotImplementedError

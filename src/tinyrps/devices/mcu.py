@@ -135,6 +135,10 @@ class McuDevice(Device):
         wall time (serial) or the batch's wall time per image (batch), `transport`."""
         return dict(self._stats)
 
+    @property
+    def simulated_by(self):
+        return None if self.port else "QEMU"
+
     def describe(self) -> str:
         where = f"{self.info.board} on {self.port}" if self.port else f"QEMU {self.info.board} (Cortex-M55)"
         return f"tinyrps firmware {self.info.firmware} on {where}, {self.transport} link"
