@@ -37,6 +37,12 @@ EXPORT_HINT = "create one with `tinyrps export --run RUN --target T`"
 QUIET_LOGGERS = ("torchao", "torch.utils._pytree", "torch._export", "executorch")
 
 
+# Warnings the libraries give on every export, by message and category: torch's own pytree
+# code (its stack level points into copyreg, so the module says nothing). DeprecationWarnings
+# (executorch's ExperimentalWarning among them) are hidden by Python's defaults already.
+KNOWN_WARNINGS = ((r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning),)
+
+
 def quiet_libraries() -> None:
     """Silence the libraries' known chatter by logger name and warning message; every
     other warning still shows."""
@@ -44,12 +50,8 @@ def quiet_libraries() -> None:
     import warnings
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
-    for message, category, module in KNOWN_WARNINGS:
-        warnings.filterwarnings("ignore", message=message, category=category, module=module)
-
-
-# (message regex, category, module regex) of warnings the libraries give on every run.
-KNOWN_WARNINGS = ()
+    for message, category in KNOWN_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
 
 
 # ── argument types: numbers are checked while parsing, before any work ──────
@@ -287,8 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=seed_number, default=0, help="random seed of initialisation and shuffling")
 
     s = add("export", cmd_export, "export RUN/model.pt to an ExecuTorch program RUN/export/T.pte")
-    s.add_argument("--run", type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
-    s.add_argument("--target", metavar="T", help="what to build (see --list)")
+    s.add_argument("--run", type=Path, metavar="RUN", help="a run folder made by `tinyrps train` "
+                   "(required, except with --list)")
+    s.add_argument("--target", metavar="T", help="what to build, see --list (required, except with --list)")
     s.add_argument("--list", action="store_true", help="list the targets and exit")
     s.add_argument("--system-config", metavar="C", help="Ethos-U: Vela system configuration "
                    "(default: Arm's for the accelerator, e.g. Ethos_U85_SYS_DRAM_Mid)")
