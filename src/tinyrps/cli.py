@@ -43,6 +43,11 @@ QUIET_LOGGERS = ("torchao", "torch.utils._pytree", "torch._export", "executorch"
 KNOWN_WARNINGS = ((r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning),)
 
 
+# Log records of loggers that set their own level on import (so QUIET_LOGGERS does not reach
+# them): logger name -> the start of the message. A filter on a logger outlives its setLevel.
+KNOWN_LOG_MESSAGES = {"executorch.exir.pass_manager": "PassManager is deprecated"}
+
+
 def quiet_libraries() -> None:
     """Silence the libraries' known chatter by logger name and warning message; every
     other warning still shows."""
@@ -50,6 +55,8 @@ def quiet_libraries() -> None:
     import warnings
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
+    for name, start in KNOWN_LOG_MESSAGES.items():
+        logging.getLogger(name).addFilter(lambda record, start=start: not str(record.msg).startswith(start))
     for message, category in KNOWN_WARNINGS:
         warnings.filterwarnings("ignore", message=message, category=category)
 
