@@ -279,3 +279,18 @@ def test_the_test_suite_hides_no_whole_category_of_warnings():
         for category in (UserWarning, FutureWarning, DeprecationWarning):
             warnings.warn(f"a {category.__name__} of our own", category)
     assert [w.category for w in caught] == [UserWarning, FutureWarning, DeprecationWarning]
+
+
+def test_the_readme_synopsis_names_every_command_and_option():
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    synopsis = readme.split("## Commands", 1)[1].split("```", 2)[1].splitlines()
+    for command, _, action in all_options():
+        if "--help" in action.option_strings:
+            continue
+        prefix = f"tinyrps {command}".strip()
+        lines = " ".join(line for line in synopsis if line == prefix or line.startswith(prefix + " "))
+        assert lines, f"`{prefix}` is missing from the README's synopsis"
+        assert any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", lines) for o in action.option_strings), \
+            f"{action.option_strings[0]} of `{prefix}` is missing from the README's synopsis"
