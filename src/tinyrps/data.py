@@ -47,8 +47,9 @@ class Jitter:
 
 def font_files() -> list:
     """Fonts that ship with the Python dependencies (no system fonts)."""
-    import matplotlib
-    ttf = Path(matplotlib.__file__).parent / "mpl-data" / "fonts" / "ttf"
+    import importlib.util
+    # found, not imported: importing matplotlib would slow every game's start
+    ttf = Path(importlib.util.find_spec("matplotlib").origin).parent / "mpl-data" / "fonts" / "ttf"
     names = ["DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSans-Oblique.ttf",
              "DejaVuSerif.ttf", "DejaVuSerif-Bold.ttf", "DejaVuSansMono.ttf",
              "DejaVuSansMono-Bold.ttf", "STIXGeneral.ttf", "cmss10.ttf"]
