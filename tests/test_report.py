@@ -1,6 +1,4 @@
 """The Markdown report and the latency plot: tables that render, text that reads as text."""
-import re
-
 import pytest
 
 from tinyrps.report import markdown_table, write_report
@@ -41,31 +39,7 @@ def summary_of_a_run() -> dict:
     }
 
 
-def markdown_tables(text: str) -> list:
-    """Each table as a list of rows, each row the list of its cells ('\\|' stays inside a cell)."""
-    tables, current = [], []
-    for line in text.splitlines() + [""]:
-        if line.startswith("|"):
-            current.append([c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
-        elif current:
-            tables.append(current)
-            current = []
-    return tables
-
-
-def assert_tables_render(text: str) -> list:
-    tables = markdown_tables(text)
-    assert tables
-    for table in tables:
-        header, separator, *rows = table
-        assert all(re.fullmatch(r":?-{3,}:?", cell) for cell in separator), table
-        assert len(separator) == len(header), table
-        for row in rows:
-            assert len(row) == len(header), (header, row)
-    return tables
-
-
-def test_a_pipe_inside_a_cell_is_escaped():
+def test_a_pipe_inside_a_cell_is_escaped(markdown_tables):
     table = markdown_tables(markdown_table(["a", "max |Δlogit|"], [["x", "a|b"]]))[0]
     assert table[0] == ["a", r"max \|Δlogit\|"] and table[2] == ["x", r"a\|b"]
 
@@ -78,9 +52,9 @@ def report(tmp_path_factory):
     return out, (out / "report.md").read_text()
 
 
-def test_every_table_renders(report):
+def test_every_table_renders(report, markdown_tables):
     _, text = report
-    headers = [table[0] for table in assert_tables_render(text)]
+    headers = [table[0] for table in markdown_tables(text, check=True)]
     assert any(r"max \|Δlogit\|" in h for h in headers)
 
 
@@ -91,7 +65,7 @@ def test_the_data_line_reads_as_text(report):
     assert "3,000 train, 300 val, 200 test" in line
 
 
-def test_simulated_rows_say_their_times_are_not_hardware_times(report):
+def test_simulated_rows_say_their_times_are_not_hardware_times(report, markdown_tables):
     _, text = report
     speed = next(t for t in markdown_tables(text) if "median ms" in t[0])
     timed_on = {row[0]: row[speed[0].index("timed on")] for row in speed[2:]}
