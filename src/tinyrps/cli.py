@@ -280,12 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
     def add_device(s, what: str):
         s.add_argument("--device", choices=device_names(), help=f"run {what} on this device "
                        "(default: the device of the program's family: host, npu-ref or mcu)")
-        s.add_argument("--port", metavar="DEV", help="with --device mcu: a board running the tinyrps firmware on "
-                       "this serial port (e.g. /dev/ttyACM0) instead of QEMU (default: QEMU)")
+        s.add_argument("--port", metavar="DEV", help="for the mcu device: a board running the tinyrps firmware on "
+                       "this serial port, e.g. /dev/ttyACM0 (default: the firmware in QEMU)")
 
     s = add("data", cmd_data, "render the synthetic train/val/test splits")
     s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write (created if missing)")
-    s.add_argument("--seed", type=seed_number, default=0, help="random seed; the same seed gives the same images")
+    s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed; the same seed gives the same images")
     s.add_argument("--per-class", type=count, metavar="N", help="training images per class; val and test scale "
                    "with it (default: 3000, with 300 val and 200 test)")
 
@@ -293,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data", required=True, type=Path, metavar="DIR", help="a folder made by `tinyrps data`")
     s.add_argument("--out", required=True, type=Path, metavar="RUN", help="run folder to write")
     s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs")
-    s.add_argument("--seed", type=seed_number, default=0, help="random seed of initialisation and shuffling")
+    s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of initialisation and shuffling")
 
     s = add("export", cmd_export, "export RUN/model.pt to an ExecuTorch program RUN/export/T.pte")
     s.add_argument("--run", type=Path, metavar="RUN", help="a run folder made by `tinyrps train` "
@@ -341,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = add("all", cmd_all, "the whole pipeline: data, train, export, eval, bench, game, report")
     s.add_argument("--out", type=Path, default=Path("out"), metavar="DIR", help="folder to write")
-    s.add_argument("--seed", type=seed_number, default=0, help="random seed of the data and the training")
+    s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the data and the training")
     s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs")
     s.add_argument("--per-class", type=count, metavar="N", help="training images per class "
                    "(default: 3000, with 300 val and 200 test)")
