@@ -257,7 +257,8 @@ def cmd_all(a):
 def cmd_deploy_fvp(a):
     check_model(a.model)
     from .deploy.fvp import deploy_fvp
-    result = deploy_fvp(a.model, a.executorch_root, fvp=a.fvp, toolchain=a.toolchain)
+    result = deploy_fvp(a.model, a.executorch_root, fvp=a.fvp, toolchain=a.toolchain, workdir=a.workdir,
+                        images=a.image, timeout_s=a.timeout)
     emit_json(result)
 
 
@@ -359,6 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a checkout of ExecuTorch's sources")
     f.add_argument("--fvp", type=Path, help="FVP_Corstone_SSE-320 binary (default: on PATH)")
     f.add_argument("--toolchain", type=Path, help="Arm GNU toolchain folder (default: on PATH or the checkout's)")
+    f.add_argument("--image", type=Path, action="append",
+                   help="classify this PNG/JPEG on the FVP; repeatable (default: none, the runner's input of ones)")
+    f.add_argument("--workdir", type=Path, help="build and log folder (default: next to the .pte, MODEL.fvp/)")
+    f.add_argument("--timeout", type=count, default=600, metavar="S", help="FVP time limit per run, seconds")
     return p
 
 
