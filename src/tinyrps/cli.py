@@ -134,12 +134,13 @@ def check_run(run) -> Path:
     return run
 
 
-def check_data(data) -> Path:
+def check_data(data, split: str) -> Path:
+    """A data folder holding the split a command reads."""
     data = Path(data)
     if data.is_file():
         raise UserError(f"--data {data} is a file: give the folder made by `tinyrps data --out DIR`")
-    if not (data / "train.npz").is_file():
-        raise UserError(f"no data set in {data}: create it with `tinyrps data --out {data}`")
+    if not (data / f"{split}.npz").is_file():
+        raise UserError(f"no {split} split in {data}: create the data set with `tinyrps data --out {data}`")
     return data
 
 
@@ -167,7 +168,7 @@ def cmd_data(a):
 
 
 def cmd_train(a):
-    data = check_data(a.data)
+    data = check_data(a.data, "train")
     check_out_folder(a.out)
     from .train import TrainConfig, train
     train(TrainConfig(data=str(data.resolve()), epochs=a.epochs, seed=a.seed), a.out, quiet=a.quiet)
@@ -193,7 +194,7 @@ def cmd_export(a):
 def cmd_eval(a):
     check_run(a.run)
     if a.data is not None:
-        check_data(a.data)
+        check_data(a.data, "test")
     options = device_options(a)
     from .evaluate import evaluate
     result = evaluate(a.run, a.data, only=a.variant, device_override=a.device, limit=a.limit,
