@@ -364,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--image", type=Path, action="append",
                    help="classify this PNG/JPEG on the FVP; repeatable (default: none, the runner's input of ones)")
     f.add_argument("--workdir", type=Path, help="build and log folder (default: next to the .pte, MODEL.fvp/)")
-    f.add_argument("--timeout", type=count, default=600, metavar="S", help="FVP time limit per run, seconds")
+    f.add_argument("--timeout", type=int, default=600, help="FVP time limit per run, seconds (default 600)")
     return p
 
 
