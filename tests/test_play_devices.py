@@ -68,7 +68,8 @@ def test_cortex_m55_sidecar_has_the_firmware_figures(exported):
     assert set(fw) >= {"flash_bytes", "ram_bytes", "arena_bytes", "instructions_per_inference", "instructions_per_mac"}
     assert fw["flash_bytes"] > meta["size_bytes"] and fw["arena_bytes"] > 0
     assert fw["ram_bytes"] > fw["arena_bytes"]
-    assert fw["instructions_per_inference"] > fw["macs"]
+    # the widest multiply-accumulate (Helium VMLADAV on int8) does 16 MACs in one instruction
+    assert fw["macs"] / 16 < fw["instructions_per_inference"] < 5 * fw["macs"]
 
 
 def test_play_on_a_board_on_a_serial_port(cli, cortex_m_pte):

@@ -1,7 +1,16 @@
-# CMake toolchain file: bare-metal Arm Cortex-M55 with the GNU Arm Embedded
-# toolchain (arm-none-eabi-gcc + newlib). Use with
-#   cmake -DCMAKE_TOOLCHAIN_FILE=firmware/cmake/arm-none-eabi.cmake ...
-# Override TINYRPS_CPU for another Armv8-M/Armv7-M core (e.g. cortex-m33, cortex-m4).
+# CMake toolchain file: bare-metal Arm Cortex-M with the GNU Arm Embedded toolchain
+# (arm-none-eabi-gcc + newlib). Use with
+#   cmake -DCMAKE_TOOLCHAIN_FILE=firmware/cmake/arm-none-eabi.cmake [-DTINYRPS_CPU=...] ...
+#
+# TINYRPS_CPU is the -mcpu value (default cortex-m55), with GCC's feature modifiers:
+#   cortex-m55              Armv8.1-M, Helium (MVE, integer and float), DSP, FPU
+#   cortex-m55+nomve        the same core's DSP path        cortex-m55+nomve+nodsp  its plain-C path
+#   cortex-m33, cortex-m4   DSP extension and FPU
+#   cortex-m85              GCC 12 does not know it by name: built as the Armv8.1-M
+#                           architecture with the same extensions (MVE with float, double FPU)
+# All of them have an FPU, and newlib ships hard-float libraries for each (check with
+# `arm-none-eabi-gcc -mcpu=... -mfloat-abi=hard -print-multi-directory`), so the default
+# float ABI is hard.
 
 set(CMAKE_SYSTEM_NAME Generic)
 set(CMAKE_SYSTEM_PROCESSOR arm)
@@ -24,7 +33,12 @@ set(CMAKE_SIZE "${_arm_bin}/arm-none-eabi-size" CACHE FILEPATH "size")
 # There is no OS to run a test executable on: let try_compile build a library.
 set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
 
-set(_arch_flags "-mcpu=${TINYRPS_CPU} -mthumb -mfloat-abi=${TINYRPS_FLOAT_ABI}")
+if(TINYRPS_CPU STREQUAL "cortex-m85")
+  set(_cpu_flag "-march=armv8.1-m.main+mve.fp+fp.dp")
+else()
+  set(_cpu_flag "-mcpu=${TINYRPS_CPU}")
+endif()
+set(_arch_flags "${_cpu_flag} -mthumb -mfloat-abi=${TINYRPS_FLOAT_ABI}")
 set(CMAKE_C_FLAGS_INIT "${_arch_flags} -ffunction-sections -fdata-sections")
 set(CMAKE_ASM_FLAGS_INIT "${_arch_flags}")
 set(CMAKE_EXE_LINKER_FLAGS_INIT "${_arch_flags} -Wl,--gc-sections")

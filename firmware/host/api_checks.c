@@ -70,6 +70,13 @@ int main(int argc, char **argv) {
     check(trt_instruction_count(prog) == 10 && trt_instruction_name(prog, 10) == NULL &&
               trt_instruction_name(prog, -1) == NULL, "kernel calls are listed within range");
     check(trt_run_prefix(prog, image, 11) == TRT_ERR_BAD_INPUT, "a prefix past the chain is refused");
+    int named = 1;
+    for (int i = 0; i < trt_instruction_count(prog); i++) {
+        const char *variant = trt_instruction_variant(prog, i);
+        named &= variant && (!strcmp(variant, "c") || !strcmp(variant, "dsp") || !strcmp(variant, "mve"));
+    }
+    check(named && trt_instruction_variant(prog, 10) == NULL && trt_instruction_variant(prog, -1) == NULL &&
+              trt_instruction_variant(NULL, 0) == NULL, "every kernel call names its variant, within range");
     uint64_t count = 99, macs = 0, all_macs = 0;
     int each_once = 1;
     check(trt_instruction_profile(prog, 0, &count, &macs) == TRT_OK && count == 0, "nothing is counted unprofiled");

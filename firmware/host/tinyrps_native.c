@@ -2,7 +2,8 @@
  * tinyrps-native: the firmware's C runtime on the host.
  *
  *   tinyrps-native info   MODEL.pte
- *       one JSON line: arena bytes, MACs, kernel calls; or an error.
+ *       one JSON line: arena bytes, MACs, kernel calls and the kernel variant each runs
+ *       with; or an error.
  *   tinyrps-native run    MODEL.pte IMAGES OUT
  *       IMAGES: N x 784 uint8 (28x28, row-major). OUT: N x n int8 outputs, then N x n
  *       float32 logits (little-endian). Prints {"images": N, "outputs": n}.
@@ -70,6 +71,9 @@ static int cmd_info(const char *model) {
                trt_arena_needed(lp.prog), trt_program_size(), (unsigned long long)trt_macs(lp.prog));
         for (int i = 0; i < trt_instruction_count(lp.prog); i++)
             printf("%s\"%s\"", i ? ", " : "", trt_instruction_name(lp.prog, i));
+        printf("], \"kernels\": [");
+        for (int i = 0; i < trt_instruction_count(lp.prog); i++)
+            printf("%s\"%s\"", i ? ", " : "", trt_instruction_variant(lp.prog, i));
         printf("]}\n");
     }
     unload(&lp);

@@ -85,6 +85,10 @@ int trt_instruction_count(const trt_program *prog);
 /* Name of kernel call i ("cortex_m::quantized_conv2d"), or NULL if out of range. */
 const char *trt_instruction_name(const trt_program *prog, int i);
 
+/* Kernel variant kernel call i runs with, chosen at load from the build's ISA: "mve" (Helium),
+ * "dsp" (the DSP extension's SIMD multiply-accumulates) or "c" (portable); NULL if out of range. */
+const char *trt_instruction_variant(const trt_program *prog, int i);
+
 /* Run only kernel calls [0, end) of the chain after loading the image, so tools can
  * inspect intermediate tensors; trt_infer is the normal entry point. */
 trt_status trt_run_prefix(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int end);
@@ -104,5 +108,11 @@ void trt_set_counter(trt_program *prog, trt_counter_fn counter);
 trt_status trt_instruction_profile(const trt_program *prog, int i, uint64_t *count, uint64_t *macs);
 
 const char *trt_status_name(trt_status s);
+
+/* How many bytes a program occupies, from its own extended header ("eh00": the flatbuffer part
+ * and the segment data behind it), for a loader that knows only where a program starts (a
+ * flash partition). `available` bounds what may be read; the result is <= available.
+ * TRT_ERR_MALFORMED when the header is missing or does not give the length. */
+trt_status trt_program_extent(const uint8_t *pte, size_t available, size_t *length);
 
 #endif

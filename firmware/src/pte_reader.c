@@ -179,27 +179,56 @@ uint8_t fb_vector_u8(const fb_buffer *fb, const fb_vector *v, uint32_t index) {
 
 /* ---- ExecuTorch program ------------------------------------------------------------------------ */
 
+trt_status pte_read_extended_header(const uint8_t *data, size_t len, pte_extended_header *h) {
+    memset(h, 0, sizeof *h);
+    if (len < EH_POS + EH_MIN_LEN || memcmp(data + EH_POS, "eh00", 4) != 0) return TRT_OK;
+    h->present = 1;
+    h->header_len = rd32(data + EH_POS + 4);
+    h->program_size = rd64(data + EH_POS + 8);
+    h->segment_base = rd64(data + EH_POS + 16);
+    h->has_segment_size = h->header_len >= EH_FULL_LEN && len >= EH_POS + EH_FULL_LEN;
+    if (h->has_segment_size) h->segment_size = rd64(data + EH_POS + 24);
+    if (h->header_len < EH_MIN_LEN) return TRT_ERR_MALFORMED;
+    if (h->program_size < EH_POS + EH_MIN_LEN) return TRT_ERR_TRUNCATED;
+    return TRT_OK;
+}
+
 static trt_status read_extended_header(const uint8_t *data, size_t len, pte_file *f) {
+    pte_extended_header h;
     f->flat.len = len;
     f->segment_base = 0;
     f->segment_data_len = 0;
-    if (len < EH_POS + EH_MIN_LEN || memcmp(data + EH_POS, "eh00", 4) != 0) return TRT_OK;
-    uint32_t header_len = rd32(data + EH_POS + 4);
-    uint64_t program_size = rd64(data + EH_POS + 8);
-    uint64_t segment_base = rd64(data + EH_POS + 16);
-    uint64_t segment_size = header_len >= EH_FULL_LEN && len >= EH_POS + EH_FULL_LEN
-                                ? rd64(data + EH_POS + 24) : 0;
-    if (header_len < EH_MIN_LEN) return TRT_ERR_MALFORMED;
-    if (program_size < EH_POS + EH_MIN_LEN || program_size > len) return TRT_ERR_TRUNCATED;
-    f->flat.len = (size_t)program_size;
-    if (segment_base == 0) return TRT_OK;
-    if (segment_base < program_size || segment_base > len) return TRT_ERR_TRUNCATED;
-    f->segment_base = (size_t)segment_base;
-    f->segment_data_len = len - (size_t)segment_base;
-    if (segment_size != 0) {
-        if (segment_size > f->segment_data_len) return TRT_ERR_TRUNCATED;
-        f->segment_data_len = (size_t)segment_size;
+    trt_status s = pte_read_extended_header(data, len, &h);
+    if (s != TRT_OK || !h.present) return s;
+    if (h.program_size > len) return TRT_ERR_TRUNCATED;
+    f->flat.len = (size_t)h.program_size;
+    if (h.segment_base == 0) return TRT_OK;
+    if (h.segment_base < h.program_size || h.segment_base > len) return TRT_ERR_TRUNCATED;
+    f->segment_base = (size_t)h.segment_base;
+    f->segment_data_len = len - (size_t)h.segment_base;
+    if (h.segment_size != 0) {
+        if (h.segment_size > f->segment_data_len) return TRT_ERR_TRUNCATED;
+        f->segment_data_len = (size_t)h.segment_size;
     }
+    return TRT_OK;
+}
+
+trt_status trt_program_extent(const uint8_t *pte, size_t available, size_t *length) {
+    pte_extended_header h;
+    if (!pte || !length) return TRT_ERR_BAD_INPUT;
+    *length = 0;
+    trt_status s = pte_read_extended_header(pte, available, &h);
+    if (s != TRT_OK) return s;
+    if (!h.present) return TRT_ERR_MALFORMED;
+    uint64_t end = h.program_size;
+    if (h.segment_base != 0) {
+        /* a 24-byte header does not say where the segment data ends */
+        if (!h.has_segment_size) return TRT_ERR_MALFORMED;
+        if (h.segment_base < h.program_size || h.segment_size > UINT64_MAX - h.segment_base) return TRT_ERR_MALFORMED;
+        end = h.segment_base + h.segment_size;
+    }
+    if (end > available) return TRT_ERR_TRUNCATED;
+    *length = (size_t)end;
     return TRT_OK;
 }
 

@@ -141,6 +141,20 @@ typedef struct {
     pte_tensor tensor;
 } pte_value;
 
+/* The extended header "eh00" at byte 8: u32 header length (24, or 32 with the segment size),
+ * u64 program size (the flatbuffer part), u64 segment base offset, [u64 segment data size].
+ * The one parser of it: pte_open and trt_program_extent (what a board's loader calls) use it. */
+typedef struct {
+    int present;
+    int has_segment_size;
+    uint32_t header_len;
+    uint64_t program_size, segment_base, segment_size;
+} pte_extended_header;
+
+/* Parse it from the first `len` bytes; present = 0 when there is none. Checks only the header's
+ * own consistency; callers check its positions against what they hold. */
+trt_status pte_read_extended_header(const uint8_t *data, size_t len, pte_extended_header *h);
+
 /* Check the header, the extended header and the Program root; locate plans, constants, segments. */
 trt_status pte_open(const uint8_t *data, size_t len, pte_file *out);
 

@@ -34,6 +34,12 @@ def native_tool(native_build) -> Path:
 
 
 @pytest.fixture(scope="session")
+def native_dsp_tool(native_build) -> Path:
+    """The runtime with its DSP kernels, on the portable model of the DSP instructions."""
+    return native_build.tool("tinyrps-native-dsp")
+
+
+@pytest.fixture(scope="session")
 def m55_pte(exported) -> Path:
     return exported("cortex-m55")
 

@@ -22,6 +22,14 @@ static inline int32_t trt_add_wrap(int32_t a, int32_t b) { return trt_wrap32((ui
  * supports; C11 leaves it implementation-defined, so check it at compile time. */
 _Static_assert((-1 >> 1) == -1 && ((int64_t)-3 >> 1) == -2, "arithmetic right shift required");
 
+/* Rounding right shift by n in [1, 31], half away from zero, of an int32 value (the same
+ * steps as the int64 form below, in 32 bits: what every exported program's layers need). */
+static inline int32_t trt_round_shift32(int32_t v, int32_t n) {
+    const int32_t mask = (int32_t)((1u << n) - 1u);
+    const int32_t remainder = v & mask, threshold = (mask >> 1) + (v < 0 ? 1 : 0);
+    return (v >> n) + (remainder > threshold ? 1 : 0);
+}
+
 /*
  * requantize_cmsis(acc, multiplier, shift), with torch's int64 semantics:
  *   v = acc << max(shift, 0)                       (int64, wraps)
@@ -32,15 +40,15 @@ _Static_assert((-1 >> 1) == -1 && ((int64_t)-3 >> 1) == -2, "arithmetic right sh
  * shift is validated to [-31, 31] at load.
  */
 static inline int32_t trt_requantize(int64_t acc, int32_t multiplier, int32_t shift) {
-    int64_t result;
-    if (shift <= 0 && acc >= INT32_MIN && acc <= INT32_MAX) {
-        /* the usual case: |acc * multiplier| < 2^62, exact in int64 (one 32x32->64 multiply) */
-        result = (acc * multiplier + ((int64_t)1 << 30)) >> 31;
-    } else {
-        /* torch's int64 shift and multiply wrap: do the same in uint64 */
-        uint64_t value = (uint64_t)acc << (shift > 0 ? shift : 0);
-        result = trt_wrap64(value * (uint64_t)(int64_t)multiplier + ((uint64_t)1 << 30)) >> 31;
+    if (shift <= 0 && multiplier != INT32_MIN && acc >= INT32_MIN && acc <= INT32_MAX) {
+        /* the usual case: |acc * multiplier| < 2^62, exact in int64 (one 32x32->64 multiply),
+         * and the doubled high half fits int32 (only INT32_MIN * INT32_MIN would not) */
+        const int32_t high = (int32_t)((acc * multiplier + ((int64_t)1 << 30)) >> 31);
+        return shift == 0 ? high : trt_round_shift32(high, -shift);
     }
+    /* torch's int64 shift and multiply wrap: do the same in uint64 */
+    uint64_t value = (uint64_t)acc << (shift > 0 ? shift : 0);
+    int64_t result = trt_wrap64(value * (uint64_t)(int64_t)multiplier + ((uint64_t)1 << 30)) >> 31;
     if (shift < 0) {
         int right = -shift;
         int64_t mask = ((int64_t)1 << right) - 1;

@@ -1,13 +1,14 @@
 /*
- * Kernels of the ExecuTorch Cortex-M operators, one per file, CMSIS-NN style.
+ * The parameters of the ExecuTorch Cortex-M operators' kernels, shared by every
+ * variant (kernels/c, kernels/dsp, kernels/mve; each declares its kernels in its own
+ * header).
  *
- * Each kernel trusts its parameters: runtime.c / operators.c validated every
+ * Each kernel trusts its parameters: the operator's bind step (ops/) validated every
  * size, pointer range, offset and shift when the program was loaded. Layouts are
  * the ones the Cortex-M backend emits: activations NHWC (channels-last), conv
- * weights OHWI, depthwise weights 1HWO, linear weights [out, in], all dense.
- * The arithmetic each one reproduces is ExecuTorch's Python reference
- * (backends/cortex_m/ops/operators.py), bit for bit; see the comment at the top
- * of each kernel file.
+ * weights OHWI, depthwise weights 1HWO, linear weights [out, in], all dense, read in
+ * place from the program. The arithmetic every variant reproduces, bit for bit, is
+ * stated once in arith.h; each kernel file restates its operator's formula at its top.
  */
 #ifndef TINYRPS_KERNELS_H
 #define TINYRPS_KERNELS_H
@@ -16,9 +17,9 @@
 #include <stdint.h>
 
 /* Longest dot product a kernel accumulates in int32: 65536 * 128 * 128 < 2^31, so the
- * int8 x int8 sums never overflow. operators.c rejects longer reductions. */
+ * int8 x int8 sums never overflow. The bind steps (ops/) reject longer reductions. */
 #define TRT_MAX_REDUCTION 65536
-/* Largest depthwise window (kernel_h * kernel_w), e.g. 11x11; operators.c rejects larger. */
+/* Largest depthwise window (kernel_h * kernel_w), e.g. 11x11; the bind steps reject larger. */
 #define TRT_MAX_DEPTHWISE_TAPS 121
 
 typedef struct {
@@ -45,10 +46,14 @@ typedef struct {
     const int32_t *bias;          /* [out_c] or NULL */
     const int32_t *multipliers;   /* [out_c] */
     const int32_t *shifts;        /* [out_c] */
-    /* conv only, in the arena workspace: per output channel, the weight sum of each kernel tap
-     * [out_c, kernel_h * kernel_w] then the whole-window sums [out_c] (input offset folding) */
+    /* Arena workspace, filled once at load by the chosen variant's prepare step:
+     * tap_sums [out_c, kernel_h * kernel_w]: per output channel, the weight sum of each tap;
+     * folded_bias [out_c]: bias + input_offset * (sum of the whole window's weights), mod 2^32;
+     * packed_weights: a variant's own arrangement of the (small) weights, e.g. one
+     *   16-byte vector of taps per output channel for the one-input-channel depthwise case. */
     const int32_t *tap_sums;
-    const int32_t *window_sums;
+    const int32_t *folded_bias;
+    const int8_t *packed_weights;
     int8_t *output;               /* [batches, out_h, out_w, out_c] */
     int32_t batches, in_h, in_w, in_c;
     int32_t out_h, out_w, out_c;
@@ -90,17 +95,5 @@ typedef struct {
     int32_t in_strides[TRT_COPY_MAX_RANK];   /* elements */
     int32_t out_strides[TRT_COPY_MAX_RANK];
 } trt_copy_params;
-
-void trt_quantize_per_tensor(const trt_quantize_params *p);
-void trt_dequantize_per_tensor(const trt_dequantize_params *p);
-void trt_quantized_conv2d(const trt_conv_params *p);
-void trt_quantized_depthwise_conv2d(const trt_conv_params *p);
-void trt_quantized_max_pool2d(const trt_max_pool_params *p);
-void trt_quantized_linear(const trt_linear_params *p);
-void trt_clone_dim_order(const trt_copy_params *p);
-
-/* Load-time preparation of the weight sums the conv and linear kernels fold offsets with. */
-void trt_conv_weight_sums(const trt_conv_params *p, int32_t *tap_sums, int32_t *window_sums);
-void trt_linear_weight_sums(const trt_linear_params *p, int32_t *weight_sums);
 
 #endif

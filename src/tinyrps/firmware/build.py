@@ -1,9 +1,12 @@
 """Configure and build firmware/ with CMake, once per source change.
 
 Kinds: "native" (host gcc: the runtime library, `tinyrps-native` and the mutation
-sweep `tinyrps-mutate`), "native-asan" (the same with AddressSanitizer and UBSan),
+sweep `tinyrps-mutate`, each also as `-dsp`: the DSP kernels on a C model of the DSP
+instructions), "native-asan" (the same with AddressSanitizer and UBSan),
 "cortex-m55" (arm-none-eabi-gcc with firmware/cmake/arm-none-eabi.cmake; the board
-directory firmware/board/an547 supplies the executables).
+directory firmware/board/an547 supplies the executables; Helium kernels), and the same
+board with the Cortex-M55's other kernel paths: "cortex-m55-dsp" (-mcpu=cortex-m55+nomve:
+the DSP kernels) and "cortex-m55-c" (+nomve+nodsp: plain C).
 
 Builds never go into the source tree (or an installed package): each kind builds in
 the user's cache, `$XDG_CACHE_HOME/tinyrps/firmware/<kind>-<key>/` (default
@@ -41,6 +44,10 @@ KINDS = {
     "native": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("gcc",), APT_HOST),
     "native-asan": Kind(("-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTRT_SANITIZE=ON"), ("gcc",), APT_HOST),
     "cortex-m55": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("arm-none-eabi-gcc",), APT_ARM),
+    "cortex-m55-dsp": Kind(("-DCMAKE_BUILD_TYPE=Release", "-DTINYRPS_CPU=cortex-m55+nomve"),
+                           ("arm-none-eabi-gcc",), APT_ARM),
+    "cortex-m55-c": Kind(("-DCMAKE_BUILD_TYPE=Release", "-DTINYRPS_CPU=cortex-m55+nomve+nodsp"),
+                         ("arm-none-eabi-gcc",), APT_ARM),
 }
 
 
@@ -73,7 +80,7 @@ def build_firmware(kind: str = "native") -> FirmwareBuild:
     source = firmware_dir()
     _check_tools(kind, spec)
     args = list(spec.cmake_args)
-    if kind == "cortex-m55":
+    if kind.startswith("cortex-"):
         toolchain = source / TOOLCHAIN_FILE
         if not toolchain.is_file():
             raise UserError(f"the Cortex-M toolchain file {toolchain} is missing; the cortex-m55 firmware cannot be built")

@@ -11,9 +11,9 @@
  * Per pixel and input channel, the in-bounds inputs (offset added) are gathered once and
  * reused by all depth_multiplier output channels that read that input channel.
  */
-#include "arith.h"
-#include "conv_geometry.h"
-#include "kernels.h"
+#include "../arith.h"
+#include "../conv_geometry.h"
+#include "kernels_c.h"
 
 typedef struct {
     int32_t count;
@@ -49,7 +49,7 @@ static void depthwise_pixel(const trt_conv_params *p, const int8_t *image, const
     }
 }
 
-void trt_quantized_depthwise_conv2d(const trt_conv_params *p) {
+void trt_depthwise_conv2d_c(const trt_conv_params *p) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
     window_taps taps;
     for (int32_t b = 0; b < p->batches; b++) {

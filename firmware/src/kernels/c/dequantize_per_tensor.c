@@ -6,8 +6,8 @@
  * torch subtracts the integer zero point from the float32 tensor, then multiplies by
  * the double scale rounded to float32.
  */
-#include "kernels.h"
+#include "kernels_c.h"
 
-void trt_dequantize_per_tensor(const trt_dequantize_params *p) {
+void trt_dequantize_c(const trt_dequantize_params *p) {
     for (uint32_t i = 0; i < p->count; i++) p->output[i] = ((float)p->input[i] - p->zero_point) * p->scale;
 }

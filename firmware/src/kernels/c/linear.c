@@ -11,25 +11,11 @@
  *   out = clamp(requantize(acc, multiplier, shift) + output_offset, activation_min, activation_max)
  * Inner loop: four output rows share each input byte (trt_dot4_s8).
  */
-#include "arith.h"
-#include "kernels.h"
+#include "../arith.h"
+#include "../linear_finish.h"
+#include "kernels_c.h"
 
-static int8_t finish(const trt_linear_params *p, int32_t o, int32_t dot, int32_t input_sum) {
-    int64_t acc;
-    if (p->kernel_sum) {
-        acc = (int64_t)dot + (int64_t)input_sum * p->filter_offset + p->kernel_sum[o];
-    } else {
-        uint32_t a = (uint32_t)dot;
-        if (p->input_offset != 0) a += (uint32_t)p->input_offset * (uint32_t)p->weight_sums[o];
-        a += (uint32_t)p->filter_offset * (uint32_t)input_sum;
-        a += (uint32_t)p->depth * (uint32_t)p->input_offset * (uint32_t)p->filter_offset;
-        if (p->bias) a += (uint32_t)p->bias[o];
-        acc = trt_wrap32(a);
-    }
-    return trt_output_s8(acc, p->multiplier, p->shift, p->output_offset, p->activation_min, p->activation_max);
-}
-
-void trt_quantized_linear(const trt_linear_params *p) {
+void trt_linear_c(const trt_linear_params *p) {
     const int32_t n = p->depth;
     for (int32_t r = 0; r < p->rows; r++) {
         const int8_t *x = p->input + (size_t)r * n;
@@ -39,14 +25,9 @@ void trt_quantized_linear(const trt_linear_params *p) {
         for (; o + 4 <= p->out_features; o += 4) {
             int32_t acc[4] = {0, 0, 0, 0};
             trt_dot4_s8(x, p->weights + (size_t)o * n, n, n, acc);
-            for (int lane = 0; lane < 4; lane++) out[o + lane] = finish(p, o + lane, acc[lane], input_sum);
+            for (int lane = 0; lane < 4; lane++) out[o + lane] = trt_linear_finish(p, o + lane, acc[lane], input_sum);
         }
         for (; o < p->out_features; o++)
-            out[o] = finish(p, o, trt_dot_s8(x, p->weights + (size_t)o * n, n), input_sum);
+            out[o] = trt_linear_finish(p, o, trt_dot_s8(x, p->weights + (size_t)o * n, n), input_sum);
     }
-}
-
-void trt_linear_weight_sums(const trt_linear_params *p, int32_t *weight_sums) {
-    for (int32_t o = 0; o < p->out_features; o++)
-        weight_sums[o] = trt_sum_s8(p->weights + (size_t)o * p->depth, p->depth);
 }

@@ -7,7 +7,7 @@
  * each input byte once: per 4 MACs, 5 loads and 4 multiply-accumulates (about 2.5
  * instructions per MAC on a Cortex-M55 with GCC -O2, low-overhead loop included).
  */
-#include "arith.h"
+#include "../arith.h"
 
 int32_t trt_dot_s8(const int8_t *a, const int8_t *b, int32_t n) {
     int32_t acc = 0;

@@ -10,8 +10,8 @@
  */
 #include <string.h>
 
-#include "arith.h"
-#include "kernels.h"
+#include "../arith.h"
+#include "kernels_c.h"
 
 static void pool_pixel(const trt_max_pool_params *p, const int8_t *image, int32_t oy, int32_t ox, int8_t *out) {
     const int32_t c = p->channels;
@@ -30,7 +30,7 @@ static void pool_pixel(const trt_max_pool_params *p, const int8_t *image, int32_
     for (int32_t i = 0; i < c; i++) out[i] = (int8_t)trt_clamp(out[i], p->activation_min, p->activation_max);
 }
 
-void trt_quantized_max_pool2d(const trt_max_pool_params *p) {
+void trt_max_pool2d_c(const trt_max_pool_params *p) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->channels;
     const size_t out_image = (size_t)p->out_h * p->out_w * p->channels;
     for (int32_t b = 0; b < p->batches; b++) {

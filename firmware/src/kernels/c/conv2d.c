@@ -6,15 +6,17 @@
  *             (in + input_offset) * w                       (int32, zero padding adds nothing)
  *   out[oc] = clamp(requantize(acc[oc], multiplier[oc], shift[oc]) + output_offset,
  *                   activation_min, activation_max)
- * The offset is folded out of the hot loop: sum((x + off) * w) = sum(x * w) + off * sum(w),
- * with sum(w) over the in-bounds taps taken from per-tap weight sums prepared at load. The
- * int32 sums wrap exactly as torch's int32 tensors do (modulo 2^32).
+ * The offset is folded out of the hot loop: sum((x + off) * w) = sum(x * w) + off * sum(w).
+ * A whole window adds the prepared folded_bias[oc] (bias + off * window sum); a window cut
+ * by the padding adds bias + off * (sum of its in-bounds taps' tap_sums). The int32 sums
+ * wrap exactly as torch's int32 tensors do (modulo 2^32). A window with no in-bounds tap
+ * (padding wider than the kernel) is the bias alone: no input pointer is formed for it.
  * Inner loop: four output channels share each input byte (trt_dot4_s8); with dilation_w == 1
  * and one group, a window row is one contiguous run of (taps * channels) bytes.
  */
-#include "arith.h"
-#include "conv_geometry.h"
-#include "kernels.h"
+#include "../arith.h"
+#include "../conv_geometry.h"
+#include "kernels_c.h"
 
 typedef struct {
     const int8_t *image;       /* this batch's input */
@@ -30,6 +32,7 @@ static void accumulate(const trt_conv_params *p, const window *win, int32_t grou
     const int32_t row_len = p->kernel_w * kc, filter_len = p->kernel_h * row_len;
     const int contiguous = p->dilation_w == 1 && kc == c;
     const int32_t taps = win->kx1 - win->kx0;
+    if (taps == 0) return;   /* no in-bounds column: the window's first input would lie outside */
     for (int32_t ky = win->ky0; ky < win->ky1; ky++) {
         const int8_t *x = win->image +
                           ((size_t)(win->iy + ky * p->dilation_h) * p->in_w + (size_t)(win->ix + win->kx0 * p->dilation_w)) * c +
@@ -48,22 +51,18 @@ static void accumulate(const trt_conv_params *p, const window *win, int32_t grou
     }
 }
 
-/* Weight sum of output channel oc over the window's in-bounds taps. */
-static int32_t window_weight_sum(const trt_conv_params *p, const window *win, int32_t oc) {
-    if (win->whole_window) return p->window_sums[oc];
+/* bias + input_offset * (weight sum of output channel oc over the window's in-bounds taps). */
+static int32_t window_bias(const trt_conv_params *p, const window *win, int32_t oc) {
+    if (win->whole_window) return p->folded_bias[oc];
     const int32_t *taps = p->tap_sums + (size_t)oc * p->kernel_h * p->kernel_w;
-    int32_t sum = 0;
+    uint32_t sum = 0;
     for (int32_t ky = win->ky0; ky < win->ky1; ky++)
-        for (int32_t kx = win->kx0; kx < win->kx1; kx++) sum = trt_add_wrap(sum, taps[ky * p->kernel_w + kx]);
-    return sum;
+        for (int32_t kx = win->kx0; kx < win->kx1; kx++) sum += (uint32_t)taps[ky * p->kernel_w + kx];
+    return trt_wrap32(sum * (uint32_t)p->input_offset + (uint32_t)(p->bias ? p->bias[oc] : 0));
 }
 
 static int8_t finish(const trt_conv_params *p, const window *win, int32_t oc, int32_t acc) {
-    if (p->input_offset != 0) {
-        uint32_t folded = (uint32_t)p->input_offset * (uint32_t)window_weight_sum(p, win, oc);
-        acc = trt_add_wrap(acc, trt_wrap32(folded));
-    }
-    if (p->bias) acc = trt_add_wrap(acc, p->bias[oc]);
+    acc = trt_add_wrap(acc, window_bias(p, win, oc));
     return trt_output_s8(acc, p->multipliers[oc], p->shifts[oc], p->output_offset, p->activation_min,
                          p->activation_max);
 }
@@ -87,7 +86,7 @@ static void conv_pixel(const trt_conv_params *p, const window *win, int8_t *out)
     }
 }
 
-void trt_quantized_conv2d(const trt_conv_params *p) {
+void trt_conv2d_c(const trt_conv_params *p) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
     window win;
     for (int32_t b = 0; b < p->batches; b++) {
@@ -103,18 +102,5 @@ void trt_quantized_conv2d(const trt_conv_params *p) {
                 out += p->out_c;
             }
         }
-    }
-}
-
-void trt_conv_weight_sums(const trt_conv_params *p, int32_t *tap_sums, int32_t *window_sums) {
-    const int32_t taps = p->kernel_h * p->kernel_w;
-    for (int32_t oc = 0; oc < p->out_c; oc++) {
-        int32_t window_sum = 0;
-        for (int32_t t = 0; t < taps; t++) {
-            int32_t s = trt_sum_s8(p->weights + ((size_t)oc * taps + t) * p->kernel_c, p->kernel_c);
-            tap_sums[(size_t)oc * taps + t] = s;
-            window_sum += s;
-        }
-        window_sums[oc] = window_sum;
     }
 }

@@ -1,0 +1,299 @@
+/*
+ * tinyrps-kernel-checks [SEED [ROUNDS]]: the kernels below the operator table, on the host.
+ *
+ * - Differential: the DSP kernels (here on the portable model of the DSP instructions)
+ *   against the plain-C kernels on random, awkward shapes -- odd channel counts, padding
+ *   wider than the kernel, strides, dilation, rectangular windows, every offset -- so the
+ *   sanitizer build walks their code paths with sizes no exported model has.
+ * - The portable DSP model against the instructions' definitions.
+ * - Defined results: NaN and infinities in quantize_per_tensor.
+ * - trt_program_extent on hand-made extended headers.
+ * Prints one line per failed check and a JSON summary; exit 0 only if all hold.
+ */
+#define _POSIX_C_SOURCE 200112L  /* posix_memalign */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/c/kernels_c.h"
+#include "kernels/dsp/dsp_intrinsics.h"
+#include "kernels/dsp/kernels_dsp.h"
+#include "kernels/weight_sums.h"
+#include "tinyrps_runtime.h"
+
+static long checks, failures;
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next_random(void) {   /* xorshift64 */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static int32_t pick(int32_t lo, int32_t hi) { return lo + (int32_t)(next_random() % (uint64_t)(hi - lo + 1)); }
+
+static void check(int ok, const char *what, long round) {
+    checks++;
+    if (!ok) {
+        failures++;
+        if (failures <= 20) printf("FAIL %s (round %ld)\n", what, round);
+    }
+}
+
+static void fill_s8(int8_t *a, size_t n) {
+    for (size_t i = 0; i < n; i++) a[i] = (int8_t)pick(-128, 127);
+}
+
+static void *aligned(size_t n) {
+    void *p = NULL;
+    return posix_memalign(&p, 16, n ? n : 16) == 0 ? p : NULL;
+}
+
+/* Per-channel requantization parameters like an exporter's, sometimes with unusual shifts. */
+static void requant_params(int32_t *mult, int32_t *shift, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        mult[i] = pick(1 << 30, INT32_MAX);
+        shift[i] = pick(0, 9) == 0 ? pick(1, 3) : pick(-12, 0);
+    }
+}
+
+static void conv_geometry(trt_conv_params *p, int depthwise) {
+    p->batches = pick(1, 2);
+    p->in_h = pick(1, 9);
+    p->in_w = pick(1, 9);
+    p->in_c = depthwise ? 1 : pick(1, 20);
+    p->out_c = depthwise ? pick(1, 19) : pick(1, 9);
+    p->kernel_h = pick(1, 4);
+    p->kernel_w = pick(1, 4);
+    p->stride_h = pick(1, 3);
+    p->stride_w = pick(1, 3);
+    p->pad_h = pick(0, 5);
+    p->pad_w = pick(0, 5);
+    p->dilation_h = pick(0, 3) == 0 ? 2 : 1;
+    p->dilation_w = pick(0, 3) == 0 ? 2 : 1;
+    p->kernel_c = p->in_c;
+    p->groups = 1;
+    p->depth_multiplier = depthwise ? p->out_c : 0;
+    p->input_offset = pick(0, 4) == 0 ? pick(-255, 255) : pick(-127, 128);
+    p->output_offset = pick(-128, 127);
+    p->activation_min = pick(-128, 0);
+    p->activation_max = pick(p->activation_min, 127);
+}
+
+static int32_t extent(int32_t in, int32_t k, int32_t s, int32_t pad, int32_t d) {
+    int32_t span = in + 2 * pad - d * (k - 1) - 1;
+    return span < 0 ? 0 : span / s + 1;
+}
+
+/* One random convolution (or depthwise) through C and DSP; 1 if the DSP kernel took it. */
+static int conv_round(long round, int depthwise) {
+    trt_conv_params p;
+    memset(&p, 0, sizeof p);
+    conv_geometry(&p, depthwise);
+    p.out_h = extent(p.in_h, p.kernel_h, p.stride_h, p.pad_h, p.dilation_h);
+    p.out_w = extent(p.in_w, p.kernel_w, p.stride_w, p.pad_w, p.dilation_w);
+    if (p.out_h < 1 || p.out_w < 1) return 0;
+    const size_t in_n = (size_t)p.batches * p.in_h * p.in_w * p.in_c;
+    const size_t w_n = depthwise ? (size_t)p.kernel_h * p.kernel_w * p.out_c
+                                 : (size_t)p.out_c * p.kernel_h * p.kernel_w * p.in_c;
+    const size_t out_n = (size_t)p.batches * p.out_h * p.out_w * p.out_c;
+    int8_t *in = aligned(in_n), *w = aligned(w_n), *out_c = aligned(out_n), *out_d = aligned(out_n);
+    int32_t *bias = aligned(sizeof(int32_t) * p.out_c), *mult = aligned(sizeof(int32_t) * p.out_c),
+            *shift = aligned(sizeof(int32_t) * p.out_c);
+    fill_s8(in, in_n);
+    fill_s8(w, w_n);
+    for (int32_t i = 0; i < p.out_c; i++) bias[i] = pick(-20000, 20000);
+    requant_params(mult, shift, p.out_c);
+    p.input = in;
+    p.weights = w;
+    p.bias = pick(0, 3) ? bias : NULL;
+    p.multipliers = mult;
+    p.shifts = shift;
+    int took = 0;
+    void *sums = aligned(trt_conv_sums_bytes(&p));
+    trt_conv_params c = p;
+    trt_conv_prepare_sums(&c, sums);
+    c.output = out_c;
+    if (depthwise) trt_depthwise_conv2d_c(&c);
+    else trt_conv2d_c(&c);
+    trt_conv_params d = p;
+    d.output = out_d;
+    if (depthwise && trt_depthwise_dsp_accepts(&d)) {
+        void *scratch = aligned(trt_depthwise_dsp_scratch_bytes(&d)), *temp = aligned(trt_depthwise_dsp_temp_bytes(&d));
+        trt_depthwise_dsp_prepare(&d, scratch);
+        trt_depthwise_conv2d_dsp(&d, temp);
+        check(memcmp(out_c, out_d, out_n) == 0, "DSP depthwise conv equals plain C", round);
+        free(scratch);
+        free(temp);
+        took = 1;
+    } else if (!depthwise && trt_conv2d_dsp_accepts(&d)) {
+        void *temp = aligned(trt_conv2d_dsp_temp_bytes(&d));
+        d.tap_sums = c.tap_sums;
+        d.folded_bias = c.folded_bias;
+        trt_conv2d_dsp(&d, temp);
+        check(memcmp(out_c, out_d, out_n) == 0, "DSP conv2d equals plain C", round);
+        free(temp);
+        took = 1;
+    }
+    free(sums);
+    free(in);
+    free(w);
+    free(out_c);
+    free(out_d);
+    free(bias);
+    free(mult);
+    free(shift);
+    return took;
+}
+
+static void linear_round(long round) {
+    trt_linear_params p;
+    memset(&p, 0, sizeof p);
+    p.rows = pick(1, 3);
+    p.depth = pick(1, 70);
+    p.out_features = pick(1, 9);
+    const size_t in_n = (size_t)p.rows * p.depth, w_n = (size_t)p.out_features * p.depth;
+    const size_t out_n = (size_t)p.rows * p.out_features;
+    int8_t *in = aligned(in_n), *w = aligned(w_n), *out_c = aligned(out_n), *out_d = aligned(out_n);
+    int32_t *terms = aligned(sizeof(int32_t) * p.out_features);
+    fill_s8(in, in_n);
+    fill_s8(w, w_n);
+    for (int32_t i = 0; i < p.out_features; i++) terms[i] = pick(-100000, 100000);
+    p.input = in;
+    p.weights = w;
+    if (pick(0, 1)) p.kernel_sum = terms;   /* the MVE form */
+    else p.bias = pick(0, 3) ? terms : NULL;
+    p.input_offset = pick(-128, 127);
+    p.filter_offset = pick(0, 2) ? 0 : pick(-128, 127);
+    p.output_offset = pick(-128, 127);
+    p.multiplier = pick(1 << 30, INT32_MAX);
+    p.shift = pick(-12, 1);
+    p.activation_min = pick(-128, 0);
+    p.activation_max = pick(p.activation_min, 127);
+    void *sums = aligned(trt_linear_sums_bytes(&p)), *temp = aligned(trt_linear_dsp_temp_bytes(&p));
+    trt_linear_prepare_sums(&p, sums);
+    p.output = out_c;
+    trt_linear_c(&p);
+    p.output = out_d;
+    trt_linear_dsp(&p, temp);
+    check(memcmp(out_c, out_d, out_n) == 0, "DSP linear equals plain C", round);
+    free(sums);
+    free(temp);
+    free(in);
+    free(w);
+    free(out_c);
+    free(out_d);
+    free(terms);
+}
+
+static void pool_round(long round) {
+    trt_max_pool_params p;
+    memset(&p, 0, sizeof p);
+    p.batches = pick(1, 2);
+    p.in_h = pick(1, 9);
+    p.in_w = pick(1, 9);
+    p.channels = pick(1, 19);
+    p.kernel_h = pick(1, 3);
+    p.kernel_w = pick(1, 3);
+    p.stride_h = pick(1, 3);
+    p.stride_w = pick(1, 3);
+    p.pad_h = pick(0, p.kernel_h / 2);
+    p.pad_w = pick(0, p.kernel_w / 2);
+    p.out_h = extent(p.in_h, p.kernel_h, p.stride_h, p.pad_h, 1);
+    p.out_w = extent(p.in_w, p.kernel_w, p.stride_w, p.pad_w, 1);
+    if (p.out_h < 1 || p.out_w < 1) return;
+    p.activation_min = pick(-128, 0);
+    p.activation_max = pick(p.activation_min, 127);
+    const size_t in_n = (size_t)p.batches * p.in_h * p.in_w * p.channels;
+    const size_t out_n = (size_t)p.batches * p.out_h * p.out_w * p.channels;
+    int8_t *in = aligned(in_n), *out_c = aligned(out_n), *out_d = aligned(out_n);
+    fill_s8(in, in_n);
+    p.input = in;
+    p.output = out_c;
+    trt_max_pool2d_c(&p);
+    p.output = out_d;
+    trt_max_pool2d_dsp(&p);
+    check(memcmp(out_c, out_d, out_n) == 0, "DSP max pool equals plain C", round);
+    free(in);
+    free(out_c);
+    free(out_d);
+}
+
+/* The portable model against the instructions' definitions, on random words. */
+static void dsp_model_round(long round) {
+    const uint32_t a = (uint32_t)next_random(), b = (uint32_t)next_random();
+    const int32_t acc = (int32_t)(uint32_t)next_random();
+    int ok = 1;
+    for (int i = 0; i < 2; i++) {
+        int32_t lo = (int8_t)(a >> (16 * i)), hi = (int8_t)(a >> (16 * i + 8));
+        ok &= (int16_t)(trt_sxtb16(a) >> (16 * i)) == lo && (int16_t)(trt_sxtb16_ror8(a) >> (16 * i)) == hi;
+    }
+    int64_t sum = (int64_t)acc + (int16_t)a * (int16_t)b + (int16_t)(a >> 16) * (int16_t)(b >> 16);
+    ok &= (uint32_t)trt_smlad(a, b, acc) == (uint32_t)sum;
+    for (int i = 0; i < 32; i += 8) {
+        int8_t x = (int8_t)(a >> i), y = (int8_t)(b >> i);
+        ok &= (int8_t)(trt_max4(a, b) >> i) == (x > y ? x : y) && (int8_t)(trt_min4(a, b) >> i) == (x < y ? x : y);
+    }
+    check(ok, "the DSP model computes SXTB16, SMLAD, SSUB8+SEL", round);
+}
+
+static void quantize_special_values(void) {
+    const float inputs[] = {NAN, -NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.5f, 1.5f, -2.5f, 0.0f};
+    const int8_t expected[] = {-100, -100, 90, -100, 90, -100, 2, 4, 0, 2};
+    int8_t out[10];
+    trt_quantize_params p = {inputs, out, 10, 1.0f, 2.0f, -100.0f, 90.0f};
+    trt_quantize_c(&p);
+    check(memcmp(out, expected, sizeof out) == 0, "quantize: NaN -> quant_min, infinities clamp, ties to even", 0);
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n) {
+    for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static size_t extent_of(uint32_t header_len, uint64_t program, uint64_t base, uint64_t segment, size_t available,
+                        trt_status *status) {
+    uint8_t head[64] = {0};
+    memcpy(head + 4, "ET12", 4);
+    memcpy(head + 8, "eh00", 4);
+    put_le(head + 12, header_len, 4);
+    put_le(head + 16, program, 8);
+    put_le(head + 24, base, 8);
+    if (header_len >= 32) put_le(head + 32, segment, 8);
+    size_t length = 0;
+    *status = trt_program_extent(head, available, &length);
+    return length;
+}
+
+static void program_extents(void) {
+    trt_status s;
+    check(extent_of(24, 4000, 0, 0, 1 << 20, &s) == 4000 && s == TRT_OK, "24-byte header, no segments: program size", 0);
+    check(extent_of(32, 4000, 4096, 900, 1 << 20, &s) == 4996 && s == TRT_OK, "32-byte header: segments' end", 0);
+    check(extent_of(24, 4000, 4096, 0, 1 << 20, &s) == 0 && s == TRT_ERR_MALFORMED,
+          "24-byte header with segments: length unknown", 0);
+    check(extent_of(32, 4000, 4096, 900, 4000, &s) == 0 && s == TRT_ERR_TRUNCATED, "an extent past what is there", 0);
+    check(extent_of(16, 4000, 0, 0, 1 << 20, &s) == 0 && s == TRT_ERR_MALFORMED, "a header shorter than 24 bytes", 0);
+    check(extent_of(32, 4000, 3000, 10, 1 << 20, &s) == 0 && s == TRT_ERR_MALFORMED, "segments inside the flatbuffer", 0);
+    uint8_t plain[64] = {0};
+    size_t length = 1;
+    check(trt_program_extent(plain, sizeof plain, &length) == TRT_ERR_MALFORMED && length == 0, "no header", 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) rng = strtoull(argv[1], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
+    long rounds = argc > 2 ? strtol(argv[2], NULL, 10) : 400;
+    long conv_dsp = 0, depthwise_dsp = 0;
+    for (long r = 0; r < rounds; r++) {
+        conv_dsp += conv_round(r, 0);
+        depthwise_dsp += conv_round(r, 1);
+        linear_round(r);
+        pool_round(r);
+        dsp_model_round(r);
+    }
+    quantize_special_values();
+    program_extents();
+    printf("{\"checks\": %ld, \"failures\": %ld, \"rounds\": %ld, \"conv_dsp\": %ld, \"depthwise_dsp\": %ld}\n", checks,
+           failures, rounds, conv_dsp, depthwise_dsp);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,113 @@
+/*
+ * cortex_m::quantized_depthwise_conv2d.out with the DSP extension, for the one-input-channel
+ * case (the first layer of an image model: in_c = 1, depth_multiplier = out_c), weights 1HWO.
+ *
+ * Arithmetic (operators.quantized_depthwise_conv2d_impl, arith.h):
+ *   acc[oc] = sum over the window of x * w[ky, kx, oc] + folded_bias[oc]     (int32)
+ *   out[oc] = clamp(requantize(acc[oc], multiplier[oc], shift[oc]) + output_offset, act_min, act_max)
+ * with a padded copy of the image (kernels/padding.h) so every window is whole and
+ * folded_bias = bias + input_offset * sum(w) is exact for every pixel.
+ *
+ * The window's taps are taken two at a time: per pixel, each pair of inputs is packed once
+ * into one word of two halfwords; at load, each output channel's weights were packed the
+ * same way, so a channel is one SMLAD per two taps. Other depthwise shapes run on kernels/c.
+ */
+#include "../isa.h"
+#if TRT_HAVE_DSP
+
+#include "../arith.h"
+#include "../kernels.h"
+#include "../padding.h"
+#include "dsp_intrinsics.h"
+#include "kernels_dsp.h"
+
+/* Windows of up to 10 taps (3x3 and smaller) run a fully unrolled loop of this many pairs;
+ * the pairs beyond the window's hold zero weights. */
+#define SHORT_PAIRS 5
+
+static int32_t taps(const trt_conv_params *p) { return p->kernel_h * p->kernel_w; }
+static int32_t tap_pairs(const trt_conv_params *p) {
+    const int32_t pairs = (taps(p) + 1) / 2;
+    return pairs <= SHORT_PAIRS ? SHORT_PAIRS : pairs;
+}
+static int32_t pitch(const trt_conv_params *p) { return p->in_w + 2 * p->pad_w; }
+static int has_padding(const trt_conv_params *p) { return p->pad_h > 0 || p->pad_w > 0; }
+
+static uint32_t halfwords(int32_t lo, int32_t hi) { return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16); }
+
+int trt_depthwise_dsp_accepts(const trt_conv_params *p) {
+    return p->in_c == 1 && p->dilation_h == 1 && p->dilation_w == 1 && trt_pad_value_fits(p->input_offset);
+}
+
+/* scratch: folded bias [out_c], packed weights [out_c][tap_pairs] (two halfwords each),
+ * tap offsets in the padded image [tap_pairs * 2] */
+size_t trt_depthwise_dsp_scratch_bytes(const trt_conv_params *p) {
+    return (size_t)p->out_c * sizeof(int32_t) + (size_t)p->out_c * tap_pairs(p) * sizeof(uint32_t) +
+           (size_t)tap_pairs(p) * 2 * sizeof(int32_t);
+}
+
+void trt_depthwise_dsp_prepare(trt_conv_params *p, void *scratch) {
+    const int32_t n = taps(p), pairs = tap_pairs(p);
+    int32_t *folded = scratch;
+    uint32_t *packed = (uint32_t *)(folded + p->out_c);
+    int32_t *offsets = (int32_t *)(packed + (size_t)p->out_c * pairs);
+    for (int32_t oc = 0; oc < p->out_c; oc++) {
+        uint32_t sum = 0;
+        for (int32_t j = 0; j < pairs; j++) {
+            const int32_t lo = 2 * j < n ? p->weights[(size_t)(2 * j) * p->out_c + oc] : 0;
+            const int32_t hi = 2 * j + 1 < n ? p->weights[(size_t)(2 * j + 1) * p->out_c + oc] : 0;
+            packed[(size_t)oc * pairs + j] = halfwords(lo, hi);
+            sum += (uint32_t)lo + (uint32_t)hi;
+        }
+        folded[oc] = trt_wrap32(sum * (uint32_t)p->input_offset + (uint32_t)(p->bias ? p->bias[oc] : 0));
+    }
+    for (int32_t t = 0; t < 2 * pairs; t++)   /* taps past the window read tap 0, against zero weights */
+        offsets[t] = t < n ? (t / p->kernel_w) * pitch(p) + t % p->kernel_w : 0;
+    p->folded_bias = folded;
+    p->packed_weights = (const int8_t *)packed;
+}
+
+size_t trt_depthwise_dsp_temp_bytes(const trt_conv_params *p) {
+    return has_padding(p) ? (size_t)(p->in_h + 2 * p->pad_h) * (size_t)pitch(p) : 0;
+}
+
+static void depthwise_pixel(const trt_conv_params *p, const int8_t *window, uint32_t *inputs, int8_t *out) {
+    const int32_t pairs = tap_pairs(p);
+    const uint32_t *packed = (const uint32_t *)(const void *)p->packed_weights;
+    const int32_t *offsets = (const int32_t *)(packed + (size_t)p->out_c * pairs);
+    for (int32_t j = 0; j < pairs; j++) inputs[j] = halfwords(window[offsets[2 * j]], window[offsets[2 * j + 1]]);
+    const int32_t offset = p->output_offset, lo = p->activation_min, hi = p->activation_max;
+    for (int32_t oc = 0; oc < p->out_c; oc++, packed += pairs) {
+        int32_t acc = 0;
+        if (pairs == SHORT_PAIRS) {
+            acc = trt_smlad(inputs[0], packed[0], acc);
+            acc = trt_smlad(inputs[1], packed[1], acc);
+            acc = trt_smlad(inputs[2], packed[2], acc);
+            acc = trt_smlad(inputs[3], packed[3], acc);
+            acc = trt_smlad(inputs[4], packed[4], acc);
+        } else {
+            for (int32_t j = 0; j < pairs; j++) acc = trt_smlad(inputs[j], packed[j], acc);
+        }
+        out[oc] = trt_output_s8(trt_add_wrap(acc, p->folded_bias[oc]), p->multipliers[oc], p->shifts[oc], offset, lo,
+                                hi);
+    }
+}
+
+void trt_depthwise_conv2d_dsp(const trt_conv_params *p, void *temp) {
+    uint32_t inputs[(TRT_MAX_DEPTHWISE_TAPS + 1) / 2 > SHORT_PAIRS ? (TRT_MAX_DEPTHWISE_TAPS + 1) / 2 : SHORT_PAIRS];
+    for (int32_t b = 0; b < p->batches; b++) {
+        const int8_t *image = p->input + (size_t)b * p->in_h * p->in_w;
+        if (has_padding(p)) {
+            trt_pad_image(image, temp, p->in_h, p->in_w, 1, p->pad_h, p->pad_w, p->input_offset);
+            image = temp;
+        }
+        int8_t *out = p->output + (size_t)b * p->out_h * p->out_w * p->out_c;
+        for (int32_t oy = 0; oy < p->out_h; oy++) {
+            const int8_t *row = image + (size_t)oy * p->stride_h * pitch(p);
+            for (int32_t ox = 0; ox < p->out_w; ox++, out += p->out_c)
+                depthwise_pixel(p, row + (size_t)ox * p->stride_w, inputs, out);
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * cortex_m::quantized_linear.out with Helium -- int8 fully connected layer, weights read in
+ * place (the first TinyRPS layer's 401 kB never leave the program).
+ *
+ * Arithmetic: as kernels/c/linear.c (both forms; linear_finish.h does everything after the
+ * dot products). Hot loop: four output rows share each 16-byte input vector, four VMLADAVA
+ * per step (64 MACs); the depth's remainder is one tail-predicated step. sum(x), needed
+ * when filter_offset != 0, is VADDVA over the same vectors, once per input row. Rows that
+ * start on words are read as words (mve_load.h).
+ */
+#include "../isa.h"
+#if TRT_HAVE_MVE
+
+#include <arm_mve.h>
+
+#include "../linear_finish.h"
+#include "kernels_mve.h"
+#include "mve_load.h"
+
+static int32_t sum_s8(const int8_t *x, int32_t n) {
+    int32_t sum = 0;
+    for (; n > 0; n -= 16, x += 16) sum = vaddvaq_p_s8(sum, vldrbq_z_s8(x, vctp8q((uint32_t)n)), vctp8q((uint32_t)n));
+    return sum;
+}
+
+/* Four rows' dot products with x; `words`: x, w and n word-aligned (mve_load.h). */
+static inline __attribute__((always_inline)) void dot4(const int8_t *x, const int8_t *w, int32_t n, int32_t acc[4],
+                                                      const int words) {
+    const int8_t *w0 = w, *w1 = w + n, *w2 = w + 2 * (size_t)n, *w3 = w + 3 * (size_t)n;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int32_t len = n;
+    for (; len >= 16; len -= 16) {
+        const int8x16_t xv = words ? trt_mve_load_words(x) : vldrbq_s8(x);
+        a0 = vmladavaq_s8(a0, xv, words ? trt_mve_load_words(w0) : vldrbq_s8(w0));
+        a1 = vmladavaq_s8(a1, xv, words ? trt_mve_load_words(w1) : vldrbq_s8(w1));
+        a2 = vmladavaq_s8(a2, xv, words ? trt_mve_load_words(w2) : vldrbq_s8(w2));
+        a3 = vmladavaq_s8(a3, xv, words ? trt_mve_load_words(w3) : vldrbq_s8(w3));
+        x += 16;
+        w0 += 16;
+        w1 += 16;
+        w2 += 16;
+        w3 += 16;
+    }
+    if (len > 0) {
+        const mve_pred16_t p = vctp8q((uint32_t)len);
+        const int8x16_t xv = vldrbq_z_s8(x, p);
+        a0 = vmladavaq_s8(a0, xv, vldrbq_z_s8(w0, p));
+        a1 = vmladavaq_s8(a1, xv, vldrbq_z_s8(w1, p));
+        a2 = vmladavaq_s8(a2, xv, vldrbq_z_s8(w2, p));
+        a3 = vmladavaq_s8(a3, xv, vldrbq_z_s8(w3, p));
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+static __attribute__((noinline)) void dot4_words(const int8_t *x, const int8_t *w, int32_t n, int32_t acc[4]) {
+    dot4(x, w, n, acc, 1);
+}
+
+static __attribute__((noinline)) void dot4_bytes(const int8_t *x, const int8_t *w, int32_t n, int32_t acc[4]) {
+    dot4(x, w, n, acc, 0);
+}
+
+static int32_t dot1(const int8_t *x, const int8_t *w, int32_t n) {
+    int32_t acc = 0;
+    for (; n > 0; n -= 16, x += 16, w += 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)n);
+        acc = vmladavaq_s8(acc, vldrbq_z_s8(x, p), vldrbq_z_s8(w, p));
+    }
+    return acc;
+}
+
+void trt_linear_mve(const trt_linear_params *p) {
+    const int32_t n = p->depth;
+    for (int32_t r = 0; r < p->rows; r++) {
+        const int8_t *x = p->input + (size_t)r * n;
+        int8_t *out = p->output + (size_t)r * p->out_features;
+        const int32_t input_sum = p->filter_offset != 0 ? sum_s8(x, n) : 0;
+        const int words = trt_mve_word_aligned(x) && trt_mve_word_aligned(p->weights) && n % 4 == 0;
+        int32_t o = 0;
+        for (; o + 4 <= p->out_features; o += 4) {
+            int32_t acc[4];
+            if (words) dot4_words(x, p->weights + (size_t)o * n, n, acc);
+            else dot4_bytes(x, p->weights + (size_t)o * n, n, acc);
+            for (int k = 0; k < 4; k++) out[o + k] = trt_linear_finish(p, o + k, acc[k], input_sum);
+        }
+        for (; o < p->out_features; o++)
+            out[o] = trt_linear_finish(p, o, dot1(x, p->weights + (size_t)o * n, n), input_sum);
+    }
+}
+
+#endif

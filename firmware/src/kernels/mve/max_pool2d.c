@@ -1,0 +1,59 @@
+/*
+ * cortex_m::quantized_max_pool2d.out with Helium -- NHWC int8 max pooling, 16 channels per
+ * step (VMAX), the channel remainder tail-predicated.
+ *
+ * Arithmetic: as kernels/c/max_pool2d.c: the max over the window's in-bounds taps (padding
+ * never wins), then clamp to [activation_min, activation_max].
+ */
+#include "../isa.h"
+#if TRT_HAVE_MVE
+
+#include <arm_mve.h>
+
+#include "kernels_mve.h"
+#include "mve_load.h"
+
+/* Output pixel (oy, ox), every channel; `words`: taps start on words and the channel count is a
+ * multiple of 16, so every step is a whole vector read as words (mve_load.h). */
+static inline __attribute__((always_inline)) void pool_pixel(const trt_max_pool_params *p, const int8_t *image,
+                                                            int32_t oy, int32_t ox, int8_t *out, const int words) {
+    const int32_t c = p->channels;
+    const int32_t y0 = oy * p->stride_h - p->pad_h, x0 = ox * p->stride_w - p->pad_w;
+    const int32_t ky0 = y0 < 0 ? -y0 : 0, kx0 = x0 < 0 ? -x0 : 0;
+    const int32_t ky1 = y0 + p->kernel_h > p->in_h ? p->in_h - y0 : p->kernel_h;
+    const int32_t kx1 = x0 + p->kernel_w > p->in_w ? p->in_w - x0 : p->kernel_w;
+    const int8x16_t lo = vdupq_n_s8((int8_t)p->activation_min), hi = vdupq_n_s8((int8_t)p->activation_max);
+    const int8_t *first = image + ((size_t)(y0 + ky0) * p->in_w + (size_t)(x0 + kx0)) * c;
+    for (int32_t ch = 0; ch < c; ch += 16) {
+        const mve_pred16_t pred = vctp8q((uint32_t)(c - ch));
+        int8x16_t m = words ? trt_mve_load_words(first + ch) : vldrbq_z_s8(first + ch, pred);
+        for (int32_t ky = ky0; ky < ky1; ky++) {
+            const int8_t *tap = image + ((size_t)(y0 + ky) * p->in_w + (size_t)(x0 + kx0)) * c + ch;
+            for (int32_t kx = kx0; kx < kx1; kx++, tap += c)
+                m = vmaxq_s8(m, words ? trt_mve_load_words(tap) : vldrbq_z_s8(tap, pred));
+        }
+        m = vminq_s8(vmaxq_s8(m, lo), hi);
+        if (words) trt_mve_store_words(out + ch, m);
+        else vstrbq_p_s8(out + ch, m, pred);
+    }
+}
+
+static void pool_image(const trt_max_pool_params *p, const int8_t *image, int8_t *out, const int words) {
+    for (int32_t oy = 0; oy < p->out_h; oy++)
+        for (int32_t ox = 0; ox < p->out_w; ox++, out += p->channels) {
+            if (words) pool_pixel(p, image, oy, ox, out, 1);
+            else pool_pixel(p, image, oy, ox, out, 0);
+        }
+}
+
+void trt_max_pool2d_mve(const trt_max_pool_params *p) {
+    const size_t in_image = (size_t)p->in_h * p->in_w * p->channels;
+    const size_t out_image = (size_t)p->out_h * p->out_w * p->channels;
+    for (int32_t b = 0; b < p->batches; b++) {
+        const int8_t *image = p->input + (size_t)b * in_image;
+        int8_t *out = p->output + (size_t)b * out_image;
+        pool_image(p, image, out, p->channels % 16 == 0 && trt_mve_word_aligned(image) && trt_mve_word_aligned(out));
+    }
+}
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * Weight sums for offset folding (weight_sums.h). Load time only: plain loops.
+ */
+#include "weight_sums.h"
+
+#include "arith.h"
+
+static int is_depthwise(const trt_conv_params *p) { return p->depth_multiplier > 0; }
+
+/* Weight of output channel oc, tap t (ky * kernel_w + kx), input channel ic of its group. */
+static int32_t conv_weight(const trt_conv_params *p, int32_t oc, int32_t t, int32_t ic) {
+    if (is_depthwise(p)) return p->weights[(size_t)t * p->out_c + oc];
+    return p->weights[((size_t)oc * p->kernel_h * p->kernel_w + t) * p->kernel_c + ic];
+}
+
+size_t trt_conv_sums_bytes(const trt_conv_params *p) {
+    return ((size_t)p->out_c * p->kernel_h * p->kernel_w + (size_t)p->out_c) * sizeof(int32_t);
+}
+
+void trt_conv_prepare_sums(trt_conv_params *p, void *scratch) {
+    const int32_t taps = p->kernel_h * p->kernel_w;
+    int32_t *tap_sums = scratch, *folded = tap_sums + (size_t)p->out_c * taps;
+    for (int32_t oc = 0; oc < p->out_c; oc++) {
+        int32_t window = 0;
+        for (int32_t t = 0; t < taps; t++) {
+            int32_t s = 0;
+            for (int32_t ic = 0; ic < p->kernel_c; ic++) s += conv_weight(p, oc, t, ic);
+            tap_sums[(size_t)oc * taps + t] = s;
+            window += s;
+        }
+        uint32_t f = (uint32_t)p->input_offset * (uint32_t)window + (uint32_t)(p->bias ? p->bias[oc] : 0);
+        folded[oc] = trt_wrap32(f);
+    }
+    p->tap_sums = tap_sums;
+    p->folded_bias = folded;
+}
+
+size_t trt_linear_sums_bytes(const trt_linear_params *p) {
+    return p->kernel_sum || p->input_offset == 0 ? 0 : (size_t)p->out_features * sizeof(int32_t);
+}
+
+void trt_linear_prepare_sums(trt_linear_params *p, void *scratch) {
+    if (trt_linear_sums_bytes(p) == 0) return;
+    int32_t *sums = scratch;
+    for (int32_t o = 0; o < p->out_features; o++) sums[o] = trt_sum_s8(p->weights + (size_t)o * p->depth, p->depth);
+    p->weight_sums = sums;
+}

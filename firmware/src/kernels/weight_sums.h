@@ -1,0 +1,24 @@
+/*
+ * Load-time precomputation shared by the kernel variants: the weight sums that fold the
+ * input offset out of the hot loops, sum((x + off) * w) = sum(x * w) + off * sum(w).
+ * All sums are modulo 2^32, as torch's int32 tensors wrap.
+ */
+#ifndef TINYRPS_WEIGHT_SUMS_H
+#define TINYRPS_WEIGHT_SUMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+/* Bytes for tap_sums [out_c * kernel_h * kernel_w] and folded_bias [out_c] (int32). */
+size_t trt_conv_sums_bytes(const trt_conv_params *p);
+/* Fill them in `scratch` and point p->tap_sums / p->folded_bias there. Works for
+ * quantized_conv2d (OHWI weights) and quantized_depthwise_conv2d (1HWO weights). */
+void trt_conv_prepare_sums(trt_conv_params *p, void *scratch);
+
+/* Bias form of quantized_linear: weight_sums [out_features], only needed with an input offset. */
+size_t trt_linear_sums_bytes(const trt_linear_params *p);
+void trt_linear_prepare_sums(trt_linear_params *p, void *scratch);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * Checking one kernel call's arguments against its operator's schema
+ * (executorch/backends/cortex_m/ops/operators.py, dim_order_ops), for the bind steps
+ * of ops/<operator>.c.
+ *
+ * A kernel call's args are value indices: the schema's arguments in order (the `out`
+ * tensor last) followed by the returned tensor, which must be `out` again. Every
+ * helper returns TRT_OK or a status with a reason naming the operator.
+ */
+#ifndef TINYRPS_BIND_ARGS_H
+#define TINYRPS_BIND_ARGS_H
+
+#include <stdint.h>
+
+#include "../load_detail.h"
+#include "../pte_reader.h"   /* PTE_VALUE_* kinds */
+#include "../values.h"
+
+/* Ranges that keep every kernel's index and integer arithmetic far from overflow. */
+#define TRT_MAX_SPATIAL_STEP 1024      /* stride, padding, dilation */
+#define TRT_MAX_OFFSET 255             /* zero-point offsets: int8/uint8 zero points fit easily */
+#define TRT_MAX_SHIFT 31
+#define TRT_MAX_FLOAT_EXACT_INT 16777216  /* 2^24: integers a float holds exactly */
+
+typedef struct {
+    const trt_value_tables *tables;
+    trt_detail *detail;
+    const int32_t *args;
+    uint32_t n_args;
+    const char *op;            /* for error messages */
+} trt_call;
+
+trt_status trt_bad_arg(const trt_call *c, trt_status status, const char *what);
+
+/* Scalars and lists. */
+trt_status trt_arg_value(const trt_call *c, uint32_t i, const trt_value **v);
+trt_status trt_arg_tensor(const trt_call *c, uint32_t i, const trt_tensor **t);
+trt_status trt_arg_optional_tensor(const trt_call *c, uint32_t i, const trt_tensor **t);   /* NULL for None */
+trt_status trt_arg_int(const trt_call *c, uint32_t i, int64_t lo, int64_t hi, int32_t *out);
+trt_status trt_arg_double(const trt_call *c, uint32_t i, double *out);
+trt_status trt_arg_bool(const trt_call *c, uint32_t i, int *out);
+/* An int[] of one or two items in [lo, hi]; one item stands for both (torch's convention). */
+trt_status trt_arg_pair(const trt_call *c, uint32_t i, int64_t lo, int64_t hi, int32_t out[2]);
+/* Element 0 of a non-empty int[] (per-tensor parameters passed as lists). */
+trt_status trt_arg_list_first(const trt_call *c, uint32_t i, int64_t lo, int64_t hi, int32_t *out);
+
+/* Tensors. */
+trt_status trt_need_input(const trt_call *c, const trt_tensor *t, uint8_t dtype);
+/* Weights, biases and requantization parameters are constants, checked once here. */
+trt_status trt_need_constant(const trt_call *c, const trt_tensor *t, uint8_t dtype);
+/* Argument out_arg is the planned, non-empty `out` tensor, and the call returns it. */
+trt_status trt_need_output(const trt_call *c, uint32_t out_arg, const trt_tensor **out, uint8_t dtype);
+trt_status trt_need_disjoint(const trt_call *c, const trt_tensor *out, const trt_tensor *in);
+trt_status trt_need_act_range(const trt_call *c, uint32_t min_arg, uint32_t max_arg, int32_t *lo, int32_t *hi);
+/* Per-channel int32 multipliers and shifts (shifts in [-31, 31]), one per output channel. */
+trt_status trt_need_requant(const trt_call *c, uint32_t mult_arg, uint32_t shift_arg, int32_t channels,
+                            const int32_t **mult, const int32_t **shift);
+trt_status trt_need_bias(const trt_call *c, uint32_t arg, int32_t channels, const int32_t **bias);
+/* (scale, zero_point, quant_min, quant_max, dtype) at args 1..5 of quantize/dequantize. */
+trt_status trt_need_qparams(const trt_call *c, double *scale, int32_t *zp, int32_t *qmin, int32_t *qmax);
+
+/* Layouts. */
+int trt_is_row_major(const trt_tensor *t);   /* dense in logical order; size-1 dims may sit anywhere */
+int trt_is_nhwc(const trt_tensor *t);
+int trt_same_layout(const trt_tensor *a, const trt_tensor *b);
+
+/* out = (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1, or 0 when the window does not fit. */
+int32_t trt_pooled_extent(int32_t in, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation);
+
+#endif

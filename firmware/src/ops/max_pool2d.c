@@ -1,0 +1,69 @@
+/* cortex_m::quantized_max_pool2d.out(Tensor input, int[] kernel_size, int[] stride, int[] padding,
+ * int[] dilation, bool ceil_mode, int input_zero_point, int output_zero_point, int activation_min,
+ * int activation_max, *, Tensor(a!) out): bind step and variants. */
+#include "../kernels/c/kernels_c.h"
+#include "../kernels/dsp/kernels_dsp.h"
+#include "../kernels/isa.h"
+#include "../kernels/mve/kernels_mve.h"
+#include "operator_table.h"
+
+static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
+    trt_max_pool_params *p = &params->pool;
+    const trt_tensor *in = NULL, *out = NULL;
+    int32_t kernel[2], stride[2], pad[2], dilation[2], in_zp, out_zp;
+    int ceil_mode = 0;
+    trt_status s;
+    (void)macs;
+    if ((s = trt_arg_tensor(c, 0, &in)) != TRT_OK || (s = trt_need_input(c, in, TRT_INT8)) != TRT_OK ||
+        (s = trt_arg_pair(c, 1, 1, TRT_MAX_SPATIAL_STEP, kernel)) != TRT_OK ||
+        (s = trt_arg_pair(c, 2, 1, TRT_MAX_SPATIAL_STEP, stride)) != TRT_OK ||
+        (s = trt_arg_pair(c, 3, 0, TRT_MAX_SPATIAL_STEP, pad)) != TRT_OK ||
+        (s = trt_arg_pair(c, 4, 1, 1, dilation)) != TRT_OK || (s = trt_arg_bool(c, 5, &ceil_mode)) != TRT_OK ||
+        (s = trt_arg_int(c, 6, -128, 127, &in_zp)) != TRT_OK || (s = trt_arg_int(c, 7, -128, 127, &out_zp)) != TRT_OK ||
+        (s = trt_need_act_range(c, 8, 9, &p->activation_min, &p->activation_max)) != TRT_OK ||
+        (s = trt_need_output(c, 10, &out, TRT_INT8)) != TRT_OK || (s = trt_need_disjoint(c, out, in)) != TRT_OK)
+        return s;
+    if (ceil_mode || in_zp != out_zp) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "ceil_mode or unequal zero points in");
+    /* torch's rule; it also guarantees every window has an in-bounds tap */
+    if (pad[0] > kernel[0] / 2 || pad[1] > kernel[1] / 2) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "padding over half the kernel in");
+    if (!trt_is_nhwc(in) || !trt_is_nhwc(out)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "activations not channels-last in");
+    p->batches = in->sizes[0];
+    p->channels = in->sizes[1];
+    p->in_h = in->sizes[2];
+    p->in_w = in->sizes[3];
+    p->kernel_h = kernel[0];
+    p->kernel_w = kernel[1];
+    p->stride_h = stride[0];
+    p->stride_w = stride[1];
+    p->pad_h = pad[0];
+    p->pad_w = pad[1];
+    p->out_h = trt_pooled_extent(p->in_h, p->kernel_h, p->stride_h, p->pad_h, 1);
+    p->out_w = trt_pooled_extent(p->in_w, p->kernel_w, p->stride_w, p->pad_w, 1);
+    if (p->out_h < 1 || p->out_w < 1 || p->channels < 1 || out->sizes[0] != p->batches ||
+        out->sizes[1] != p->channels || out->sizes[2] != p->out_h || out->sizes[3] != p->out_w)
+        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "output shape does not follow from the input in");
+    p->input = (const int8_t *)(const void *)in->data;
+    p->output = (int8_t *)(void *)out->mutable_data;
+    return TRT_OK;
+}
+
+#if TRT_HAVE_MVE
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_mve(&p->pool); }
+#endif
+#if TRT_HAVE_DSP
+static void run_dsp(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_dsp(&p->pool); }
+#endif
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_c(&p->pool); }
+
+static const trt_kernel_variant VARIANTS[] = {
+#if TRT_HAVE_MVE
+    {"mve", NULL, NULL, NULL, NULL, run_mve},
+#endif
+#if TRT_HAVE_DSP
+    {"dsp", NULL, NULL, NULL, NULL, run_dsp},
+#endif
+    {"c", NULL, NULL, NULL, NULL, run_c},
+};
+
+const trt_operator trt_op_quantized_max_pool2d = {"cortex_m::quantized_max_pool2d", bind, VARIANTS,
+                                                  sizeof VARIANTS / sizeof VARIANTS[0]};

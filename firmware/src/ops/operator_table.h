@@ -1,0 +1,71 @@
+/*
+ * The operator table: one row per operator this runtime runs, CMSIS-NN / TFLite Micro
+ * style. A row is the operator's name, its bind step and its kernel variants.
+ *
+ *   bind     validates one kernel call's arguments against the operator's schema
+ *            (dtypes, shapes, layouts, ranges: ops/<operator>.c) and fills the call's
+ *            kernel parameters; kernels then run without checks of their own.
+ *   variants fastest first: the first one the build's ISA provides and whose `accepts`
+ *            takes the bound parameters is chosen, once, at load. Each has its own files
+ *            under kernels/<isa>/. It may ask for workspace of its own in the arena
+ *            (scratch_bytes), filled once after the load (prepare: weight sums, folded
+ *            offsets; the load's cost, not the inference's), and for working memory while
+ *            it runs (temp_bytes: one region, shared by all calls, sized for the largest);
+ *            invoke runs it.
+ *
+ * Adding an operator: one row below and its own ops/ and kernels/ files. Adding a variant:
+ * one line in the operator's variant list and its kernel file.
+ */
+#ifndef TINYRPS_OPERATOR_TABLE_H
+#define TINYRPS_OPERATOR_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernels/kernels.h"
+#include "bind_args.h"
+
+/* The parameters of one bound kernel call, whichever operator it is. */
+typedef union {
+    trt_quantize_params quantize;
+    trt_dequantize_params dequantize;
+    trt_conv_params conv;
+    trt_max_pool_params pool;
+    trt_linear_params linear;
+    trt_copy_params copy;
+} trt_params;
+
+typedef struct {
+    const char *isa;                                        /* "mve", "dsp" or "c" */
+    int (*accepts)(const trt_params *p);                    /* NULL: every call the bind step admits */
+    size_t (*scratch_bytes)(const trt_params *p);           /* NULL: no workspace of its own */
+    void (*prepare)(trt_params *p, void *scratch);          /* NULL: nothing to precompute */
+    size_t (*temp_bytes)(const trt_params *p);              /* NULL: no working memory while it runs */
+    void (*invoke)(const trt_params *p, void *temp);        /* temp: shared by all calls, 16-byte aligned */
+} trt_kernel_variant;
+
+typedef struct {
+    const char *name;                                       /* "cortex_m::quantized_conv2d" (overload .out) */
+    /* Validate the call and fill p; add the call's multiply-accumulates to *macs. */
+    trt_status (*bind)(const trt_call *c, trt_params *p, uint64_t *macs);
+    const trt_kernel_variant *variants;                     /* fastest first; the last one is plain C */
+    uint8_t n_variants;
+} trt_operator;
+
+/* The row of `name`.`overload`, or NULL: only the .out overloads run. */
+const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,
+                                      uint32_t overload_len);
+
+/* The variant a bound call runs with: the fastest one that accepts it (never NULL). */
+const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_params *p);
+
+/* The operators (ops/<operator>.c). */
+extern const trt_operator trt_op_quantize_per_tensor;
+extern const trt_operator trt_op_dequantize_per_tensor;
+extern const trt_operator trt_op_quantized_conv2d;
+extern const trt_operator trt_op_quantized_depthwise_conv2d;
+extern const trt_operator trt_op_quantized_max_pool2d;
+extern const trt_operator trt_op_quantized_linear;
+extern const trt_operator trt_op_clone_dim_order;
+
+#endif

@@ -1,0 +1,43 @@
+/* cortex_m::quantize_per_tensor.out(Tensor input, float scale, int zero_point, int quant_min,
+ * int quant_max, ScalarType dtype, *, Tensor(a!) out): bind step and variants. */
+#include "../kernels/c/kernels_c.h"
+#include "../kernels/isa.h"
+#include "../kernels/mve/kernels_mve.h"
+#include "operator_table.h"
+
+static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
+    const trt_tensor *in = NULL, *out = NULL;
+    double scale = 0;
+    int32_t zp = 0, qmin = 0, qmax = 0;
+    trt_status s;
+    (void)macs;
+    if ((s = trt_arg_tensor(c, 0, &in)) != TRT_OK || (s = trt_need_input(c, in, TRT_FLOAT32)) != TRT_OK ||
+        (s = trt_need_qparams(c, &scale, &zp, &qmin, &qmax)) != TRT_OK ||
+        (s = trt_need_output(c, 6, &out, TRT_INT8)) != TRT_OK || (s = trt_need_disjoint(c, out, in)) != TRT_OK)
+        return s;
+    if (!trt_same_layout(in, out)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "input and output layouts differ in");
+    trt_quantize_params *p = &params->quantize;
+    p->input = (const float *)(const void *)in->data;
+    p->output = (int8_t *)(void *)out->mutable_data;
+    p->count = out->numel;
+    p->inv_scale = (float)(1.0 / scale);
+    p->zero_point = (float)zp;
+    p->quant_min = (float)qmin;
+    p->quant_max = (float)qmax;
+    return TRT_OK;
+}
+
+#if TRT_HAVE_MVE
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantize_mve(&p->quantize); }
+#endif
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantize_c(&p->quantize); }
+
+static const trt_kernel_variant VARIANTS[] = {
+#if TRT_HAVE_MVE
+    {"mve", NULL, NULL, NULL, NULL, run_mve},
+#endif
+    {"c", NULL, NULL, NULL, NULL, run_c},
+};
+
+const trt_operator trt_op_quantize_per_tensor = {"cortex_m::quantize_per_tensor", bind, VARIANTS,
+                                                 sizeof VARIANTS / sizeof VARIANTS[0]};
