@@ -50,12 +50,16 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         predictions = {"eager": eager_logits.argmax(1)}
         result["variants"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
         entries = {}
+        in_worker = {name for name, pte in programs.items()
+                     if device_class(device_override or default_device(pte)).out_of_process}
+        if in_worker and len(in_worker) < len(programs):
+            import_shared_modules_first()
         # Devices that compute in another process (the emulated MCU) run in a worker thread
         # while the in-process ones use this one: the two cores both work.
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             for name, pte in programs.items():
                 device_name = device_override or default_device(pte)
-                if device_class(device_name).out_of_process:
+                if name in in_worker:
                     entries[name] = pool.submit(evaluate_variant, name, pte, device_name, images, labels,
                                                 eager_logits, dict(predictions), bar,
                                                 device_options.get(device_name, {}))
@@ -70,6 +74,14 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
             entry.pop("_predictions", None)
             result["variants"][name] = entry
     return result
+
+
+def import_shared_modules_first() -> None:
+    """The families' evaluation hooks import ExecuTorch's exir (and torchao through it), in the
+    worker thread and in this one. Two threads importing one package with circular imports
+    for the first time can deadlock (importlib raises _DeadlockError), so this thread
+    imports it before the worker starts."""
+    import executorch.exir  # noqa: F401
 
 
 def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar, options=None) -> dict:
