@@ -287,7 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = add("data", cmd_data, "render the synthetic train/val/test splits")
     s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write (created if missing)")
-    s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed; the same seed gives the same images")
+    s.add_argument("--seed", type=seed_number, default=0, metavar="S",
+                   help="random seed; the same seed gives the same images")
     s.add_argument("--per-class", type=count, metavar="N", help="training images per class; val and test scale "
                    "with it (default: 3000, with 300 val and 200 test)")
 
@@ -295,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data", required=True, type=Path, metavar="DIR", help="a folder made by `tinyrps data`")
     s.add_argument("--out", required=True, type=Path, metavar="RUN", help="run folder to write")
     s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs")
-    s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of initialisation and shuffling")
+    s.add_argument("--seed", type=seed_number, default=0, metavar="S",
+                   help="random seed of initialisation and shuffling")
 
     s = add("export", cmd_export, "export RUN/model.pt to an ExecuTorch program RUN/export/T.pte")
     s.add_argument("--run", type=Path, metavar="RUN", help="a run folder made by `tinyrps train` "
