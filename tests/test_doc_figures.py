@@ -29,9 +29,9 @@ def test_every_block_is_closed_and_known():
 def test_a_stale_block_is_rewritten_from_the_sidecar():
     figures = doc_figures()
     sidecars = figures.load_sidecars(figures.FIGURES)
-    fw = sidecars["cortex-m55"]["firmware"]
-    stale = f"before\n{figures.BEGIN.format(name='firmware-footprint')}\n| 1 | 2 |\n" \
-            f"{figures.END.format(name='firmware-footprint')}\nafter\n"
+    fw = sidecars["cortex-m33"]["firmware"]
+    stale = f"before\n{figures.BEGIN.format(name='firmware-boards')}\n| 1 | 2 |\n" \
+            f"{figures.END.format(name='firmware-boards')}\nafter\n"
     text = figures.rewrite(stale, sidecars)
     assert text.startswith("before\n") and text.endswith("\nafter\n") and "| 1 | 2 |" not in text
     assert f"{fw['instructions_per_inference']:,}" in text and f"{fw['flash_bytes']:,} B" in text

@@ -22,5 +22,10 @@ def test_all_writes_summary_report_and_every_main_artifact(cli, tmp_path, markdo
     for image in ("preview.png", "curves.png", "confusion.png", "latency.png"):
         assert image in report
         assert list(out.rglob(image))
+    for target in ("cortex-m55", "cortex-m33", "cortex-m4"):       # each on its own board, the whole test split
+        assert summary["eval"]["variants"][target]["bit_exact"] is True, summary["eval"]["variants"][target]
+    for board in ("mps3-an547", "mps2-an505", "mps2-an386"):
+        assert board in report
+    assert "not cycles" in report
     assert len(summary["game"]) >= 3
     assert {g["outcome"] for g in summary["game"]} <= {"win", "lose", "tie"}

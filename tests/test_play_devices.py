@@ -28,6 +28,14 @@ def test_interactive_rounds_with_piped_input(cli, exported, target, device, figu
     assert ("Ethos-U estimate (Vela)" in out) if device == "npu-ref" else ("instructions on the MCU" in out)
 
 
+@pytest.mark.parametrize("target,board", [("cortex-m33", "mps2-an505"), ("cortex-m4", "mps2-an386")])
+def test_scripted_round_on_the_programs_own_board(cli, exported, target, board):
+    res = cli("play", "--model", exported(target), "--device", "mcu", "--moves", "paper", "--seed", "1", "--json")
+    assert res.returncode == 0, res.stderr
+    (round_,) = [json.loads(line) for line in res.stdout.splitlines()]
+    assert round_["you"] == "paper" and round_["instructions"] > 0
+
+
 def test_default_device_of_a_program_follows_its_family(cli, exported):
     res = cli("play", "--model", exported("cortex-m55"), "--moves", "p", "--json")
     assert res.returncode == 0, res.stderr
@@ -70,6 +78,9 @@ def test_cortex_m55_sidecar_has_the_firmware_figures(exported):
     assert fw["ram_bytes"] > fw["arena_bytes"]
     # the widest multiply-accumulate (Helium VMLADAV on int8) does 16 MACs in one instruction
     assert fw["macs"] / 16 < fw["instructions_per_inference"] < 5 * fw["macs"]
+    assert (fw["board"], fw["core"], fw["kernels"]) == ("mps3-an547", "cortex-m55", "mve")
+    assert fw["instructions_per_inference_plain_c"] > fw["macs"]
+    assert {layer["op"] + ".out" for layer in fw["layers"]} == set(meta["operators"])
 
 
 def test_play_on_a_board_on_a_serial_port(cli, cortex_m_pte):

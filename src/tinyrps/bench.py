@@ -48,9 +48,11 @@ def render_throughput(count: int = 3000, seed: int = 0) -> float:
     return count / (time.perf_counter() - start)
 
 
-def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=False, device_options=None) -> dict:
+def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=False, board=None,
+          device_options=None) -> dict:
     """Median single-image latency of eager and each exported program (all, or those named in
-    `only`) on its device. `device_options`: device name -> options to open it with.
+    `only`) on its device. `board` overrides the emulated board of Cortex-M programs on device
+    mcu; `device_options`: device name -> more options to open it with.
 
     All devices stay open; each gets ROUNDS blocks of at least runs/ROUNDS timed calls
     and BLOCK_SECONDS, the variants taking turns block by block."""
@@ -65,7 +67,8 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
     with contextlib.ExitStack() as stack, progress_bar(quiet) as bar:
         devices, counts, times, tasks = {}, {}, {}, {}
         for name, device_name, path in entries:
-            devices[name] = stack.enter_context(open_device(device_name, path, **device_options.get(device_name, {})))
+            devices[name] = stack.enter_context(open_device(device_name, path, board=board,
+                                                            **device_options.get(device_name, {})))
             counts[name] = min(runs, getattr(devices[name], "bench_runs", runs))
             times[name] = []
             tasks[name] = bar.add_task(f"{name} on {device_name}", total=ROUNDS, status="blocks")

@@ -198,7 +198,7 @@ def cmd_eval(a):
     options = device_options(a)
     from .evaluate import evaluate
     result = evaluate(a.run, a.data, only=a.variant, device_override=a.device, limit=a.limit,
-                      quiet=a.quiet or a.json, device_options=options)
+                      quiet=a.quiet or a.json, board=a.board, device_options=options)
     if a.json:
         emit_json(result)
     else:
@@ -209,7 +209,7 @@ def cmd_eval(a):
 def cmd_classify(a):
     check_model(a.model)
     from .classify import classify_files
-    results = classify_files(a.model, a.images, a.device)
+    results = classify_files(a.model, a.images, a.device, board=a.board)
     if a.json:
         emit_json(results)
     else:
@@ -223,7 +223,7 @@ def cmd_bench(a):
     options = device_options(a)
     from .bench import bench
     result = bench(a.run, runs=a.runs, only=a.variant, device_override=a.device, quiet=a.quiet or a.json,
-                   device_options=options)
+                   board=a.board, device_options=options)
     if a.json:
         emit_json(result)
     else:
@@ -235,13 +235,14 @@ def cmd_play(a):
     check_model(a.model)
     from .game import parse_moves
     moves = parse_moves(a.moves) if a.moves is not None else None
-    from .devices import default_device, open_device
+    from .devices import default_device, open_device, require_board_device
     device_name = a.device or ("mcu" if a.port else default_device(a.model))
+    require_board_device(device_name, a.board)
     options = device_options(a, device_name).get(device_name, {})
     from .game import Game, play_interactive, play_scripted
     # With --json, stdout carries only the rounds (JSON Lines); prompts and messages go to stderr.
     talk = sys.stderr if a.json else sys.stdout
-    with open_device(device_name, a.model, **options) as device:
+    with open_device(device_name, a.model, board=a.board, **options) as device:
         game = Game(device, seed=a.seed)
         if moves:
             play_scripted(game, moves, a.json, talk=talk)
@@ -266,6 +267,7 @@ def cmd_deploy_fvp(a):
 # ── parser ──────────────────────────────────────────────────────────────────
 def build_parser() -> argparse.ArgumentParser:
     from .devices import device_names
+    from .firmware.boards import BOARDS
     p = Parser(prog="tinyrps", formatter_class=HelpWithDefaults,
                description="A tiny rock-paper-scissors classifier, from PyTorch to Arm microcontrollers.",
                epilog=f"Errors: one line on stderr and exit code {EXIT_USER_ERROR} for a user error; "
@@ -284,6 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default: the device of the program's family: host, npu-ref or mcu)")
         s.add_argument("--port", metavar="DEV", help="for the mcu device: a board running the tinyrps firmware on "
                        "this serial port, e.g. /dev/ttyACM0 (default: the firmware in QEMU)")
+
+    def add_board(s):
+        s.add_argument("--board", choices=list(BOARDS),
+                       help="--device mcu: the emulated board (default: the program's, from its sidecar)")
 
     s = add("data", cmd_data, "render the synthetic train/val/test splits")
     s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write (created if missing)")
@@ -315,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--variant", action="append", metavar="T",
                    help="only this exported program; repeatable (default: every exported program)")
     add_device(s, "every program")
+    add_board(s)
     s.add_argument("--limit", type=count, metavar="N", help="only the first N test images (default: all)")
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
 
@@ -322,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a program made by `tinyrps export`")
     s.add_argument("--device", choices=device_names(),
                    help="device to run it on (default: the device of the program's family)")
+    add_board(s)
     s.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of one line per image")
 
@@ -332,11 +340,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--variant", action="append", metavar="T",
                    help="only this exported program; repeatable (default: every exported program)")
     add_device(s, "every program")
+    add_board(s)
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of tables")
 
     s = add("play", cmd_play, "play rock-paper-scissors; the model reads both moves")
     s.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a program made by `tinyrps export`")
     add_device(s, "the program")
+    add_board(s)
     s.add_argument("--moves", metavar="M,M,...", help="scripted game: comma-separated moves, e.g. rock,paper,s "
                    "(default: ask for each move)")
     s.add_argument("--seed", type=seed_number, metavar="S",

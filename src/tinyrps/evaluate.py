@@ -19,6 +19,7 @@ from .export import EvalContext, run_config, targets
 from .progress import progress_bar
 
 CHUNK = 50
+OUT_OF_PROCESS_WORKERS = 2
 
 
 def classify_with_progress(device, images, bar, description) -> np.ndarray:
@@ -30,10 +31,11 @@ def classify_with_progress(device, images, bar, description) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, 3), np.float32)
 
 
-def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False,
+def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False, board=None,
              device_options=None) -> dict:
     """Evaluate eager and the exported variants (all, or those named in `only`) on the first
-    `limit` test images (all when None). `device_options`: device name -> options to open it with."""
+    `limit` test images (all when None). `board` overrides the emulated board of Cortex-M
+    programs on device mcu; `device_options`: device name -> more options to open it with."""
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1, got {limit}")
     ckpt = variants.checkpoint(run_dir)
@@ -52,22 +54,23 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         entries = {}
         in_worker = {name for name, pte in programs.items()
                      if device_class(device_override or default_device(pte)).out_of_process}
-        if in_worker and len(in_worker) < len(programs):
+        if in_worker:
             import_shared_modules_first()
-        # Devices that compute in another process (the emulated MCU) run in a worker thread
-        # while the in-process ones use this one: the two cores both work.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        # Devices that compute in another process (the emulated boards) run in worker threads
+        # while the in-process ones use this one; two at a time, so that with three boards the
+        # last one's QEMU does not run alone on an otherwise idle machine.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=OUT_OF_PROCESS_WORKERS) as pool:
             for name, pte in programs.items():
                 device_name = device_override or default_device(pte)
                 if name in in_worker:
                     entries[name] = pool.submit(evaluate_variant, name, pte, device_name, images, labels,
-                                                eager_logits, dict(predictions), bar,
+                                                eager_logits, dict(predictions), bar, board,
                                                 device_options.get(device_name, {}))
             for name, pte in programs.items():
                 if name not in entries:
                     device_name = device_override or default_device(pte)
                     entries[name] = evaluate_variant(name, pte, device_name, images, labels, eager_logits,
-                                                     predictions, bar, device_options.get(device_name, {}))
+                                                     predictions, bar, board, device_options.get(device_name, {}))
                     predictions[name] = entries[name].pop("_predictions")
         for name in programs:
             entry = entries[name].result() if isinstance(entries[name], concurrent.futures.Future) else entries[name]
@@ -78,15 +81,16 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
 
 def import_shared_modules_first() -> None:
     """The families' evaluation hooks import ExecuTorch's exir (and torchao through it), in the
-    worker thread and in this one. Two threads importing one package with circular imports
+    worker threads and in this one. Two threads importing one package with circular imports
     for the first time can deadlock (importlib raises _DeadlockError), so this thread
-    imports it before the worker starts."""
+    imports it before the workers start."""
     import executorch.exir  # noqa: F401
 
 
-def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar, options=None) -> dict:
+def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar, board=None,
+                     options=None) -> dict:
     """One program on its device: accuracy, agreement with eager, and the family's own checks."""
-    with open_device(device_name, pte, bulk=True, **(options or {})) as device:
+    with open_device(device_name, pte, bulk=True, board=board, **(options or {})) as device:
         logits = classify_with_progress(device, images, bar, f"{name} on {device_name}")
         agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean()) if len(images) else 0.0
         # "agreement" is with eager unless the family compares with a closer reference

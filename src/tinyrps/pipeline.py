@@ -18,7 +18,8 @@ from .progress import console, say
 
 # The targets the main job exports (every other Ethos-U configuration and Cortex-M
 # core is one `tinyrps export --target T` away).
-MAIN_TARGETS = ("fp32", "fp32-xnnpack", "int8-xnnpack", "ethos-u55-128", "ethos-u85-128", "cortex-m55")
+MAIN_TARGETS = ("fp32", "fp32-xnnpack", "int8-xnnpack", "ethos-u55-128", "ethos-u85-128",
+                "cortex-m55", "cortex-m33", "cortex-m4")
 # Which program plays the demo rounds on each device, in order of preference.
 GAME_PROGRAMS = (("int8-xnnpack", "host"), ("ethos-u85-128", "npu-ref"), ("cortex-m55", "mcu"))
 GAME_MOVES = ("rock", "paper", "scissors")

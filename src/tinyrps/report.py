@@ -87,8 +87,8 @@ def timed_on(v: dict) -> str:
 
 
 SIMULATION_NOTE = ("Rows timed on a simulator or emulator (the TOSA reference model for the Ethos-U NPU, QEMU for "
-                   "the Cortex-M55, over its serial link) measure that model running on this machine, not the "
-                   "hardware: the NPU's time is Vela's estimate, and the Cortex-M55's work its instruction count.")
+                   "the Cortex-M boards, over a serial link) measure that model running on this machine, not the "
+                   "hardware: the NPU's time is Vela's estimate, and a Cortex-M core's work its instruction count.")
 
 
 def bench_rows(result: dict) -> list:
@@ -110,7 +110,10 @@ def bench_table(result: dict) -> None:
     if vela:
         print_table("Ethos-U: Vela's estimate", VELA_HEADER, vela, text_columns=1)
     if firmware:
-        print_table("Cortex-M firmware (emulated Cortex-M55)", FIRMWARE_HEADER, firmware, text_columns=1)
+        print_table(f"Cortex-M firmware on emulated boards: {FIRMWARE_UNITS}; {QEMU_COUNTS}",
+                    FIRMWARE_HEADER, firmware, text_columns=2)
+        for title, rows in layer_tables(result):
+            print_table(title, LAYER_HEADER, rows, text_columns=1)
 
 
 VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "utilisation"]
@@ -127,19 +130,62 @@ def vela_rows(result: dict) -> list:
     return rows
 
 
-FIRMWARE_HEADER = ["target", "flash", "RAM", "arena", "instr", "instr/MAC", "link ms"]
+FIRMWARE_UNITS = ("flash and RAM in KiB, instructions per inference in millions with the fastest kernels the core "
+                  "allows and with plain C (\"C\"), link ms: serial round trip")
+QEMU_COUNTS = ("QEMU counts instructions (-icount), not cycles: one Helium (MVE) instruction counts as one, "
+               "whatever its width")
+FIRMWARE_HEADER = ["target", "board", "flash", "RAM", "instr", "/MAC", "C instr", "C/MAC", "ms"]
+
+
+def _millions(count) -> str:
+    return "" if count is None else f"{count / 1e6:.2f}"
+
+
+def _per_mac(value) -> str:
+    return "" if value is None else f"{value:.2f}"
 
 
 def firmware_rows(result: dict) -> list:
+    """One row per Cortex-M variant: its board, footprint, and instructions per inference with the
+    fastest kernels its core allows and with plain C ("C"), and the serial round trip bench measured."""
     rows = []
     for name, v in result["variants"].items():
         fw = v.get("firmware")
         if fw:
-            rows.append([name, f"{fw['flash_bytes'] / 1024:.1f} KiB", f"{fw['ram_bytes'] / 1024:.1f} KiB",
-                         f"{fw['arena_bytes']:,} B", f"{fw['instructions_per_inference'] / 1e6:.2f} M",
-                         f"{fw['instructions_per_mac']:.2f}",
+            rows.append([name, fw.get("board", ""), f"{fw['flash_bytes'] / 1024:.0f}", f"{fw['ram_bytes'] / 1024:.1f}",
+                         _millions(fw["instructions_per_inference"]), _per_mac(fw["instructions_per_mac"]),
+                         _millions(fw.get("instructions_per_inference_plain_c")),
+                         _per_mac(fw.get("instructions_per_mac_plain_c")),
                          f"{v['latency_ms']:.0f}" if v.get("device") == "mcu" else ""])
     return rows
+
+
+LAYER_HEADER = ["layer", "MACs", "instr", "/MAC", "C instr", "C/MAC"]
+
+
+def _layer_name(op: str) -> str:
+    """"cortex_m::quantized_conv2d" -> "conv2d": short enough for an 80-column table."""
+    name = op.split("::")[-1]
+    return name[len("quantized_"):] if name.startswith("quantized_") else name
+
+
+def layer_tables(result: dict) -> list:
+    """(title, rows) per Cortex-M variant with a per-layer profile: instructions of every kernel call
+    with the fast kernels and with plain C side by side, and per MAC where the layer has MACs."""
+    tables = []
+    for name, v in result["variants"].items():
+        fw = v.get("firmware") or {}
+        if not fw.get("layers"):
+            continue
+        rows = []
+        for layer in fw["layers"]:
+            macs, fast, plain = layer["macs"], layer["instructions"], layer.get("instructions_plain_c")
+            rows.append([_layer_name(layer["op"]), f"{macs:,}" if macs else "", f"{fast:,}",
+                         f"{fast / macs:.2f}" if macs else "", "" if plain is None else f"{plain:,}",
+                         f"{plain / macs:.2f}" if macs and plain is not None else ""])
+        tables.append((f"{name} on {fw['board']}: per layer, {fw.get('kernels', '?')} kernels and plain C (\"C\")",
+                       rows))
+    return tables
 
 
 def markdown_cell(value) -> str:
@@ -196,7 +242,12 @@ def write_report(out: Path, summary: dict) -> None:
     if vela:
         parts += ["### Ethos-U (Vela's performance estimate)", markdown_table(VELA_HEADER, vela)]
     if firmware:
-        parts += ["### Cortex-M firmware on the emulated Cortex-M55", markdown_table(FIRMWARE_HEADER, firmware)]
+        parts += ["### Cortex-M firmware on emulated boards",
+                  f"Each program on its board in QEMU, measured at export on the same images: {FIRMWARE_UNITS} "
+                  f"(one image, `play --device mcu`, median). {QEMU_COUNTS}.",
+                  markdown_table(FIRMWARE_HEADER, firmware)]
+        for title, rows in layer_tables(be):
+            parts += [f"#### {title}", markdown_table(LAYER_HEADER, rows)]
     if summary.get("skipped"):
         parts += ["## Not built", "\n".join(f"- {k}: {v}" for k, v in summary["skipped"].items())]
     if summary.get("game"):

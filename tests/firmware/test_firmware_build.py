@@ -17,7 +17,8 @@ def test_unchanged_sources_do_not_rebuild(native_build, monkeypatch):
 
 
 @pytest.mark.parametrize("kind,missing,hint", [
-    ("cortex-m55", "arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"),
+    ("mps3-an547", "arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"),
+    ("mps2-an386-c", "arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"),
     ("native", "cmake", "apt-get install --no-install-recommends cmake gcc"),
 ])
 def test_missing_tool_says_how_to_install_it(kind, missing, hint, monkeypatch):
@@ -28,5 +29,6 @@ def test_missing_tool_says_how_to_install_it(kind, missing, hint, monkeypatch):
 
 
 def test_unknown_kind_lists_the_valid_ones():
-    with pytest.raises(UserError, match="valid: native, native-asan, cortex-m55"):
+    with pytest.raises(UserError, match="valid: native, native-asan, mps3-an547, mps3-an547-c, mps3-an547-dsp, "
+                                        "mps2-an505, mps2-an505-c, mps2-an386, mps2-an386-c"):
         build_firmware("cortex-a53")

@@ -17,8 +17,24 @@ def measured(cortex_m_pte):
 
 
 def test_contract_keys(measured):
-    for key in ("flash_bytes", "ram_bytes", "arena_bytes", "instructions_per_inference", "instructions_per_mac"):
+    for key in ("flash_bytes", "ram_bytes", "arena_bytes", "instructions_per_inference", "instructions_per_mac",
+                "instructions_per_inference_plain_c"):
         assert key in measured and measured[key] > 0, key
+    assert (measured["board"], measured["core"], measured["kernels"]) == ("mps3-an547", "cortex-m55", "mve")
+
+
+def test_layers_add_up_to_the_inference(measured):
+    layers = measured["layers"]
+    assert [layer["op"].split("::")[0] for layer in layers][:2] == ["cortex_m", "cortex_m"]
+    total = sum(layer["instructions"] for layer in layers)
+    assert abs(total - measured["instructions_per_inference"]) <= 0.05 * measured["instructions_per_inference"]
+    total_c = sum(layer["instructions_plain_c"] for layer in layers)
+    assert abs(total_c - measured["instructions_per_inference_plain_c"]) \
+        <= 0.05 * measured["instructions_per_inference_plain_c"]
+    # the MACs are the program's own (the runtime's count), and they are the model's
+    from tinyrps.model import count_macs
+    assert measured["macs"] == sum(layer["macs"] for layer in layers) == count_macs()
+    assert all(layer["macs"] > 0 for layer in layers if "conv" in layer["op"] or "linear" in layer["op"])
 
 
 def test_footprint_is_within_the_targets(measured, cortex_m_pte):
@@ -46,6 +62,7 @@ def test_measurement_is_repeatable(measured, cortex_m_pte):
 def test_elf_sections_add_up(firmware_elf_path):
     sections = elf_sections(firmware_elf_path)
     assert sections[".vectors"][0] == 0 and sections[".boot_args"][0] == 0x20000000
+    assert sections[".boot_args"][1] == 16
     footprint = memory_footprint(sections)
     assert footprint["flash_image"] >= footprint["code"] + footprint["rodata"]
     assert footprint["ram_reserved"] >= footprint["bss"] + footprint["stack"]

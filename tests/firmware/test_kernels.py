@@ -128,7 +128,7 @@ def m55_variants(firmware_elf_path):
     from tinyrps.firmware import build_firmware
     from tinyrps.firmware.qemu import FIRMWARE_EXECUTABLE
     return {variant: build_firmware(kind).tool(FIRMWARE_EXECUTABLE)
-            for variant, kind in (("mve", "cortex-m55"), ("dsp", "cortex-m55-dsp"), ("c", "cortex-m55-c"))}
+            for variant, kind in (("mve", "mps3-an547"), ("dsp", "mps3-an547-dsp"), ("c", "mps3-an547-c"))}
 
 
 @pytest.mark.slow     # builds the firmware three times, boots QEMU

@@ -91,6 +91,39 @@ def test_batch_timeout_stops_qemu(cortex_m_pte, firmware_elf_path, test_images):
     assert set(qemu._live_processes) == before
 
 
+def batch_file(count: int, trailer_magic: bytes = b"TRPE", trailer_records: int = None) -> bytes:
+    """A well-formed batch output file of `count` records, with the trailer given."""
+    header = qemu.BATCH_HEADER.pack(b"TRPO", qemu.BATCH_VERSION, 144, qemu.BATCH_RECORD.size, count, 0, 42048, 65536,
+                                    1000, 5, bytes(32), b"", b"mps2-an505")
+    record = qemu.BATCH_RECORD.pack(0, 3, 2_000_000, *([1, -2, 3] + [0] * 13), *([0.5] * 16))
+    profile = qemu.BATCH_PROFILE_HEADER.pack(b"TRPL", 2, qemu.BATCH_LAYER.size, count) \
+        + qemu.BATCH_LAYER.pack(b"cortex_m::quantized_conv2d", 1000, 1_500_000 * count) \
+        + qemu.BATCH_LAYER.pack(b"cortex_m::quantized_linear", 10, 499_000 * count)
+    trailer = struct.pack("<4sIII", trailer_magic, 2000, 8192, count if trailer_records is None else trailer_records)
+    return header.ljust(144, b"\0") + record * count + profile + trailer
+
+
+def test_batch_parser_reads_a_well_formed_file(tmp_path):
+    result = qemu._parse_batch(batch_file(2), 0, "", tmp_path / "m.pte", 2, 0.1)
+    assert result.int8.tolist() == [[1, -2, 3]] * 2 and result.stack_used == 2000
+    assert result.board == "mps2-an505"
+    assert result.layers == [{"op": "cortex_m::quantized_conv2d", "macs": 1000, "instructions": 1_500_000},
+                             {"op": "cortex_m::quantized_linear", "macs": 10, "instructions": 499_000}]
+
+
+def test_batch_parser_refuses_a_cut_profile(tmp_path):
+    raw = batch_file(2)
+    cut = raw[:-16 - qemu.BATCH_LAYER.size] + raw[-16:]        # the last layer entry is missing
+    with pytest.raises(UserError, match="profile"):
+        qemu._parse_batch(cut, 0, "", tmp_path / "m.pte", 2, 0.1)
+
+
+@pytest.mark.parametrize("damage", [{"trailer_magic": b"XXXX"}, {"trailer_records": 1}], ids=["magic", "records"])
+def test_batch_parser_checks_the_trailer(tmp_path, damage):
+    with pytest.raises(UserError, match="trailer"):
+        qemu._parse_batch(batch_file(2, **damage), 0, "", tmp_path / "m.pte", 2, 0.1)
+
+
 def test_server_is_stopped_on_close_and_on_error(cortex_m_pte, firmware_elf_path):
     with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
         pid = server.process.pid
@@ -166,8 +199,8 @@ def test_program_without_descriptor_is_found_by_its_header(cortex_m_pte, firmwar
     """A board has no loader for the descriptor: the firmware reads the length from the .pte's own header."""
     plain = qemu.qemu_command
 
-    def without_descriptor(elf, pte, mode):
-        command = plain(elf, pte, mode)
+    def without_descriptor(elf, pte, mode, board):
+        command = plain(elf, pte, mode, board)
         return [a for i, a in enumerate(command)
                 if "data-len" not in a and not (a == "-device" and "data-len" in command[i + 1])]
     monkeypatch.setattr(qemu, "qemu_command", without_descriptor)

@@ -15,7 +15,7 @@ DEVICES = {
     "eager": ("eager", "EagerDevice", "the PyTorch checkpoint (model.pt)"),
     "host": ("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU"),
     "npu-ref": ("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model"),
-    "mcu": ("mcu", "McuDevice", "a Cortex-M .pte on the firmware in QEMU (Cortex-M55), over the serial link"),
+    "mcu": ("mcu", "McuDevice", "a Cortex-M .pte on the firmware of its board in QEMU (M55, M33, M4), over the serial link"),
     "native": ("native", "NativeDevice", "a Cortex-M .pte on the firmware's C runtime built for this host"),
 }
 
@@ -49,3 +49,9 @@ def default_device(pte) -> str:
     if Path(pte).suffix == ".pt":
         return "eager"
     return FAMILY_DEVICES[program_family(pte)][0]
+
+
+def require_board_device(device_name: str, board) -> None:
+    """--board picks an emulated board: only the mcu device has one."""
+    if board and device_name != "mcu":
+        raise UserError(f"--board {board} is for --device mcu; device '{device_name}' has no board")

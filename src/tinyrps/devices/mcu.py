@@ -1,8 +1,14 @@
-"""The firmware on an emulated Cortex-M55 (QEMU MPS3 AN547), driven over its serial link.
+"""The firmware on an emulated Cortex-M board (QEMU), driven over its serial link.
 
 Opening the device boots the firmware once with the program in its model slot and
-checks, with `info`, that the firmware holds exactly this file (SHA-256) and that
-the program loaded. Each image is then one `infer` request on the UART.
+checks, with `info`, that the firmware holds exactly this file (SHA-256), that the
+program loaded and that the firmware is the board's. Each image is then one `infer`
+request on the UART.
+
+Board (option `board`): the program's sidecar names the board its core runs on
+(`firmware.board`: mps3-an547 for cortex-m55 and cortex-m85, mps2-an505 for
+cortex-m33, mps2-an386 for cortex-m4); `board` overrides it, e.g. to run a
+cortex-m4 program on the Cortex-M33.
 
 Transport (option `transport`):
 - "serial" (default): every image over the serial link, as a board on a serial
@@ -32,6 +38,7 @@ from ..pte import read_program
 from .base import Device, check_images, require_family
 
 TRANSPORTS = ("serial", "batch", "auto")
+CORE_NAMES = {"cortex-m55": "Cortex-M55", "cortex-m33": "Cortex-M33", "cortex-m4": "Cortex-M4"}
 # From this many images per classify call, "auto" pays one QEMU boot (~0.3 s) to skip
 # the UART (~0.05-0.1 s per image here).
 BATCH_THRESHOLD = 16
@@ -43,7 +50,8 @@ class McuDevice(Device):
     batch_size = 1
     bench_runs = 20          # each run is a serial round trip of ~0.1 s
 
-    def __init__(self, model_path, transport: str = None, timeout: float = 10.0, port=None, bulk: bool = False, **_):
+    def __init__(self, model_path, transport: str = None, timeout: float = 10.0, port=None, bulk: bool = False,
+                 board: str = None, **_):
         # bulk work (eval) takes the batch transport for big calls unless told otherwise
         transport = transport or ("auto" if bulk and not port else "serial")
         if transport not in TRANSPORTS:
@@ -55,6 +63,7 @@ class McuDevice(Device):
         self.port = port
         program = read_program(self.model_path)
         require_family(self.model_path, "cortex-m", self.name, sidecar_only=True)
+        self.board = program_board(self.model_path, board)
         self.model_sha256 = hashlib.sha256(program).hexdigest()
         self.server = self.link = self.elf = None
         try:
@@ -74,8 +83,8 @@ class McuDevice(Device):
             from ..firmware.link import DeviceLink
             return DeviceLink.open(self.port, timeout=timeout, describe=f"the board on {self.port}")
         from ..firmware.qemu import FirmwareServer, firmware_elf
-        self.elf = firmware_elf()
-        self.server = FirmwareServer(self.model_path, elf=self.elf, timeout=timeout).start()
+        self.elf = firmware_elf(self.board.name)
+        self.server = FirmwareServer(self.model_path, elf=self.elf, timeout=timeout, board=self.board.name).start()
         return self.server.link
 
     def _check_info(self) -> None:
@@ -84,6 +93,9 @@ class McuDevice(Device):
             where = "flash it to the board's model slot" if self.port else "the model slot was not loaded correctly"
             raise UserError(f"the firmware holds a different program than {self.model_path.name} "
                             f"(SHA-256 {info.model_sha256[:12]}... vs {self.model_sha256[:12]}...): {where}")
+        if not self.port and info.board != self.board.name:
+            raise UserError(f"the firmware booted on QEMU's {self.board.machine} reports board '{info.board}': "
+                            "rebuild the firmware")
         if not info.loaded:
             raise UserError(f"{self.model_path.name} does not run on the firmware ({info.load_detail or info.load_status_name}): "
                             "export a Cortex-M program with `tinyrps export --target cortex-m55`")
@@ -120,7 +132,7 @@ class McuDevice(Device):
     def _classify_by_batch(self, images: np.ndarray) -> tuple:
         from ..firmware.qemu import run_batch
         start = time.perf_counter()
-        result = run_batch(self.model_path, images, elf=self.elf)
+        result = run_batch(self.model_path, images, elf=self.elf, board=self.board.name)
         if result.model_sha256 != self.model_sha256:
             raise UserError(f"the firmware batch ran a different program than {self.model_path.name}; "
                             "the model slot was not loaded correctly")
@@ -131,16 +143,17 @@ class McuDevice(Device):
         return result.int8, result.logits
 
     def last_stats(self) -> dict:
-        """Of the last inference: `instructions` on the Cortex-M55, `link_ms` the request's
-        wall time (serial) or the batch's wall time per image (batch), `transport`."""
-        return dict(self._stats)
+        """Of the last inference: `instructions` on the board's core, `link_ms` the request's
+        wall time (serial) or the batch's wall time per image (batch), `transport`, `board`."""
+        return {**self._stats, "board": self.info.board} if self._stats else {}
 
     @property
     def simulated_by(self):
         return None if self.port else "QEMU"
 
     def describe(self) -> str:
-        where = f"{self.info.board} on {self.port}" if self.port else f"QEMU {self.info.board} (Cortex-M55)"
+        where = f"{self.info.board} on {self.port}" if self.port else \
+            f"QEMU {self.info.board} ({CORE_NAMES.get(self.board.core, self.board.core)})"
         return f"tinyrps firmware {self.info.firmware} on {where}, {self.transport} link"
 
     def close(self) -> None:
@@ -148,3 +161,15 @@ class McuDevice(Device):
             self.server.close()
         elif getattr(self, "link", None) is not None:
             self.link.close()
+
+
+def program_board(model_path: Path, board: str = None):
+    """The board to run a program on: `board` if given, else the one its sidecar names (the
+    firmware section's, else its core's), else the default board."""
+    from ..export import read_sidecar
+    from ..firmware.boards import DEFAULT_BOARD, CORE_BOARDS, get_board
+    if board:
+        return get_board(board)
+    sidecar = read_sidecar(model_path) or {}
+    named = (sidecar.get("firmware") or {}).get("board") or CORE_BOARDS.get(sidecar.get("core"), DEFAULT_BOARD)
+    return get_board(named)

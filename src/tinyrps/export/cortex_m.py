@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -95,11 +96,6 @@ def edge_reference_int8(edge_program, images: np.ndarray) -> np.ndarray:
     return np.stack(rows)
 
 
-# The core the firmware runs on in the emulator (QEMU MPS3 AN547): programs for it get
-# the firmware's footprint and instruction count in their sidecar.
-FIRMWARE_CORE = "cortex-m55"
-
-
 def build_cortex_m(ctx: BuildContext, core: str) -> BuildResult:
     with _one_thread():   # calibration batches of one image: 4-5x faster on one thread than on a shared pool
         edge = lower_to_edge(ctx.model, ctx.calibration, core)
@@ -112,12 +108,8 @@ def build_cortex_m(ctx: BuildContext, core: str) -> BuildResult:
         raise RuntimeError("the serialized Cortex-M program does not replay like its edge program; "
                            "the .pte reference would be wrong")
     ops = program_operators(program)
-    info = {}
-    if core == FIRMWARE_CORE:
-        from ..firmware.measure import measure_firmware
-        info["firmware"] = measure_firmware(program)
     return BuildResult(program, {
-        **info,
+        "firmware": firmware_figures(program, core),
         "core": core,
         "operators": ops,
         "quantization": {"scheme": "int8 CMSIS-NN (CortexMQuantizer), per-channel conv weights, PT2E PTQ",
@@ -125,6 +117,18 @@ def build_cortex_m(ctx: BuildContext, core: str) -> BuildResult:
         "reference": {"what": "ExecuTorch cortex_m Python operators replaying the .pte",
                       "checked_against_edge_program_images": len(check_images)},
     })
+
+
+def firmware_figures(program: bytes, core: str) -> dict:
+    """The program on the firmware of its core's emulated board: footprint, instructions, layers."""
+    from ..firmware.boards import board_for_core
+    from ..firmware.measure import measure_firmware
+    board = board_for_core(core)
+    figures = measure_firmware(program, board.name)
+    if board.core != core:
+        figures["note"] = (f"QEMU 7.2 has no {core} board: measured on the {board.core} of the {board.name} "
+                           "(the same Armv8.1-M MVE instruction set); the counts are that core's")
+    return figures
 
 
 def program_operators(program: bytes) -> list:
@@ -230,16 +234,30 @@ def _register_operators() -> None:
     import executorch.exir.passes.dim_order_ops_registry  # noqa: F401
 
 
+_one_thread_lock = threading.Lock()
+_one_thread_users = 0
+_threads_before = 1
+
+
 @contextlib.contextmanager
 def _one_thread():
     """Tensors of one 28x28 image are tiny: one thread is several times faster than torch's pool
-    (and does not fight other work for the cores)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    (and does not fight other work for the cores). The setting is process-wide and evaluation
+    replays several programs in worker threads at once: the first to enter saves torch's thread
+    count, the last to leave restores it."""
+    global _one_thread_users, _threads_before
+    with _one_thread_lock:
+        if _one_thread_users == 0:
+            _threads_before = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _one_thread_users += 1
     try:
         yield
     finally:
-        torch.set_num_threads(threads)
+        with _one_thread_lock:
+            _one_thread_users -= 1
+            if _one_thread_users == 0:
+                torch.set_num_threads(_threads_before)
 
 
 def replay_int8(prog: ParsedProgram, images: np.ndarray) -> np.ndarray:

@@ -1,12 +1,13 @@
 """Configure and build firmware/ with CMake, once per source change.
 
 Kinds: "native" (host gcc: the runtime library, `tinyrps-native` and the mutation
-sweep `tinyrps-mutate`, each also as `-dsp`: the DSP kernels on a C model of the DSP
-instructions), "native-asan" (the same with AddressSanitizer and UBSan),
-"cortex-m55" (arm-none-eabi-gcc with firmware/cmake/arm-none-eabi.cmake; the board
-directory firmware/board/an547 supplies the executables; Helium kernels), and the same
-board with the Cortex-M55's other kernel paths: "cortex-m55-dsp" (-mcpu=cortex-m55+nomve:
-the DSP kernels) and "cortex-m55-c" (+nomve+nodsp: plain C).
+sweep `tinyrps-mutate`), "native-asan" (the same with AddressSanitizer and UBSan),
+and per board port (firmware/board/<board>, tinyrps.firmware.boards) two
+arm-none-eabi-gcc builds of the firmware image `tinyrps_fw.elf`: "<board>" with
+the fastest kernels the core's ISA allows (TINYRPS_KERNELS=auto) and "<board>-c"
+with the portable plain-C kernels (TINYRPS_KERNELS=c), e.g. "mps2-an505" and
+"mps2-an505-c"; and "mps3-an547-dsp", the Cortex-M55 without MVE (-mcpu=cortex-m55+nomve),
+which binds the DSP kernels on that board.
 
 Builds never go into the source tree (or an installed package): each kind builds in
 the user's cache, `$XDG_CACHE_HOME/tinyrps/firmware/<kind>-<key>/` (default
@@ -38,16 +39,27 @@ class Kind:
     cmake_args: tuple
     compilers: tuple                 # executables that must be on PATH
     install_hint: str
+    cross: bool = False              # built with the Arm toolchain file
+
+
+def _board_kinds() -> dict:
+    """Per board: the fastest kernels its core allows, plain C, and its reduced-ISA builds."""
+    from .boards import BOARDS, firmware_kind
+    kinds = {}
+    for board in BOARDS.values():
+        builds = [("fast", board.core, "auto"), ("c", board.core, "c")]
+        builds += [(name, cpu, "auto") for name, cpu in board.reduced_isa]
+        for kernels, cpu, selection in builds:
+            args = ("-DCMAKE_BUILD_TYPE=Release", f"-DTINYRPS_BOARD={board.name}", f"-DTINYRPS_CPU={cpu}",
+                    f"-DTINYRPS_KERNELS={selection}")
+            kinds[firmware_kind(board.name, kernels)] = Kind(args, ("arm-none-eabi-gcc",), APT_ARM, cross=True)
+    return kinds
 
 
 KINDS = {
     "native": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("gcc",), APT_HOST),
     "native-asan": Kind(("-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTRT_SANITIZE=ON"), ("gcc",), APT_HOST),
-    "cortex-m55": Kind(("-DCMAKE_BUILD_TYPE=Release",), ("arm-none-eabi-gcc",), APT_ARM),
-    "cortex-m55-dsp": Kind(("-DCMAKE_BUILD_TYPE=Release", "-DTINYRPS_CPU=cortex-m55+nomve"),
-                           ("arm-none-eabi-gcc",), APT_ARM),
-    "cortex-m55-c": Kind(("-DCMAKE_BUILD_TYPE=Release", "-DTINYRPS_CPU=cortex-m55+nomve+nodsp"),
-                         ("arm-none-eabi-gcc",), APT_ARM),
+    **_board_kinds(),
 }
 
 
@@ -80,10 +92,10 @@ def build_firmware(kind: str = "native") -> FirmwareBuild:
     source = firmware_dir()
     _check_tools(kind, spec)
     args = list(spec.cmake_args)
-    if kind.startswith("cortex-"):
+    if spec.cross:
         toolchain = source / TOOLCHAIN_FILE
         if not toolchain.is_file():
-            raise UserError(f"the Cortex-M toolchain file {toolchain} is missing; the cortex-m55 firmware cannot be built")
+            raise UserError(f"the Cortex-M toolchain file {toolchain} is missing; the {kind} firmware cannot be built")
         args.append(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}")
     stamp = _stamp(source, args, spec.compilers)
     build_dir = build_root() / f"{kind}-{stamp[:16]}"

@@ -9,6 +9,7 @@ a reply that does not parse) raises LinkError, a UserError with one clear line.
 """
 from __future__ import annotations
 
+import collections
 import struct
 import time
 import zlib
@@ -195,6 +196,10 @@ def parse_info(payload: bytes) -> Info:
                         "host and firmware speak different protocol versions; rebuild the firmware")
     (protocol, _size, firmware, board, sha, model_bytes, source, load_status, arena_capacity, arena_needed,
      stack_size, stack_used, boot_instructions, detail) = INFO_LAYOUT.unpack_from(payload)
+    if protocol != PROTOCOL_VERSION:
+        # the layout of every other reply may have changed too: parse nothing more from this device
+        raise LinkError(f"the device speaks link protocol version {protocol}, this host version {PROTOCOL_VERSION}: "
+                        "rebuild the firmware from the same sources as the host (or update the host)")
     return Info(protocol, _text(firmware), _text(board), sha.hex(), model_bytes,
                 MODEL_SOURCES.get(source, f"unknown ({source})"), load_status, arena_capacity, arena_needed,
                 stack_size, stack_used, boot_instructions, _text(detail))
@@ -233,6 +238,7 @@ class DeviceLink:
         self.describe = describe
         self.check_alive = check_alive or (lambda: None)
         self.decoder = FrameDecoder()
+        self.pending = collections.deque()   # frames decoded but not yet looked at, oldest first
         self.notices = []          # unsolicited error reports (garbage, overrun), newest last
         self._seq = 0
 
@@ -291,16 +297,23 @@ class DeviceLink:
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         while True:
-            for frame in self.read_frames(deadline, f"no reply from {self.describe} to '{name}' within {limit:g} s"):
-                if frame.type == ERROR:
-                    code, value, text = parse_error(frame.payload)
-                    if code == ERR_FAULT:
-                        raise LinkError(f"{self.describe} crashed during '{name}': {text}")
-                    if frame.seq == seq:
-                        raise DeviceError(code, value, text, name)
-                    self.notices.append((code, value, text))
-                elif frame.seq == seq and frame.type == command | REPLY:
-                    return frame
+            frame = self.next_frame(deadline, f"no reply from {self.describe} to '{name}' within {limit:g} s")
+            if frame.type == ERROR:
+                code, value, text = parse_error(frame.payload)
+                if code == ERR_FAULT:
+                    raise LinkError(f"{self.describe} crashed during '{name}': {text}")
+                if frame.seq == seq:
+                    raise DeviceError(code, value, text, name)
+                self.notices.append((code, value, text))
+            elif frame.seq == seq and frame.type == command | REPLY:
+                return frame
+
+    def next_frame(self, deadline: float, timeout_message: str) -> Frame:
+        """The oldest frame not looked at yet: one decoded earlier (a read may bring several),
+        else the next to arrive before the deadline."""
+        if not self.pending:
+            self.pending.extend(self.read_frames(deadline, timeout_message))
+        return self.pending.popleft()
 
     def read_frames(self, deadline: float, timeout_message: str) -> list:
         """Frames received before the deadline (at least one), else LinkError(timeout_message)."""

@@ -1,20 +1,29 @@
-"""Footprint and speed of a Cortex-M program on the firmware (Cortex-M55, MPS3 AN547 in QEMU).
+"""Footprint and speed of a Cortex-M program on the firmware of an emulated board (QEMU).
 
-    measure_firmware(pte) -> {"flash_bytes", "ram_bytes", "arena_bytes",
-                              "instructions_per_inference", "instructions_per_mac", ...}
+    measure_firmware(pte, board) -> {"board", "core", "kernels", "flash_bytes", "ram_bytes",
+                                     "arena_bytes", "instructions_per_inference",
+                                     "instructions_per_inference_plain_c", "instructions_per_mac",
+                                     "layers", ...}
 
 - flash_bytes: what a board stores: the firmware's code, read-only data and .data
   initialisers (from the ELF's sections) plus the .pte itself.
-- ram_bytes: .data + .bss + stack, with the runtime's arena counted at the size the
-  program's memory plan needs (the firmware reserves a fixed, larger arena:
-  `ram_bytes_reserved` is the RAM the built image actually takes).
+- ram_bytes: .data + .bss + stack (+ the 16-byte boot descriptor), with the runtime's
+  arena counted at the size the program's memory plan needs (the firmware reserves a
+  fixed, larger arena: `ram_bytes_reserved` is the RAM the built image actually takes).
 - instructions_per_inference: the firmware's own count around trt_infer, under
-  QEMU's -icount shift=0 (1 instruction = 1 ns, counted by SysTick: exact to
-  one tick, 31.25 instructions). Run twice on the same images; the counts must
-  be identical, or this raises.
+  QEMU's -icount shift=0 (1 instruction = 1 ns, counted by SysTick: exact to one
+  tick, 1e9 / SysTick Hz instructions). Run twice on the same images; the counts must
+  be identical, or this raises. QEMU counts instructions, not cycles.
+- instructions_per_inference_plain_c: the same program and images on the same board,
+  with the firmware built with the portable plain-C kernels (TINYRPS_KERNELS=c),
+  measured in the same call.
+- layers: per kernel call of the program, `{op, instructions, macs}` (the fast build;
+  `instructions_plain_c` beside it), from the runtime's own per-call counter; the
+  MACs are the runtime's count for the program, not a formula of the model.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import struct
 import tempfile
 from pathlib import Path
@@ -22,45 +31,58 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from .boards import DEFAULT_BOARD, get_board, kernels_name
 
 # ELF32 section header flags and types
 SHF_ALLOC = 0x2
 SHT_NOBITS = 8
-DTCM_BASE, DTCM_END = 0x20000000, 0x20080000
-ITCM_END = 0x00080000
+# The firmware's RAM sections (firmware/board/common/sections.ld).
+RAM_SECTIONS = (".boot_args", ".data", ".bss", ".stack")
 
 # One image per class, rendered with this seed: fixed inputs for the instruction count.
 MEASURE_SEED = 2024
 
 
-def measure_firmware(pte) -> dict:
-    """Measure a Cortex-M .pte (path or bytes) on the AN547 firmware; see the module docstring."""
-    from ..model import count_macs
+def measure_firmware(pte, board: str = DEFAULT_BOARD) -> dict:
+    """Measure a Cortex-M .pte (path or bytes) on `board`'s firmware; see the module docstring."""
     from .qemu import firmware_elf, run_batch
 
+    spec = get_board(board)
     with tempfile.TemporaryDirectory(prefix="tinyrps-measure.") as work:
         pte_path = _as_file(pte, Path(work))
-        elf = firmware_elf()
+        elf, elf_c = firmware_elf(board, "fast"), firmware_elf(board, "c")
         sections = elf_sections(elf)
         images = measurement_images()
-        first = run_batch(pte_path, images, elf=elf)
-        second = run_batch(pte_path, images, elf=elf)
+        # three QEMU runs, two at a time (QEMU is single-threaded; the machine has two cores)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            runs = [pool.submit(run_batch, pte_path, images, elf=e, board=board) for e in (elf, elf, elf_c)]
+            first, second, plain_c = (r.result() for r in runs)
         program_bytes = pte_path.stat().st_size
     if not np.array_equal(first.instructions, second.instructions):
         raise UserError("instruction counts differ between two identical runs "
                         f"({first.instructions.tolist()} vs {second.instructions.tolist()}); "
                         "QEMU must run with -icount shift=0")
+    if not np.array_equal(first.int8, plain_c.int8):
+        raise UserError(f"the fast and the plain-C kernels of the {board} firmware disagree on the same images: "
+                        "a kernel is wrong")
     footprint = memory_footprint(sections)
     instructions = int(np.median(first.instructions))
-    macs = count_macs()
+    instructions_c = int(np.median(plain_c.instructions))
+    macs = sum(layer["macs"] for layer in first.layers)
     ram_needed = footprint["ram_reserved"] - first.arena_capacity + first.arena_needed
     return {
+        "board": spec.name,
+        "core": spec.core,
+        "kernels": kernels_name(spec, "fast"),
         "flash_bytes": footprint["flash_image"] + program_bytes,
         "ram_bytes": ram_needed,
         "arena_bytes": first.arena_needed,
         "instructions_per_inference": instructions,
-        "instructions_per_mac": round(instructions / macs, 3),
+        "instructions_per_inference_plain_c": instructions_c,
+        "instructions_per_mac": round(instructions / macs, 3) if macs else None,
+        "instructions_per_mac_plain_c": round(instructions_c / macs, 3) if macs else None,
         "macs": macs,
+        "layers": merge_layers(first.layers, plain_c.layers),
         "instructions_range": [int(first.instructions.min()), int(first.instructions.max())],
         "deterministic": True,
         "code_bytes": footprint["code"],
@@ -73,8 +95,17 @@ def measure_firmware(pte) -> dict:
         "arena_reserved_bytes": first.arena_capacity,
         "ram_bytes_reserved": footprint["ram_reserved"],
         "boot_instructions": first.boot_instructions,
-        "emulator": "qemu-system-arm -M mps3-an547 (Cortex-M55), -icount shift=0",
+        "emulator": f"qemu-system-arm -M {spec.machine} ({spec.core}), -icount shift=0: counts instructions, "
+                    "not cycles",
     }
+
+
+def merge_layers(fast: list, plain_c: list) -> list:
+    """Per kernel call: {op, instructions, macs} of the fast build, with the plain-C build's count beside it."""
+    if [layer["op"] for layer in fast] != [layer["op"] for layer in plain_c]:
+        raise UserError("the fast and the plain-C firmware ran different kernel chains; rebuild the firmware")
+    return [{"op": f["op"], "instructions": f["instructions"], "macs": f["macs"],
+             "instructions_plain_c": c["instructions"]} for f, c in zip(fast, plain_c)]
 
 
 def measurement_images() -> np.ndarray:
@@ -100,16 +131,14 @@ def memory_footprint(sections: dict) -> dict:
 
     stored = sum(size for addr, size, flags, kind in sections.values()
                  if flags & SHF_ALLOC and kind != SHT_NOBITS)
-    in_ram = sum(size for addr, size, flags, kind in sections.values()
-                 if flags & SHF_ALLOC and DTCM_BASE <= addr < DTCM_END)
     return {
         "code": size_of(".vectors", ".text", ".ARM.exidx", ".init_array"),
         "rodata": size_of(".rodata"),
         "data": size_of(".data"),
         "bss": size_of(".bss"),
         "stack": size_of(".stack"),
-        "flash_image": stored,          # code + rodata + .data initialisers
-        "ram_reserved": in_ram,         # boot descriptor + data + bss + stack
+        "flash_image": stored,                      # code + rodata + .data initialisers
+        "ram_reserved": size_of(*RAM_SECTIONS),     # boot descriptor + data + bss + stack
     }
 
 

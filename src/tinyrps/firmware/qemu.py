@@ -1,11 +1,12 @@
-"""The firmware on an emulated Cortex-M55: QEMU's MPS3 AN547 board, started and always stopped here.
+"""The firmware on an emulated Cortex-M board (tinyrps.firmware.boards), started and always stopped here.
 
-Two ways to run it, one firmware image (firmware/board/an547, built by build_firmware):
+Two ways to run it, one firmware image per board (firmware/board/<board>, built by build_firmware):
 
 - `FirmwareServer`: boots once with a program and serves requests on its UART,
   which QEMU puts on a loopback TCP socket; `server.link` is a DeviceLink.
 - `run_batch`: boots with a program and a file of images, runs them all and
-  exits, exchanging files over semihosting (fast: no UART in the way).
+  exits, exchanging files over semihosting (fast: no UART in the way). It also
+  brings back the per-layer instruction profile.
 
 QEMU runs with `-icount shift=0`: one guest instruction is one nanosecond of
 virtual time, so the firmware's SysTick-based instruction counts are exact and
@@ -26,33 +27,35 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
 from ..errors import UserError
+from .boards import DEFAULT_BOARD, firmware_kind, get_board
 from .link import DeviceLink, LinkError
 
 QEMU = "qemu-system-arm"
-MACHINE = "mps3-an547"
 INSTALL_HINT = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
-FIRMWARE_KIND = "cortex-m55"
 FIRMWARE_EXECUTABLE = "tinyrps_fw.elf"
 
-# Memory map of the firmware (firmware/board/an547/an547.ld, model_slot.h).
-MODEL_ADDRESS = 0x60000000
-MODEL_MAX_BYTES = 64 << 20
-DESCRIPTOR_ADDRESS = 0x20000000
+# The boot descriptor (firmware/board/common/model_slot.h), at the start of the board's RAM.
 DESCRIPTOR_MAGIC = 0x42505254       # "TRPB"
 MODE_SERVE = 0
 MODE_BATCH = 1
 
-# Batch files (firmware/board/an547/batch.c).
+# Batch files (firmware/board/common/batch.c).
 BATCH_MAGIC = b"TRPO"
-BATCH_HEADER = struct.Struct("<4sIIIIiIIII32s48s")     # then zero padding to header bytes
+BATCH_VERSION = 2
+BATCH_HEADER = struct.Struct("<4sIIIIiIIII32s48s16s")  # then zero padding to header bytes
 BATCH_RECORD = struct.Struct("<iIQ16b16f")
+BATCH_PROFILE_MAGIC = b"TRPL"
+BATCH_PROFILE_HEADER = struct.Struct("<4sIII")         # magic, layers, layer bytes, images
+BATCH_LAYER = struct.Struct("<40sQQ")                  # operator, MACs per inference, instructions summed
+BATCH_TRAILER_MAGIC = b"TRPE"
+BATCH_TRAILER = struct.Struct("<4sIII")                # magic, stack used, stack size, records
 BATCH_EXIT_CODES = {1: "bad arguments or file I/O", 2: "the program did not load", 3: "a CPU fault"}
 
 BOOT_TIMEOUT_S = 30.0
@@ -71,10 +74,10 @@ def require_qemu() -> str:
     return path
 
 
-def firmware_elf() -> Path:
-    """The AN547 firmware image, built from firmware/ if its sources changed."""
+def firmware_elf(board: str = DEFAULT_BOARD, kernels: str = "fast") -> Path:
+    """The firmware image of `board` with a kernel set ("fast" or "c"), built if its sources changed."""
     from .build import build_firmware
-    return build_firmware(FIRMWARE_KIND).tool(FIRMWARE_EXECUTABLE)
+    return build_firmware(firmware_kind(board, kernels)).tool(FIRMWARE_EXECUTABLE)
 
 
 def descriptor_words(model_length: int, mode: int) -> tuple:
@@ -87,21 +90,25 @@ def qemu_option_value(path: Path) -> str:
     return str(path).replace(",", ",,")
 
 
-def qemu_command(elf: Path, pte: Path, mode: int) -> list:
-    """QEMU with the firmware, the program in DDR and the boot descriptor in DTCM; no serial yet.
+def qemu_command(elf: Path, pte: Path, mode: int, board: str = DEFAULT_BOARD) -> list:
+    """QEMU's board with the firmware, the program in its model slot and the boot descriptor
+    at the start of its RAM; no serial yet.
 
     Paths are absolute (QEMU may run in another folder) and commas doubled (QEMU's option syntax)."""
+    spec = get_board(board)
     pte, elf = Path(pte).resolve(), Path(elf).resolve()
     length = pte.stat().st_size
-    if length > MODEL_MAX_BYTES:
-        raise UserError(f"{pte} is {length} bytes; the firmware's model slot holds at most {MODEL_MAX_BYTES} bytes")
+    if length > spec.model_max_bytes:
+        raise UserError(f"{pte} is {length} bytes; the model slot of the {spec.name} firmware holds at most "
+                        f"{spec.model_max_bytes} bytes")
     word0, word1 = descriptor_words(length, mode)
-    return [require_qemu(), "-M", MACHINE, "-nodefaults", "-display", "none", "-monitor", "none", "-nic", "none",
+    descriptor = spec.descriptor_address
+    return [require_qemu(), "-M", spec.machine, "-nodefaults", "-display", "none", "-monitor", "none", "-nic", "none",
             "-icount", "shift=0", "-no-reboot",
             "-kernel", str(elf),
-            "-device", f"loader,file={qemu_option_value(pte)},addr={MODEL_ADDRESS:#x}",
-            "-device", f"loader,addr={DESCRIPTOR_ADDRESS:#x},data={word0:#x},data-len=8",
-            "-device", f"loader,addr={DESCRIPTOR_ADDRESS + 8:#x},data={word1:#x},data-len=8"]
+            "-device", f"loader,file={qemu_option_value(pte)},addr={spec.model_address:#x}",
+            "-device", f"loader,addr={descriptor:#x},data={word0:#x},data-len=8",
+            "-device", f"loader,addr={descriptor + 8:#x},data={word1:#x},data-len=8"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,8 +189,9 @@ class FirmwareServer:
             result = server.link.infer(image)
     """
 
-    def __init__(self, pte, elf: Optional[Path] = None, timeout: float = 10.0):
+    def __init__(self, pte, elf: Optional[Path] = None, timeout: float = 10.0, board: str = DEFAULT_BOARD):
         self.pte = Path(pte)
+        self.board = get_board(board)
         self.elf = Path(elf) if elf else None
         self.timeout = timeout
         self.process: Optional[subprocess.Popen] = None
@@ -203,8 +211,8 @@ class FirmwareServer:
         return self
 
     def _start(self) -> None:
-        elf = self.elf or firmware_elf()
-        command = qemu_command(elf, self.pte, MODE_SERVE)
+        elf = self.elf or firmware_elf(self.board.name)
+        command = qemu_command(elf, self.pte, MODE_SERVE, self.board.name)
         self._workdir = tempfile.TemporaryDirectory(prefix="tinyrps-qemu.")
         # Python owns the listening socket and hands it to QEMU: no free-port race.
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -218,7 +226,7 @@ class FirmwareServer:
         finally:
             listener.close()
         self.link = DeviceLink.open(f"socket://127.0.0.1:{self.port}", timeout=self.timeout,
-                                    describe=f"the firmware in QEMU ({MACHINE})", check_alive=self.check_alive)
+                                    describe=f"the firmware in QEMU ({self.board.machine})", check_alive=self.check_alive)
 
     @property
     def stderr_path(self) -> Path:
@@ -272,18 +280,22 @@ class BatchResult:
     stack_used: int
     stack_size: int
     wall_s: float                 # QEMU start to exit
+    board: str = DEFAULT_BOARD    # the firmware's own board name
+    # per kernel call, in chain order: {"op", "macs" (per inference), "instructions" (mean per image)}
+    layers: list = field(default_factory=list)
 
 
-def run_batch(pte, images: np.ndarray, elf: Optional[Path] = None, timeout: Optional[float] = None) -> BatchResult:
-    """Run uint8 images [N,28,28] through the firmware in one QEMU boot, files over semihosting."""
+def run_batch(pte, images: np.ndarray, elf: Optional[Path] = None, timeout: Optional[float] = None,
+              board: str = DEFAULT_BOARD) -> BatchResult:
+    """Run uint8 images [N,28,28] through the firmware in one QEMU boot of `board`, files over semihosting."""
     pte = Path(pte)
     images = np.ascontiguousarray(images, dtype=np.uint8)
-    elf = elf or firmware_elf()
+    elf = elf or firmware_elf(board)
     timeout = timeout if timeout is not None else BOOT_TIMEOUT_S + BATCH_SECONDS_PER_IMAGE * len(images)
     with tempfile.TemporaryDirectory(prefix="tinyrps-batch.") as work:
         work = Path(work)
         images.tofile(work / "images.bin")
-        command = qemu_command(elf, pte, MODE_BATCH) + [
+        command = qemu_command(elf, pte, MODE_BATCH, board) + [
             "-serial", "null",
             "-semihosting-config", "enable=on,target=native,arg=tinyrps_fw,arg=images.bin,arg=outputs.bin"]
         start = time.perf_counter()
@@ -299,7 +311,15 @@ def run_batch(pte, images: np.ndarray, elf: Optional[Path] = None, timeout: Opti
         output = work / "outputs.bin"
         raw = output.read_bytes() if output.is_file() else b""
         said = _stderr_summary(work / "qemu.log")
-    return _parse_batch(raw, status, said, pte, len(images), wall)
+    result = _parse_batch(raw, status, said, pte, len(images), wall)
+    if result.board != board:
+        raise UserError(f"{Path(elf).name} is the firmware of {result.board or 'another board'}, not of {board}: "
+                        f"use the {board} build (firmware_elf('{board}'))")
+    return result
+
+
+_RECORD_DTYPE = np.dtype([("status", "<i4"), ("n_out", "<u4"), ("instructions", "<u8"), ("int8", "i1", 16),
+                          ("logits", "<f4", 16)])
 
 
 def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall: float) -> BatchResult:
@@ -307,36 +327,67 @@ def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall
     if header["load_status"] != 0:
         detail = header["load_detail"] or f"status {header['load_status']}"
         raise UserError(f"{pte.name} does not run on the firmware ({detail}): export a Cortex-M program "
-                        "with `tinyrps export --target cortex-m55`")
+                        "with `tinyrps export --target cortex-m55` (or another cortex-m target)")
     if status != 0:
         raise UserError(f"the firmware batch on {pte.name} failed: {BATCH_EXIT_CODES.get(status, f'exit {status}')}"
                         + (f" ({said})" if said else ""))
+    mismatch = f"the firmware batch on {pte.name} wrote a results file that does not parse"
     body = raw[header["header_bytes"]:]
-    trailer_size = 16
-    if header["record_bytes"] != BATCH_RECORD.size or len(body) != count * BATCH_RECORD.size + trailer_size:
-        raise UserError(f"the firmware batch on {pte.name} wrote {len(body)} bytes of results for {count} images; "
-                        "rebuild the firmware (host and firmware disagree on the file layout)")
-    records = np.frombuffer(body[:count * BATCH_RECORD.size], dtype=np.dtype(
-        [("status", "<i4"), ("n_out", "<u4"), ("instructions", "<u8"), ("int8", "i1", 16), ("logits", "<f4", 16)]))
+    records_size = count * BATCH_RECORD.size
+    if header["record_bytes"] != BATCH_RECORD.size or len(body) < records_size + BATCH_TRAILER.size:
+        raise UserError(f"{mismatch} ({len(body)} bytes of results for {count} images); rebuild the firmware "
+                        "(host and firmware disagree on the file layout)")
+    records = np.frombuffer(body[:records_size], dtype=_RECORD_DTYPE)
     failed = records["status"] != 0
     if failed.any():
         raise UserError(f"the firmware refused image {int(np.argmax(failed))} of the batch "
                         f"(runtime status {int(records['status'][failed][0])})")
+    layers, profile_size = _batch_profile(body[records_size:len(body) - BATCH_TRAILER.size], count, mismatch)
+    if records_size + profile_size + BATCH_TRAILER.size != len(body):
+        raise UserError(f"{mismatch}: {len(body) - records_size - profile_size - BATCH_TRAILER.size} bytes too many; "
+                        "rebuild the firmware")
+    magic, stack_used, stack_size, trailer_records = BATCH_TRAILER.unpack(body[-BATCH_TRAILER.size:])
+    if magic != BATCH_TRAILER_MAGIC or trailer_records != count:
+        raise UserError(f"the firmware batch on {pte.name} ends with a damaged trailer ({magic!r}, "
+                        f"{trailer_records} records for {count} images): the file was cut short or overwritten; "
+                        "run it again")
     n_out = int(records["n_out"][0]) if count else 3
-    magic, stack_used, stack_size, _records = struct.unpack("<4sIII", body[-trailer_size:])
     return BatchResult(records["int8"][:, :n_out].copy(), records["logits"][:, :n_out].astype(np.float32),
                        records["instructions"].astype(np.int64), header["sha256"], header["model_bytes"],
                        header["arena_needed"], header["arena_capacity"], header["boot_instructions"],
-                       stack_used, stack_size, wall)
+                       stack_used, stack_size, wall, header["board"], layers)
+
+
+def _batch_profile(raw: bytes, count: int, mismatch: str) -> tuple:
+    """The per-layer profile block: ([{op, macs, instructions (mean per image)}], its size in bytes)."""
+    if len(raw) < BATCH_PROFILE_HEADER.size:
+        raise UserError(f"{mismatch}: no per-layer profile; rebuild the firmware")
+    magic, n_layers, layer_bytes, images = BATCH_PROFILE_HEADER.unpack_from(raw)
+    size = BATCH_PROFILE_HEADER.size + n_layers * layer_bytes
+    if magic != BATCH_PROFILE_MAGIC or layer_bytes != BATCH_LAYER.size or images != count or len(raw) < size:
+        raise UserError(f"{mismatch}: a damaged per-layer profile; rebuild the firmware")
+    layers = []
+    for i in range(n_layers):
+        name, macs, total = BATCH_LAYER.unpack_from(raw, BATCH_PROFILE_HEADER.size + i * BATCH_LAYER.size)
+        layers.append({"op": _text(name), "macs": int(macs),
+                       "instructions": round(total / count) if count else 0})
+    return layers, size
+
+
+def _text(raw: bytes) -> str:
+    return raw.split(b"\0", 1)[0].decode("ascii", "replace")
 
 
 def _batch_header(raw: bytes, status: int, said: str, pte: Path) -> dict:
     if len(raw) < BATCH_HEADER.size or raw[:4] != BATCH_MAGIC:
         why = BATCH_EXIT_CODES.get(status, f"exit status {status}")
         raise UserError(f"the firmware batch on {pte.name} produced no results ({why})" + (f": {said}" if said else ""))
-    (_magic, _version, header_bytes, record_bytes, _count, load_status, arena_needed, arena_capacity, model_bytes,
-     boot_instructions, sha, detail) = BATCH_HEADER.unpack_from(raw)
+    (_magic, version, header_bytes, record_bytes, _count, load_status, arena_needed, arena_capacity, model_bytes,
+     boot_instructions, sha, detail, board) = BATCH_HEADER.unpack_from(raw)
+    if version != BATCH_VERSION:
+        raise UserError(f"the firmware wrote batch results of version {version}, this host reads version "
+                        f"{BATCH_VERSION}: rebuild the firmware from the same sources as the host")
     return {"header_bytes": header_bytes, "record_bytes": record_bytes, "load_status": load_status,
             "arena_needed": arena_needed, "arena_capacity": arena_capacity, "model_bytes": model_bytes,
             "boot_instructions": boot_instructions, "sha256": sha.hex(),
-            "load_detail": detail.split(b"\0", 1)[0].decode("ascii", "replace")}
+            "load_detail": _text(detail), "board": _text(board)}

@@ -1,6 +1,8 @@
 /*
- * The firmware's state after boot, shared by the two ways it serves requests:
- * the serial link (serve.c) and the semihosting batch (batch.c).
+ * The firmware's state after boot: the program found in the model slot, its
+ * hash, the loaded runtime program. Shared by the two ways requests are served,
+ * the serial link (serve.c) and the semihosting batch (batch.c); main.c boots
+ * it and picks one.
  */
 #ifndef TINYRPS_FIRMWARE_H
 #define TINYRPS_FIRMWARE_H
@@ -15,7 +17,6 @@
 #ifndef TINYRPS_FIRMWARE_VERSION
 #define TINYRPS_FIRMWARE_VERSION "0.0.0"
 #endif
-#define TINYRPS_BOARD_NAME "mps3-an547"
 
 #define LOAD_DETAIL_BYTES 48
 
@@ -30,19 +31,19 @@ typedef struct {
     uint32_t boot_instructions;
 } firmware_state;
 
+/* Finds the program, hashes it and loads it (never fails: a program that does
+ * not load leaves load_status and load_detail saying why). Per-layer profiling
+ * is on: every kernel call's share of the SysTick count is recorded. */
+void firmware_boot(firmware_state *fw);
+
 /* One inference with its instruction count; returns the runtime's status. */
 trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[TRT_MAX_OUTPUTS],
                           float logits[TRT_MAX_OUTPUTS], int *n_out, uint64_t *instructions);
 
-__attribute__((noreturn)) void serve_forever(firmware_state *fw);
-__attribute__((noreturn)) void run_batch(firmware_state *fw);
+/* The board's name (e.g. "mps3-an547"), as reported by `info` and the batch header. */
+const char *firmware_board_name(void);
 
 /* Copies text into a fixed field of size bytes: truncated, NUL-padded. */
 void text_copy(char *field, size_t size, const char *text);
-
-/* Fault reports on each channel (called from the fault handler). */
-void serve_report_fault(const char *what);
-__attribute__((noreturn)) void batch_report_fault(const char *what);
-void app_report_fault(const char *what);
 
 #endif

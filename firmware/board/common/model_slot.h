@@ -1,9 +1,10 @@
 /*
  * Where the program (.pte) is and how long it is. The bytes sit at a fixed
- * address (DDR 0x60000000 on AN547): QEMU's generic loader puts them there, a
- * flash tool does on a board. The length comes from a boot descriptor the host
- * writes next to the firmware's data (QEMU: a second loader item) or, when
- * there is none, from the program's own extended header.
+ * address, the start of the port's MODEL region (__model_base): QEMU's generic
+ * loader puts them there, a flash tool does on a board. The length comes from
+ * a boot descriptor the host writes at the start of the port's RAM region
+ * (QEMU: two more loader items) or, when there is none, from the program's own
+ * extended header.
  */
 #ifndef TINYRPS_MODEL_SLOT_H
 #define TINYRPS_MODEL_SLOT_H
@@ -11,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Boot descriptor at the start of DTCM (0x20000000), four little-endian words. */
+/* Boot descriptor at the start of the port's RAM region, four little-endian words. */
 #define BOOT_DESCRIPTOR_MAGIC 0x42505254u /* "TRPB" */
 #define BOOT_MODE_SERVE 0u                /* serve requests on the UART forever */
 #define BOOT_MODE_BATCH 1u                /* run a semihosting batch, then exit */

@@ -1,41 +1,26 @@
 /*
- * AN547 board support: CMSDK UART0 (interrupt-driven receive queue, polled
- * transmit), SysTick as clock and instruction counter, fault reporting, reset.
+ * The board layer's Cortex-M part, the same on every port: SysTick as clock and
+ * instruction counter, the painted stack, faults and reset. The port's port.h
+ * supplies the SysTick clock rate.
  */
 #include "board.h"
 
 #include <stdbool.h>
 
-#include "an547.h"
-
-#define SCB_ICSR REG32(0xE000ED04u)
-#define ICSR_PENDSTSET (1u << 26)
-#define ICSR_PENDSTCLR (1u << 25)
+#include "cortex_m.h"
+#include "port.h"
 
 #define SYSTICK_RELOAD 0x00FFFFFFu
 #define SYSTICK_PERIOD (SYSTICK_RELOAD + 1u)
-#define TICKS_PER_MS (AN547_SYSCLK_HZ / 1000u)
-
-/* Large enough for a whole request frame (an image is 784 bytes) plus the
- * start of the next one; a power of two for cheap wrap-around. */
-#define RX_QUEUE_BYTES 2048u
 
 #define STACK_PAINT 0xC0FFEE55u
 
 extern uint32_t __stack_limit[], __stack_top[];
 
-static volatile uint8_t rx_queue[RX_QUEUE_BYTES];
-static volatile uint32_t rx_head; /* written by the interrupt */
-static volatile uint32_t rx_tail; /* written by the reader */
-static volatile uint32_t rx_overruns;
-
 static volatile uint32_t systick_wraps; /* full SysTick periods since the last restart */
 static uint64_t ticks_at_restart;       /* board_ticks() value when SysTick was restarted */
 static uint64_t counter_origin;
-
-static inline void irq_disable(void) { __asm volatile("cpsid i" ::: "memory"); }
-static inline void irq_enable(void) { __asm volatile("cpsie i" ::: "memory"); }
-static inline void wait_for_interrupt(void) { __asm volatile("dsb\n wfi" ::: "memory"); }
+static board_fault_reporter fault_reporter;
 
 /* ---- clock ---- */
 
@@ -84,71 +69,15 @@ void board_counter_start(void)
     counter_origin = board_ticks();
 }
 
-uint64_t board_counter_instructions(void)
+uint32_t board_ticks_per_ms(void) { return PORT_SYSTICK_HZ / 1000u; }
+
+uint64_t board_ticks_to_instructions(uint64_t ticks)
 {
-    uint64_t ticks = board_ticks() - counter_origin;
     /* 1 instruction = 1 ns under -icount shift=0; round to nearest. */
-    return (ticks * 1000000000ull + AN547_SYSCLK_HZ / 2) / AN547_SYSCLK_HZ;
+    return (ticks * 1000000000ull + PORT_SYSTICK_HZ / 2) / PORT_SYSTICK_HZ;
 }
 
-/* ---- serial ---- */
-
-void uart0_rx_handler(void)
-{
-    UART_INTSTATUS(UART0_BASE) = UART_INT_RX;
-    while (UART_STATE(UART0_BASE) & UART_STATE_RX_FULL) {
-        uint8_t byte = (uint8_t)UART_DATA(UART0_BASE);
-        uint32_t head = rx_head;
-        if (head - rx_tail >= RX_QUEUE_BYTES) {
-            rx_overruns++;
-            continue;
-        }
-        rx_queue[head % RX_QUEUE_BYTES] = byte;
-        rx_head = head + 1;
-    }
-}
-
-static void uart_init(void)
-{
-    UART_BAUDDIV(UART0_BASE) = 16;
-    UART_CTRL(UART0_BASE) = UART_CTRL_TX_EN | UART_CTRL_RX_EN | UART_CTRL_RX_IRQ_EN;
-    NVIC_ICPR(UART0_RX_IRQn / 32) = 1u << (UART0_RX_IRQn % 32);
-    NVIC_ISER(UART0_RX_IRQn / 32) = 1u << (UART0_RX_IRQn % 32);
-}
-
-void board_serial_write(const uint8_t *data, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        while (UART_STATE(UART0_BASE) & UART_STATE_TX_FULL) {
-        }
-        UART_DATA(UART0_BASE) = data[i];
-    }
-}
-
-static bool rx_empty(void) { return rx_head == rx_tail; }
-
-int board_serial_read(uint32_t timeout_ms)
-{
-    uint64_t deadline = board_ticks() + (uint64_t)timeout_ms * TICKS_PER_MS;
-    for (;;) {
-        /* Sleep until an interrupt (a byte or a SysTick wrap); masking first
-         * so a byte arriving between the check and the WFI still wakes it. */
-        irq_disable();
-        if (rx_empty())
-            wait_for_interrupt();
-        irq_enable();
-        if (!rx_empty()) {
-            uint32_t tail = rx_tail;
-            uint8_t byte = rx_queue[tail % RX_QUEUE_BYTES];
-            rx_tail = tail + 1;
-            return byte;
-        }
-        if (board_ticks() >= deadline)
-            return -1;
-    }
-}
-
-uint32_t board_serial_overruns(void) { return rx_overruns; }
+uint64_t board_counter_instructions(void) { return board_ticks_to_instructions(board_ticks() - counter_origin); }
 
 /* ---- stack ---- */
 
@@ -182,13 +111,13 @@ void board_reset(void)
     }
 }
 
-/* Implemented by the application: say what went wrong on its channel. */
-__attribute__((weak)) void app_report_fault(const char *what) { (void)what; }
+void board_set_fault_reporter(board_fault_reporter report) { fault_reporter = report; }
 
 void board_fault(const char *what)
 {
     irq_disable();
-    app_report_fault(what);
+    if (fault_reporter)
+        fault_reporter(what);
     board_reset();
 }
 
@@ -242,6 +171,6 @@ void board_init(void)
 {
     paint_stack();
     systick_init();
-    uart_init();
+    board_serial_init();
     irq_enable();
 }

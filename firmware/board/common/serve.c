@@ -5,8 +5,9 @@
  */
 #include <string.h>
 
+#include "serve.h"
+
 #include "board.h"
-#include "firmware.h"
 #include "link_frame.h"
 
 static const link_io uart_link = {board_serial_read, board_serial_write};
@@ -32,7 +33,7 @@ static void reply_info(const firmware_state *fw, uint8_t seq)
     link_put_u16(info + LINK_INFO_PROTOCOL, LINK_PROTOCOL_VERSION);
     link_put_u16(info + LINK_INFO_SIZE, LINK_INFO_BYTES);
     text_copy((char *)info + LINK_INFO_FIRMWARE, LINK_VERSION_TEXT, TINYRPS_FIRMWARE_VERSION);
-    text_copy((char *)info + LINK_INFO_BOARD, LINK_BOARD_TEXT, TINYRPS_BOARD_NAME);
+    text_copy((char *)info + LINK_INFO_BOARD, LINK_BOARD_TEXT, firmware_board_name());
     memcpy(info + LINK_INFO_SHA256, fw->model_sha256, SHA256_DIGEST_BYTES);
     link_put_u32(info + LINK_INFO_MODEL_BYTES, (uint32_t)fw->model.length);
     link_put_u32(info + LINK_INFO_MODEL_SOURCE, fw->model.source);

@@ -1,13 +1,16 @@
 /*
- * Cortex-M55 startup for AN547: the vector table (at 0, the boot address) and
- * the reset handler that prepares C: FPU/MVE on, .data copied, .bss zeroed,
- * static constructors run, then main().
+ * Cortex-M startup, the same on every port: the vector table (placed by the
+ * port's linker script at the core's boot address) and the reset handler that
+ * prepares C: FPU (and MVE) on, .data copied, .bss zeroed, static constructors
+ * run, then main(). The port's port.h gives the number of interrupt lines and
+ * the serial port's receive interrupt.
  */
 #include <stdint.h>
 #include <string.h>
 
-#include "an547.h"
 #include "board.h"
+#include "cortex_m.h"
+#include "port.h"
 
 extern uint32_t __data_start[], __data_end[], __data_load[];
 extern uint32_t __bss_start[], __bss_end[];
@@ -19,7 +22,6 @@ extern void __libc_init_array(void);
 void reset_handler(void);
 void hard_fault_handler(void);
 void systick_handler(void);
-void uart0_rx_handler(void);
 
 /* newlib's __libc_init_array calls these; there is no crti/crtn here. */
 void _init(void) {}
@@ -30,7 +32,7 @@ static void default_handler(void)
     board_fault("unexpected interrupt");
 }
 
-#define VECTOR_COUNT (16 + 96)
+#define VECTOR_COUNT (16 + PORT_IRQ_LINES)
 
 typedef void (*vector)(void);
 
@@ -48,13 +50,14 @@ __attribute__((section(".vectors"), used)) static const vector vector_table[VECT
     [6] = hard_fault_handler, /* UsageFault (also stack overflow via MSPLIM) */
     [7] = hard_fault_handler, /* SecureFault */
     [15] = systick_handler,
-    [16 + UART0_RX_IRQn] = uart0_rx_handler,
+    [16 + PORT_SERIAL_RX_IRQ] = board_serial_rx_handler,
 };
 #pragma GCC diagnostic pop
 
 static void enable_fpu_and_mve(void)
 {
-    /* CP10 and CP11 full access: scalar FP and the M-profile vector extension. */
+    /* CP10 and CP11 full access: scalar FP and, on Armv8.1-M, the M-profile vector
+     * extension. Harmless on a core without them (the bits read as zero). */
     SCB_CPACR |= 0xFu << 20;
     __asm volatile("dsb\n isb" ::: "memory");
 }

@@ -1,14 +1,14 @@
 /*
- * tinyrps firmware for the MPS3 AN547 (Cortex-M55): boots once, finds the
- * program placed in memory, hashes and validates it, then either serves
- * requests on the UART forever or runs one semihosting batch (boot descriptor
- * mode). See docs/firmware.md.
+ * Boot-time work and one inference: find the program in the model slot, hash
+ * it, load it into the runtime with the static arena, and run it with the
+ * board's instruction counter around it (and, per kernel call, inside it).
  */
+#include "firmware.h"
+
 #include <string.h>
 
 #include "board.h"
-#include "firmware.h"
-#include "semihost.h"
+#include "port.h"
 
 #ifndef TINYRPS_ARENA_BYTES
 #define TINYRPS_ARENA_BYTES (64u * 1024u)
@@ -19,8 +19,6 @@
 static uint8_t arena[TINYRPS_ARENA_BYTES] __attribute__((aligned(16)));
 static trt_program_storage program_storage;
 
-static firmware_state state;
-
 void text_copy(char *field, size_t size, const char *text)
 {
     size_t i = 0;
@@ -29,7 +27,7 @@ void text_copy(char *field, size_t size, const char *text)
     memset(field + i, 0, size - i);
 }
 
-static void set_detail(firmware_state *fw, const char *text) { text_copy(fw->load_detail, sizeof fw->load_detail, text); }
+const char *firmware_board_name(void) { return PORT_BOARD_NAME; }
 
 static void load_program(firmware_state *fw)
 {
@@ -40,10 +38,13 @@ static void load_program(firmware_state *fw)
     /* Reported even when the arena is too small, so the message can say how much. */
     fw->arena_needed = trt_arena_needed(fw->program);
     if (fw->load_status != TRT_OK && fw->load_detail[0] == '\0')
-        set_detail(fw, trt_status_name(fw->load_status));
+        text_copy(fw->load_detail, sizeof fw->load_detail, trt_status_name(fw->load_status));
+    /* SysTick ticks per kernel call: one counter read per call, well under 0.1 % of an inference. */
+    if (fw->load_status == TRT_OK)
+        trt_set_counter(fw->program, board_ticks);
 }
 
-static void boot(firmware_state *fw)
+void firmware_boot(firmware_state *fw)
 {
     board_counter_start();
     fw->model = model_slot_locate();
@@ -60,22 +61,4 @@ trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTE
     trt_status status = trt_infer(fw->program, image, out_q, logits, n_out);
     *instructions = board_counter_instructions();
     return status;
-}
-
-int main(void)
-{
-    board_init();
-    boot(&state);
-    if (state.model.mode == BOOT_MODE_BATCH)
-        run_batch(&state);
-    serve_forever(&state);
-}
-
-/* Where a CPU fault is reported: the channel the host is listening on. */
-void app_report_fault(const char *what)
-{
-    if (state.model.mode == BOOT_MODE_BATCH)
-        batch_report_fault(what);
-    else
-        serve_report_fault(what);
 }

@@ -1,0 +1,74 @@
+"""The emulated Cortex-M boards the firmware has a port for (firmware/board/<name>/).
+
+Each board is one QEMU machine and one core. The addresses here are the host's half of
+the port's memory map (its linker script): where QEMU's loader puts the program and the
+boot descriptor. `tests/firmware/test_boards.py` checks them against the built firmware.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UserError
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str                  # the port folder, the firmware's `info` board name
+    machine: str               # qemu-system-arm -M
+    core: str                  # -mcpu of the firmware (the export target's core)
+    fast_kernels: str          # the kernel variant the core's ISA allows: "mve" or "dsp"
+    model_address: int         # start of the port's MODEL region: the .pte, unchanged
+    model_max_bytes: int       # __model_max_size
+    descriptor_address: int    # start of the port's RAM region: the boot descriptor
+    systick_hz: int            # SysTick's clock: one tick is 1e9 / systick_hz instructions
+    description: str
+    # more firmware builds for this board: kernel set -> -mcpu with ISA extensions switched off
+    # (the M55 without MVE runs the DSP kernels: each variant tested on one board)
+    reduced_isa: tuple = ()
+
+
+BOARDS = {b.name: b for b in (
+    Board("mps3-an547", "mps3-an547", "cortex-m55", "mve", 0x60000000, 64 << 20, 0x20000000, 32_000_000,
+          "Arm MPS3 AN547: SSE-300 with a Cortex-M55 (Helium/MVE)", reduced_isa=(("dsp", "cortex-m55+nomve"),)),
+    Board("mps2-an505", "mps2-an505", "cortex-m33", "dsp", 0x80000000, 16 << 20, 0x38000000, 20_000_000,
+          "Arm MPS2+ AN505: Cortex-M33 (DSP), booting Secure"),
+    Board("mps2-an386", "mps2-an386", "cortex-m4", "dsp", 0x21000000, 16 << 20, 0x20000000, 25_000_000,
+          "Arm MPS2+ AN386: Cortex-M4 (DSP)"),
+)}
+
+DEFAULT_BOARD = "mps3-an547"
+
+# The board that runs a program exported for each core. QEMU 7.2 has no Cortex-M85 machine:
+# an M85 program (the same Armv8.1-M MVE operators as the M55's) runs on the M55 of the AN547,
+# and its instruction counts are the M55's.
+CORE_BOARDS = {"cortex-m55": "mps3-an547", "cortex-m85": "mps3-an547",
+               "cortex-m33": "mps2-an505", "cortex-m4": "mps2-an386"}
+
+# Kernel sets a firmware build can bind: the fastest the ISA allows, or portable plain C.
+KERNEL_SETS = ("fast", "c")
+
+
+def get_board(name: str) -> Board:
+    if name not in BOARDS:
+        raise UserError(f"unknown board '{name}'; valid boards: {', '.join(BOARDS)}")
+    return BOARDS[name]
+
+
+def board_for_core(core: str) -> Board:
+    if core not in CORE_BOARDS:
+        raise UserError(f"no emulated board runs a {core} program; cores with a board: {', '.join(CORE_BOARDS)}")
+    return BOARDS[CORE_BOARDS[core]]
+
+
+def firmware_kind(board: str, kernels: str = "fast") -> str:
+    """The build kind (tinyrps.firmware.build) of the firmware for `board` with a kernel set:
+    "fast", "c", or one of the board's reduced-ISA builds (e.g. "dsp" on the mps3-an547)."""
+    valid = KERNEL_SETS + tuple(name for name, _ in get_board(board).reduced_isa)
+    if kernels not in valid:
+        raise UserError(f"unknown kernel set '{kernels}' for {board}; valid: {', '.join(valid)}")
+    return board if kernels == "fast" else f"{board}-{kernels}"
+
+
+def kernels_name(board: Board, kernels: str = "fast") -> str:
+    """What the sidecar calls a build's kernels: "mve", "dsp" or "c"."""
+    return board.fast_kernels if kernels == "fast" else "c"

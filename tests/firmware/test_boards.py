@@ -1,0 +1,107 @@
+"""The three emulated boards: each port's memory map agrees with the host's board table, and a
+program of each core runs on its own board (or, with --board, on another), bit-exact."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from tinyrps.devices import open_device
+from tinyrps.errors import UserError
+from tinyrps.firmware import boards
+from tinyrps.firmware.measure import elf_sections
+
+pytestmark = pytest.mark.slow     # builds the firmware of every board, boots QEMU
+
+CORES = [("cortex-m55", "mps3-an547", "mve"), ("cortex-m33", "mps2-an505", "dsp"), ("cortex-m4", "mps2-an386", "dsp")]
+
+
+def elf_symbols(elf) -> dict:
+    out = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
+    return {parts[2]: int(parts[0], 16) for parts in (line.split() for line in out.splitlines()) if len(parts) == 3}
+
+
+@pytest.mark.parametrize("board", list(boards.BOARDS))
+def test_port_memory_map_matches_the_board_table(board, firmware_elf_path):
+    from tinyrps.firmware.qemu import firmware_elf      # firmware_elf_path: the tools are installed
+    spec = boards.get_board(board)
+    for kernels in boards.KERNEL_SETS:
+        elf = firmware_elf(board, kernels)
+        symbols, sections = elf_symbols(elf), elf_sections(elf)
+        assert symbols["__model_base"] == spec.model_address
+        assert symbols["__model_max_size"] == spec.model_max_bytes
+        assert sections[".boot_args"][0] == spec.descriptor_address
+        assert elf.read_bytes().count(board.encode()) >= 1      # the name `info` reports
+
+
+def test_the_m55_board_builds_without_mve_too(cortex_m_pte, test_images):
+    """The Cortex-M55 built with -mcpu=cortex-m55+nomve binds the DSP kernels on the same board:
+    the same outputs as the Helium build."""
+    from tinyrps.firmware.qemu import firmware_elf, run_batch
+    images = test_images[0][:2]
+    fast = run_batch(cortex_m_pte, images, elf=firmware_elf("mps3-an547"), board="mps3-an547")
+    dsp = run_batch(cortex_m_pte, images, elf=firmware_elf("mps3-an547", "dsp"), board="mps3-an547")
+    assert np.array_equal(fast.int8, dsp.int8) and dsp.board == "mps3-an547"
+    with pytest.raises(UserError, match="valid: fast, c$"):
+        firmware_elf("mps2-an386", "dsp")
+
+
+def test_a_firmware_image_of_another_board_is_refused(cortex_m_pte, test_images):
+    """The AN386 image loads on QEMU's AN547 at the wrong addresses; whatever it does, it is refused."""
+    from tinyrps.firmware.qemu import firmware_elf, run_batch
+    with pytest.raises(UserError):
+        run_batch(cortex_m_pte, test_images[0][:1], elf=firmware_elf("mps2-an386"), board="mps3-an547", timeout=20)
+
+
+def test_every_core_with_a_target_has_a_board():
+    from tinyrps.export.cortex_m import CORES as EXPORTED_CORES
+    assert set(boards.CORE_BOARDS) == set(EXPORTED_CORES)
+    assert boards.board_for_core("cortex-m85").name == "mps3-an547"      # no M85 machine in QEMU 7.2
+    with pytest.raises(UserError, match="unknown board 'mps2-an999'; valid boards: mps3-an547"):
+        boards.get_board("mps2-an999")
+
+
+@pytest.mark.parametrize("core,board,kernels", CORES)
+def test_program_runs_on_its_cores_board(exported, test_images, core, board, kernels):
+    from tinyrps.export.cortex_m import reference_int8
+    pte = exported(core)
+    firmware = json.loads(pte.with_suffix(".json").read_text())["firmware"]
+    assert (firmware["board"], firmware["core"], firmware["kernels"]) == (board, core, kernels)
+    images = test_images[0][:3]
+    with open_device("mcu", pte) as device:
+        device.classify(images)
+        assert device.info.board == board and device.last_stats()["board"] == board
+        assert np.array_equal(device.last_int8, reference_int8(pte, images))
+        # the serial count is the one the export measured on the same board (same firmware build)
+        assert device.last_stats()["instructions"] > firmware["macs"]
+
+
+@pytest.mark.parametrize("core", [c for c, _, _ in CORES[1:]])
+def test_sidecar_has_layers_and_the_plain_c_count(exported, core):
+    firmware = json.loads(exported(core).with_suffix(".json").read_text())["firmware"]
+    total = firmware["instructions_per_inference"]
+    assert abs(sum(layer["instructions"] for layer in firmware["layers"]) - total) <= 0.05 * total
+    assert firmware["instructions_per_inference_plain_c"] > 0
+    assert {"op", "instructions", "macs", "instructions_plain_c"} <= set(firmware["layers"][0])
+    assert firmware["flash_bytes"] <= 512 * 1024 and firmware["ram_bytes"] <= 128 * 1024
+
+
+def test_board_option_overrides_the_sidecar(exported, test_images):
+    pte = exported("cortex-m4")
+    with open_device("mcu", pte, board="mps2-an505", transport="batch") as device:
+        device.classify(test_images[0][:2])
+        assert device.info.board == "mps2-an505" and "Cortex-M33" in device.describe()
+        assert device.last_stats()["board"] == "mps2-an505"
+
+
+def test_unknown_board_on_the_command_line(cli, exported):
+    res = cli("classify", "--model", exported("cortex-m4"), "--device", "mcu", "--board", "mps2-an999", "x.png")
+    assert res.returncode == 2
+    assert len(res.stderr.strip().splitlines()) == 1 and "mps2-an999" in res.stderr and "mps2-an505" in res.stderr
+
+
+def test_board_option_needs_the_mcu_device(cli, exported):
+    res = cli("play", "--model", exported("cortex-m4"), "--device", "native", "--board", "mps2-an505", "--moves", "r")
+    assert res.returncode == 2 and "--device mcu" in res.stderr and len(res.stderr.strip().splitlines()) == 1
