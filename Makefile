@@ -34,10 +34,12 @@ fuzz: setup
 setup: $(STAMP) system-deps
 
 # torch first, pinned: its CPU wheel lies on this machine's disk; asking for plain
-# `torch` would download a multi-GB CUDA build.
+# `torch` would download a multi-GB CUDA build. Elsewhere, point TORCH_INDEX at
+# PyTorch's CPU index: make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@

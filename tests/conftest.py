@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -136,3 +137,29 @@ def test_images(trained_run):
     from tinyrps.export import run_config
     images, labels = load_split(run_config(trained_run)["data"], "test")
     return images[:12], labels[:12]
+
+
+# ── Markdown ──────────────────────────────────────────────────────────────────
+def parse_markdown_tables(text: str, check: bool = False) -> list:
+    """Each table as a list of rows, each row the list of its cells ('\\|' stays inside a cell).
+    With check, assert that each table renders: a separator row, and as many cells in every
+    row as in the header."""
+    tables, current = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append([c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
+        elif current:
+            tables.append(current)
+            current = []
+    if check:
+        assert tables, "no table"
+        for header, separator, *rows in tables:
+            assert len(separator) == len(header) and all(re.fullmatch(r":?-{3,}:?", c) for c in separator), header
+            for row in rows:
+                assert len(row) == len(header), (header, row)
+    return tables
+
+
+@pytest.fixture
+def markdown_tables():
+    return parse_markdown_tables

@@ -23,6 +23,9 @@ def test_rules():
 
 def test_move_parsing():
     assert parse_move(" R ") == "rock" and parse_move("Scissors") == "scissors" and parse_move("x") is None
+    assert parse_move("sc") == parse_move("scissor") == parse_move("SCI") == "scissors"
+    assert parse_move("ro") == "rock" and parse_move("pap") == "paper"
+    assert parse_move("") is None and parse_move("rocks") is None and parse_move("scissorss") is None
     assert parse_moves("rock,p,s") == ["rock", "paper", "scissors"]
     with pytest.raises(UserError, match="comma-separated"):
         parse_moves("rock,lizard")
@@ -51,6 +54,27 @@ def test_scripted_text_shows_art_labels_and_score(cli, exported):
     assert "model reads:" in out and "%" in out and " ms on ExecuTorch runtime" in out
     art = [line for line in out.splitlines() if set(line.strip()) <= set(" .:-=+*#%@") and len(line) >= 28]
     assert len(art) >= 28    # two rounds of 14-line images side by side
+
+
+@pytest.mark.slow     # whole games through the CLI
+def test_an_empty_line_asks_again_without_complaint(cli, exported):
+    res = cli("play", "--model", exported("int8-xnnpack"), "--seed", "5", input="\n  \nsc\n\n")
+    assert res.returncode == 0, res.stderr
+    assert "not a move" not in res.stdout + res.stderr
+    assert "round 1" in res.stdout and "round 2" not in res.stdout and "you: scissors" in res.stdout
+
+
+@pytest.mark.slow     # whole games through the CLI
+def test_json_rounds_alone_on_stdout(cli, exported):
+    """--json: stdout is JSON Lines, one round each; prompts, messages and the score go to stderr."""
+    interactive = cli("play", "--model", exported("int8-xnnpack"), "--seed", "5", "--json", input="r\nlizard\n\np\nq\n")
+    scripted = cli("play", "--model", exported("int8-xnnpack"), "--seed", "5", "--json", "--moves", "r,p")
+    for res in (interactive, scripted):
+        assert res.returncode == 0, res.stderr
+        rounds = [json.loads(line) for line in res.stdout.splitlines()]
+        assert [r["you"] for r in rounds] == ["rock", "paper"]
+        assert "final score: you" in res.stderr
+    assert "your move" in interactive.stderr and "'lizard' is not a move" in interactive.stderr
 
 
 @pytest.mark.slow     # whole games through the CLI
@@ -102,11 +126,30 @@ def test_ctrl_c_in_a_terminal_ends_cleanly(exported):
         os.write(master, b"s\n")
         assert term.wait_for(b"score: you") and term.wait_for(b"your move", count=2)
         os.killpg(proc.pid, signal.SIGINT)          # what the terminal sends on Ctrl-C
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=30) == INTERRUPTED
         term.wait_for(b"final score", timeout=5)
-        assert b"final score: you" in term.text
+        assert b"final score: you 1" in term.text or b"final score: you 0" in term.text
         assert b"Traceback" not in term.text
     finally:
         if proc.poll() is None:
             proc.kill()
         os.close(master)
+
+
+def test_ctrl_c_in_a_scripted_game_ends_the_same_way(exported):
+    """Ctrl-C during a long scripted game: the score so far, and the exit code of an interactive game."""
+    proc = subprocess.Popen([sys.executable, "-m", "tinyrps", "play", "--model", str(exported("int8-xnnpack")),
+                             "--moves", ",".join(["r"] * 20_000), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout.readline().startswith(b"{")     # a first round was played
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == INTERRUPTED
+        assert b"final score: you" in err and b"Traceback" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+INTERRUPTED = 130      # 128 + SIGINT, as for any command stopped by Ctrl-C

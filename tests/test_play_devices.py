@@ -83,3 +83,30 @@ def test_cortex_m55_sidecar_has_the_firmware_figures(exported):
     assert (fw["board"], fw["core"], fw["kernels"]) == ("mps3-an547", "cortex-m55", "mve")
     assert fw["instructions_per_inference_plain_c"] > fw["macs"]
     assert {layer["op"] + ".out" for layer in fw["layers"]} == set(meta["operators"])
+
+
+def test_play_on_a_board_on_a_serial_port(cli, cortex_m_pte):
+    """--port: the game talks to a board running the firmware (here QEMU's UART, reached as a board would be)."""
+    from tinyrps.firmware import qemu
+    with qemu.FirmwareServer(cortex_m_pte) as server:
+        server.link.close()                 # QEMU's UART then accepts the next connection
+        port = f"socket://127.0.0.1:{server.port}"
+        res = cli("play", "--model", cortex_m_pte, "--port", port, "--moves", "r,s", "--seed", "1", "--json")
+        assert res.returncode == 0, res.stderr
+        rounds = [json.loads(line) for line in res.stdout.splitlines()]
+        assert [r["you"] for r in rounds] == ["rock", "scissors"] and all(r["instructions"] > 0 for r in rounds)
+        assert server.process.poll() is None
+    # and the port is really what it talks to: nothing listens on this one
+    res = cli("play", "--model", cortex_m_pte, "--port", "socket://127.0.0.1:1", "--moves", "r")
+    assert res.returncode == 2 and "serial port socket://127.0.0.1:1" in res.stderr, res.stderr
+
+
+def test_eval_on_a_board_on_a_serial_port(cli, trained_run, cortex_m_pte):
+    from tinyrps.firmware import qemu
+    with qemu.FirmwareServer(cortex_m_pte) as server:
+        server.link.close()
+        res = cli("eval", "--run", trained_run, "--variant", "cortex-m55", "--port",
+                  f"socket://127.0.0.1:{server.port}", "--limit", "3", "--json")
+        assert res.returncode == 0, res.stderr
+        v = json.loads(res.stdout)["variants"]["cortex-m55"]
+        assert v["device"] == "mcu" and v["bit_exact"] is True

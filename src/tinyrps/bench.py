@@ -48,24 +48,27 @@ def render_throughput(count: int = 3000, seed: int = 0) -> float:
     return count / (time.perf_counter() - start)
 
 
-def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=False, board=None) -> dict:
-    """Median single-image latency of eager and each exported program on its device.
+def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=False, board=None,
+          device_options=None) -> dict:
+    """Median single-image latency of eager and each exported program (all, or those named in
+    `only`) on its device. `board` overrides the emulated board of Cortex-M programs on device
+    mcu; `device_options`: device name -> more options to open it with.
 
     All devices stay open; each gets ROUNDS blocks of at least runs/ROUNDS timed calls
     and BLOCK_SECONDS, the variants taking turns block by block."""
     if runs < 1:
         raise UserError(f"--runs must be at least 1, got {runs}")
     ckpt = variants.checkpoint(run_dir)
-    programs = variants.exported(run_dir)
-    if only:
-        programs = {t: p for t, p in programs.items() if t in only}
+    programs = variants.selected(run_dir, only)
+    device_options = device_options or {}
     image = make_split("test", 1, 1234)[0][:1]
     entries = [("eager", "eager", ckpt)] + [(n, device_override or default_device(p), p) for n, p in programs.items()]
     result = {"runs": runs, "rounds": ROUNDS, "block_s": BLOCK_SECONDS, "variants": {}}
     with contextlib.ExitStack() as stack, progress_bar(quiet) as bar:
         devices, counts, times, tasks = {}, {}, {}, {}
         for name, device_name, path in entries:
-            devices[name] = stack.enter_context(open_device(device_name, path, board=board))
+            devices[name] = stack.enter_context(open_device(device_name, path, board=board,
+                                                            **device_options.get(device_name, {})))
             counts[name] = min(runs, getattr(devices[name], "bench_runs", runs))
             times[name] = []
             tasks[name] = bar.add_task(f"{name} on {device_name}", total=ROUNDS, status="blocks")
@@ -80,6 +83,8 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
         for name, device_name, path in entries:
             entry = {"device": device_name, "latency_ms": statistics.median(times[name]), "runs": len(times[name]),
                      "p90_ms": float(np.percentile(times[name], 90))}
+            if devices[name].simulated_by:   # a model of the hardware: its time is not the hardware's
+                entry["simulated_by"] = devices[name].simulated_by
             if name != "eager":
                 sidecar = variants.sidecar(path)
                 entry["size_bytes"] = path.stat().st_size

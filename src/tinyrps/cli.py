@@ -1,60 +1,189 @@
-"""Command line: one subcommand per pipeline stage. Thin: parse, call the stage, print.
+"""Command line: one subcommand per pipeline stage. Thin: parse, check, call the stage, print.
 
-User errors (tinyrps.errors.UserError, bad arguments) print one line on stderr and
-exit with code 2; stdout carries only results (tables, or JSON with --json).
+Every number and every path named on the command line is checked before any work
+starts. A user error (tinyrps.errors.UserError, a bad argument, a file or disk
+problem the user can fix) prints one line on stderr and exits with code 2; any other
+failure is a bug and prints its traceback (TINYRPS_DEBUG=1 shows the traceback of
+every error). stdout carries only results (tables, or JSON with --json).
+
+Heavy modules (torch, ExecuTorch, matplotlib) are imported inside the commands that
+need them, so `tinyrps --help` and a mistyped option answer at once.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import json
-import logging
+import os
 import sys
-import warnings
+import traceback
 from pathlib import Path
 
-from .errors import UserError
+from .errors import UserError, require_file
+
+# Seeds go to numpy's SeedSequence and torch.manual_seed; this range suits both.
+MAX_SEED = 2**32 - 1
+DEBUG_ENV = "TINYRPS_DEBUG"
+EXIT_USER_ERROR = 2
+EXIT_BUG = 1
+EXIT_INTERRUPTED = 130      # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
+
+EXPORT_HINT = "create one with `tinyrps export --run RUN --target T`"
 
 
-def _quiet_libraries() -> None:
-    # torchao and torch log import-time warnings that say nothing about this program.
-    for name in ("torchao", "torch.utils._pytree", "torch._export", "executorch"):
+# ── library noise ───────────────────────────────────────────────────────────
+# Loggers whose import-time messages say nothing about this program (torchao's CUDA-only
+# extensions that fail to load on a CPU machine, torch's pytree registration notes).
+QUIET_LOGGERS = ("torchao", "torch.utils._pytree", "torch._export", "executorch")
+
+
+# Warnings the libraries give on every export, by message and category: torch's own pytree
+# code (its stack level points into copyreg, so the module says nothing). DeprecationWarnings
+# (executorch's ExperimentalWarning among them) are hidden by Python's defaults already.
+KNOWN_WARNINGS = ((r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning),)
+
+
+# Log records of loggers that set their own level on import (so QUIET_LOGGERS does not reach
+# them): logger name -> the start of the message. A filter on a logger outlives its setLevel.
+KNOWN_LOG_MESSAGES = {"executorch.exir.pass_manager": "PassManager is deprecated"}
+
+
+def quiet_libraries() -> None:
+    """Silence the libraries' known chatter by logger name and warning message; every
+    other warning still shows."""
+    import logging
+    import warnings
+    for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore")
+    for name, start in KNOWN_LOG_MESSAGES.items():
+        logging.getLogger(name).addFilter(lambda record, start=start: not str(record.msg).startswith(start))
+    for message, category in KNOWN_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
+
+
+# ── argument types: numbers are checked while parsing, before any work ──────
+def whole_number(minimum: int, maximum: int = None):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = f" and at most {maximum}" if maximum is not None else ""
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}{upper}, got {value}")
+        return value
+    parse.__name__ = "whole number"
+    return parse
+
+
+seed_number = whole_number(0, MAX_SEED)
+count = whole_number(1)
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):
         print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(EXIT_USER_ERROR)
+
+
+class HelpWithDefaults(argparse.HelpFormatter):
+    """Adds '(default: X)' to an option's help where the default is a value; options whose
+    default is decided at run time say it in their own help text."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if ("default" not in text and action.option_strings and action.nargs != 0
+                and default not in (None, argparse.SUPPRESS)):
+            text += " (default: %(default)s)"
+        return text
 
 
 def emit_json(obj) -> None:
     print(json.dumps(obj, indent=2))
 
 
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as package_version
+    try:
+        return package_version("tinyrps")
+    except PackageNotFoundError:   # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+class VersionAction(argparse.Action):
+    """--version: looked up only when asked for (the package metadata costs a few ms)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"tinyrps {version()}")
+        parser.exit()
+
+
+# ── checks of paths given on the command line (cheap: before importing the stages) ──
+def check_model(path) -> Path:
+    return require_file(path, "model file", EXPORT_HINT)
+
+
+def check_run(run) -> Path:
+    run = Path(run)
+    require_file(run / "model.pt", "checkpoint", f"create it with `tinyrps train --data DATA --out {run}`")
+    return run
+
+
+def check_data(data, split: str) -> Path:
+    """A data folder holding the split a command reads."""
+    data = Path(data)
+    if data.is_file():
+        raise UserError(f"--data {data} is a file: give the folder made by `tinyrps data --out DIR`")
+    if not (data / f"{split}.npz").is_file():
+        raise UserError(f"no {split} split in {data}: create the data set with `tinyrps data --out {data}`")
+    return data
+
+
+def check_out_folder(out) -> Path:
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file: give a folder (it is created if missing)")
+    return out
+
+
+def device_options(a, device_name: str = None) -> dict:
+    """Options per device name from the command line: --port goes to the mcu device."""
+    if not getattr(a, "port", None):
+        return {}
+    if (device_name or a.device or "mcu") != "mcu":
+        raise UserError(f"--port is for --device mcu (a board running the tinyrps firmware), "
+                        f"not --device {device_name or a.device}")
+    return {"mcu": {"port": a.port}}
+
+
 # ── stages ──────────────────────────────────────────────────────────────────
 def cmd_data(a):
     from .pipeline import make_data
-    make_data(a.out, seed=a.seed, per_class=a.per_class, quiet=a.quiet)
+    make_data(check_out_folder(a.out), seed=a.seed, per_class=a.per_class, quiet=a.quiet)
 
 
 def cmd_train(a):
+    data = check_data(a.data, "train")
+    check_out_folder(a.out)
     from .train import TrainConfig, train
-    data = Path(a.data)
-    if not (data / "train.npz").is_file():
-        raise UserError(f"no data set in {data}: create it with `tinyrps data --out {data}`")
     train(TrainConfig(data=str(data.resolve()), epochs=a.epochs, seed=a.seed), a.out, quiet=a.quiet)
 
 
 def cmd_export(a):
-    from .export import export_target, targets
     if a.list:
+        from .export import targets
         from .report import targets_table
         targets_table(targets())
         return
     if not a.run or not a.target:
         raise UserError("export needs --run RUN and --target T (see `tinyrps export --list` for targets)")
-    from .export import get_target
+    check_run(a.run)
+    from .export import export_target, get_target
     get_target(a.target)
     from .progress import console
     with console.status(f"exporting {a.target}"):
@@ -63,9 +192,13 @@ def cmd_export(a):
 
 
 def cmd_eval(a):
+    check_run(a.run)
+    if a.data is not None:
+        check_data(a.data, "test")
+    options = device_options(a)
     from .evaluate import evaluate
-    result = evaluate(a.run, a.data, only=a.variant, device_override=a.device, limit=a.limit, quiet=a.quiet or a.json,
-                      board=a.board)
+    result = evaluate(a.run, a.data, only=a.variant, device_override=a.device, limit=a.limit,
+                      quiet=a.quiet or a.json, board=a.board, device_options=options)
     if a.json:
         emit_json(result)
     else:
@@ -74,6 +207,7 @@ def cmd_eval(a):
 
 
 def cmd_classify(a):
+    check_model(a.model)
     from .classify import classify_files
     results = classify_files(a.model, a.images, a.device, board=a.board)
     if a.json:
@@ -85,9 +219,11 @@ def cmd_classify(a):
 
 
 def cmd_bench(a):
+    check_run(a.run)
+    options = device_options(a)
     from .bench import bench
     result = bench(a.run, runs=a.runs, only=a.variant, device_override=a.device, quiet=a.quiet or a.json,
-                   board=a.board)
+                   board=a.board, device_options=options)
     if a.json:
         emit_json(result)
     else:
@@ -96,25 +232,32 @@ def cmd_bench(a):
 
 
 def cmd_play(a):
-    from .devices import default_device, open_device, require_board_device
-    from .game import Game, parse_moves, play_interactive, play_scripted
+    check_model(a.model)
+    from .game import parse_moves
     moves = parse_moves(a.moves) if a.moves is not None else None
-    device_name = a.device or default_device(a.model)
+    from .devices import default_device, open_device, require_board_device
+    device_name = a.device or ("mcu" if a.port else default_device(a.model))
     require_board_device(device_name, a.board)
-    with open_device(device_name, a.model, board=a.board) as device:
+    options = device_options(a, device_name).get(device_name, {})
+    from .game import Game, play_interactive, play_scripted
+    # With --json, stdout carries only the rounds (JSON Lines); prompts and messages go to stderr.
+    talk = sys.stderr if a.json else sys.stdout
+    with open_device(device_name, a.model, board=a.board, **options) as device:
         game = Game(device, seed=a.seed)
         if moves:
-            play_scripted(game, moves, a.json)
+            play_scripted(game, moves, a.json, talk=talk)
         else:
-            play_interactive(game, a.json)
+            play_interactive(game, a.json, talk=talk)
 
 
 def cmd_all(a):
+    check_out_folder(a.out)
     from .pipeline import run_all
     run_all(a.out, seed=a.seed, epochs=a.epochs, per_class=a.per_class, quiet=a.quiet)
 
 
 def cmd_deploy_fvp(a):
+    check_model(a.model)
     from .deploy.fvp import deploy_fvp
     result = deploy_fvp(a.model, a.executorch_root, fvp=a.fvp, toolchain=a.toolchain, workdir=a.workdir,
                         images=a.image, timeout_s=a.timeout)
@@ -125,105 +268,182 @@ def cmd_deploy_fvp(a):
 def build_parser() -> argparse.ArgumentParser:
     from .devices import device_names
     from .firmware.boards import BOARDS
-    p = Parser(prog="tinyrps", description="A tiny rock-paper-scissors classifier, from PyTorch to Arm microcontrollers.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    p = Parser(prog="tinyrps", formatter_class=HelpWithDefaults,
+               description="A tiny rock-paper-scissors classifier, from PyTorch to Arm microcontrollers.",
+               epilog=f"Errors: one line on stderr and exit code {EXIT_USER_ERROR} for a user error; "
+                      f"{DEBUG_ENV}=1 shows the traceback of any error.")
+    p.add_argument("--version", action=VersionAction, help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
 
     def add(name, func, help_):
-        s = sub.add_parser(name, help=help_, description=help_)
+        s = sub.add_parser(name, help=help_, description=help_, formatter_class=HelpWithDefaults)
         s.set_defaults(func=func)
         s.add_argument("--quiet", action="store_true", help="no progress bars")
         return s
+
+    def add_device(s, what: str):
+        s.add_argument("--device", choices=device_names(), help=f"run {what} on this device "
+                       "(default: the device of the program's family: host, npu-ref or mcu)")
+        s.add_argument("--port", metavar="DEV", help="for the mcu device: a board running the tinyrps firmware on "
+                       "this serial port, e.g. /dev/ttyACM0 (default: the firmware in QEMU)")
 
     def add_board(s):
         s.add_argument("--board", choices=list(BOARDS),
                        help="--device mcu: the emulated board (default: the program's, from its sidecar)")
 
     s = add("data", cmd_data, "render the synthetic train/val/test splits")
-    s.add_argument("--out", required=True, type=Path)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--per-class", type=int, default=None, help="training images per class (val and test scale with it)")
+    s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write (created if missing)")
+    s.add_argument("--seed", type=seed_number, default=0, metavar="S",
+                   help="random seed; the same seed gives the same images")
+    s.add_argument("--per-class", type=count, metavar="N", help="training images per class; val and test scale "
+                   "with it (default: 3000, with 300 val and 200 test)")
 
     s = add("train", cmd_train, "train the CNN; writes RUN/model.pt and RUN/metrics.json")
-    s.add_argument("--data", required=True, type=Path)
-    s.add_argument("--out", required=True, type=Path)
-    s.add_argument("--epochs", type=int, default=4)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--data", required=True, type=Path, metavar="DIR", help="a folder made by `tinyrps data`")
+    s.add_argument("--out", required=True, type=Path, metavar="RUN", help="run folder to write")
+    s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs")
+    s.add_argument("--seed", type=seed_number, default=0, metavar="S",
+                   help="random seed of initialisation and shuffling")
 
     s = add("export", cmd_export, "export RUN/model.pt to an ExecuTorch program RUN/export/T.pte")
-    s.add_argument("--run", type=Path)
-    s.add_argument("--target", help="see --list")
+    s.add_argument("--run", type=Path, metavar="RUN", help="a run folder made by `tinyrps train` "
+                   "(required, except with --list)")
+    s.add_argument("--target", metavar="T", help="what to build, see --list (required, except with --list)")
     s.add_argument("--list", action="store_true", help="list the targets and exit")
-    s.add_argument("--system-config", help="Ethos-U: Vela system configuration")
-    s.add_argument("--memory-mode", help="Ethos-U: Vela memory mode")
+    s.add_argument("--system-config", metavar="C", help="Ethos-U: Vela system configuration "
+                   "(default: Arm's for the accelerator, e.g. Ethos_U85_SYS_DRAM_Mid)")
+    s.add_argument("--memory-mode", metavar="M", help="Ethos-U: Vela memory mode "
+                   "(default: Arm's for the accelerator, e.g. Dedicated_Sram)")
 
     s = add("eval", cmd_eval, "accuracy of eager and every exported program on the test split")
-    s.add_argument("--run", required=True, type=Path)
-    s.add_argument("--data", type=Path, help="data folder (default: the one the run was trained on)")
-    s.add_argument("--variant", action="append", help="only this exported target (repeatable)")
-    s.add_argument("--device", choices=device_names(), help="run every program on this device")
+    s.add_argument("--run", required=True, type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
+    s.add_argument("--data", type=Path, metavar="DIR", help="data folder (default: the one the run was trained on)")
+    s.add_argument("--variant", action="append", metavar="T",
+                   help="only this exported program; repeatable (default: every exported program)")
+    add_device(s, "every program")
     add_board(s)
-    s.add_argument("--limit", type=int, help="only the first N test images")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--limit", type=count, metavar="N", help="only the first N test images (default: all)")
+    s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
 
     s = add("classify", cmd_classify, "classify PNG/JPEG images with a program")
-    s.add_argument("--model", required=True, type=Path)
-    s.add_argument("--device", choices=device_names())
+    s.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a program made by `tinyrps export`")
+    s.add_argument("--device", choices=device_names(),
+                   help="device to run it on (default: the device of the program's family)")
     add_board(s)
-    s.add_argument("images", nargs="+", type=Path)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
+    s.add_argument("--json", action="store_true", help="JSON on stdout instead of one line per image")
 
     s = add("bench", cmd_bench, "median latency of one inference per variant, side by side")
-    s.add_argument("--run", required=True, type=Path)
-    s.add_argument("--runs", type=int, default=200)
-    s.add_argument("--variant", action="append")
-    s.add_argument("--device", choices=device_names())
+    s.add_argument("--run", required=True, type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
+    s.add_argument("--runs", type=count, default=200, metavar="N", help="timed single-image calls per variant "
+                   "(at least; the mcu takes at most 20)")
+    s.add_argument("--variant", action="append", metavar="T",
+                   help="only this exported program; repeatable (default: every exported program)")
+    add_device(s, "every program")
     add_board(s)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="JSON on stdout instead of tables")
 
     s = add("play", cmd_play, "play rock-paper-scissors; the model reads both moves")
-    s.add_argument("--model", required=True, type=Path)
-    s.add_argument("--device", choices=device_names())
+    s.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a program made by `tinyrps export`")
+    add_device(s, "the program")
     add_board(s)
-    s.add_argument("--moves", help="scripted: comma-separated moves, e.g. rock,paper,s")
-    s.add_argument("--seed", type=int)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--moves", metavar="M,M,...", help="scripted game: comma-separated moves, e.g. rock,paper,s "
+                   "(default: ask for each move)")
+    s.add_argument("--seed", type=seed_number, metavar="S",
+                   help="seed of the opponent's moves and the drawings (default: different every game)")
+    s.add_argument("--json", action="store_true", help="one JSON object per round on stdout (JSON Lines)")
 
     s = add("all", cmd_all, "the whole pipeline: data, train, export, eval, bench, game, report")
-    s.add_argument("--out", type=Path, default=Path("out"))
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--epochs", type=int, default=4)
-    s.add_argument("--per-class", type=int, default=None)
+    s.add_argument("--out", type=Path, default=Path("out"), metavar="DIR", help="folder to write")
+    s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the data and the training")
+    s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs")
+    s.add_argument("--per-class", type=count, metavar="N", help="training images per class "
+                   "(default: 3000, with 300 val and 200 test)")
 
-    s = sub.add_parser("deploy", help="deploy a program to real or simulated hardware")
-    dsub = s.add_subparsers(dest="where", required=True, parser_class=Parser)
-    f = dsub.add_parser("fvp", help="build ExecuTorch's Arm runner with an Ethos-U .pte and run it on the Corstone-320 FVP")
+    s = sub.add_parser("deploy", help="deploy a program to real or simulated hardware",
+                       description="deploy a program to real or simulated hardware")
+    dsub = s.add_subparsers(dest="where", required=True, parser_class=Parser, metavar="WHERE")
+    f = dsub.add_parser("fvp", formatter_class=HelpWithDefaults,
+                        help="build ExecuTorch's Arm runner with an Ethos-U .pte and run it on the Corstone-320 FVP",
+                        description="build ExecuTorch's Arm runner with an Ethos-U .pte and run it on the "
+                                    "Corstone-320 FVP")
     f.set_defaults(func=cmd_deploy_fvp)
-    f.add_argument("--model", required=True, type=Path)
-    f.add_argument("--executorch-root", required=True, type=Path)
+    f.add_argument("--model", required=True, type=Path, metavar="X.pte", help="an Ethos-U program")
+    f.add_argument("--executorch-root", required=True, type=Path, metavar="DIR",
+                   help="a checkout of ExecuTorch's sources")
     f.add_argument("--fvp", type=Path, help="FVP_Corstone_SSE-320 binary (default: on PATH)")
     f.add_argument("--toolchain", type=Path, help="Arm GNU toolchain folder (default: on PATH or the checkout's)")
     f.add_argument("--image", type=Path, action="append",
-                   help="classify this PNG/JPEG on the FVP (repeatable); without it the runner's input of ones is used")
+                   help="classify this PNG/JPEG on the FVP; repeatable (default: none, the runner's input of ones)")
     f.add_argument("--workdir", type=Path, help="build and log folder (default: next to the .pte, MODEL.fvp/)")
     f.add_argument("--timeout", type=int, default=600, help="FVP time limit per run, seconds (default 600)")
     return p
 
 
+# ── errors ──────────────────────────────────────────────────────────────────
+# What a user can cause and fix with a file or folder: these OS errors are one line, not a bug.
+USER_ERRNOS = {
+    errno.EACCES: "choose a place you may write to, or change its permissions",
+    errno.EPERM: "choose a place you may write to, or change its permissions",
+    errno.EROFS: "choose a place on a writable file system",
+    errno.ENOSPC: "free some space, or write somewhere else",
+    errno.EDQUOT: "free some space, or write somewhere else",
+    errno.EFBIG: "free some space, or write somewhere else",
+    errno.ENOENT: "",
+    errno.EISDIR: "",
+    errno.ENOTDIR: "",
+    errno.ENAMETOOLONG: "",
+}
+# Only the plain file-system exception classes: TimeoutError, ConnectionError or pyserial's
+# SerialException (all OSErrors) mean something else went wrong.
+USER_OS_ERROR_TYPES = (OSError, PermissionError, FileNotFoundError, IsADirectoryError, NotADirectoryError)
+
+
+def is_user_os_error(e: BaseException) -> bool:
+    return type(e) in USER_OS_ERROR_TYPES and e.errno in USER_ERRNOS
+
+
+def os_error_line(e: OSError) -> str:
+    where = f": {e.filename}" if e.filename else ""
+    hint = USER_ERRNOS[e.errno]
+    return f"{e.strerror or e}{where}" + (f" ({hint})" if hint else "")
+
+
+def debugging() -> bool:
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def report_error(line: str) -> None:
+    if debugging():
+        traceback.print_exc()
+    print(f"tinyrps: error: {line}", file=sys.stderr)
+
+
+def report_bug(e: BaseException) -> None:
+    traceback.print_exc()
+    print(f"tinyrps: internal error ({type(e).__name__}): this is a bug in tinyrps, not something you did; "
+          "please report it with the command you ran and the traceback above", file=sys.stderr)
+
+
 def main(argv=None) -> int:
-    _quiet_libraries()
+    quiet_libraries()
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
     except BrokenPipeError:   # output piped into `head` and the like
         return 0
     except UserError as e:
-        print(f"tinyrps: error: {e}", file=sys.stderr)
-        return 2
+        report_error(str(e))
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
+        if debugging():
+            traceback.print_exc()
         print("tinyrps: interrupted", file=sys.stderr)
-        return 130
-    except OSError as e:  # a folder that cannot be written, a full disk: the user's to fix
-        where = f": {e.filename}" if e.filename else ""
-        print(f"tinyrps: error: {e.strerror or e}{where}", file=sys.stderr)
-        return 2
+        return EXIT_INTERRUPTED
+    except Exception as e:
+        if is_user_os_error(e):
+            report_error(os_error_line(e))
+            return EXIT_USER_ERROR
+        report_bug(e)
+        return EXIT_BUG
     return 0

@@ -47,8 +47,9 @@ class Jitter:
 
 def font_files() -> list:
     """Fonts that ship with the Python dependencies (no system fonts)."""
-    import matplotlib
-    ttf = Path(matplotlib.__file__).parent / "mpl-data" / "fonts" / "ttf"
+    import importlib.util
+    # found, not imported: importing matplotlib would slow every game's start
+    ttf = Path(importlib.util.find_spec("matplotlib").origin).parent / "mpl-data" / "fonts" / "ttf"
     names = ["DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSans-Oblique.ttf",
              "DejaVuSerif.ttf", "DejaVuSerif-Bold.ttf", "DejaVuSansMono.ttf",
              "DejaVuSansMono-Bold.ttf", "STIXGeneral.ttf", "cmss10.ttf"]
@@ -147,8 +148,12 @@ def make_split(split: str, per_class: int, seed: int) -> tuple:
 
 def save_split(path: Path, images: np.ndarray, labels: np.ndarray) -> None:
     tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez_compressed(tmp, images=images, labels=labels)
-    os.replace(tmp, path)
+    try:
+        np.savez_compressed(tmp, images=images, labels=labels)
+        os.replace(tmp, path)
+    except BaseException:   # a full disk, Ctrl-C: leave no half-written file behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def load_split(data_dir, split: str) -> tuple:
@@ -174,9 +179,14 @@ def preview(images: np.ndarray, labels: np.ndarray, path: Path, columns: int = 1
             ax.set_title(LABELS[labels[i]], fontsize=7)
     fig.tight_layout()
     tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        fig.savefig(tmp, dpi=100)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
 
 
 # Preprocessing of user images for `tinyrps classify`: the letter's height in the

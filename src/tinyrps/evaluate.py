@@ -33,21 +33,20 @@ def classify_with_progress(device, images, bar, description) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, len(LABELS)), np.float32)
 
 
-def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False, board=None) -> dict:
-    """Evaluate eager and the exported variants (all, or those named in `only`); `board` overrides
-    the emulated board of Cortex-M programs on device mcu."""
+def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False, board=None,
+             device_options=None) -> dict:
+    """Evaluate eager and the exported variants (all, or those named in `only`) on the first
+    `limit` test images (all when None). `board` overrides the emulated board of Cortex-M
+    programs on device mcu; `device_options`: device name -> more options to open it with."""
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be at least 1, got {limit}")
     ckpt = variants.checkpoint(run_dir)
+    programs = variants.selected(run_dir, only)
     data_dir = data_dir or run_config(run_dir)["data"]
     images, labels = load_split(data_dir, "test")
-    if limit:
+    if limit is not None:
         images, labels = images[:limit], labels[:limit]
-    programs = variants.exported(run_dir)
-    if only:
-        missing = [t for t in only if t not in programs]
-        if missing:
-            raise UserError(f"no exported program for {', '.join(missing)} in {run_dir}/export: "
-                            f"create it with `tinyrps export --run {run_dir} --target {missing[0]}`")
-        programs = {t: programs[t] for t in only}
+    device_options = device_options or {}
     result = {"test_images": int(len(images)), "variants": {}}
     with progress_bar(quiet) as bar:
         with open_device("eager", ckpt) as eager:
@@ -55,6 +54,10 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         predictions = {"eager": eager_logits.argmax(1)}
         result["variants"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
         entries = {}
+        in_worker = {name for name, pte in programs.items()
+                     if device_class(device_override or default_device(pte)).out_of_process}
+        if in_worker:
+            import_shared_modules_first()
         # Devices that compute in another process (the emulated boards) run in worker threads
         # while the in-process ones use this one; two at a time, so that with three boards the
         # last one's QEMU does not run alone on an otherwise idle machine. Every thread may run
@@ -63,13 +66,15 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         with torch_threads(1), concurrent.futures.ThreadPoolExecutor(max_workers=OUT_OF_PROCESS_WORKERS) as pool:
             for name, pte in programs.items():
                 device_name = device_override or default_device(pte)
-                if device_class(device_name).out_of_process:
+                if name in in_worker:
                     entries[name] = pool.submit(evaluate_variant, name, pte, device_name, images, labels,
-                                                eager_logits, dict(predictions), bar, board)
+                                                eager_logits, dict(predictions), bar, board,
+                                                device_options.get(device_name, {}))
             for name, pte in programs.items():
                 if name not in entries:
-                    entries[name] = evaluate_variant(name, pte, device_override or default_device(pte), images,
-                                                     labels, eager_logits, predictions, bar)
+                    device_name = device_override or default_device(pte)
+                    entries[name] = evaluate_variant(name, pte, device_name, images, labels, eager_logits,
+                                                     predictions, bar, board, device_options.get(device_name, {}))
                     predictions[name] = entries[name].pop("_predictions")
         for name in programs:
             entry = entries[name].result() if isinstance(entries[name], concurrent.futures.Future) else entries[name]
@@ -78,9 +83,18 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
     return result
 
 
-def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar, board=None) -> dict:
+def import_shared_modules_first() -> None:
+    """The families' evaluation hooks import ExecuTorch's exir (and torchao through it), in the
+    worker threads and in this one. Two threads importing one package with circular imports
+    for the first time can deadlock (importlib raises _DeadlockError), so this thread
+    imports it before the workers start."""
+    import executorch.exir  # noqa: F401
+
+
+def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar, board=None,
+                     options=None) -> dict:
     """One program on its device: accuracy, agreement with eager, and the family's own checks."""
-    with open_device(device_name, pte, bulk=True, board=board) as device:
+    with open_device(device_name, pte, bulk=True, board=board, **(options or {})) as device:
         logits = classify_with_progress(device, images, bar, f"{name} on {device_name}")
         agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean()) if len(images) else 0.0
         # "agreement" is with eager unless the family compares with a closer reference

@@ -18,7 +18,6 @@ from .data import render
 from .errors import UserError
 from .model import LABELS
 
-ALIASES = {"r": "rock", "p": "paper", "s": "scissors", "rock": "rock", "paper": "paper", "scissors": "scissors"}
 QUIT = {"q", "quit", "exit"}
 BEATS = {"rock": "scissors", "paper": "rock", "scissors": "paper"}
 PROMPT = "your move [r]ock / [p]aper / [s]cissors, or [q]uit: "
@@ -37,8 +36,12 @@ class Round:
 
 
 def parse_move(text: str):
-    """'r' / 'Rock' / ' paper ' -> canonical name; None if not a move."""
-    return ALIASES.get(text.strip().lower())
+    """'r' / 'Rock' / ' paper ' / 'sc' / 'scissor' -> canonical name; None if not a move.
+
+    Any beginning of a move's name is that move: the three start with different letters."""
+    text = text.strip().lower()
+    matches = [label for label in LABELS if text and label.startswith(text)]
+    return matches[0] if len(matches) == 1 else None
 
 
 def parse_moves(text: str) -> list:
@@ -123,40 +126,52 @@ def round_record(r: Round, game: Game) -> dict:
     return {**asdict(r), **game.last_stats}
 
 
-def play_scripted(game: Game, moves: list, as_json: bool, out=sys.stdout) -> list:
+def play_scripted(game: Game, moves: list, as_json: bool, out=None, talk=None) -> list:
+    """Play the given moves. Rounds go to `out` (JSON Lines with as_json), the final score to
+    `talk` (default: `out`). Ctrl-C stops the game after printing the score so far."""
+    out = out or sys.stdout
+    talk = talk or out
     records = []
-    for i, move in enumerate(moves, 1):
-        r = game.play_round(move)
-        records.append(round_record(r, game))
-        if as_json:
-            print(json.dumps(records[-1]), file=out, flush=True)
-        else:
-            print(render_round(r, game, i) + "\n", file=out, flush=True)
-    if not as_json:
-        print(f"final score: {score_line(game.score)}", file=out)
+    try:
+        for i, move in enumerate(moves, 1):
+            r = game.play_round(move)
+            records.append(round_record(r, game))
+            if as_json:
+                print(json.dumps(records[-1]), file=out, flush=True)
+            else:
+                print(render_round(r, game, i) + "\n", file=out, flush=True)
+    except KeyboardInterrupt:
+        end_game(game, talk, interrupted=True)
+        raise
+    end_game(game, talk)
     return records
 
 
-def play_interactive(game: Game, as_json: bool = False, stdin=sys.stdin, out=sys.stdout) -> None:
-    """Prompt until quit, EOF or Ctrl-C; always ends with the final score."""
-    if not as_json:
-        print(f"Rock-paper-scissors against the model on {game.device.describe()}. "
-              "Your move is drawn as a letter; the model reads both moves and decides.", file=out)
+def play_interactive(game: Game, as_json: bool = False, stdin=None, out=None, talk=None) -> None:
+    """Prompt until quit or end of input; rounds go to `out` (JSON Lines with as_json),
+    prompts, messages and the final score to `talk` (default: `out`). An empty line asks
+    again. Ctrl-C stops the game after printing the score so far, as in a scripted game."""
+    stdin, out = stdin or sys.stdin, out or sys.stdout
+    talk = talk or out
+    print(f"Rock-paper-scissors against the model on {game.device.describe()}. "
+          "Your move is drawn as a letter; the model reads both moves and decides.", file=talk)
     number = 0
     try:
         while True:
-            print(PROMPT, end="", file=out, flush=True)
+            print(PROMPT, end="", file=talk, flush=True)
             line = stdin.readline()
             if not line:
-                print(file=out)
+                print(file=talk)
                 break
             text = line.strip().lower()
+            if not text:
+                continue
             if text in QUIT:
                 break
             move = parse_move(text)
             if move is None:
                 print(f"'{line.strip()}' is not a move: type rock, paper or scissors (r/p/s), or q to quit",
-                      file=out, flush=True)
+                      file=talk, flush=True)
                 continue
             number += 1
             r = game.play_round(move)
@@ -165,5 +180,12 @@ def play_interactive(game: Game, as_json: bool = False, stdin=sys.stdin, out=sys
             else:
                 print(render_round(r, game, number) + "\n", file=out, flush=True)
     except KeyboardInterrupt:
-        print(file=out)
-    print(f"final score: {score_line(game.score)}", file=out, flush=True)
+        end_game(game, talk, interrupted=True)
+        raise
+    end_game(game, talk)
+
+
+def end_game(game: Game, talk, interrupted: bool = False) -> None:
+    if interrupted:
+        print(file=talk)     # the terminal's ^C leaves the cursor mid-line
+    print(f"final score: {score_line(game.score)}", file=talk, flush=True)

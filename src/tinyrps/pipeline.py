@@ -4,6 +4,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -31,18 +33,35 @@ def split_sizes(per_class) -> dict:
     return {"train": per_class, "val": max(per_class // 10, 10), "test": max(per_class // 15, 10)}
 
 
+def check_seed(seed: int) -> None:
+    if seed < 0:
+        raise UserError(f"--seed must be at least 0, got {seed}")
+
+
+def check_epochs(epochs: int) -> None:
+    if epochs < 1:
+        raise UserError(f"--epochs must be at least 1, got {epochs}")
+
+
 def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
     out = Path(out)
+    check_seed(seed)
     sizes = split_sizes(per_class)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     total = 0
-    for split in data_mod.SPLITS:
-        images, labels = data_mod.make_split(split, sizes[split], seed)
-        data_mod.save_split(out / f"{split}.npz", images, labels)
-        total += len(images)
-        if split == "train":
-            data_mod.preview(images, labels, out / "preview.png")
+    try:
+        for split in data_mod.SPLITS:
+            images, labels = data_mod.make_split(split, sizes[split], seed)
+            data_mod.save_split(out / f"{split}.npz", images, labels)
+            total += len(images)
+            if split == "train":
+                data_mod.preview(images, labels, out / "preview.png")
+    except BaseException:
+        if created:     # a folder made for a data set that was never finished is no use to anyone
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     seconds = time.perf_counter() - start
     info = {"seed": seed, "per_class": sizes, "images": total,
             "fonts": [Path(f).name if f else "Pillow built-in" for f in data_mod.font_files()]}
@@ -111,6 +130,9 @@ def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = F
     from .report import bench_table, eval_table, write_report
     from .train import TrainConfig, train
     out = Path(out)
+    check_seed(seed)
+    check_epochs(epochs)
+    split_sizes(per_class)
     data_dir, run_dir = out / "data", out / "run"
     timings, start = {}, time.perf_counter()
     with stage("data", timings, quiet):
@@ -134,7 +156,9 @@ def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = F
     timings["total"] = round(time.perf_counter() - start, 2)
     summary = {
         "test_accuracy": {name: v["accuracy"] for name, v in evaluation["variants"].items()},
-        "artifacts": {"model": str(run_dir / "model.pt"), **artifacts},
+        # relative to OUT, so the folder can be moved or shared
+        "artifacts": {name: Path(os.path.relpath(path, out)).as_posix()
+                      for name, path in {"model": run_dir / "model.pt", **artifacts}.items()},
         "skipped": skipped,
         "data": data_info,
         "training": {"epochs": metrics["epochs"], "best_val_accuracy": metrics["best_val_accuracy"]},

@@ -1,11 +1,19 @@
-"""Facts about a .pte file: is it one, does its sidecar describe it, which hardware does it need."""
+"""Facts about a .pte file: is it one, does its sidecar describe it, which hardware does it need.
+
+The program's flatbuffer is read here directly (only the fields needed: the first
+execution plan's delegates and operators) rather than through ExecuTorch's
+serializer, whose import pulls in torch and the whole exir compiler: several
+seconds before a user sees a first answer.
+"""
 from __future__ import annotations
 
 import hashlib
+import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .errors import UserError
+from .errors import UserError, require_file
 
 # File identifier of an ExecuTorch program flatbuffer (bytes 4..8): "ET" and the format
 # version. ET12 is what this ExecuTorch writes and the only one the firmware's reader
@@ -14,11 +22,16 @@ PTE_FILE_IDENTIFIER = b"ET12"
 # The families a program can belong to, as sidecars name them.
 FAMILIES = ("host", "ethos-u", "cortex-m")
 
+# Field slots in executorch/exir/_serialize/program.fbs.
+PROGRAM_EXECUTION_PLAN = 1
+PLAN_OPERATORS = 6
+PLAN_DELEGATES = 7
+OPERATOR_NAME = 0
+DELEGATE_ID = 0
+
 
 def read_program(path) -> bytes:
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"model file not found: {path} (create one with `tinyrps export --run RUN --target T`)")
+    path = require_file(path, "model file", "create one with `tinyrps export --run RUN --target T`")
     data = path.read_bytes()
     identifier = data[4:8]
     if len(data) < 8 or identifier[:2] != PTE_FILE_IDENTIFIER[:2]:
@@ -28,6 +41,24 @@ def read_program(path) -> bytes:
         raise UserError(f"{path} is an ExecuTorch program of format {shown}, but tinyrps reads "
                         f"{PTE_FILE_IDENTIFIER.decode()} only: export it again with `tinyrps export`")
     return data
+
+
+@dataclass(frozen=True)
+class ProgramContents:
+    delegates: tuple    # backend ids of the first execution plan's delegates, e.g. ("XnnpackBackend",)
+    operators: tuple    # its operator names, e.g. ("aten::convolution",)
+
+
+def program_contents(data: bytes, path="program") -> ProgramContents:
+    """The delegates and operators of the program's first execution plan."""
+    try:
+        flatbuffer = _Flatbuffer(data)
+        plan = flatbuffer.tables(flatbuffer.root(), PROGRAM_EXECUTION_PLAN)[0]
+        return ProgramContents(
+            delegates=tuple(flatbuffer.string(d, DELEGATE_ID) for d in flatbuffer.tables(plan, PLAN_DELEGATES)),
+            operators=tuple(flatbuffer.string(o, OPERATOR_NAME) for o in flatbuffer.tables(plan, PLAN_OPERATORS)))
+    except (_Malformed, IndexError, UnicodeDecodeError):
+        raise UserError(f"{path} is a corrupted ExecuTorch program: export it again with `tinyrps export`") from None
 
 
 def checked_sidecar(path, program: bytes) -> Optional[dict]:
@@ -61,13 +92,63 @@ def program_family(path) -> str:
 
 
 def family_of_program(data: bytes, path="program") -> str:
-    from executorch.exir._serialize._program import deserialize_pte_binary
-    try:
-        plan = deserialize_pte_binary(data).program.execution_plan[0]
-    except Exception:
-        raise UserError(f"{path} is a corrupted ExecuTorch program: export it again with `tinyrps export`") from None
-    if any(d.id == "EthosUBackend" for d in plan.delegates):
+    contents = program_contents(data, path)
+    if "EthosUBackend" in contents.delegates:
         return "ethos-u"
-    if any(op.name.startswith("cortex_m::") for op in plan.operators):
+    if any(op.startswith("cortex_m::") for op in contents.operators):
         return "cortex-m"
     return "host"
+
+
+class _Malformed(Exception):
+    pass
+
+
+class _Flatbuffer:
+    """Bounds-checked reads of flatbuffer tables, vectors of tables and strings."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def _read(self, fmt: str, at: int) -> int:
+        if not 0 <= at <= len(self.data) - struct.calcsize(fmt):
+            raise _Malformed(at)
+        return struct.unpack_from(fmt, self.data, at)[0]
+
+    def _follow(self, at: int) -> int:
+        """The position an unsigned 32-bit offset stored at `at` points to."""
+        return at + self._read("<I", at)
+
+    def root(self) -> int:
+        return self._follow(0)
+
+    def _field(self, table: int, slot: int):
+        """Position of a table's field, or None when the field is absent."""
+        vtable = table - self._read("<i", table)
+        vtable_bytes = self._read("<H", vtable)
+        entry = 4 + 2 * slot
+        if entry + 2 > vtable_bytes:
+            return None
+        offset = self._read("<H", vtable + entry)
+        return table + offset if offset else None
+
+    def tables(self, table: int, slot: int) -> list:
+        """The tables of a vector-of-tables field (empty when absent)."""
+        field = self._field(table, slot)
+        if field is None:
+            return []
+        vector = self._follow(field)
+        count = self._read("<I", vector)
+        if count > len(self.data) // 4:
+            raise _Malformed(vector)
+        return [self._follow(vector + 4 + 4 * i) for i in range(count)]
+
+    def string(self, table: int, slot: int) -> str:
+        field = self._field(table, slot)
+        if field is None:
+            return ""
+        start = self._follow(field)
+        length = self._read("<I", start)
+        if start + 4 + length > len(self.data):
+            raise _Malformed(start)
+        return self.data[start + 4:start + 4 + length].decode()

@@ -17,8 +17,8 @@ def _pct(x) -> str:
     return "" if x is None else f"{100 * x:.2f} %"
 
 
-def _yes_no(x) -> str:
-    return "" if x is None else ("yes" if x else "NO")
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def targets_table(targets: dict) -> None:
@@ -29,16 +29,35 @@ def targets_table(targets: dict) -> None:
     print_table("export targets", ["target", "family", "runs on", "what"], rows, text_columns=4, unwrapped=3)
 
 
+def _bit_exact(v: dict) -> str:
+    if v.get("bit_exact") is None:
+        return ""
+    if v["bit_exact"]:
+        return "yes"
+    return f"NO ({v['mismatches']} images differ)" if v.get("mismatches") else "NO"
+
+
 def eval_rows(result: dict) -> list:
     rows = []
     for name, v in result["variants"].items():
         rows.append([name, v["device"], _pct(v["accuracy"]), _pct(v.get("agreement")),
                      "" if "max_abs_logit_diff" not in v else f"{v['max_abs_logit_diff']:.4f}",
-                     _yes_no(v.get("bit_exact"))])
+                     _bit_exact(v)])
     return rows
 
 
-EVAL_HEADER = ["variant", "device", "accuracy", "agreement", "max |Δlogit|", "bit-exact"]
+EVAL_HEADER = ["variant", "device", "accuracy", "agreement", "max |Δlogit|", "int8 bit-exact"]
+
+
+def eval_notes(result: dict) -> str:
+    """What the columns compare against, from the results themselves."""
+    notes = ["agreement: same predicted label as eager (Ethos-U: as the int8 CPU model); "
+             "max |Δlogit|: largest difference from eager's logits"]
+    references = sorted({v["reference"] for v in result["variants"].values() if v.get("reference")})
+    if references:
+        notes.append(f"int8 bit-exact: the device's int8 outputs equal, on every test image, those of "
+                     f"{' and '.join(references)} running the same program")
+    return "; ".join(notes)
 
 
 def print_table(title: str, header: list, rows: list, text_columns: int = 2, unwrapped: int = None) -> None:
@@ -55,17 +74,27 @@ def print_table(title: str, header: list, rows: list, text_columns: int = 2, unw
 
 
 def eval_table(result: dict) -> None:
-    print_table(f"evaluation on {result['test_images']} test images "
-                "(agreement: with eager; Ethos-U: with the int8 CPU model)", EVAL_HEADER, eval_rows(result))
+    print_table(f"evaluation on {result['test_images']} test images ({eval_notes(result)})",
+                EVAL_HEADER, eval_rows(result))
 
 
-BENCH_HEADER = ["variant", "device", "median ms", "× eager", "runs", "size"]
+BENCH_HEADER = ["variant", "device", "timed on", "median ms", "× eager", "runs", "size"]
+
+
+def timed_on(v: dict) -> str:
+    """Where a variant's time comes from: this machine's CPU, or a model of the hardware."""
+    return f"{v['simulated_by']} (not hardware time)" if v.get("simulated_by") else "this CPU"
+
+
+SIMULATION_NOTE = ("Rows timed on a simulator or emulator (the TOSA reference model for the Ethos-U NPU, QEMU for "
+                   "the Cortex-M boards, over a serial link) measure that model running on this machine, not the "
+                   "hardware: the NPU's time is Vela's estimate, and a Cortex-M core's work its instruction count.")
 
 
 def bench_rows(result: dict) -> list:
     rows = []
     for name, v in result["variants"].items():
-        rows.append([name, v["device"], f"{v['latency_ms']:.4f}",
+        rows.append([name, v["device"], timed_on(v), f"{v['latency_ms']:.4f}",
                      "1" if name == "eager" else f"{v['ratio_to_eager']:.3f}", f"{v['runs']:,}",
                      f"{v.get('size_bytes', result.get('eager_size_bytes', 0)):,} B"])
     return rows
@@ -74,7 +103,9 @@ def bench_rows(result: dict) -> list:
 def bench_table(result: dict) -> None:
     print_table(f"latency of one inference: median over {result['rounds']} warmed-up blocks per variant, "
                 f"taking turns; data renderer {result['render_images_per_s']:,.0f} images/s",
-                BENCH_HEADER, bench_rows(result))
+                BENCH_HEADER, bench_rows(result), text_columns=3, unwrapped=2)
+    if any(v.get("simulated_by") for v in result["variants"].values()):
+        out_console.print(SIMULATION_NOTE)
     vela, firmware = vela_rows(result), firmware_rows(result)
     if vela:
         print_table("Ethos-U: Vela's estimate", VELA_HEADER, vela, text_columns=1)
@@ -157,10 +188,21 @@ def layer_tables(result: dict) -> list:
     return tables
 
 
+def markdown_cell(value) -> str:
+    """A table cell's text: a '|' inside it would end the cell, a newline the row."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
 def markdown_table(header: list, rows: list) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(markdown_cell, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(markdown_cell, row)) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def data_line(data: dict) -> str:
+    sizes = data["per_class"]
+    per_class = ", ".join(f"{sizes[split]:,} {split}" for split in ("train", "val", "test") if split in sizes)
+    return f"{data['images']:,} synthetic images (seed {data['seed']}; per class: {per_class})"
 
 
 def machine() -> str:
@@ -177,15 +219,14 @@ def write_report(out: Path, summary: dict) -> None:
         f"Machine: {machine()}. Whole pipeline: {summary['seconds']['total']:.0f} s "
         f"({', '.join(f'{k} {v:.0f} s' for k, v in summary['seconds'].items() if k != 'total')}).",
         "## Data",
-        f"{summary['data']['images']:,} synthetic images (seed {summary['data']['seed']}, per class "
-        f"{summary['data']['per_class']}), rendered at {be['render_images_per_s']:,.0f} images/s.",
+        f"{data_line(summary['data'])}, rendered at {be['render_images_per_s']:,.0f} images/s.",
         f"![training images]({rel(out / 'data' / 'preview.png')})",
         "## Training",
         f"{len(summary['training']['epochs'])} epochs, best validation accuracy "
         f"{_pct(summary['training']['best_val_accuracy'])}.",
         f"![training curves]({rel(out / 'run' / 'curves.png')}) ![confusion matrix]({rel(out / 'run' / 'confusion.png')})",
         "## Accuracy",
-        f"Test split, {ev['test_images']} images. Agreement: same predicted label as eager (Ethos-U: as the int8 CPU model).",
+        f"Test split, {ev['test_images']} images. {_sentence(eval_notes(ev))}.",
         markdown_table(EVAL_HEADER, eval_rows(ev)),
         "## Speed and size",
         f"Median latency of single-image inferences, measured in one process: each variant runs {be['rounds']} "
@@ -193,8 +234,10 @@ def write_report(out: Path, summary: dict) -> None:
         "taking turns block by block so that bursts of load on the machine hit every variant alike. The MCU, "
         "over its serial link, takes fewer runs.",
         markdown_table(BENCH_HEADER, bench_rows(be)),
-        f"![latency]({rel(out / 'run' / 'latency.png')})",
     ]
+    if any(v.get("simulated_by") for v in be["variants"].values()):
+        parts.append(SIMULATION_NOTE)
+    parts.append(f"![latency]({rel(out / 'run' / 'latency.png')})")
     vela, firmware = vela_rows(be), firmware_rows(be)
     if vela:
         parts += ["### Ethos-U (Vela's performance estimate)", markdown_table(VELA_HEADER, vela)]
@@ -213,5 +256,6 @@ def write_report(out: Path, summary: dict) -> None:
         parts += ["## Game rounds", markdown_table(["program", "device", "you", "model reads", "opponent",
                                                     "model reads", "outcome"], rows)]
     from .plots import plot_latency
-    plot_latency([{"name": f"{n} ({v['device']})", **v} for n, v in be["variants"].items()], out / "run" / "latency.png")
+    plot_latency([{**v, "name": f"{n} ({v['device']}{', simulated' if v.get('simulated_by') else ''})"}
+                  for n, v in be["variants"].items()], out / "run" / "latency.png")
     atomic_write_bytes(out / "report.md", ("\n\n".join(parts) + "\n").encode())

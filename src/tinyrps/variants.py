@@ -4,7 +4,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import UserError
-from .export import read_sidecar, targets
 
 
 def checkpoint(run_dir) -> Path:
@@ -16,11 +15,30 @@ def checkpoint(run_dir) -> Path:
 
 def exported(run_dir) -> dict:
     """target name -> .pte path, for each program exported in RUN/export, host programs first."""
+    from .export import targets
     export_dir = Path(run_dir) / "export"
     found = {p.stem: p for p in sorted(export_dir.glob("*.pte"))} if export_dir.is_dir() else {}
     order = list(targets())
     return dict(sorted(found.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
 
 
+def selected(run_dir, only=None) -> dict:
+    """The exported programs named in `only` (all when None), in registry order. "eager" may
+    be named too: it is always part of the comparison. An unknown name is an error."""
+    programs = exported(run_dir)
+    if not only:
+        return programs
+    unknown = [name for name in only if name != "eager" and name not in programs]
+    if unknown:
+        from .export import targets
+        name = unknown[0]
+        if name in targets():
+            raise UserError(f"no exported program for {name} in {Path(run_dir) / 'export'}: "
+                            f"create it with `tinyrps export --run {run_dir} --target {name}`")
+        raise UserError(f"unknown variant '{name}'; this run has: {', '.join(['eager', *programs])}")
+    return {name: path for name, path in programs.items() if name in only}
+
+
 def sidecar(pte: Path) -> dict:
+    from .export import read_sidecar
     return read_sidecar(pte) or {}

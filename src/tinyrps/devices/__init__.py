@@ -1,15 +1,14 @@
 """Inference devices, chosen by `--device`. See base.Device for the interface.
 
-Modules are imported lazily: opening `host` must not pay for QEMU, and `eager`
-must not pay for the ExecuTorch runtime.
+Modules are imported lazily: listing the device names (for `tinyrps --help`) imports
+nothing, opening `host` does not pay for QEMU, and `eager` not for the ExecuTorch runtime.
 """
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
 
-from ..errors import UserError
-from .base import Device, check_images  # noqa: F401
+from ..errors import UserError, require_file
 
 # name -> (module, class, what it runs)
 DEVICES = {
@@ -39,9 +38,7 @@ def open_device(name: str, model, **options) -> Device:
     follow in big calls (evaluation), so a device may pick a faster bulk path.
     Device-specific options go to that device only."""
     cls = device_class(name)
-    model = Path(model)
-    if not model.is_file():
-        raise UserError(f"model file not found: {model} (create one with `tinyrps export --run RUN --target T`)")
+    model = require_file(model, "model file", "create one with `tinyrps export --run RUN --target T`")
     return cls(model, **options)
 
 

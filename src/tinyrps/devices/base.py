@@ -32,6 +32,9 @@ class Device:
     #: True where the computing happens in another process (QEMU, a native tool), so a
     #: caller may run this device alongside in-process work
     out_of_process = False
+    #: what stands in for the hardware when the device runs a model of it on this machine
+    #: (its times are then the model's, not the hardware's); None when it is the real thing
+    simulated_by = None
 
     def _classify_batch(self, images: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -69,7 +72,8 @@ def require_family(model_path, family: str, device_name: str, program: bytes, si
     else:
         actual = family_of_program(program, model_path)
     if actual != family:
-        raise UserError(f"{model_path.name} is a {actual} program: it needs {FAMILY_NEEDS[actual]}, which device "
+        article = "an" if actual[0] in "aeiou" else "a"
+        raise UserError(f"{model_path.name} is {article} {actual} program: it needs {FAMILY_NEEDS[actual]}, which device "
                         f"'{device_name}' does not have; run it with --device "
                         f"{' or --device '.join(FAMILY_DEVICES[actual])}")
 

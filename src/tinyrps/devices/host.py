@@ -1,4 +1,10 @@
-"""The ExecuTorch runtime (pybindings) running a .pte on this CPU: portable kernels and XNNPACK."""
+"""The ExecuTorch runtime (pybindings) running a .pte on this CPU: portable kernels and XNNPACK.
+
+The runtime is reached through its compiled extension only. `executorch.runtime` and
+the pybindings' `portable_lib` wrapper import the exir compiler on the way (~3 s);
+running a program needs none of it, only torch (whose libraries the extension links
+and whose tensors it takes).
+"""
 from __future__ import annotations
 
 import contextlib
@@ -10,8 +16,15 @@ import numpy as np
 
 from ..errors import UserError
 from ..model import images_to_tensor
-from ..pte import read_program
+from ..pte import program_contents, read_program
 from .base import Device, require_family
+
+
+def runtime_extension():
+    """ExecuTorch's runtime extension module (torch first: it loads the libraries the extension links)."""
+    import torch  # noqa: F401
+    from executorch.extension.pybindings import _C
+    return _C
 
 
 class HostDevice(Device):
@@ -21,21 +34,22 @@ class HostDevice(Device):
     def __init__(self, model_path, **_):
         program = read_program(model_path)
         require_family(model_path, "host", self.name, program)
-        from executorch.runtime import Runtime, Verification
+        runtime = runtime_extension()
         # The runtime uses the program's bytes in place: keep them (and the Program) alive with the method.
         self._program_bytes = program
         try:
             with silenced_c_stderr():
-                self._program = Runtime.get().load_program(program, verification=Verification.Minimal)
+                self._program = runtime._load_program_from_buffer(
+                    program, program_verification=runtime.Verification.Minimal)
                 self.method = self._program.load_method("forward")
                 self._classify_batch(np.zeros((1, 28, 28), np.uint8))  # first run probes the CPU
-        except Exception as e:
+        except (RuntimeError, ValueError) as e:  # what the extension raises for a program it cannot run
             raise UserError(f"{model_path} could not be loaded by the ExecuTorch runtime ({e}); export it again") from None
-        backends = sorted({d for d in _delegate_ids(program)})
+        backends = sorted({d.replace("Backend", "") for d in program_contents(program, model_path).delegates})
         self._describe = "ExecuTorch runtime" + (f" ({', '.join(backends)})" if backends else " (portable kernels)")
 
     def _classify_batch(self, images: np.ndarray) -> np.ndarray:
-        return self.method.execute([images_to_tensor(images)])[0].numpy()
+        return self.method(images_to_tensor(images))[0].numpy()
 
     def describe(self) -> str:
         return self._describe
@@ -57,8 +71,3 @@ def silenced_c_stderr():
     finally:
         os.dup2(saved, 2)
         os.close(saved)
-
-
-def _delegate_ids(program: bytes) -> list:
-    from executorch.exir._serialize._program import deserialize_pte_binary
-    return [d.id.replace("Backend", "") for d in deserialize_pte_binary(program).program.execution_plan[0].delegates]

@@ -148,6 +148,10 @@ class McuDevice(Device):
         wall time (serial) or the batch's wall time per image (batch), `transport`, `board`."""
         return {**self._stats, "board": self.info.board} if self._stats else {}
 
+    @property
+    def simulated_by(self):
+        return None if self.port else "QEMU"
+
     def describe(self) -> str:
         where = f"{self.info.board} on {self.port}" if self.port else \
             f"QEMU {self.info.board} ({CORE_NAMES.get(self.board.core, self.board.core)})"

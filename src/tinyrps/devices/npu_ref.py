@@ -24,6 +24,7 @@ class NpuRefDevice(Device):
     name = "npu-ref"
     # The graph has a batch of one, so each image is one run; batches only amortise the output redirection.
     batch_size = 64
+    simulated_by = "the TOSA reference model"
 
     def __init__(self, model_path, **_):
         from ..export.ethos_u import io_quantization

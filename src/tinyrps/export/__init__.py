@@ -171,7 +171,8 @@ def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
     data_dir = Path(data_dir) if data_dir else Path(run_config(run_dir)["data"])
     unknown = set(k for k, v in options.items() if v is not None) - set(target.options)
     if unknown:
-        raise UserError(f"target '{target_name}' does not take option(s) {', '.join(sorted(unknown))}")
+        named = ", ".join("--" + name.replace("_", "-") for name in sorted(unknown))   # as typed on the command line
+        raise UserError(f"target '{target_name}' does not take {named}")
     out_dir = run_dir / "export"
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{target_name}.", dir=out_dir) as work:

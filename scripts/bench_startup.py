@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Start-up benchmark: wall time of whole `tinyrps` processes, as a user starts them.
+
+Each case runs REPEAT times as a fresh process (`python -m tinyrps ...`); the best
+time is the one least disturbed by other work on the machine, the median shows the
+spread, and the CPU time (user + system, best run) what the process itself costs when the
+cores are shared. Cases: `tinyrps --help`, one `classify` of one image with RUN's
+int8-xnnpack program, and two user errors (a missing model file, a bad number).
+For scale: an empty Python process and `import torch`.
+
+    .venv/bin/python scripts/bench_startup.py --run out/run [--repeat 7] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Budgets the project holds itself to (seconds, best of the runs).
+TARGETS = {"tinyrps --help": 0.5, "tinyrps classify (int8-xnnpack, one image)": 1.5,
+           "user error: missing model file": 0.5, "user error: bad number": 0.5}
+
+
+def time_process(command: list, expect: int) -> tuple:
+    """(wall seconds, CPU seconds) of one run. CPU time (user + system) hardly grows when
+    other work competes for the cores; wall time does."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != expect:
+        raise SystemExit(f"bench_startup: {' '.join(command)} exited with {done.returncode}, "
+                         f"expected {expect}: {done.stderr.strip()[-300:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def cases(run: Path, image: Path) -> dict:
+    """name -> (command, expected exit code)."""
+    tinyrps = [sys.executable, "-m", "tinyrps"]
+    program = run / "export" / "int8-xnnpack.pte"
+    if not program.is_file():
+        raise SystemExit(f"bench_startup: {program} not found: export it with "
+                         f"`tinyrps export --run {run} --target int8-xnnpack`")
+    return {
+        "python (empty process)": ([sys.executable, "-c", "pass"], 0),
+        "python -c 'import torch'": ([sys.executable, "-c", "import torch"], 0),
+        "tinyrps --help": (tinyrps + ["--help"], 0),
+        "tinyrps classify (int8-xnnpack, one image)": (tinyrps + ["classify", "--model", str(program), str(image)], 0),
+        "user error: missing model file": (tinyrps + ["play", "--model", str(run / "missing.pte")], 2),
+        "user error: bad number": (tinyrps + ["eval", "--run", str(run), "--limit", "0"], 2),
+    }
+
+
+def write_image(folder: Path) -> Path:
+    """One rendered letter as a PNG, as a user's picture would come in."""
+    from PIL import Image
+
+    from tinyrps.data import make_split
+    images, _ = make_split("test", 1, seed=5)
+    path = folder / "move.png"
+    Image.fromarray(images[0]).resize((112, 112)).save(path)
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True, help="a run folder with export/int8-xnnpack.pte")
+    parser.add_argument("--repeat", type=int, default=7, help="whole-process runs per case (default: 7)")
+    parser.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tinyrps-startup.") as work:
+        commands = cases(args.run, write_image(Path(work)))
+        walls, cpus = {name: [] for name in commands}, {name: [] for name in commands}
+        for _ in range(args.repeat):        # cases take turns, so load bursts hit all of them alike
+            for name, (command, expect) in commands.items():
+                wall, cpu = time_process(command, expect)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+    result = {name: {"best_s": round(min(walls[name]), 3), "median_s": round(statistics.median(walls[name]), 3),
+                     "best_cpu_s": round(min(cpus[name]), 3), "runs": args.repeat, "target_s": TARGETS.get(name)}
+              for name in commands}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{'case (whole process)':<46}{'best':>8}{'median':>9}{'CPU':>8}{'target':>9}")
+        for name, r in result.items():
+            target = f"≤ {r['target_s']:.1f}" if r["target_s"] else ""
+            print(f"{name:<46}{r['best_s']:>7.2f}s{r['median_s']:>8.2f}s{r['best_cpu_s']:>7.2f}s{target:>9}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

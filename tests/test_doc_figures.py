@@ -1,0 +1,44 @@
+"""Figures in the documentation come from the default run's sidecars (docs/figures/), generated."""
+import importlib.util
+import json
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def doc_figures():
+    spec = importlib.util.spec_from_file_location("doc_figures", REPO / "scripts" / "doc_figures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_documentation_agrees_with_the_sidecars():
+    assert doc_figures().main(["--check"]) == 0, "run scripts/doc_figures.py"
+
+
+def test_every_block_is_closed_and_known():
+    figures = doc_figures()
+    for path in figures.DOCUMENTS:
+        text = path.read_text()
+        names = [m["name"] for m in figures.BLOCK.finditer(text)]
+        assert text.count("<!-- figures:") == text.count("<!-- /figures:") == len(names), path
+        assert set(names) <= set(figures.BLOCKS), path
+
+
+def test_a_stale_block_is_rewritten_from_the_sidecar():
+    figures = doc_figures()
+    sidecars = figures.load_sidecars(figures.FIGURES)
+    fw = sidecars["cortex-m33"]["firmware"]
+    stale = f"before\n{figures.BEGIN.format(name='firmware-boards')}\n| 1 | 2 |\n" \
+            f"{figures.END.format(name='firmware-boards')}\nafter\n"
+    text = figures.rewrite(stale, sidecars)
+    assert text.startswith("before\n") and text.endswith("\nafter\n") and "| 1 | 2 |" not in text
+    assert f"{fw['instructions_per_inference']:,}" in text and f"{fw['flash_bytes']:,} B" in text
+    assert figures.rewrite(text, sidecars) == text
+
+
+def test_the_sidecars_are_of_one_run():
+    sidecars = doc_figures().load_sidecars(REPO / "docs" / "figures")
+    assert len({s["checkpoint_sha256"] for s in sidecars.values()}) == 1
+    assert all(json.dumps(s) for s in sidecars.values())

@@ -1,0 +1,98 @@
+"""The Markdown report and the latency plot: tables that render, text that reads as text."""
+import pytest
+
+from tinyrps.report import markdown_table, write_report
+
+VELA = {"accelerator": "ethos-u85-128", "inference_ms": 0.215, "inferences_per_s": 4660, "sram_bytes": 43110,
+        "utilisation": 0.454}
+FIRMWARE = {"flash_bytes": 481576, "ram_bytes": 71208, "arena_bytes": 42048,
+            "instructions_per_inference": 25579563, "instructions_per_mac": 3.31}
+
+
+def summary_of_a_run() -> dict:
+    """A summary as the main job writes it, with a variant of every family."""
+    return {
+        "seconds": {"data": 3.0, "train": 20.0, "total": 23.0},
+        "data": {"images": 10500, "seed": 0, "per_class": {"train": 3000, "val": 300, "test": 200}},
+        "training": {"epochs": [{"epoch": 1}, {"epoch": 2}], "best_val_accuracy": 0.995},
+        "eval": {"test_images": 600, "variants": {
+            "eager": {"accuracy": 0.9967, "device": "eager"},
+            "int8-xnnpack": {"accuracy": 0.9983, "device": "host", "agreement": 0.9983, "max_abs_logit_diff": 8.8},
+            "ethos-u85-128": {"accuracy": 0.9983, "device": "npu-ref", "agreement": 1.0,
+                              "agreement_with": "int8-xnnpack", "max_abs_logit_diff": 8.8},
+            "cortex-m55": {"accuracy": 0.9967, "device": "mcu", "agreement": 1.0, "max_abs_logit_diff": 8.9,
+                           "bit_exact": True, "mismatches": 0, "images": 600,
+                           "reference": "ExecuTorch cortex_m Python operators"}}},
+        "bench": {"rounds": 10, "runs": 200, "block_s": 0.1, "render_images_per_s": 8140.0,
+                  "eager_size_bytes": 120000, "variants": {
+                      "eager": {"device": "eager", "latency_ms": 0.45, "runs": 200},
+                      "int8-xnnpack": {"device": "host", "latency_ms": 0.052, "runs": 2000, "ratio_to_eager": 0.114,
+                                       "size_bytes": 437260},
+                      "ethos-u85-128": {"device": "npu-ref", "latency_ms": 14.8, "runs": 200, "ratio_to_eager": 32.9,
+                                        "size_bytes": 405696, "simulated_by": "the TOSA reference model",
+                                        "vela": VELA},
+                      "cortex-m55": {"device": "mcu", "latency_ms": 97.0, "runs": 20, "ratio_to_eager": 216.0,
+                                     "size_bytes": 437820, "simulated_by": "QEMU", "firmware": FIRMWARE}}},
+        "game": [{"target": "int8-xnnpack", "device": "host", "you": "rock", "you_pred": "rock", "you_conf": 0.99,
+                  "opponent": "paper", "opp_pred": "paper", "opp_conf": 0.98, "outcome": "lose"}],
+        "skipped": {},
+    }
+
+
+def test_a_pipe_inside_a_cell_is_escaped(markdown_tables):
+    table = markdown_tables(markdown_table(["a", "max |Δlogit|"], [["x", "a|b"]]))[0]
+    assert table[0] == ["a", r"max \|Δlogit\|"] and table[2] == ["x", r"a\|b"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    (out / "run").mkdir()
+    write_report(out, summary_of_a_run())
+    return out, (out / "report.md").read_text()
+
+
+def test_every_table_renders(report, markdown_tables):
+    _, text = report
+    headers = [table[0] for table in markdown_tables(text, check=True)]
+    assert any(r"max \|Δlogit\|" in h for h in headers)
+
+
+def test_the_data_line_reads_as_text(report):
+    _, text = report
+    line = next(line for line in text.splitlines() if "synthetic images" in line)
+    assert "{" not in line and "'" not in line
+    assert "3,000 train, 300 val, 200 test" in line
+
+
+def test_simulated_rows_say_their_times_are_not_hardware_times(report, markdown_tables):
+    _, text = report
+    speed = next(t for t in markdown_tables(text) if "median ms" in t[0])
+    timed_on = {row[0]: row[speed[0].index("timed on")] for row in speed[2:]}
+    assert timed_on["int8-xnnpack"] == timed_on["eager"] == "this CPU"
+    assert "TOSA reference model" in timed_on["ethos-u85-128"] and "not hardware time" in timed_on["ethos-u85-128"]
+    assert "QEMU" in timed_on["cortex-m55"] and "not hardware time" in timed_on["cortex-m55"]
+    assert "not the hardware" in text
+
+
+def test_bit_exact_names_its_reference(report):
+    _, text = report
+    assert "int8 bit-exact: the device's int8 outputs equal" in text
+    assert "ExecuTorch cortex_m Python operators" in text
+
+
+def test_latency_labels_stay_inside_the_plot():
+    from tinyrps.plots import latency_figure
+    rows = [{"name": "eager (eager)", "latency_ms": 0.45},
+            {"name": "int8-xnnpack (host)", "latency_ms": 0.01, "ratio_to_eager": 0.022},
+            {"name": "a-very-long-variant-name (mcu, simulated)", "latency_ms": 9870.0, "ratio_to_eager": 21933.0}]
+    fig = latency_figure(rows)
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    frame, page = ax.get_window_extent(renderer), fig.bbox
+    for text in ax.texts:
+        box = text.get_window_extent(renderer)
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1, text.get_text()
+    for label in ax.get_yticklabels() + [ax.xaxis.label]:
+        box = label.get_window_extent(renderer)
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, label.get_text()
