@@ -1,4 +1,5 @@
 """Each user error: one line on stderr that says what is wrong, exit code 2, no traceback."""
+import hashlib
 import json
 
 import pytest
@@ -177,7 +178,8 @@ def test_options_are_named_as_typed(cli, trained_run):
 def test_program_family_takes_its_article(cli, exported, tmp_path):
     program = tmp_path / "npu.pte"
     program.write_bytes(exported("fp32").read_bytes())
-    program.with_suffix(".json").write_text(json.dumps({"family": "ethos-u"}))
+    sidecar = {"family": "ethos-u", "sha256": hashlib.sha256(program.read_bytes()).hexdigest()}
+    program.with_suffix(".json").write_text(json.dumps(sidecar))
     assert_user_error(cli("play", "--model", program, "--device", "native", "--moves", "r"),
                       "is an ethos-u program", "--device npu-ref")
 
