@@ -43,7 +43,7 @@ def cmd_train(a):
     data = Path(a.data)
     if not (data / "train.npz").is_file():
         raise UserError(f"no data set in {data}: create it with `tinyrps data --out {data}`")
-    train(TrainConfig(data=str(data.resolve()), epochs=a.epochs, seed=a.seed), a.out, quiet=a.quiet)
+    train(TrainConfig(data=str(data.resolve()), epochs=a.epochs, seed=a.seed, arch=a.arch), a.out, quiet=a.quiet)
 
 
 def cmd_export(a):
@@ -108,7 +108,7 @@ def cmd_play(a):
 
 def cmd_all(a):
     from .pipeline import run_all
-    run_all(a.out, seed=a.seed, epochs=a.epochs, per_class=a.per_class, quiet=a.quiet)
+    run_all(a.out, seed=a.seed, epochs=a.epochs, per_class=a.per_class, quiet=a.quiet, arch=a.arch)
 
 
 def cmd_deploy_fvp(a):
@@ -118,6 +118,14 @@ def cmd_deploy_fvp(a):
 
 
 # ── parser ──────────────────────────────────────────────────────────────────
+def arch_help() -> str:
+    from .model import ARCHITECTURES, count_macs, count_params
+    named = "; ".join(f"{name} = {spec} ({count_macs(spec) / 1e6:.2f} M MACs, {count_params(spec):,} parameters)"
+                      for name, spec in ARCHITECTURES.items())
+    return ("network architecture: a name or a spec of layers joined by '-' (cN conv 3x3 to N channels, "
+            f"cNs2 the same with stride 2, p 2x2 max-pool, fN fully connected); {named} (default: tinyrps)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .devices import device_names
     p = Parser(prog="tinyrps", description="A tiny rock-paper-scissors classifier, from PyTorch to Arm microcontrollers.")
@@ -139,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, type=Path)
     s.add_argument("--epochs", type=int, default=4)
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--arch", default="tinyrps", help=arch_help())
 
     s = add("export", cmd_export, "export RUN/model.pt to an ExecuTorch program RUN/export/T.pte")
     s.add_argument("--run", type=Path)
@@ -180,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--epochs", type=int, default=4)
     s.add_argument("--per-class", type=int, default=None)
+    s.add_argument("--arch", default="tinyrps", help=arch_help())
 
     s = sub.add_parser("deploy", help="deploy a program to real or simulated hardware")
     dsub = s.add_subparsers(dest="where", required=True, parser_class=Parser)

@@ -18,7 +18,7 @@ from torch import nn
 from .data import load_split
 from .errors import UserError
 from .export import atomic_write_bytes, atomic_write_json
-from .model import TinyRPS, images_to_tensor
+from .model import TinyRPS, describe_arch, images_to_tensor, parse_arch
 from .progress import progress_bar, say
 
 THREADS = 2
@@ -31,6 +31,7 @@ class TrainConfig:
     batch_size: int = 64
     lr: float = 2e-3
     seed: int = 0
+    arch: str = "tinyrps"     # a name or spec of tinyrps.model (recorded, so later stages rebuild it)
 
 
 def set_determinism(seed: int) -> None:
@@ -68,16 +69,23 @@ def evaluate_split(model, images, labels) -> tuple:
     return loss, float((logits.argmax(1) == labels).mean()), logits
 
 
-def train(config: TrainConfig, out_dir, quiet: bool = False) -> dict:
+def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = True) -> dict:
+    """Train, keep the best checkpoint by validation accuracy, and score it on the test split
+    (test_split=False leaves the test split untouched: for candidates of a search, whose
+    pick must not see it)."""
     if config.epochs < 1:
         raise UserError(f"--epochs must be at least 1, got {config.epochs}")
+    arch = parse_arch(config.arch)
+    config.arch = arch.name   # canonical: a registered name, or the normalised spec
     out = Path(out_dir)
     train_x, train_y = load_split(config.data, "train")
     val_x, val_y = load_split(config.data, "val")
-    test_x, test_y = load_split(config.data, "test")
+    test_x, test_y = load_split(config.data, "test") if test_split else (None, None)
     out.mkdir(parents=True, exist_ok=True)
+    # first: the checkpoints written while training must never sit beside another run's architecture
+    atomic_write_json(out / "config.json", asdict(config))
     set_determinism(config.seed)
-    model = TinyRPS()
+    model = TinyRPS(arch)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
     generator = torch.Generator().manual_seed(config.seed)
@@ -96,15 +104,17 @@ def train(config: TrainConfig, out_dir, quiet: bool = False) -> dict:
                 best_acc, best_state = val_acc, {k: v.clone() for k, v in model.state_dict().items()}
                 save_checkpoint(best_state, out / "model.pt")
     model.load_state_dict(best_state)
-    test_loss, test_acc, test_logits = evaluate_split(model, test_x, test_y)
-    metrics = {"config": asdict(config), "epochs": history, "best_val_accuracy": best_acc,
-               "test_loss": test_loss, "test_accuracy": test_acc}
-    atomic_write_json(out / "config.json", asdict(config))
-    atomic_write_json(out / "metrics.json", metrics)
+    metrics = {"config": asdict(config), "arch": describe_arch(arch), "epochs": history, "best_val_accuracy": best_acc}
     from .plots import plot_confusion, plot_curves
     plot_curves(history, out / "curves.png")
-    plot_confusion(test_y, test_logits.argmax(1), out / "confusion.png", title=f"test split, accuracy {test_acc:.2%}")
-    say(f"best val accuracy {best_acc:.2%}, test accuracy {test_acc:.2%} -> {out / 'model.pt'}", quiet)
+    if test_split:
+        test_loss, test_acc, test_logits = evaluate_split(model, test_x, test_y)
+        metrics.update(test_loss=test_loss, test_accuracy=test_acc)
+        plot_confusion(test_y, test_logits.argmax(1), out / "confusion.png",
+                       title=f"test split, accuracy {test_acc:.2%}")
+    atomic_write_json(out / "metrics.json", metrics)
+    say(f"best val accuracy {best_acc:.2%}" + (f", test accuracy {metrics['test_accuracy']:.2%}" if test_split else "")
+        + f" -> {out / 'model.pt'}", quiet)
     return metrics
 
 

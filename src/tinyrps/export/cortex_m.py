@@ -115,7 +115,8 @@ def build_cortex_m(ctx: BuildContext, core: str) -> BuildResult:
     info = {}
     if core == FIRMWARE_CORE:
         from ..firmware.measure import measure_firmware
-        info["firmware"] = measure_firmware(program)
+        from ..model import count_macs
+        info["firmware"] = measure_firmware(program, macs=count_macs(ctx.model.arch))
     return BuildResult(program, {
         **info,
         "core": core,

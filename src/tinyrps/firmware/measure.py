@@ -33,8 +33,9 @@ ITCM_END = 0x00080000
 MEASURE_SEED = 2024
 
 
-def measure_firmware(pte) -> dict:
-    """Measure a Cortex-M .pte (path or bytes) on the AN547 firmware; see the module docstring."""
+def measure_firmware(pte, macs: int = None) -> dict:
+    """Measure a Cortex-M .pte (path or bytes) on the AN547 firmware; see the module docstring.
+    `macs`: the network's multiply-accumulates (default: the default architecture's)."""
     from ..model import count_macs
     from .qemu import firmware_elf, run_batch
 
@@ -52,7 +53,7 @@ def measure_firmware(pte) -> dict:
                         "QEMU must run with -icount shift=0")
     footprint = memory_footprint(sections)
     instructions = int(np.median(first.instructions))
-    macs = count_macs()
+    macs = macs or count_macs()
     ram_needed = footprint["ram_reserved"] - first.arena_capacity + first.arena_needed
     return {
         "flash_bytes": footprint["flash_image"] + program_bytes,
