@@ -111,6 +111,17 @@ def cmd_all(a):
     run_all(a.out, seed=a.seed, epochs=a.epochs, per_class=a.per_class, quiet=a.quiet, arch=a.arch)
 
 
+def cmd_npu_sweep(a):
+    from .npu_sweep import sweep, write_outputs
+    result = sweep(a.run, quiet=a.quiet or a.json, accelerators=a.accelerator)
+    written = write_outputs(result, a.run)
+    if a.json:
+        emit_json(result)
+    else:
+        from .report import npu_sweep_table
+        npu_sweep_table(result, written)
+
+
 def cmd_deploy_fvp(a):
     from .deploy.fvp import deploy_fvp
     result = deploy_fvp(a.model, a.executorch_root, fvp=a.fvp, toolchain=a.toolchain)
@@ -190,6 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--epochs", type=int, default=4)
     s.add_argument("--per-class", type=int, default=None)
     s.add_argument("--arch", default="tinyrps", help=arch_help())
+
+    s = add("npu-sweep", cmd_npu_sweep, "Vela's estimate of the run's network for every Ethos-U accelerator, "
+            "system config and memory mode; writes RUN/npu_sweep.json and RUN/npu_sweep.png")
+    s.add_argument("--run", required=True, type=Path)
+    s.add_argument("--accelerator", action="append", help="only this accelerator configuration (repeatable; "
+                   "default: all of them)")
+    s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("deploy", help="deploy a program to real or simulated hardware")
     dsub = s.add_subparsers(dest="where", required=True, parser_class=Parser)

@@ -82,7 +82,7 @@ def bench_table(result: dict) -> None:
         print_table("Cortex-M firmware (emulated Cortex-M55)", FIRMWARE_HEADER, firmware, text_columns=1)
 
 
-VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "utilisation"]
+VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "util. (NPU)", "util. (all)"]
 
 
 def vela_rows(result: dict) -> list:
@@ -92,7 +92,7 @@ def vela_rows(result: dict) -> list:
         if vela:
             rows.append([name, f"{v['size_bytes']:,} B", f"{vela['inference_ms']:.3f}",
                          f"{vela['inferences_per_s']:,.0f}", f"{vela['sram_bytes'] / 1024:.1f} KiB",
-                         _pct(vela.get("utilisation"))])
+                         _pct(vela.get("utilisation")), _pct(vela.get("utilisation_total"))])
     return rows
 
 
@@ -120,6 +120,25 @@ def markdown_table(header: list, rows: list) -> str:
 def machine() -> str:
     import os
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform(terse=True)}"
+
+
+def npu_layers_section(out: Path, bench: dict, rel) -> list:
+    """Where each Ethos-U program's time goes, layer by layer (Vela's per-layer estimate)."""
+    from .plots import plot_npu_layers
+    profiles = {name: v["vela"] for name, v in bench["variants"].items() if v.get("vela", {}).get("layers")}
+    if not profiles:
+        return []
+    path = out / "run" / "npu_layers.png"
+    plot_npu_layers(profiles, path)
+    lines = []
+    for name, vela in profiles.items():
+        slowest = max(vela["layers"], key=lambda layer: layer["total_cycles"])
+        waiting = 1 - vela["npu_cycles"] / vela["total_cycles"] if vela["total_cycles"] else 0.0
+        lines.append(f"- {name}: {waiting:.0%} of the cycles wait on memory; the slowest operation, "
+                     f"{slowest['op']} ({slowest['name']}), takes {slowest['total_cycles'] / vela['total_cycles']:.0%}.")
+    return ["Per layer: compute (NPU cycles) and memory waits. Utilisation (NPU) is MACs over the NPU "
+            "cycles' capacity; (all) over all cycles, memory waits included.", "\n".join(lines),
+            f"![NPU layers]({rel(path)})"]
 
 
 def write_report(out: Path, summary: dict) -> None:
@@ -152,6 +171,7 @@ def write_report(out: Path, summary: dict) -> None:
     vela, firmware = vela_rows(be), firmware_rows(be)
     if vela:
         parts += ["### Ethos-U (Vela's performance estimate)", markdown_table(VELA_HEADER, vela)]
+        parts += npu_layers_section(out, be, rel)
     if firmware:
         parts += ["### Cortex-M firmware on the emulated Cortex-M55", markdown_table(FIRMWARE_HEADER, firmware)]
     if summary.get("skipped"):
@@ -164,3 +184,37 @@ def write_report(out: Path, summary: dict) -> None:
     from .plots import plot_latency
     plot_latency([{"name": f"{n} ({v['device']})", **v} for n, v in be["variants"].items()], out / "run" / "latency.png")
     atomic_write_bytes(out / "report.md", ("\n\n".join(parts) + "\n").encode())
+
+
+SWEEP_HEADER = ["NPU", "system config", "ms", "SRAM", "DRAM", "flash", "util."]
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:,.0f} KiB" if n else "0"
+
+
+def sweep_rows(configs: list) -> list:
+    return [[c["accelerator"].removeprefix("ethos-"), c["system_config"].removeprefix("Ethos_"),
+             f"{c['inference_ms']:.3f}", _kib(c["sram_bytes"]), _kib(c["dram_bytes"]), _kib(c["flash_bytes"]),
+             _pct(c["utilisation_total"])] for c in configs]
+
+
+def npu_sweep_table(result: dict, written: dict) -> None:
+    """The sweep on stdout: a table per memory mode of every accepted configuration, then the
+    refusals, grouped by Vela's reason."""
+    from .npu_sweep import refusal_groups
+    out_console.print(f"Vela {result['vela_version']}'s estimate of {result['run']} for every Ethos-U configuration: "
+                      f"{len(result['configs'])} of {result['combinations']} combinations accepted. "
+                      "ms: one inference; util.: MACs / (all cycles x MAC units)")
+    for mode in dict.fromkeys(c["memory_mode"] for c in result["configs"]):
+        configs = [c for c in result["configs"] if c["memory_mode"] == mode]
+        weights = "/".join(dict.fromkeys(c.get("weights_in", "?") for c in configs))
+        print_table(f"memory mode {mode} (weights in {weights})", SWEEP_HEADER, sweep_rows(configs))
+    for reason, entries in refusal_groups(result["refused"]).items():
+        out_console.print(f"refused ({sum(len(e['accelerators']) * len(e['memory_modes']) for e in entries)}): "
+                          f"{reason}")
+        for e in entries:
+            accelerators = ("every accelerator" if len(e["accelerators"]) == len(result["accelerators"])
+                            else ", ".join(e["accelerators"]))
+            out_console.print(f"  {e['system_config']} with {', '.join(e['memory_modes'])}: {accelerators}")
+    out_console.print(f"plot: {written['plot']}; every figure: {written['json']}")
