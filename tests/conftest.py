@@ -48,6 +48,28 @@ def exported(trained_run):
     return get
 
 
+@pytest.fixture(scope="session")
+def fast_run(tmp_path_factory, data_dir) -> Path:
+    """The `fast` architecture, trained like `trained_run`."""
+    from tinyrps.train import TrainConfig, train
+    run = tmp_path_factory.mktemp("fast-run")
+    train(TrainConfig(data=str(data_dir), epochs=EPOCHS, seed=0, arch="fast"), run, quiet=True)
+    return run
+
+
+@pytest.fixture(scope="session")
+def exported_fast(fast_run):
+    """exported_fast(target) -> Path of the fast run's target.pte, built once per session."""
+    from tinyrps.export import export_target
+    cache = {}
+
+    def get(target: str) -> Path:
+        if target not in cache:
+            cache[target] = export_target(fast_run, target)
+        return cache[target]
+    return get
+
+
 def run_cli(*args, input=None, timeout=300, cwd=None) -> subprocess.CompletedProcess:
     """Run `python -m tinyrps ARGS` as a user would; returns the completed process."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}

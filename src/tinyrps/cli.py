@@ -122,6 +122,20 @@ def cmd_npu_sweep(a):
         npu_sweep_table(result, written)
 
 
+def cmd_tune(a):
+    from .tune import TuneSettings, tune
+    settings = TuneSettings(data=a.data, out=a.out, target=a.target, minutes=a.minutes, max_npu_ms=a.max_npu_ms,
+                            max_program_bytes=a.max_program_bytes, storage=a.storage,
+                            candidate_epochs=a.candidate_epochs, epochs=a.epochs, seed=a.seed, trials=a.trials,
+                            retrain=not a.no_retrain)
+    result = tune(settings, quiet=a.quiet or a.json)
+    if a.json:
+        emit_json(result)
+    else:
+        from .report import tune_table
+        tune_table(result, a.out)
+
+
 def cmd_deploy_fvp(a):
     from .deploy.fvp import deploy_fvp
     result = deploy_fvp(a.model, a.executorch_root, fvp=a.fvp, toolchain=a.toolchain)
@@ -207,6 +221,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--run", required=True, type=Path)
     s.add_argument("--accelerator", action="append", help="only this accelerator configuration (repeatable; "
                    "default: all of them)")
+    s.add_argument("--json", action="store_true")
+
+    s = add("tune", cmd_tune, "search architectures for an Ethos-U target with Optuna (accuracy, NPU latency, "
+            "program size); writes OUT/tune.json, OUT/tune.png and retrains the pick")
+    s.add_argument("--data", required=True, type=Path)
+    s.add_argument("--out", required=True, type=Path)
+    s.add_argument("--minutes", type=float, default=10.0, help="time budget of the search (default: 10)")
+    s.add_argument("--target", default="ethos-u85-128", help="Ethos-U target whose latency counts "
+                   "(default: ethos-u85-128)")
+    s.add_argument("--max-npu-ms", type=float, help="only candidates at most this fast on the target")
+    s.add_argument("--max-program-bytes", type=int, help="only candidates whose program is at most this big")
+    s.add_argument("--storage", help="Optuna storage shared by several workers: a database URL "
+                   "(sqlite:///PATH.db, postgresql://...) or journal:PATH (default: sqlite in OUT)")
+    s.add_argument("--candidate-epochs", type=int, default=2, help="training epochs of each candidate (default: 2)")
+    s.add_argument("--epochs", type=int, default=4, help="training epochs of the pick (default: 4)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--trials", type=int, help="at most this many candidates in this run (default: as many as "
+                   "the budget allows)")
+    s.add_argument("--no-retrain", action="store_true", help="search only: do not retrain the pick")
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("deploy", help="deploy a program to real or simulated hardware")

@@ -5,6 +5,8 @@ An architecture is a compact spec string, layers joined by "-":
     cN     3x3 convolution to N channels, stride 1, padding 1, then ReLU
     cNs2   the same with stride 2 (halves the feature map, rounding up)
     p      2x2 max-pool, stride 2 (halves the feature map, rounding down)
+    p3     3x3 max-pool, stride 2 (halves it too; on an odd map its windows overlap and reach
+           the last row and column, which a 2x2 pool would drop)
     fN     fully connected layer of N units, then ReLU (after the last conv/pool)
 
 The classifier (a fully connected layer to the three labels) always ends the
@@ -48,7 +50,7 @@ MAX_CHANNELS = 256
 MAX_UNITS = 1024
 MAX_FLATTENED = 65536
 
-_TOKEN = re.compile(r"^(?:c(\d+)(s2)?|p|f(\d+))$")
+_TOKEN = re.compile(r"^(?:c(\d+)(s2)?|p(3)?|f(\d+))$")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class Layer:
     kind: str        # "conv", "pool" or "fc"
     width: int = 0   # output channels (conv) or units (fc)
     stride: int = 1  # conv only
+    kernel: int = 3  # conv: 3x3; pool: 2x2 or 3x3 (stride 2 either way)
 
 
 @dataclass(frozen=True)
@@ -97,14 +100,14 @@ def parse_arch(name_or_spec: str) -> Arch:
 def _parse_token(token: str, spec: str) -> Layer:
     match = _TOKEN.match(token)
     if not match:
-        raise UserError(f"bad layer '{token}' in architecture '{spec}': layers are cN, cNs2, p or fN "
+        raise UserError(f"bad layer '{token}' in architecture '{spec}': layers are cN, cNs2, p, p3 or fN "
                         f"(e.g. {ARCHITECTURES['fast']}), or a name: {', '.join(ARCHITECTURES)}")
-    channels, strided, units = match.groups()
+    channels, strided, pool3, units = match.groups()
     if channels is not None:
         return Layer("conv", _bounded(int(channels), MAX_CHANNELS, token, spec), 2 if strided else 1)
     if units is not None:
         return Layer("fc", _bounded(int(units), MAX_UNITS, token, spec))
-    return Layer("pool")
+    return Layer("pool", kernel=3 if pool3 else 2)
 
 
 def _bounded(value: int, limit: int, token: str, spec: str) -> int:
@@ -127,7 +130,9 @@ def _check_order(layers: tuple, spec: str) -> None:
 def _format(layer: Layer) -> str:
     if layer.kind == "conv":
         return f"c{layer.width}" + ("s2" if layer.stride == 2 else "")
-    return "p" if layer.kind == "pool" else f"f{layer.width}"
+    if layer.kind == "pool":
+        return "p3" if layer.kernel == 3 else "p"
+    return f"f{layer.width}"
 
 
 def feature_shape(arch: Arch) -> tuple:
@@ -137,8 +142,13 @@ def feature_shape(arch: Arch) -> tuple:
         if layer.kind == "conv":
             channels, size = layer.width, (size + 1) // 2 if layer.stride == 2 else size
         else:
-            size //= 2
+            size = pooled(size, layer)
     return channels, size, size
+
+
+def pooled(size: int, pool: Layer) -> int:
+    """Side of a max-pool's output (stride 2, no padding, floor)."""
+    return (size - pool.kernel) // 2 + 1 if size >= pool.kernel else 0
 
 
 def count_macs(arch="tinyrps") -> int:
@@ -151,7 +161,7 @@ def count_macs(arch="tinyrps") -> int:
             macs += size * size * layer.width * channels * 9
             channels = layer.width
         else:
-            size //= 2
+            size = pooled(size, layer)
     features = channels * size * size
     for units in (*arch.hidden_units, len(LABELS)):
         macs += features * units
@@ -183,7 +193,7 @@ class TinyRPS(nn.Module):
                 body += [nn.Conv2d(channels, layer.width, 3, stride=layer.stride, padding=1), nn.ReLU()]
                 channels = layer.width
             else:
-                body.append(nn.MaxPool2d(2))
+                body.append(nn.MaxPool2d(layer.kernel, stride=2))
         self.body = nn.Sequential(*body)
         head, features = [nn.Flatten()], int(np.prod(feature_shape(self.arch)))
         for units in self.arch.hidden_units:

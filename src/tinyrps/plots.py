@@ -169,3 +169,31 @@ def memory_note(configs: list) -> str:
         low, high = min(values), max(values)
         parts.append(f"{label} {low:.0f} KiB" if round(low) == round(high) else f"{label} {low:.0f}-{high:.0f} KiB")
     return ", ".join(parts)
+
+
+def plot_tune(candidates: list, pareto: list, best, path: Path) -> None:
+    """The tuner's candidates: validation accuracy and program size against NPU latency, the
+    Pareto front highlighted and labelled, the pick starred."""
+    done = [c for c in candidates if c.get("state") == "COMPLETE"]
+    if not done:
+        return
+    front = {c["number"] for c in pareto}
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.6))
+    for ax, key, scale, label in ((a, "val_accuracy", 100, "int8 validation accuracy (%, npu-ref)"),
+                                  (b, "program_bytes", 1 / 1024, "program size (KiB)")):
+        others = [c for c in done if c["number"] not in front]
+        ax.scatter([c["npu_ms"] for c in others], [c[key] * scale for c in others], s=18, color="0.6",
+                   label="candidate")
+        on_front = sorted((c for c in done if c["number"] in front), key=lambda c: c["npu_ms"])
+        ax.scatter([c["npu_ms"] for c in on_front], [c[key] * scale for c in on_front], s=30, color="C0",
+                   label="Pareto front")
+        for c in on_front:
+            ax.annotate(c["arch"], (c["npu_ms"], c[key] * scale), fontsize=6, xytext=(3, 3),
+                        textcoords="offset points")
+        if best:
+            ax.scatter([best["npu_ms"]], [best[key] * scale], marker="*", s=160, color="C3", label="pick", zorder=3)
+        ax.set(xlabel="NPU inference (ms, Vela estimate)", ylabel=label)
+        ax.grid(alpha=0.3)
+    a.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)

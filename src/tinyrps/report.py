@@ -218,3 +218,39 @@ def npu_sweep_table(result: dict, written: dict) -> None:
                             else ", ".join(e["accelerators"]))
             out_console.print(f"  {e['system_config']} with {', '.join(e['memory_modes'])}: {accelerators}")
     out_console.print(f"plot: {written['plot']}; every figure: {written['json']}")
+
+
+TUNE_HEADER = ["candidate", "val", "NPU ms", "SRAM", "bytes", "M55", "front"]
+
+
+def tune_rows(result: dict) -> list:
+    front = {c["number"] for c in result["pareto"]}
+    best = (result.get("best") or {}).get("number")
+    rows = []
+    for c in result["candidates"]:
+        name = f"#{c['number']} {c.get('arch') or '?'}"
+        if c["state"] != "COMPLETE":
+            rows.append([name, "failed", "", "", "", "", ""])
+            continue
+        mark = "pick" if c["number"] == best else ("yes" if c["number"] in front else "")
+        if c.get("feasible") is False:
+            mark = "over"
+        rows.append([name, _pct(c["val_accuracy"]), f"{c['npu_ms']:.4f}", f"{c['sram_bytes'] / 1024:.0f} KiB",
+                     f"{c['program_bytes']:,}", f"{c['mcu_instructions'] / 1e6:.1f} M", mark])
+    return rows
+
+
+def tune_table(result: dict, out) -> None:
+    """The tuner's candidates on stdout, then the pick and its test accuracy."""
+    print_table(f"candidates ({len(result['candidates'])}; Pareto front: {len(result['pareto'])}); val: int8 accuracy "
+                "on npu-ref; bytes: the program; M55: instructions per inference; over: beyond a limit", TUNE_HEADER,
+                tune_rows(result), text_columns=1)
+    final = result.get("final")
+    if final:
+        out_console.print(f"pick: {final['arch']}, retrained for {final['epochs']} epochs: test accuracy "
+                          f"{_pct(final['test_accuracy'])} on npu-ref, NPU {final['npu_ms']:.4f} ms, SRAM "
+                          f"{final['sram_bytes'] / 1024:.1f} KiB, program {final['program_bytes']:,} B, "
+                          f"Cortex-M55 {final['mcu_instructions']:,} instructions")
+    elif not result["pareto"]:
+        out_console.print("no candidate meets the limits: relax --max-npu-ms / --max-program-bytes")
+    out_console.print(f"front and candidates: {Path(out) / 'tune.json'}; plot: {Path(out) / 'tune.png'}")
