@@ -14,7 +14,8 @@ def test_all_writes_summary_report_and_every_main_artifact(cli, tmp_path):
         assert 0 <= summary["test_accuracy"][target] <= 1
     assert (out / "data" / "train.npz").is_file() and (out / "run" / "model.pt").is_file()
     report = (out / "report.md").read_text()
-    for image in ("preview.png", "curves.png", "confusion.png", "latency.png"):
+    assert summary["arch"]["name"] == "tinyrps" and summary["arch"]["spec"] == "c16-c32-p-c64-p-f128"
+    for image in ("preview.png", "curves.png", "confusion.png", "latency.png", "npu_layers.png"):
         assert image in report
         assert list(out.rglob(image))
     assert len(summary["game"]) >= 3

@@ -49,6 +49,8 @@ MCU_TARGET = "cortex-m55"
 # Candidates whose validation accuracy is this close to the front's best count as equally accurate
 # (a few images of the validation split); the fastest of them is the pick.
 ACCURACY_MARGIN = 0.005
+# Consecutive proposals of already measured architectures after which the search stops.
+MAX_REPEATS = 20
 OBJECTIVES = ("val_accuracy", "npu_ms", "program_bytes")
 DIRECTIONS = ("maximize", "minimize", "minimize")
 
@@ -123,9 +125,8 @@ def storage_for(settings: TuneSettings):
 def open_study(settings: TuneSettings):
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = optuna.samplers.TPESampler(seed=settings.seed, multivariate=True, n_startup_trials=6)
     try:
-        study = optuna.create_study(study_name=STUDY_NAME, storage=storage_for(settings), sampler=sampler,
+        study = optuna.create_study(study_name=STUDY_NAME, storage=storage_for(settings),
                                     directions=list(DIRECTIONS), load_if_exists=True)
     except ValueError as e:   # the stored study has other directions
         raise UserError(f"the study in {settings.storage or settings.out / STUDY_DB} is not a tinyrps tune "
@@ -137,7 +138,20 @@ def open_study(settings: TuneSettings):
     elif stored != mine:
         raise UserError(f"the study in {settings.storage or settings.out / STUDY_DB} was made with other settings "
                         f"({describe_difference(stored, mine)}): use another --out or --storage, or the same settings")
+    study.sampler = sampler_for(settings, len(study.trials))
     return study
+
+
+def sampler_for(settings: TuneSettings, trials_so_far: int):
+    """Multi-objective TPE. Its random start is seeded by the seed and the trials already in the
+    study, so a resumed search draws new candidates (the same seed alone would repeat the first
+    ones) and one worker's search is reproducible. Workers sharing a storage also mix in their
+    process id: started together, they would otherwise draw the same candidates."""
+    import os
+
+    import optuna
+    seed = settings.seed + trials_so_far + (os.getpid() << 16 if settings.storage else 0)
+    return optuna.samplers.TPESampler(seed=seed % 2**32, multivariate=True, n_startup_trials=6)
 
 
 def study_settings(settings: TuneSettings) -> dict:
@@ -194,15 +208,17 @@ def objective(settings: TuneSettings, status_line):
     def run(trial) -> tuple:
         arch = suggest(trial)
         trial.set_user_attr("arch", arch)
-        run_dir = settings.out / "candidates" / f"{trial.number:04d}"
-        start = time.perf_counter()
-        try:
-            figures = evaluate_candidate(arch, run_dir, settings,
-                                         lambda what: status_line(f"#{trial.number} {arch}: {what}"))
-        except UserError as e:
-            trial.set_user_attr("error", str(e))
-            raise
-        figures["seconds"] = round(time.perf_counter() - start, 1)
+        figures = measured_before(trial.study, arch)   # the sampler may propose a measured architecture again
+        if figures is None:
+            run_dir = settings.out / "candidates" / f"{trial.number:04d}"
+            start = time.perf_counter()
+            try:
+                figures = evaluate_candidate(arch, run_dir, settings,
+                                             lambda what: status_line(f"#{trial.number} {arch}: {what}"))
+            except UserError as e:
+                trial.set_user_attr("error", str(e))
+                raise
+            figures["seconds"] = round(time.perf_counter() - start, 1)
         for key, value in figures.items():
             trial.set_user_attr(key, value)
         if settings.max_npu_ms is not None:
@@ -211,6 +227,17 @@ def objective(settings: TuneSettings, status_line):
             trial.set_constraint("program_bytes", figures["program_bytes"] - settings.max_program_bytes)
         return tuple(figures[name] for name in OBJECTIVES)
     return run
+
+
+def measured_before(study, arch: str) -> Optional[dict]:
+    """The figures of a finished trial of the same architecture (same settings, same seed: the
+    same model), marked as a repeat; None when it is new."""
+    from optuna.trial import TrialState
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if trial.user_attrs.get("arch") == arch and "val_accuracy" in trial.user_attrs:
+            figures = {k: trial.user_attrs[k] for k in CANDIDATE_FIELDS if k in trial.user_attrs}
+            return {**figures, "seconds": 0.0, "repeat_of": trial.number}
+    return None
 
 
 # --- the search -----------------------------------------------------------------------------------
@@ -254,7 +281,7 @@ def search(study, settings: TuneSettings, quiet: bool) -> None:
     """Run trials one at a time while the next one is expected to end within the budget."""
     budget = settings.minutes * 60.0
     start = time.perf_counter()
-    durations, done = [], 0
+    durations, done, repeats = [], 0, 0
     with progress_bar(quiet) as bar:
         task = bar.add_task("tune", total=round(budget), status="")
 
@@ -266,15 +293,21 @@ def search(study, settings: TuneSettings, quiet: bool) -> None:
             expected = statistics.median(durations) if durations else 0.0
             if (settings.trials is not None and done >= settings.trials) or elapsed + expected > budget:
                 break
+            if repeats >= MAX_REPEATS:
+                say(f"  the sampler proposed only measured architectures {MAX_REPEATS} times in a row: "
+                    "the search has converged", quiet)
+                break
             began, finished = time.perf_counter(), []
             with quiet_optuna_errors():
                 # the callback hands over this process's trial (with a shared storage, others add theirs)
                 study.optimize(objective(settings, status_line), n_trials=1, catch=(UserError,),
                                callbacks=[lambda _study, trial: finished.append(trial)])
-            durations.append(time.perf_counter() - began)
             done += 1
             for trial in finished:
                 say(candidate_line(trial), quiet)
+                repeats = repeats + 1 if "repeat_of" in trial.user_attrs else 0
+                if "repeat_of" not in trial.user_attrs:   # a repeat costs nothing: not a measure of the next one
+                    durations.append(time.perf_counter() - began)
         bar.update(task, completed=round(budget), status=f"{done} candidates")
 
 
@@ -296,15 +329,16 @@ def candidate_line(trial) -> str:
         return f"  #{trial.number} {attrs.get('arch', '?')}: failed: {attrs['error']}"
     if "val_accuracy" not in attrs:
         return f"  #{trial.number} {attrs.get('arch', '?')}: {trial.state.name.lower()}"
+    repeat = f", as #{attrs['repeat_of']}" if "repeat_of" in attrs else ""
     return (f"  #{trial.number} {attrs['arch']}: val {attrs['val_accuracy']:.2%}, NPU {attrs['npu_ms']:.4f} ms, "
             f"{attrs['program_bytes']:,} B, M55 {attrs['mcu_instructions'] / 1e6:.2f} M instr. "
-            f"({attrs['seconds']:.0f} s)")
+            f"({attrs['seconds']:.0f} s{repeat})")
 
 
 # --- results --------------------------------------------------------------------------------------
 
 CANDIDATE_FIELDS = ("arch", "val_accuracy", "npu_ms", "sram_bytes", "program_bytes", "mcu_instructions", "macs",
-                    "params", "utilisation_total", "seconds", "run")
+                    "params", "utilisation_total", "seconds", "run", "repeat_of")
 
 
 def candidate_of(trial) -> dict:
@@ -323,7 +357,10 @@ def summarize(study, settings: TuneSettings) -> dict:
     from optuna.trial import TrialState
     trials = [t for t in study.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
     candidates = [candidate_of(t) for t in trials]
-    pareto = sorted((candidate_of(t) for t in study.best_trials), key=lambda c: (c["npu_ms"], -c["val_accuracy"]))
+    front = {}
+    for trial in sorted(study.best_trials, key=lambda t: t.number):   # a repeated architecture once
+        front.setdefault(trial.user_attrs["arch"], candidate_of(trial))
+    pareto = sorted(front.values(), key=lambda c: (c["npu_ms"], -c["val_accuracy"]))
     return {"study": {"name": STUDY_NAME, "storage": settings.storage or f"sqlite:///{settings.out / STUDY_DB}",
                       "sampler": "optuna TPESampler (multivariate, multi-objective)",
                       "objectives": dict(zip(OBJECTIVES, DIRECTIONS)), "space": {k: list(v) for k, v in SPACE.items()},
