@@ -122,6 +122,13 @@ def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform(terse=True)}"
 
 
+def arch_line(arch) -> str:
+    if not arch:
+        return ""
+    return (f"Architecture `{arch['name']}` (`{arch['spec']}`: {arch['macs'] / 1e6:.2f} M MACs, "
+            f"{arch['params']:,} parameters). ")
+
+
 def npu_layers_section(out: Path, bench: dict, rel) -> list:
     """Where each Ethos-U program's time goes, layer by layer (Vela's per-layer estimate)."""
     from .plots import plot_npu_layers
@@ -154,6 +161,7 @@ def write_report(out: Path, summary: dict) -> None:
         f"{summary['data']['per_class']}), rendered at {be['render_images_per_s']:,.0f} images/s.",
         f"![training images]({rel(out / 'data' / 'preview.png')})",
         "## Training",
+        arch_line(summary.get("arch")) +
         f"{len(summary['training']['epochs'])} epochs, best validation accuracy "
         f"{_pct(summary['training']['best_val_accuracy'])}.",
         f"![training curves]({rel(out / 'run' / 'curves.png')}) ![confusion matrix]({rel(out / 'run' / 'confusion.png')})",

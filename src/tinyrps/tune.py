@@ -243,6 +243,8 @@ def measured_before(study, arch: str) -> Optional[dict]:
 # --- the search -----------------------------------------------------------------------------------
 
 def tune(settings: TuneSettings, quiet: bool = False) -> dict:
+    """Search, write OUT/tune.json and OUT/tune.png, retrain the pick; returns what tune.json holds."""
+    settings.data, settings.out = Path(settings.data).resolve(), Path(settings.out).resolve()
     check_settings(settings)
     settings.out.mkdir(parents=True, exist_ok=True)
     study = open_study(settings)
