@@ -66,12 +66,14 @@ def test_fast_architecture_is_strided_with_a_576_feature_classifier():
     convs = [m for m in model.body if isinstance(m, torch.nn.Conv2d)]
     assert [(c.in_channels, c.out_channels, c.stride) for c in convs] == [(1, 16, (1, 1)), (16, 32, (2, 2)),
                                                                          (32, 64, (2, 2))]
+    (pool,) = [m for m in model.body if isinstance(m, torch.nn.MaxPool2d)]
+    assert (pool.kernel_size, pool.stride) == (3, 2)   # 7x7 -> 3x3, the windows reaching the last row and column
     assert feature_shape(parse_arch("fast")) == (64, 3, 3)
     assert [(m.in_features, m.out_features) for m in model.head if isinstance(m, torch.nn.Linear)] == \
-        [(576, 128), (128, 3)]
+        [(576, 64), (64, 3)]
     assert model.eval()(torch.zeros(INPUT_SHAPE)).shape == (1, 3)
     assert count_macs("fast") == (28 * 28 * 16 * 9 + 14 * 14 * 32 * 16 * 9 + 7 * 7 * 64 * 32 * 9
-                                  + 576 * 128 + 128 * 3)
+                                  + 576 * 64 + 64 * 3)
     assert count_macs("fast") * 3.5 < count_macs("tinyrps")
     assert count_params("fast") == sum(p.numel() for p in model.parameters()) < count_params("tinyrps") / 4
 

@@ -2,8 +2,8 @@
 
 Each candidate is an architecture spec (tinyrps.model) drawn from a small space:
 channel widths of three convolutions, whether the second and third halve the
-feature map by a stride or by a max-pool, one more pool before the classifier or
-not, and the width of the hidden fully connected layer. A candidate is trained
+feature map by a stride or by a max-pool, one more pool (2x2 or 3x3) before the
+classifier or none, and the width of the hidden fully connected layer. A candidate is trained
 briefly (the validation split picks its checkpoint; the test split is never
 read), exported for the NPU target and for the Cortex-M55, and measured:
 
@@ -61,7 +61,7 @@ SPACE = {
     "reduce2": ("stride", "pool"),
     "conv3": (32, 48, 64),
     "reduce3": ("stride", "pool"),
-    "final_pool": (True, False),
+    "final_pool": ("none", "p", "p3"),
     "fc": (0, 32, 64, 128),
 }
 
@@ -90,8 +90,8 @@ def arch_of(params: dict) -> str:
         layers.append(f"c{params[conv]}" + ("s2" if strided else ""))
         if not strided:
             layers.append("p")
-    if params["final_pool"]:
-        layers.append("p")
+    if params["final_pool"] != "none":
+        layers.append(params["final_pool"])
     if params["fc"]:
         layers.append(f"f{params['fc']}")
     return "-".join(layers)
