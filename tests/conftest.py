@@ -85,6 +85,12 @@ def cli():
     return run_cli
 
 
+@pytest.fixture(scope="session")
+def cli_session():
+    """`cli` for module- and session-scoped fixtures that run a command once."""
+    return run_cli
+
+
 # ── the Arm firmware (QEMU, cross toolchain) ──────────────────────────────────
 ARM_INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
 

@@ -21,9 +21,9 @@ def test_every_accelerator_pairs_with_every_system_config_and_memory_mode():
 
 
 @pytest.fixture(scope="module")
-def swept(cli, trained_run, exported):
+def swept(cli_session, trained_run, exported):
     exported("ethos-u85-128")
-    res = cli("npu-sweep", "--run", trained_run, "--json", *[a for acc in TWO for a in ("--accelerator", acc)],
+    res = cli_session("npu-sweep", "--run", trained_run, "--json", *[a for acc in TWO for a in ("--accelerator", acc)],
               timeout=900)
     assert res.returncode == 0, res.stderr[-2000:]
     return json.loads(res.stdout)

@@ -29,9 +29,9 @@ def test_the_pick_is_the_fastest_of_the_nearly_most_accurate():
 
 
 @pytest.fixture(scope="module")
-def tuned(cli, data_dir, tmp_path_factory):
+def tuned(cli_session, data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("tune")
-    res = cli("tune", "--data", data_dir, "--out", out, "--trials", "2", "--json", *TINY, timeout=1800)
+    res = cli_session("tune", "--data", data_dir, "--out", out, "--trials", "2", "--json", *TINY, timeout=1800)
     assert res.returncode == 0, res.stderr[-3000:]
     return out, json.loads(res.stdout)
 
