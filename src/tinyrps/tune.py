@@ -349,7 +349,7 @@ def candidate_of(trial) -> dict:
              **{key: attrs[key] for key in CANDIDATE_FIELDS if key in attrs}}
     entry.setdefault("arch", attrs.get("arch"))
     if trial.constraints:
-        entry["feasible"] = all(c <= 0 for c in trial.constraints)
+        entry["feasible"] = all(value <= 0 for value in trial.constraints.values())
     if "error" in attrs:
         entry["error"] = attrs["error"]
     return entry
