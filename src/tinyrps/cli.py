@@ -148,7 +148,8 @@ def arch_help() -> str:
     named = "; ".join(f"{name} = {spec} ({count_macs(spec) / 1e6:.2f} M MACs, {count_params(spec):,} parameters)"
                       for name, spec in ARCHITECTURES.items())
     return ("network architecture: a name or a spec of layers joined by '-' (cN conv 3x3 to N channels, "
-            f"cNs2 the same with stride 2, p 2x2 max-pool, fN fully connected); {named} (default: tinyrps)")
+            f"cNs2 the same with stride 2, p 2x2 max-pool, p3 3x3 max-pool with stride 2, fN fully connected); "
+            f"{named} (default: tinyrps)")
 
 
 def build_parser() -> argparse.ArgumentParser:
