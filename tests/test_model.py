@@ -40,3 +40,70 @@ def test_images_to_tensor_scales_to_unit_range():
     t = images_to_tensor(np.array([[[0] * 28] * 27 + [[255] * 28]], dtype=np.uint8))
     assert t.shape == (1, 1, 28, 28) and t.dtype == torch.float32
     assert t.min() == 0.0 and t.max() == 1.0
+
+
+# ── architectures ────────────────────────────────────────────────────────────
+import json  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tinyrps.errors import UserError  # noqa: E402
+from tinyrps.model import (ARCHITECTURES, count_params, describe_arch, feature_shape, load_model,  # noqa: E402
+                           parse_arch)
+
+
+def test_default_architecture_is_the_named_tinyrps_and_builds_the_same_network():
+    assert parse_arch("tinyrps").spec == ARCHITECTURES["tinyrps"] == "c16-c32-p-c64-p-f128"
+    torch.manual_seed(0)
+    default = TinyRPS().state_dict()
+    torch.manual_seed(0)
+    from_spec = TinyRPS("c16-c32-p-c64-p-f128").state_dict()
+    assert list(default) == list(from_spec) and all(torch.equal(default[k], from_spec[k]) for k in default)
+
+
+def test_fast_architecture_is_strided_with_a_576_feature_classifier():
+    model = TinyRPS("fast")
+    convs = [m for m in model.body if isinstance(m, torch.nn.Conv2d)]
+    assert [(c.in_channels, c.out_channels, c.stride) for c in convs] == [(1, 16, (1, 1)), (16, 32, (2, 2)),
+                                                                         (32, 64, (2, 2))]
+    (pool,) = [m for m in model.body if isinstance(m, torch.nn.MaxPool2d)]
+    assert (pool.kernel_size, pool.stride) == (3, 2)   # 7x7 -> 3x3, the windows reaching the last row and column
+    assert feature_shape(parse_arch("fast")) == (64, 3, 3)
+    assert [(m.in_features, m.out_features) for m in model.head if isinstance(m, torch.nn.Linear)] == \
+        [(576, 64), (64, 3)]
+    assert model.eval()(torch.zeros(INPUT_SHAPE)).shape == (1, 3)
+    assert count_macs("fast") == (28 * 28 * 16 * 9 + 14 * 14 * 32 * 16 * 9 + 7 * 7 * 64 * 32 * 9
+                                  + 576 * 64 + 64 * 3)
+    assert count_macs("fast") * 3.5 < count_macs("tinyrps")
+    assert count_params("fast") == sum(p.numel() for p in model.parameters()) < count_params("tinyrps") / 4
+
+
+def test_specs_are_normalised_and_described():
+    arch = parse_arch(" c8s2-c16-p-f32 ")
+    assert (arch.name, arch.spec) == ("c8s2-c16-p-f32", "c8s2-c16-p-f32")
+    assert describe_arch("fast") == {"name": "fast", "spec": ARCHITECTURES["fast"], "macs": count_macs("fast"),
+                                     "params": count_params("fast")}
+    # a spec without a hidden layer: the classifier reads the features directly
+    assert [m.in_features for m in TinyRPS("c8s2-c8s2").head if isinstance(m, torch.nn.Linear)] == [8 * 7 * 7]
+
+
+@pytest.mark.parametrize("spec,words", [
+    ("c16-x3", "bad layer 'x3'"), ("p-c16", "must start with a convolution"), ("c16-f32-c8", "must come after"),
+    ("c0", "1 to 256"), ("c16-p-p-p-p-p", "shrinks"), ("-".join(["c4"] * 11), "at most 10"),
+    ("c256", "flattens"), ("", "bad layer")])
+def test_bad_specs_are_refused_in_one_line(spec, words):
+    with pytest.raises(UserError) as e:
+        parse_arch(spec)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_load_model_rebuilds_the_run_architecture(tmp_path):
+    torch.save(TinyRPS("fast").state_dict(), tmp_path / "model.pt")
+    with pytest.raises(UserError) as e:   # no config.json: the default network, which does not fit
+        load_model(tmp_path / "model.pt")
+    assert "does not hold a 'tinyrps' network" in str(e.value)
+    (tmp_path / "config.json").write_text(json.dumps({"arch": "fast"}))
+    assert load_model(tmp_path / "model.pt").arch.spec == ARCHITECTURES["fast"]
+    (tmp_path / "config.json").write_text(json.dumps({"data": "somewhere"}))   # a run made before architectures
+    torch.save(TinyRPS().state_dict(), tmp_path / "model.pt")
+    assert load_model(tmp_path / "model.pt").arch.name == "tinyrps"

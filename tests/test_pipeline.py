@@ -23,7 +23,8 @@ def test_all_writes_summary_report_and_every_main_artifact(cli, tmp_path, markdo
     report = (out / "report.md").read_text()
     markdown_tables(report, check=True)
     assert "not hardware time" in report and "int8 bit-exact: the device's int8 outputs equal" in report
-    for image in ("preview.png", "curves.png", "confusion.png", "latency.png"):
+    assert summary["arch"]["name"] == "tinyrps" and summary["arch"]["spec"] == "c16-c32-p-c64-p-f128"
+    for image in ("preview.png", "curves.png", "confusion.png", "latency.png", "npu_layers.png"):
         assert image in report
         assert list(out.rglob(image))
     for target in ("cortex-m55", "cortex-m33", "cortex-m4"):       # each on its own board, the whole test split

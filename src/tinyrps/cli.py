@@ -80,6 +80,19 @@ seed_number = whole_number(0, MAX_SEED)
 count = whole_number(1)
 
 
+def positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+positive_number.__name__ = "number"
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message):
         print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
@@ -171,7 +184,7 @@ def cmd_train(a):
     data = check_data(a.data, "train")
     check_out_folder(a.out)
     from .train import TrainConfig, train
-    train(TrainConfig(data=str(data.resolve()), epochs=a.epochs, seed=a.seed), a.out, quiet=a.quiet)
+    train(TrainConfig(data=str(data.resolve()), epochs=a.epochs, seed=a.seed, arch=a.arch), a.out, quiet=a.quiet)
 
 
 def cmd_export(a):
@@ -253,7 +266,32 @@ def cmd_play(a):
 def cmd_all(a):
     check_out_folder(a.out)
     from .pipeline import run_all
-    run_all(a.out, seed=a.seed, epochs=a.epochs, per_class=a.per_class, quiet=a.quiet)
+    run_all(a.out, seed=a.seed, epochs=a.epochs, per_class=a.per_class, quiet=a.quiet, arch=a.arch)
+
+
+def cmd_npu_sweep(a):
+    from .npu_sweep import sweep, write_outputs
+    result = sweep(a.run, quiet=a.quiet or a.json, accelerators=a.accelerator)
+    written = write_outputs(result, a.run)
+    if a.json:
+        emit_json(result)
+    else:
+        from .report import npu_sweep_table
+        npu_sweep_table(result, written)
+
+
+def cmd_tune(a):
+    from .tune import TuneSettings, tune
+    settings = TuneSettings(data=a.data, out=a.out, target=a.target, minutes=a.minutes, max_npu_ms=a.max_npu_ms,
+                            max_program_bytes=a.max_program_bytes, storage=a.storage,
+                            candidate_epochs=a.candidate_epochs, epochs=a.epochs, seed=a.seed, trials=a.trials,
+                            retrain=not a.no_retrain)
+    result = tune(settings, quiet=a.quiet or a.json)
+    if a.json:
+        emit_json(result)
+    else:
+        from .report import tune_table
+        tune_table(result, a.out)
 
 
 def cmd_deploy_fvp(a):
@@ -265,6 +303,15 @@ def cmd_deploy_fvp(a):
 
 
 # ── parser ──────────────────────────────────────────────────────────────────
+def arch_help() -> str:
+    from .model import ARCHITECTURES, count_macs, count_params
+    named = "; ".join(f"{name} = {spec} ({count_macs(spec) / 1e6:.2f} M MACs, {count_params(spec):,} parameters)"
+                      for name, spec in ARCHITECTURES.items())
+    return ("network architecture: a name or a spec of layers joined by '-' (cN conv 3x3 to N channels, "
+            f"cNs2 the same with stride 2, p 2x2 max-pool, p3 3x3 max-pool with stride 2, fN fully connected); "
+            f"{named} (default: tinyrps)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .devices import device_names
     from .firmware.boards import BOARDS
@@ -304,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S",
                    help="random seed of initialisation and shuffling")
+    s.add_argument("--arch", default="tinyrps", metavar="ARCH", help=arch_help())
 
     s = add("export", cmd_export, "export RUN/model.pt to an ExecuTorch program RUN/export/T.pte")
     s.add_argument("--run", type=Path, metavar="RUN", help="a run folder made by `tinyrps train` "
@@ -359,6 +407,34 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs")
     s.add_argument("--per-class", type=count, metavar="N", help="training images per class "
                    "(default: 3000, with 300 val and 200 test)")
+    s.add_argument("--arch", default="tinyrps", metavar="ARCH", help=arch_help())
+
+    s = add("npu-sweep", cmd_npu_sweep, "Vela's estimate of the run's network for every Ethos-U accelerator, "
+            "system config and memory mode; writes RUN/npu_sweep.json and RUN/npu_sweep.png")
+    s.add_argument("--run", required=True, type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
+    s.add_argument("--accelerator", action="append", metavar="A", help="only this accelerator configuration, "
+                   "e.g. ethos-u85-256; repeatable (default: all of them)")
+    s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
+
+    s = add("tune", cmd_tune, "search architectures for an Ethos-U target with Optuna (accuracy, NPU latency, "
+            "program size); writes OUT/tune.json, OUT/tune.png and retrains the pick")
+    s.add_argument("--data", required=True, type=Path, metavar="DIR", help="a folder made by `tinyrps data`")
+    s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write")
+    s.add_argument("--minutes", type=positive_number, default=10.0, metavar="M", help="time budget of the search")
+    s.add_argument("--target", default="ethos-u85-128", metavar="T", help="Ethos-U target whose latency counts")
+    s.add_argument("--max-npu-ms", type=positive_number, metavar="MS",
+                   help="only candidates at most this slow on the target (default: no limit)")
+    s.add_argument("--max-program-bytes", type=count, metavar="B",
+                   help="only candidates whose program is at most this big (default: no limit)")
+    s.add_argument("--storage", metavar="URL", help="Optuna storage shared by several workers: a database URL "
+                   "(sqlite:///PATH.db, postgresql://...) or journal:PATH (default: sqlite in OUT)")
+    s.add_argument("--candidate-epochs", type=count, default=2, metavar="E", help="training epochs of each candidate")
+    s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs of the pick")
+    s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the search and training")
+    s.add_argument("--trials", type=count, metavar="N", help="at most this many candidates in this run "
+                   "(default: as many as the budget allows)")
+    s.add_argument("--no-retrain", action="store_true", help="search only: do not retrain the pick")
+    s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
 
     s = sub.add_parser("deploy", help="deploy a program to real or simulated hardware",
                        description="deploy a program to real or simulated hardware")

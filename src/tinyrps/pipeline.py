@@ -125,10 +125,12 @@ def bench_in_fresh_process(run_dir: Path, quiet: bool) -> dict:
     return json.loads(done.stdout)
 
 
-def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = False) -> dict:
+def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = False, arch: str = "tinyrps") -> dict:
     from .evaluate import evaluate
     from .report import bench_table, eval_table, write_report
     from .train import TrainConfig, train
+    from .model import parse_arch
+    parse_arch(arch)   # a bad spec is refused before any work
     out = Path(out)
     check_seed(seed)
     check_epochs(epochs)
@@ -138,7 +140,7 @@ def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = F
     with stage("data", timings, quiet):
         data_info = make_data(data_dir, seed=seed, per_class=per_class, quiet=quiet)
     with stage("train", timings, quiet):
-        metrics = train(TrainConfig(data=str(data_dir.resolve()), epochs=epochs, seed=seed), run_dir, quiet=quiet)
+        metrics = train(TrainConfig(data=str(data_dir.resolve()), epochs=epochs, seed=seed, arch=arch), run_dir, quiet=quiet)
     with stage("export", timings, quiet):
         artifacts, skipped = export_all(run_dir, quiet)
     with stage("eval", timings, quiet):
@@ -161,6 +163,7 @@ def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = F
                       for name, path in {"model": run_dir / "model.pt", **artifacts}.items()},
         "skipped": skipped,
         "data": data_info,
+        "arch": metrics["arch"],
         "training": {"epochs": metrics["epochs"], "best_val_accuracy": metrics["best_val_accuracy"]},
         "eval": evaluation,
         "bench": benchmark,

@@ -102,3 +102,130 @@ def _make_room_for_labels(fig, ax, values: list, fill: float = 0.97) -> None:
             raise ValueError(f"the label '{text.get_text()}' is wider than the plot")
         needed = max(needed, lo + (math.log10(value) - lo) * width / room)
     ax.set_xlim(10 ** lo, 10 ** needed)
+
+
+def layer_label(index: int, layer: dict) -> str:
+    return f"{index + 1}. {layer['op']}"
+
+
+def plot_npu_layers(profiles: dict, path: Path) -> None:
+    """Per target, Vela's cycles per NPU operation: compute (NPU cycles) and memory waits
+    (the rest of the operation's cycles), as stacked horizontal bars in microseconds."""
+    names = [n for n, v in profiles.items() if v.get("layers")]
+    if not names:
+        return
+    height = sum(0.32 * len(profiles[n]["layers"]) + 1.0 for n in names)
+    fig, axes = plt.subplots(len(names), 1, figsize=(7.5, height), squeeze=False)
+    for ax, name in zip(axes[:, 0], names):
+        vela = profiles[name]
+        layers, us = vela["layers"], 1e6 / vela["clock_hz"]
+        labels = [layer_label(i, layer) for i, layer in enumerate(layers)]
+        compute = np.array([layer["npu_cycles"] for layer in layers]) * us
+        waits = np.array([max(layer["total_cycles"] - layer["npu_cycles"], 0) for layer in layers]) * us
+        ax.barh(labels, compute, color="C0", label="compute (NPU cycles)")
+        ax.barh(labels, waits, left=compute, color="C3", label="waiting on memory")
+        total = vela["total_cycles"]
+        for i, layer in enumerate(layers):
+            share = layer["total_cycles"] / total if total else 0.0
+            ax.text(compute[i] + waits[i], i, f"  {share:.0%}, util. {layer['utilisation']:.0%}", va="center",
+                    fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlim(right=max((compute + waits).max(), 1e-9) * 1.35)
+        ax.set(xlabel="µs per inference", title=f"{name}: {vela['inference_ms']:.3f} ms "
+               f"({vela['system_config']}, {vela['memory_mode']})")
+        ax.title.set_fontsize(9)
+        ax.legend(fontsize=7, loc="lower right")
+        ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+WEIGHT_MARKERS = {"SRAM": "o", "DRAM": "s", "flash": "^"}
+
+
+def plot_npu_sweep(configs: list, path: Path) -> None:
+    """Vela's latency against MAC units, one panel per memory mode and one line per system
+    config; the marker says where the weights live, the panel's note what memory it needs."""
+    modes = list(dict.fromkeys(c["memory_mode"] for c in configs))
+    if not modes:
+        return
+    columns = min(3, len(modes))
+    rows = -(-len(modes) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 4.2 * rows), squeeze=False, sharey=True)
+    systems = list(dict.fromkeys(c["system_config"] for c in configs))
+    palette = plt.get_cmap("tab20")
+    colors = {s: palette(i % 20) for i, s in enumerate(systems)}
+    families = list(dict.fromkeys(npu_family_of(c) for c in configs))
+    styles = {f: ("-", "--", ":", "-.")[i % 4] for i, f in enumerate(families)}
+    for ax, mode in zip(axes.flat, modes):
+        in_mode = [c for c in configs if c["memory_mode"] == mode]
+        for system in systems:
+            for family in families:   # one line per NPU family: U55, U65 and U85 share array sizes
+                points = sorted((c for c in in_mode if c["system_config"] == system and npu_family_of(c) == family),
+                                key=lambda c: c["mac_units"])
+                ax.plot([c["mac_units"] for c in points], [c["inference_ms"] for c in points], styles[family],
+                        lw=0.9, color=colors[system], alpha=0.7)
+            points = [c for c in in_mode if c["system_config"] == system]
+            for where, marker in WEIGHT_MARKERS.items():
+                chosen = [c for c in points if c.get("weights_in") == where]
+                ax.scatter([c["mac_units"] for c in chosen], [c["inference_ms"] for c in chosen], marker=marker,
+                           s=22, color=colors[system])
+        ax.set(xscale="log", yscale="log", xlabel="MAC units", title=mode)
+        ax.set_xticks([32, 64, 128, 256, 512, 1024, 2048], ["32", "64", "128", "256", "512", "1k", "2k"])
+        ax.grid(alpha=0.3, which="both")
+        ax.text(0.02, 0.02, memory_note(in_mode), transform=ax.transAxes, fontsize=7, va="bottom",
+                bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})
+    for ax in axes[:, 0]:
+        ax.set_ylabel("inference (ms, Vela estimate)")
+    for ax in list(axes.flat)[len(modes):]:
+        ax.axis("off")
+    handles = [plt.Line2D([], [], color=colors[s], label=s) for s in systems]
+    handles += [plt.Line2D([], [], color="grey", ls=styles[f], label=f) for f in families]
+    handles += [plt.Line2D([], [], ls="", marker=m, color="grey", label=f"weights in {w}")
+                for w, m in WEIGHT_MARKERS.items()]
+    fig.legend(handles=handles, loc="lower center", ncol=6, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.02 + 0.025 * -(-len(handles) // 6), 1, 1))
+    _save(fig, path)
+
+
+def npu_family_of(config: dict) -> str:
+    """'ethos-u85-128' -> 'Ethos-U85'."""
+    return config["accelerator"].rsplit("-", 1)[0].replace("ethos-u", "Ethos-U")
+
+
+def memory_note(configs: list) -> str:
+    """'SRAM 36-60 KiB, DRAM 0-393 KiB, flash 0 KiB': what the configurations of a panel need."""
+    parts = []
+    for label, key in (("SRAM", "sram_bytes"), ("DRAM", "dram_bytes"), ("flash", "flash_bytes")):
+        values = [c[key] / 1024 for c in configs]
+        low, high = min(values), max(values)
+        parts.append(f"{label} {low:.0f} KiB" if round(low) == round(high) else f"{label} {low:.0f}-{high:.0f} KiB")
+    return ", ".join(parts)
+
+
+def plot_tune(candidates: list, pareto: list, best, path: Path) -> None:
+    """The tuner's candidates: validation accuracy and program size against NPU latency, the
+    Pareto front highlighted and labelled, the pick starred."""
+    done = [c for c in candidates if c.get("state") == "COMPLETE"]
+    if not done:
+        return
+    front = {c["number"] for c in pareto}
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.6))
+    for ax, key, scale, label in ((a, "val_accuracy", 100, "int8 validation accuracy (%, npu-ref)"),
+                                  (b, "program_bytes", 1 / 1024, "program size (KiB)")):
+        others = [c for c in done if c["number"] not in front]
+        ax.scatter([c["npu_ms"] for c in others], [c[key] * scale for c in others], s=18, color="0.6",
+                   label="candidate")
+        on_front = sorted((c for c in done if c["number"] in front), key=lambda c: c["npu_ms"])
+        ax.scatter([c["npu_ms"] for c in on_front], [c[key] * scale for c in on_front], s=30, color="C0",
+                   label="Pareto front")
+        for c in on_front:
+            ax.annotate(c["arch"], (c["npu_ms"], c[key] * scale), fontsize=6, xytext=(3, 3),
+                        textcoords="offset points")
+        if best:
+            ax.scatter([best["npu_ms"]], [best[key] * scale], marker="*", s=160, color="C3", label="pick", zorder=3)
+        ax.set(xlabel="NPU inference (ms, Vela estimate)", ylabel=label)
+        ax.grid(alpha=0.3)
+    a.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)

@@ -116,7 +116,7 @@ def bench_table(result: dict) -> None:
             print_table(title, LAYER_HEADER, rows, text_columns=1)
 
 
-VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "utilisation"]
+VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "util. (NPU)", "util. (all)"]
 
 
 def vela_rows(result: dict) -> list:
@@ -126,7 +126,7 @@ def vela_rows(result: dict) -> list:
         if vela:
             rows.append([name, f"{v['size_bytes']:,} B", f"{vela['inference_ms']:.3f}",
                          f"{vela['inferences_per_s']:,.0f}", f"{vela['sram_bytes'] / 1024:.1f} KiB",
-                         _pct(vela.get("utilisation"))])
+                         _pct(vela.get("utilisation")), _pct(vela.get("utilisation_total"))])
     return rows
 
 
@@ -210,6 +210,32 @@ def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform(terse=True)}"
 
 
+def arch_line(arch) -> str:
+    if not arch:
+        return ""
+    return (f"Architecture `{arch['name']}` (`{arch['spec']}`: {arch['macs'] / 1e6:.2f} M MACs, "
+            f"{arch['params']:,} parameters). ")
+
+
+def npu_layers_section(out: Path, bench: dict, rel) -> list:
+    """Where each Ethos-U program's time goes, layer by layer (Vela's per-layer estimate)."""
+    from .plots import plot_npu_layers
+    profiles = {name: v["vela"] for name, v in bench["variants"].items() if v.get("vela", {}).get("layers")}
+    if not profiles:
+        return []
+    path = out / "run" / "npu_layers.png"
+    plot_npu_layers(profiles, path)
+    lines = []
+    for name, vela in profiles.items():
+        slowest = max(vela["layers"], key=lambda layer: layer["total_cycles"])
+        waiting = 1 - vela["npu_cycles"] / vela["total_cycles"] if vela["total_cycles"] else 0.0
+        lines.append(f"- {name}: {waiting:.0%} of the cycles wait on memory; the slowest operation, "
+                     f"{slowest['op']} ({slowest['name']}), takes {slowest['total_cycles'] / vela['total_cycles']:.0%}.")
+    return ["Per layer: compute (NPU cycles) and memory waits. Utilisation (NPU) is MACs over the NPU "
+            "cycles' capacity; (all) over all cycles, memory waits included.", "\n".join(lines),
+            f"![NPU layers]({rel(path)})"]
+
+
 def write_report(out: Path, summary: dict) -> None:
     """DIR/report.md: what was built, how well it does, how fast, with the plots."""
     rel = lambda p: Path(p).relative_to(out).as_posix()  # noqa: E731
@@ -222,6 +248,7 @@ def write_report(out: Path, summary: dict) -> None:
         f"{data_line(summary['data'])}, rendered at {be['render_images_per_s']:,.0f} images/s.",
         f"![training images]({rel(out / 'data' / 'preview.png')})",
         "## Training",
+        arch_line(summary.get("arch")) +
         f"{len(summary['training']['epochs'])} epochs, best validation accuracy "
         f"{_pct(summary['training']['best_val_accuracy'])}.",
         f"![training curves]({rel(out / 'run' / 'curves.png')}) ![confusion matrix]({rel(out / 'run' / 'confusion.png')})",
@@ -241,6 +268,7 @@ def write_report(out: Path, summary: dict) -> None:
     vela, firmware = vela_rows(be), firmware_rows(be)
     if vela:
         parts += ["### Ethos-U (Vela's performance estimate)", markdown_table(VELA_HEADER, vela)]
+        parts += npu_layers_section(out, be, rel)
     if firmware:
         parts += ["### Cortex-M firmware on emulated boards",
                   f"Each program on its board in QEMU, measured at export on the same images: {FIRMWARE_UNITS} "
@@ -259,3 +287,73 @@ def write_report(out: Path, summary: dict) -> None:
     plot_latency([{**v, "name": f"{n} ({v['device']}{', simulated' if v.get('simulated_by') else ''})"}
                   for n, v in be["variants"].items()], out / "run" / "latency.png")
     atomic_write_bytes(out / "report.md", ("\n\n".join(parts) + "\n").encode())
+
+
+SWEEP_HEADER = ["NPU", "system config", "ms", "SRAM", "DRAM", "flash", "util."]
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:,.0f} KiB" if n else "0"
+
+
+def sweep_rows(configs: list) -> list:
+    return [[c["accelerator"].removeprefix("ethos-"), c["system_config"].removeprefix("Ethos_"),
+             f"{c['inference_ms']:.3f}", _kib(c["sram_bytes"]), _kib(c["dram_bytes"]), _kib(c["flash_bytes"]),
+             _pct(c["utilisation_total"])] for c in configs]
+
+
+def npu_sweep_table(result: dict, written: dict) -> None:
+    """The sweep on stdout: a table per memory mode of every accepted configuration, then the
+    refusals, grouped by Vela's reason."""
+    from .npu_sweep import refusal_groups
+    out_console.print(f"Vela {result['vela_version']}'s estimate of {result['run']} for every Ethos-U configuration: "
+                      f"{len(result['configs'])} of {result['combinations']} combinations accepted. "
+                      "ms: one inference; util.: MACs / (all cycles x MAC units)")
+    for mode in dict.fromkeys(c["memory_mode"] for c in result["configs"]):
+        configs = [c for c in result["configs"] if c["memory_mode"] == mode]
+        weights = "/".join(dict.fromkeys(c.get("weights_in", "?") for c in configs))
+        print_table(f"memory mode {mode} (weights in {weights})", SWEEP_HEADER, sweep_rows(configs))
+    for reason, entries in refusal_groups(result["refused"]).items():
+        out_console.print(f"refused ({sum(len(e['accelerators']) * len(e['memory_modes']) for e in entries)}): "
+                          f"{reason}")
+        for e in entries:
+            accelerators = ("every accelerator" if len(e["accelerators"]) == len(result["accelerators"])
+                            else ", ".join(e["accelerators"]))
+            out_console.print(f"  {e['system_config']} with {', '.join(e['memory_modes'])}: {accelerators}")
+    out_console.print(f"plot: {written['plot']}; every figure: {written['json']}")
+
+
+TUNE_HEADER = ["candidate", "val", "NPU ms", "SRAM", "bytes", "M55", "front"]
+
+
+def tune_rows(result: dict) -> list:
+    front = {c["number"] for c in result["pareto"]}
+    best = (result.get("best") or {}).get("number")
+    rows = []
+    for c in result["candidates"]:
+        name = f"#{c['number']} {c.get('arch') or '?'}"
+        if c["state"] != "COMPLETE":
+            rows.append([name, "failed", "", "", "", "", ""])
+            continue
+        mark = "pick" if c["number"] == best else ("yes" if c["number"] in front else "")
+        if c.get("feasible") is False:
+            mark = "over"
+        rows.append([name, _pct(c["val_accuracy"]), f"{c['npu_ms']:.4f}", f"{c['sram_bytes'] / 1024:.0f} KiB",
+                     f"{c['program_bytes']:,}", f"{c['mcu_instructions'] / 1e6:.1f} M", mark])
+    return rows
+
+
+def tune_table(result: dict, out) -> None:
+    """The tuner's candidates on stdout, then the pick and its test accuracy."""
+    print_table(f"candidates ({len(result['candidates'])}; Pareto front: {len(result['pareto'])}); val: int8 accuracy "
+                "on npu-ref; bytes: the program; M55: instructions per inference; over: beyond a limit", TUNE_HEADER,
+                tune_rows(result), text_columns=1)
+    final = result.get("final")
+    if final:
+        out_console.print(f"pick: {final['arch']}, retrained for {final['epochs']} epochs: test accuracy "
+                          f"{_pct(final['test_accuracy'])} on npu-ref, NPU {final['npu_ms']:.4f} ms, SRAM "
+                          f"{final['sram_bytes'] / 1024:.1f} KiB, program {final['program_bytes']:,} B, "
+                          f"Cortex-M55 {final['mcu_instructions']:,} instructions")
+    elif not result["pareto"]:
+        out_console.print("no candidate meets the limits: relax --max-npu-ms / --max-program-bytes")
+    out_console.print(f"front and candidates: {Path(out) / 'tune.json'}; plot: {Path(out) / 'tune.png'}")

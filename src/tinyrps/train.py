@@ -18,7 +18,7 @@ from torch import nn
 from .data import load_split
 from .errors import UserError
 from .export import atomic_write_bytes, atomic_write_json
-from .model import TinyRPS, images_to_tensor
+from .model import TinyRPS, describe_arch, images_to_tensor, parse_arch
 from .progress import progress_bar, say
 from .torch_settings import deterministic
 
@@ -32,6 +32,7 @@ class TrainConfig:
     batch_size: int = 64
     lr: float = 2e-3
     seed: int = 0
+    arch: str = "tinyrps"     # a name or spec of tinyrps.model (recorded, so later stages rebuild it)
 
 
 def predict(model: nn.Module, images: np.ndarray, batch: int = 512) -> np.ndarray:
@@ -63,33 +64,45 @@ def evaluate_split(model, images, labels) -> tuple:
     return loss, float((logits.argmax(1) == labels).mean()), logits
 
 
-def train(config: TrainConfig, out_dir, quiet: bool = False) -> dict:
+def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = True) -> dict:
+    """Train, keep the best checkpoint by validation accuracy, and score it on the test split
+    (test_split=False leaves the test split untouched: for candidates of a search, whose
+    pick must not see it)."""
     if config.epochs < 1:
         raise UserError(f"--epochs must be at least 1, got {config.epochs}")
+    arch = parse_arch(config.arch)
+    config.arch = arch.name   # canonical: a registered name, or the normalised spec
     out = Path(out_dir)
-    splits = {name: load_split(config.data, name) for name in ("train", "val", "test")}
+    splits = {name: load_split(config.data, name) for name in (("train", "val", "test") if test_split
+                                                               else ("train", "val"))}
     out.mkdir(parents=True, exist_ok=True)
+    # first: the checkpoints written while training must never sit beside another run's architecture
+    atomic_write_json(out / "config.json", asdict(config))
     # torch's global settings are changed for the training only, not for what runs after it
     with deterministic(config.seed, THREADS):
-        history, best_acc, model = fit(config, splits["train"], splits["val"], out, quiet)
-        test_x, test_y = splits["test"]
-        test_loss, test_acc, test_logits = evaluate_split(model, test_x, test_y)
-    metrics = {"config": asdict(config), "epochs": history, "best_val_accuracy": best_acc,
-               "test_loss": test_loss, "test_accuracy": test_acc}
-    atomic_write_json(out / "config.json", asdict(config))
+        history, best_acc, model = fit(config, arch, splits["train"], splits["val"], out, quiet)
+        metrics = {"config": asdict(config), "arch": describe_arch(arch), "epochs": history,
+                   "best_val_accuracy": best_acc}
+        if test_split:
+            test_x, test_y = splits["test"]
+            test_loss, test_acc, test_logits = evaluate_split(model, test_x, test_y)
+            metrics.update(test_loss=test_loss, test_accuracy=test_acc)
     atomic_write_json(out / "metrics.json", metrics)
     from .plots import plot_confusion, plot_curves
     plot_curves(history, out / "curves.png")
-    plot_confusion(test_y, test_logits.argmax(1), out / "confusion.png", title=f"test split, accuracy {test_acc:.2%}")
-    say(f"best val accuracy {best_acc:.2%}, test accuracy {test_acc:.2%} -> {out / 'model.pt'}", quiet)
+    if test_split:
+        plot_confusion(test_y, test_logits.argmax(1), out / "confusion.png",
+                       title=f"test split, accuracy {test_acc:.2%}")
+    say(f"best val accuracy {best_acc:.2%}" + (f", test accuracy {metrics['test_accuracy']:.2%}" if test_split else "")
+        + f" -> {out / 'model.pt'}", quiet)
     return metrics
 
 
-def fit(config: TrainConfig, train_split, val_split, out: Path, quiet: bool) -> tuple:
+def fit(config: TrainConfig, arch, train_split, val_split, out: Path, quiet: bool) -> tuple:
     """Train for config.epochs; save the best checkpoint by val accuracy to OUT/model.pt.
     Returns (per-epoch history, best val accuracy, the model with the best weights)."""
     (train_x, train_y), (val_x, val_y) = train_split, val_split
-    model = TinyRPS()
+    model = TinyRPS(arch)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
     generator = torch.Generator().manual_seed(config.seed)

@@ -161,3 +161,72 @@ def test_extra_eval_uses_the_int8_cpu_predictions_it_is_given(exported):
     result = ethos_u.extra_eval(ctx)
     assert result["agreement"] == 0.75 and result["agreement_with"] == "int8-xnnpack"
     assert result["npu_estimate_ms"] == sidecar_of(pte)["vela"]["inference_ms"]
+
+
+# ── per-layer profile and memory placement ───────────────────────────────────
+@pytest.mark.parametrize("target", NPU_TARGETS)
+def test_sidecar_has_a_per_layer_profile_that_adds_up(target, exported):
+    vela = sidecar_of(exported(target))["vela"]
+    layers = vela["layers"]
+    assert layers and all(set(layer) == set(ethos_u.LAYER_FIELDS) for layer in layers)
+    assert sum(layer["total_cycles"] for layer in layers) == pytest.approx(vela["total_cycles"], rel=0.05)
+    assert sum(layer["macs"] for layer in layers) == pytest.approx(vela["macs"], rel=0.01)
+    for layer in layers:
+        assert 0 <= layer["npu_cycles"] <= layer["total_cycles"]
+        assert 0 <= layer["utilisation"] <= 1
+        if layer["total_cycles"]:
+            assert layer["utilisation"] == pytest.approx(layer["macs"] / (layer["total_cycles"] * 128))
+    assert vela["utilisation_total"] == pytest.approx(vela["macs"] / (vela["total_cycles"] * 128))
+    assert vela["utilisation_total"] <= vela["utilisation"]
+
+
+def test_the_big_classifier_layer_waits_on_dram(exported):
+    """Default model, U85 with weights in DRAM: the 3136x128 layer's weights stream from DRAM, so
+    most of its cycles are memory waits, and it is the slowest layer."""
+    vela = sidecar_of(exported("ethos-u85-128"))["vela"]
+    slowest = max(vela["layers"], key=lambda layer: layer["total_cycles"])
+    assert slowest["macs"] == 64 * 7 * 7 * 128
+    assert slowest["npu_cycles"] < slowest["total_cycles"] / 2
+    assert vela["weights_in"] == "DRAM"
+
+
+def test_sram_only_counts_the_weights_as_sram(trained_run, tmp_path):
+    """Vela books the weights of Sram_Only as on-chip flash; they sit in SRAM, and the sidecar says so."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("model.pt", "config.json"):
+        shutil.copy(trained_run / name, run / name)
+    pte = export_target(run, "ethos-u85-128", memory_mode="Sram_Only")
+    sidecar = sidecar_of(pte)
+    vela = sidecar["vela"]
+    with open(run / sidecar["files"]["vela_summary.csv"], newline="") as f:
+        row = next(csv.DictReader(f))
+    on_chip_flash = float(row["on_chip_flash_memory_used"]) * 1024
+    assert on_chip_flash > 300_000   # Vela's own booking
+    assert (vela["memory_mode"], vela["weights_in"], vela["flash_bytes"], vela["dram_bytes"]) == \
+        ("Sram_Only", "SRAM", 0, 0)
+    assert vela["sram_bytes"] == round(float(row["sram_memory_used"]) * 1024) + round(on_chip_flash)
+    assert vela["npu_cycles"] == vela["total_cycles"]   # nothing to wait for off-chip
+
+
+@pytest.mark.parametrize("system_config,memory_mode,where", [
+    ("Ethos_U85_SYS_DRAM_Mid", "Sram_Only", "Sram"), ("Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram_384KB", "Dram"),
+    ("Ethos_U55_High_End_Embedded", "Shared_Sram", "OffChipFlash"), ("Ethos_U85_SYS_Flash_Low", "Sram_Only", "Sram")])
+def test_weights_memory_follows_vela_ini(system_config, memory_mode, where):
+    assert ethos_u.weights_memory(system_config, memory_mode) == where
+
+
+# ── the fast architecture on the NPU ─────────────────────────────────────────
+def test_fast_architecture_is_one_delegate_and_much_faster(exported, exported_fast):
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    pte = exported_fast("ethos-u85-128")
+    plan = deserialize_pte_binary(pte.read_bytes()).program.execution_plan[0]
+    assert [d.id for d in plan.delegates] == ["EthosUBackend"]
+    sidecar, default = sidecar_of(pte), sidecar_of(exported("ethos-u85-128"))
+    assert sidecar["arch"]["name"] == "fast" and default["arch"]["name"] == "tinyrps"
+    vela = sidecar["vela"]
+    # Vela does not count the taps that fall on the strided convolutions' padding
+    assert vela["macs"] == pytest.approx(count_macs("fast"), rel=0.05)
+    # the issue's targets for fast on U85-128 (Vela 5.1, default configuration)
+    assert vela["inference_ms"] <= 0.060 and vela["sram_bytes"] <= 48 * 1024 and pte.stat().st_size <= 110_000
+    assert vela["inference_ms"] * 3 < default["vela"]["inference_ms"]

@@ -22,7 +22,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..errors import UserError
-from ..model import INPUT_SHAPE, LABELS, TinyRPS, load_model
+from ..model import INPUT_SHAPE, LABELS, TinyRPS, describe_arch, load_model
 
 # How many training images calibrate post-training quantization.
 CALIBRATION_IMAGES = 256
@@ -176,7 +176,8 @@ def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
     out_dir = run_dir / "export"
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{target_name}.", dir=out_dir) as work:
-        ctx = BuildContext(model=load_model(checkpoint), calibration=calibration_images(data_dir),
+        model = load_model(checkpoint)
+        ctx = BuildContext(model=model, calibration=calibration_images(data_dir),
                            workdir=Path(work), options={k: v for k, v in options.items() if v is not None})
         result = target.build(ctx)
         pte = out_dir / f"{target_name}.pte"
@@ -196,6 +197,7 @@ def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
             "description": target.description,
             "default_device": target.default_device,
             "labels": list(LABELS),
+            "arch": describe_arch(model.arch),
             "input": {"shape": list(INPUT_SHAPE), "dtype": "float32", "range": [0.0, 1.0],
                       "from": "uint8 image / 255"},
             "size_bytes": len(result.program),

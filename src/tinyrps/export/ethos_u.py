@@ -64,7 +64,8 @@ LOG_NAME = "vela.log"
 
 VELA_FIELDS = ("accelerator", "system_config", "memory_mode", "clock_hz", "npu_cycles", "total_cycles",
                "inference_ms", "inferences_per_s", "sram_bytes", "dram_bytes", "flash_bytes", "macs",
-               "utilisation")
+               "utilisation", "utilisation_total", "weights_in", "layers")
+LAYER_FIELDS = ("name", "op", "npu_cycles", "total_cycles", "macs", "utilisation")
 
 
 # --- configuration ------------------------------------------------------------------------------
@@ -93,6 +94,27 @@ def vela_config_names() -> tuple:
     systems = tuple(s.split(".", 1)[1] for s in ini.sections() if s.startswith("System_Config."))
     modes = tuple(s.split(".", 1)[1] for s in ini.sections() if s.startswith("Memory_Mode."))
     return systems, modes
+
+
+def ini_value(ini: configparser.ConfigParser, section: str, key: str) -> Optional[str]:
+    """A key of a vela.ini section, following its `inherit=` chain as Vela does."""
+    seen = set()
+    while section and section not in seen and ini.has_section(section):
+        seen.add(section)
+        if ini.has_option(section, key):
+            return ini.get(section, key)
+        section = ini.get(section, "inherit", fallback=None)
+    return None
+
+
+@lru_cache(maxsize=None)
+def weights_memory(system_config: str, memory_mode: str) -> str:
+    """Where Vela places the weights: the memory ("Sram", "Dram", "OnChipFlash", "OffChipFlash")
+    on the AXI port that the memory mode's const_mem_area names in the system config."""
+    ini = configparser.ConfigParser()
+    ini.read(vela_ini_path())
+    port = ini_value(ini, f"Memory_Mode.{memory_mode}", "const_mem_area") or "Axi1"
+    return ini_value(ini, f"System_Config.{system_config}", f"{port.lower()}_port") or "?"
 
 
 def resolve_config(accelerator: str, options: dict) -> tuple:
@@ -157,7 +179,7 @@ def build(accelerator: str, ctx: BuildContext) -> BuildResult:
     check_stream_in_program(program, vela_out / "out_vela.npz", tosa)
     info = {
         "delegation": delegation_info,
-        "vela": vela_summary(summary_csv, accelerator),
+        "vela": vela_summary(summary_csv, accelerator, per_layer_csv),
         "quantization": {"scheme": "int8, symmetric per-channel weights (EthosUQuantizer), PT2E post-training",
                          "calibration_images": int(len(ctx.calibration)),
                          **io_quantization(program)},
@@ -330,11 +352,14 @@ def vela_version() -> str:
     return __version__
 
 
-def vela_summary(summary_csv: Path, accelerator: str) -> dict:
-    """Vela's performance estimate from its summary CSV, in the sidecar's units.
+def vela_summary(summary_csv: Path, accelerator: str, per_layer_csv: Optional[Path] = None) -> dict:
+    """Vela's performance estimate from its summary CSV (and per-layer CSV), in the sidecar's units.
 
-    Vela reports memory in KiB and time in seconds; utilisation is the fraction of
-    the configuration's MAC capacity used over the NPU cycles.
+    Vela reports memory in KiB and time in seconds. `utilisation` is the fraction of the
+    configuration's MAC capacity used over the NPU cycles (Vela's figure); `utilisation_total`
+    the same over all cycles, memory waits included (what the inference time reflects).
+    Memory: with the weights on the SRAM port (Sram_Only), Vela books them as on-chip flash;
+    here they count as SRAM, where they are. `layers`: one entry per NPU operation.
     """
     with open(summary_csv, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -346,22 +371,51 @@ def vela_summary(summary_csv: Path, accelerator: str) -> dict:
         raise UserError(f"Vela compiled for {reported}, not {accelerator}; export again")
     kib = lambda key: int(round(float(row.get(key) or 0.0) * 1024))  # noqa: E731
     npu_cycles = int(float(row["cycles_npu"]))
+    total_cycles = int(float(row["cycles_total"]))
     macs = int(float(row["nn_macs"]))
-    return {
+    weights_in = weights_memory(row["system_config"], row["memory_mode"])
+    sram, on_chip_flash = kib("sram_memory_used"), kib("on_chip_flash_memory_used")
+    if weights_in == "Sram":
+        sram, on_chip_flash = sram + on_chip_flash, 0
+    result = {
         "accelerator": accelerator,
         "system_config": row["system_config"],
         "memory_mode": row["memory_mode"],
         "clock_hz": int(float(row["core_clock"])),
         "npu_cycles": npu_cycles,
-        "total_cycles": int(float(row["cycles_total"])),
+        "total_cycles": total_cycles,
         "inference_ms": float(row["inference_time"]) * 1000.0,
         "inferences_per_s": float(row["inferences_per_second"]),
-        "sram_bytes": kib("sram_memory_used"),
+        "sram_bytes": sram,
         "dram_bytes": kib("dram_memory_used"),
-        "flash_bytes": kib("on_chip_flash_memory_used") + kib("off_chip_flash_memory_used"),
+        "flash_bytes": on_chip_flash + kib("off_chip_flash_memory_used"),
+        "weights_in": {"Sram": "SRAM", "Dram": "DRAM"}.get(weights_in, "flash"),
         "macs": macs,
-        "utilisation": macs / (npu_cycles * macs_per_cycle(accelerator)) if npu_cycles else 0.0,
+        "utilisation": utilisation(macs, npu_cycles, accelerator),
+        "utilisation_total": utilisation(macs, total_cycles, accelerator),
     }
+    if per_layer_csv is not None:
+        result["layers"] = vela_layers(per_layer_csv, accelerator)
+    return result
+
+
+def utilisation(macs: int, cycles: int, accelerator: str) -> float:
+    """MACs done / MACs the configuration could do in `cycles`."""
+    return macs / (cycles * macs_per_cycle(accelerator)) if cycles else 0.0
+
+
+def vela_layers(per_layer_csv: Path, accelerator: str) -> list:
+    """One entry per operation of Vela's per-layer table: its name, the original operator,
+    NPU cycles (compute), total cycles (compute and memory waits), MACs and utilisation
+    over its total cycles (Vela's "Util% (MAC)"; 0 for an operation that takes no cycles)."""
+    with open(per_layer_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    layers = []
+    for row in rows:
+        total, macs = int(float(row["Op Cycles"])), int(float(row["MAC Count"]))
+        layers.append({"name": row["Name"], "op": row["Original Operator"], "npu_cycles": int(float(row["NPU"])),
+                       "total_cycles": total, "macs": macs, "utilisation": utilisation(macs, total, accelerator)})
+    return layers
 
 
 # --- evaluation ---------------------------------------------------------------------------------
@@ -431,6 +485,7 @@ def vela_table(run_dir) -> list:
         rows.append({"target": sidecar["target"], "size_bytes": sidecar["size_bytes"],
                      "inference_ms": vela["inference_ms"], "inferences_per_s": vela["inferences_per_s"],
                      "sram_bytes": vela["sram_bytes"], "utilisation": vela["utilisation"],
+                     "utilisation_total": vela.get("utilisation_total"), "layers": vela.get("layers", []),
                      "npu_cycles": vela["npu_cycles"], "system_config": vela["system_config"],
                      "memory_mode": vela["memory_mode"]})
     order = {name: i for i, name in enumerate(ACCELERATORS)}

@@ -1,0 +1,67 @@
+"""Another architecture end to end: `fast` on every target and every device, bit-exact on the firmware."""
+import json
+
+import pytest
+
+from tinyrps.model import ARCHITECTURES, count_macs
+
+
+def test_train_records_the_architecture(fast_run):
+    config = json.loads((fast_run / "config.json").read_text())
+    metrics = json.loads((fast_run / "metrics.json").read_text())
+    assert config["arch"] == "fast"
+    assert metrics["arch"] == {"name": "fast", "spec": ARCHITECTURES["fast"], "macs": count_macs("fast"),
+                               "params": metrics["arch"]["params"]}
+    assert metrics["test_accuracy"] > 0.8
+
+
+def test_host_and_npu_programs_of_fast_agree_with_eager(cli, fast_run, exported_fast):
+    for target in ("fp32", "int8-xnnpack", "ethos-u85-128"):
+        exported_fast(target)
+    res = cli("eval", "--run", fast_run, "--json", "--variant", "fp32", "--variant", "int8-xnnpack",
+              "--variant", "ethos-u85-128")
+    assert res.returncode == 0, res.stderr
+    variants = json.loads(res.stdout)["variants"]
+    assert variants["fp32"]["agreement"] == 1.0 and variants["fp32"]["max_abs_logit_diff"] < 1e-3
+    assert variants["int8-xnnpack"]["agreement"] >= 0.97
+    assert variants["ethos-u85-128"]["device"] == "npu-ref"
+    assert variants["ethos-u85-128"]["agreement_with"] == "int8-xnnpack"
+    assert variants["ethos-u85-128"]["agreement"] >= 0.98
+
+
+@pytest.mark.parametrize("device", ["mcu", "native"])
+def test_fast_runs_bit_exact_on_the_firmware(cli, fast_run, exported_fast, firmware_elf_path, device):
+    pte = exported_fast("cortex-m55")
+    firmware = json.loads(pte.with_suffix(".json").read_text())["firmware"]
+    assert firmware["macs"] == count_macs("fast")
+    res = cli("eval", "--run", fast_run, "--json", "--variant", "cortex-m55", "--device", device, "--limit", "40")
+    assert res.returncode == 0, res.stderr
+    variant = json.loads(res.stdout)["variants"]["cortex-m55"]
+    assert variant["device"] == device and variant["bit_exact"] is True and variant["images"] == 40
+
+
+def test_fast_needs_far_fewer_mcu_instructions(exported, exported_fast, firmware_elf_path):
+    fast = json.loads(exported_fast("cortex-m55").with_suffix(".json").read_text())["firmware"]
+    default = json.loads(exported("cortex-m55").with_suffix(".json").read_text())["firmware"]
+    assert fast["instructions_per_inference"] * 3 < default["instructions_per_inference"]
+    assert fast["arena_bytes"] < default["arena_bytes"]
+
+
+def test_a_spec_trains_and_a_bad_one_is_refused(cli, data_dir, tmp_path):
+    res = cli("train", "--data", data_dir, "--out", tmp_path / "bad", "--arch", "c16-q9")
+    assert res.returncode == 2 and "bad layer 'q9'" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "bad").exists()
+    res = cli("all", "--out", tmp_path / "all", "--arch", "c16-f8-p")
+    assert res.returncode == 2 and "must come after" in res.stderr and not (tmp_path / "all").exists()
+    res = cli("train", "--data", data_dir, "--out", tmp_path / "spec", "--arch", "c8s2-c8s2-f16", "--epochs", "1",
+              "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "spec" / "config.json").read_text())["arch"] == "c8s2-c8s2-f16"
+
+
+def test_help_lists_the_architectures_with_macs_and_parameters(cli):
+    res = cli("train", "--help")
+    text = " ".join(res.stdout.split())
+    for name, spec in ARCHITECTURES.items():
+        assert f"{name} = {spec} ({count_macs(spec) / 1e6:.2f} M MACs" in text
+    assert "parameters" in text and " ".join(cli("all", "--help").stdout.split()).count("M MACs") == 2

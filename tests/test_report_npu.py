@@ -1,0 +1,57 @@
+"""The NPU parts of the report and the tables of npu-sweep and tune, on figures made up here."""
+from pathlib import Path
+
+from tinyrps.report import npu_layers_section, npu_sweep_table, tune_table
+
+LAYERS = [{"name": "conv", "op": "Conv2D", "npu_cycles": 40_000, "total_cycles": 40_000, "macs": 3_600_000,
+           "utilisation": 0.7},
+          {"name": "fc", "op": "FullyConnected", "npu_cycles": 30_000, "total_cycles": 110_000, "macs": 400_000,
+           "utilisation": 0.03}]
+VELA = {"clock_hz": 1_000_000_000, "npu_cycles": 70_000, "total_cycles": 150_000, "inference_ms": 0.15,
+        "system_config": "Ethos_U85_SYS_DRAM_Mid", "memory_mode": "Dedicated_Sram", "layers": LAYERS}
+
+
+def test_report_charts_each_target_layers_split_into_compute_and_memory_waits(tmp_path):
+    (tmp_path / "run").mkdir()
+    bench = {"variants": {"eager": {}, "ethos-u85-128": {"vela": VELA}, "ethos-u55-128": {"vela": VELA}}}
+    parts = npu_layers_section(tmp_path, bench, lambda p: Path(p).relative_to(tmp_path).as_posix())
+    text = "\n".join(parts)
+    assert "ethos-u85-128: 53% of the cycles wait on memory" in text and "FullyConnected (fc), takes 73%" in text
+    assert "![NPU layers](run/npu_layers.png)" in text
+    assert (tmp_path / "run" / "npu_layers.png").stat().st_size > 10_000
+    assert npu_layers_section(tmp_path, {"variants": {"eager": {}}}, str) == []
+
+
+def config(accelerator, mode, ms, weights="DRAM"):
+    return {"accelerator": accelerator, "system_config": "Ethos_U85_SYS_DRAM_Mid", "memory_mode": mode,
+            "inference_ms": ms, "inferences_per_s": 1000 / ms, "sram_bytes": 40_000, "dram_bytes": 100_000,
+            "flash_bytes": 0, "utilisation": 0.5, "utilisation_total": 0.3, "weights_in": weights, "mac_units": 128}
+
+
+def test_sweep_table_has_a_table_per_memory_mode_and_every_refusal(capsys):
+    result = {"vela_version": "5.1.0", "run": "RUN", "combinations": 4, "accelerators": ["ethos-u85-128"],
+              "configs": [config("ethos-u85-128", "Sram_Only", 0.13, "SRAM"),
+                          config("ethos-u85-128", "Dedicated_Sram", 0.21)],
+              "refused": [{"accelerator": "ethos-u85-128", "system_config": "Ethos_U55_Deep_Embedded",
+                           "memory_mode": m, "reason": "Invalid configuration of arena_mem_area=OffChipFlash"}
+                          for m in ("Dedicated_Sram", "Dedicated_Sram_256KB")]}
+    npu_sweep_table(result, {"plot": "P.png", "json": "J.json"})
+    out = " ".join(capsys.readouterr().out.split())   # the console wraps long lines
+    assert "2 of 4 combinations accepted" in out
+    assert "memory mode Sram_Only (weights in SRAM)" in out and "memory mode Dedicated_Sram (weights in DRAM)" in out
+    assert "refused (2): Invalid configuration of arena_mem_area=OffChipFlash" in out
+    assert "Ethos_U55_Deep_Embedded with Dedicated_Sram, Dedicated_Sram_256KB: every accelerator" in out
+
+
+def test_tune_table_marks_the_front_the_pick_and_failures(capsys, tmp_path):
+    done = {"state": "COMPLETE", "val_accuracy": 0.99, "npu_ms": 0.05, "sram_bytes": 40_000,
+            "program_bytes": 100_000, "mcu_instructions": 5_000_000}
+    candidates = [{"number": 0, "arch": "c8-p-c8-p-c8-p", **done},
+                  {"number": 1, "arch": "c16-c32s2-c64s2-p-f128", **done, "npu_ms": 0.04},
+                  {"number": 2, "arch": "c24-p", "state": "FAIL", "error": "arena too small"}]
+    result = {"candidates": candidates, "pareto": candidates[1:2], "best": candidates[1],
+              "final": {**candidates[1], "epochs": 4, "test_accuracy": 0.995}}
+    tune_table(result, tmp_path)
+    out = " ".join(capsys.readouterr().out.split())   # the console wraps long lines
+    assert "#1 c16-c32s2-c64s2-p-f128" in out and "pick" in out and "failed" in out
+    assert "test accuracy 99.50 % on npu-ref" in out

@@ -1,0 +1,109 @@
+"""tinyrps tune: an Optuna search on a tiny budget, resumable, shareable between workers."""
+import itertools
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tinyrps.model import ARCHITECTURES, parse_arch
+from tinyrps.tune import ACCURACY_MARGIN, SPACE, arch_of, pick_best
+
+TINY = ("--candidate-epochs", "1", "--epochs", "1", "--minutes", "30")
+
+
+def test_every_point_of_the_space_is_an_architecture_and_both_named_ones_are_in_it():
+    specs = {arch_of(dict(zip(SPACE, values))) for values in itertools.product(*SPACE.values())}
+    assert len(specs) == len(list(itertools.product(*SPACE.values())))
+    for spec in specs:
+        parse_arch(spec)
+    assert {ARCHITECTURES["tinyrps"], ARCHITECTURES["fast"]} <= specs
+
+
+def test_the_pick_is_the_fastest_of_the_nearly_most_accurate():
+    front = [{"number": 0, "val_accuracy": 0.995, "npu_ms": 0.2, "program_bytes": 400_000},
+             {"number": 1, "val_accuracy": 0.995 - ACCURACY_MARGIN / 2, "npu_ms": 0.05, "program_bytes": 100_000},
+             {"number": 2, "val_accuracy": 0.95, "npu_ms": 0.01, "program_bytes": 20_000}]
+    assert pick_best(front)["number"] == 1
+    assert pick_best([]) is None
+
+
+@pytest.fixture(scope="module")
+def tuned(cli_session, data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("tune")
+    res = cli_session("tune", "--data", data_dir, "--out", out, "--trials", "2", "--json", *TINY, timeout=1800)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return out, json.loads(res.stdout)
+
+
+def test_tune_writes_candidates_front_and_the_retrained_pick(tuned):
+    out, result = tuned
+    candidates = result["candidates"]
+    assert [c["number"] for c in candidates] == [0, 1]
+    for c in candidates:
+        assert c["state"] == "COMPLETE", c
+        assert parse_arch(c["arch"]).spec == c["arch"]
+        assert 0 <= c["val_accuracy"] <= 1 and c["npu_ms"] > 0 and c["sram_bytes"] > 0
+        assert c["program_bytes"] > 10_000 and c["mcu_instructions"] > 100_000
+        run = json.loads((out / "candidates" / f"{c['number']:04d}" / "metrics.json").read_text())
+        assert "test_accuracy" not in run   # the test split is kept for the pick
+    numbers = {c["number"] for c in candidates}
+    assert result["pareto"] and {c["number"] for c in result["pareto"]} <= numbers
+    assert result["best"] in result["pareto"]
+    final = result["final"]
+    assert final["arch"] == result["best"]["arch"] and 0 <= final["test_accuracy"] <= 1
+    assert final["npu_ms"] == pytest.approx(result["best"]["npu_ms"], rel=0.2)
+    assert json.loads((out / "tune.json").read_text()) == result
+    assert (out / "tune.png").stat().st_size > 10_000 and (out / "study.db").is_file()
+    assert (out / "best" / "export" / "ethos-u85-128.pte").is_file()
+
+
+def test_an_interrupted_tune_resumes_from_its_study(cli, tuned, data_dir):
+    out, first = tuned
+    res = cli("tune", "--data", data_dir, "--out", out, "--trials", "1", "--no-retrain", *TINY, timeout=1800)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "#2 " in res.stderr and "candidates (3" in res.stdout
+    result = json.loads((out / "tune.json").read_text())
+    assert [c["number"] for c in result["candidates"]] == [0, 1, 2]
+    assert result["candidates"][:2] == first["candidates"]
+
+
+def test_other_settings_do_not_join_a_stored_study(cli, tuned, data_dir):
+    out, _ = tuned
+    res = cli("tune", "--data", data_dir, "--out", out, "--candidate-epochs", "3")
+    assert res.returncode == 2 and "other settings" in res.stderr and "candidate_epochs" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_two_workers_share_one_study_through_a_journal_file(data_dir, tmp_path):
+    """Two processes on one journal storage: each runs its own candidate, both land in the study.
+    Their NPU limit is impossible, so no candidate is feasible and the front is empty."""
+    journal = tmp_path / "study.journal"
+    command = lambda out: [sys.executable, "-m", "tinyrps", "tune", "--data", str(data_dir), "--out",  # noqa: E731
+                           str(out), "--storage", f"journal:{journal}", "--trials", "1", "--no-retrain",
+                           "--max-npu-ms", "0.0001", "--json", "--quiet", *TINY]
+    workers = [subprocess.Popen(command(tmp_path / f"worker{i}"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True) for i in range(2)]
+    outputs = [w.communicate(timeout=1800) for w in workers]
+    for worker, (stdout, stderr) in zip(workers, outputs):
+        assert worker.returncode == 0, stderr[-3000:]
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+    study = optuna.load_study(study_name="tinyrps-tune",
+                              storage=optuna.storages.JournalStorage(JournalFileBackend(str(journal))))
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert sorted(t.number for t in done) == [0, 1]
+    assert {t.user_attrs["run"].split("/worker")[1][0] for t in done} == {"0", "1"}
+    assert all(t.constraints["npu_ms"] > 0 for t in done)
+    last = json.loads(max(outputs, key=lambda o: len(json.loads(o[0])["candidates"]))[0])
+    assert last["pareto"] == [] and last["best"] is None
+    assert all(c["feasible"] is False for c in last["candidates"])
+
+
+def test_bad_settings_are_one_line(cli, data_dir, tmp_path):
+    for args, words in ((("--target", "int8-xnnpack"), "Ethos-U target"), (("--minutes", "0"), "--minutes"),
+                        (("--storage", "nowhere"), "not a storage URL"), (("--max-npu-ms", "-1"), "--max-npu-ms")):
+        res = cli("tune", "--data", data_dir, "--out", tmp_path / "t", *args)
+        assert res.returncode == 2 and words in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    res = cli("tune", "--data", tmp_path / "none", "--out", tmp_path / "t")
+    assert res.returncode == 2 and "tinyrps data" in res.stderr
