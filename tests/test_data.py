@@ -2,7 +2,6 @@ import hashlib
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from tinyrps import data
 from tinyrps.errors import UserError
@@ -57,22 +56,3 @@ def test_saved_split_round_trips(tmp_path):
 def test_missing_split_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="tinyrps data --out"):
         data.load_split(tmp_path, "train")
-
-
-def test_load_image_makes_a_dark_background_28x28(tmp_path):
-    img = Image.new("L", (200, 120), 250)
-    for x in range(80, 120):                      # a dark bar on a white page
-        for y in range(20, 100):
-            img.putpixel((x, y), 10)
-    path = tmp_path / "bar.png"
-    img.save(path)
-    out = data.load_image(path)
-    assert out.shape == (28, 28) and out.dtype == np.uint8
-    assert out[0, 0] < 50 and out[14, 14] > 200   # inverted: dark background, bright content
-
-
-def test_load_image_rejects_non_images(tmp_path):
-    bad = tmp_path / "notes.png"
-    bad.write_text("not an image")
-    with pytest.raises(UserError, match="not an image"):
-        data.load_image(bad)

@@ -74,13 +74,39 @@ def cmd_eval(a):
 
 def cmd_classify(a):
     from .classify import classify_files
-    results = classify_files(a.model, a.images, a.device)
+    report = classify_files(a.model, a.images, a.device)
+    errors = [r["error"] for r in report["results"] if "error" in r]
+    for message in errors:
+        print(f"tinyrps: error: {message}", file=sys.stderr)
     if a.json:
-        emit_json(results)
+        emit_json(classify_json(report, a.show))
     else:
-        for r in results:
-            probs = "  ".join(f"{k} {v:6.1%}" for k, v in r["probabilities"].items())
-            print(f"{r['path']}: {r['label']} ({r['confidence']:.1%})   {probs}")
+        print_classification(report, a.show)
+    return 2 if errors else 0
+
+
+def classify_json(report: dict, show: bool) -> dict:
+    """The report as JSON: the image the model saw only with --show (as ASCII art lines)."""
+    from .ascii_art import image_to_ascii
+    results = []
+    for r in report["results"]:
+        entry = {k: v for k, v in r.items() if k != "image"}
+        if show and "image" in r:
+            entry["seen"] = image_to_ascii(r["image"])
+        results.append(entry)
+    return {**report, "results": results}
+
+
+def print_classification(report: dict, show: bool) -> None:
+    from .ascii_art import image_to_ascii
+    for r in report["results"]:
+        if "error" in r:
+            continue
+        probs = "  ".join(f"{k} {v:6.1%}" for k, v in r["probabilities"].items())
+        verdict = f"{r['label']} ({r['confidence']:.1%})" if r["label"] else "no letter found"
+        print(f"{r['path']}: {verdict}   {probs}")
+        if show:
+            print("\n".join("    " + line for line in image_to_ascii(r["image"])))
 
 
 def cmd_bench(a):
@@ -155,11 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, help="only the first N test images")
     s.add_argument("--json", action="store_true")
 
-    s = add("classify", cmd_classify, "classify PNG/JPEG images with a program")
-    s.add_argument("--model", required=True, type=Path)
-    s.add_argument("--device", choices=device_names())
-    s.add_argument("images", nargs="+", type=Path)
-    s.add_argument("--json", action="store_true")
+    s = add("classify", cmd_classify, "read letters in pictures (files, or every picture in a folder) with a program")
+    s.add_argument("--model", required=True, type=Path, help="the program (.pte) or checkpoint (model.pt)")
+    s.add_argument("--device", choices=device_names(), help="where it runs (default: the program's own device)")
+    s.add_argument("images", nargs="+", type=Path, metavar="IMAGE_OR_FOLDER",
+                   help="PNG, JPEG, WebP, TIFF, GIF or BMP files, or folders of them")
+    s.add_argument("--show", action="store_true", help="print the 28x28 image the model saw, as ASCII art")
+    s.add_argument("--json", action="store_true", help="one JSON object: model, device and a result per picture")
 
     s = add("bench", cmd_bench, "median latency of one inference per variant, side by side")
     s.add_argument("--run", required=True, type=Path)
@@ -196,7 +224,7 @@ def main(argv=None) -> int:
     _quiet_libraries()
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        status = args.func(args)
     except BrokenPipeError:   # output piped into `head` and the like
         return 0
     except UserError as e:
@@ -209,4 +237,4 @@ def main(argv=None) -> int:
         where = f": {e.filename}" if e.filename else ""
         print(f"tinyrps: error: {e.strerror or e}{where}", file=sys.stderr)
         return 2
-    return 0
+    return status or 0   # a stage may finish its work and still report a problem (classify: a bad picture)

@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from torch import nn
 
-LABELS = ("rock", "paper", "scissors")
-IMAGE_SIZE = 28
+from .labels import IMAGE_SIZE, LABELS
+
 INPUT_SHAPE = (1, 1, IMAGE_SIZE, IMAGE_SIZE)
 
 
