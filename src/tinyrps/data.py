@@ -300,6 +300,19 @@ def probe_set(name: str, per_class: int, seed: int) -> tuple:
     return render(labels, rng, PROBES[name]), labels
 
 
+def probe_dir(data_dir, name: str) -> Path:
+    """Where a probe set lives: a data folder of its own holding only a test split, so that
+    `tinyrps eval --run RUN --data DATA/probe-NAME` measures any program on it."""
+    return Path(data_dir) / f"probe-{name}"
+
+
+def save_probe_sets(data_dir, per_class: int, seed: int) -> None:
+    for name in PROBES:
+        folder = probe_dir(data_dir, name)
+        folder.mkdir(parents=True, exist_ok=True)
+        save_split(folder / "test.npz", *probe_set(name, per_class, seed))
+
+
 def split_rng(seed: int, split: str) -> np.random.Generator:
     """Independent, disjoint random streams for train / val / test from one seed."""
     return np.random.default_rng(np.random.SeedSequence([seed, SPLITS.index(split)]))

@@ -40,8 +40,10 @@ def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
         data_mod.save_split(out / f"{split}.npz", images, labels)
         if split == "train":
             data_mod.preview(images, labels, out / "preview.png")
+    data_mod.save_probe_sets(out, sizes["test"], seed)
     seconds = time.perf_counter() - start
     info = {"seed": seed, "per_class": sizes, "images": 3 * sum(sizes.values()),
+            "probes": {name: data_mod.probe_dir(out, name).name for name in data_mod.PROBES},
             "fonts": [Path(f).name if f else "Pillow built-in" for f in data_mod.font_files()]}
     atomic_write_json(out / "data.json", info)
     say(f"data: {info['images']} images in {seconds:.1f} s -> {out}", quiet)

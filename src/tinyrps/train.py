@@ -47,7 +47,7 @@ def predict(model: nn.Module, images: np.ndarray, batch: int = 512) -> np.ndarra
                                for i in range(0, len(images), batch)])
 
 
-def train_epoch(model, optimizer, x, y, batch_size, generator, on_batch) -> float:
+def train_epoch(model, optimizer, scheduler, x, y, batch_size, generator, on_batch) -> float:
     model.train()
     order = torch.randperm(len(x), generator=generator)
     total, loss_fn = 0.0, nn.CrossEntropyLoss()
@@ -57,6 +57,7 @@ def train_epoch(model, optimizer, x, y, batch_size, generator, on_batch) -> floa
         loss = loss_fn(model(x[idx]), y[idx])
         loss.backward()
         optimizer.step()
+        scheduler.step()
         total += loss.item() * len(idx)
         on_batch(len(idx))
     return total / len(x)
@@ -79,16 +80,17 @@ def train(config: TrainConfig, out_dir, quiet: bool = False) -> dict:
     set_determinism(config.seed)
     model = TinyRPS()
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
+    # the learning rate falls along a cosine batch by batch (per epoch, a short run's steps are coarse)
+    steps = config.epochs * -(-len(train_x) // config.batch_size)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
     generator = torch.Generator().manual_seed(config.seed)
     x, y = images_to_tensor(train_x), torch.from_numpy(train_y)
     history, best_acc, best_state = [], -1.0, None
     with progress_bar(quiet) as bar:
         for epoch in range(1, config.epochs + 1):
             task = bar.add_task(f"epoch {epoch}/{config.epochs}", total=len(x), status="")
-            train_loss = train_epoch(model, optimizer, x, y, config.batch_size, generator,
+            train_loss = train_epoch(model, optimizer, scheduler, x, y, config.batch_size, generator,
                                      lambda n: bar.advance(task, n))
-            scheduler.step()
             val_loss, val_acc, _ = evaluate_split(model, val_x, val_y)
             history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc})
             bar.update(task, status=f"loss {train_loss:.4f}  val acc {val_acc:.2%}")
