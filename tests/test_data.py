@@ -79,8 +79,8 @@ def test_letters_are_7_to_26_px_tall_and_anywhere_in_the_frame():
     assert heights.min() <= 9 and heights.max() >= 24
     assert offsets.max() >= 6                        # far off-centre ...
     assert (offsets > 3).any(axis=1).mean() > 0.2    # ... and often
-    # ... yet never cut off by the frame
-    assert (images[:, [0, -1], :] > 127).mean() < 0.002 and (images[:, :, [0, -1]] > 127).mean() < 0.002
+    # ... yet never cut off by the frame, even the largest ones turned and sheared
+    assert not (images[:, [0, -1], :] > 127).any() and not (images[:, :, [0, -1]] > 127).any()
 
 
 def test_stroke_letters_are_drawn_with_a_pen_of_1_5_to_4_px():
@@ -89,7 +89,7 @@ def test_stroke_letters_are_drawn_with_a_pen_of_1_5_to_4_px():
     strokes = data.render(np.repeat(np.arange(3), 40), rng, data.Jitter(**CLEAN, stroke_prob=1.0,
                                                                        height_px=(18.0, 24.0)))
     widths = np.array([stroke_width(img > 127) for img in strokes])
-    assert widths.min() >= 1.0 and widths.max() <= 5.0
+    assert widths.min() >= 1.0 and widths.max() <= 5.5
     assert widths.max() - widths.min() > 1.0         # pens of several widths
     fonts = data.render(np.repeat(np.arange(3), 40), np.random.default_rng(6),
                         data.Jitter(**CLEAN, stroke_prob=0.0, height_px=(18.0, 24.0)))
@@ -107,8 +107,9 @@ def test_probe_sets_hold_small_and_off_centre_letters():
     assert np.array_equal(small, data.probe_set("small", 30, seed=0)[0])            # deterministic
     assert np.bincount(labels).tolist() == [30, 30, 30]
     from dataclasses import replace
+    upright = dict(CLEAN, rotate_deg=(0.0, 0.0), shear=(0.0, 0.0))
     clean_small = data.render(np.repeat(np.arange(3), 30), np.random.default_rng(0),
-                              replace(data.PROBES["small"], **CLEAN))
+                              replace(data.PROBES["small"], **upright))
     assert ink_boxes(clean_small)[:, 0].max() <= 10
     clean_off = data.render(np.repeat(np.arange(3), 30), np.random.default_rng(0),
                             replace(data.PROBES["off-centre"], **CLEAN))

@@ -30,7 +30,7 @@ from .labels import IMAGE_SIZE, LABELS
 LETTERS = ("R", "P", "S")
 SPLITS = ("train", "val", "test")
 # Per-class image counts of the default data set, per split.
-DEFAULT_PER_CLASS = {"train": 3000, "val": 300, "test": 200}
+DEFAULT_PER_CLASS = {"train": 6000, "val": 300, "test": 200}
 # Glyphs are rasterised on a GLYPH x GLYPH canvas, letter about GLYPH_PT tall.
 GLYPH = 96
 GLYPH_PT = 64
@@ -155,7 +155,8 @@ STROKE_LETTERS = {
 }
 STROKE_POINTS = max(len(points) for points, _ in STROKE_LETTERS.values())
 STROKE_JITTER = 0.035      # control points move by this much (std, letter heights)
-STROKE_BOX = np.array([[-0.36, -0.56], [0.38, -0.56], [-0.36, 0.56], [0.38, 0.56]])  # corners, jitter included
+# The corners of a box that holds a stroke letter's path with its jitter (3 sigma).
+STROKE_BOX = np.array([[-0.43, -0.61], [0.44, -0.61], [-0.43, 0.61], [0.44, 0.61]])
 
 
 def smooth_polylines(points: np.ndarray, rounds: int = 2) -> np.ndarray:
@@ -217,12 +218,24 @@ def forward_matrices(params: np.ndarray) -> np.ndarray:
     return m
 
 
-def letter_centres(forward: np.ndarray, corners: np.ndarray, u: np.ndarray, j: Jitter) -> np.ndarray:
+def half_extents(forward: np.ndarray, corners: np.ndarray, rim: np.ndarray) -> np.ndarray:
+    """[N, 2] half width and half height (px) of each letter's box as placed in the image."""
+    return np.abs(np.einsum("nij,nkj->nki", forward, corners)).max(axis=1) + rim[:, None]
+
+
+def fit_in_frame(forward: np.ndarray, corners: np.ndarray, rim: np.ndarray) -> np.ndarray:
+    """Shrink the letters that, turned and sheared, would not fit in the frame."""
+    limit = IMAGE_SIZE / 2 - FRAME_MARGIN
+    reach = half_extents(forward, corners, rim).max(axis=1)
+    return forward * np.minimum(1.0, (limit - rim) / np.maximum(reach - rim, 1e-6))[:, None, None]
+
+
+def letter_centres(forward: np.ndarray, corners: np.ndarray, rim: np.ndarray, u: np.ndarray, j: Jitter) -> np.ndarray:
     """Each letter's centre in the image [N, 2]. u in [-1, 1]^2 is scaled to the room the letter's
-    box leaves to the frame (at most shift_px); with offset_min_px, u is read as a direction and
-    a distance between offset_min_px and shift_px instead."""
-    half_extent = np.abs(np.einsum("nij,nkj->nki", forward, corners)).max(axis=1)
-    room = np.clip(IMAGE_SIZE / 2 - FRAME_MARGIN - half_extent, 0.0, j.shift_px)
+    box (plus `rim` px: half a pen, or a resampled edge) leaves to the frame, at most shift_px;
+    with offset_min_px, u is read as a direction and a distance between offset_min_px and
+    shift_px instead."""
+    room = np.clip(IMAGE_SIZE / 2 - FRAME_MARGIN - half_extents(forward, corners, rim), 0.0, j.shift_px)
     if j.offset_min_px <= 0:
         offset = u * room
     else:
@@ -270,8 +283,11 @@ def render(labels: np.ndarray, rng: np.random.Generator, jitter: Jitter = Jitter
     glyph_heights = np.array([g.height for g in glyph])
     corners = np.stack([STROKE_BOX if stroke[i] else glyph[i].corners() / glyph_heights[i] for i in range(n)]) \
         if n else np.zeros((0, 4, 2))
-    forward = forward_matrices(params)
-    centres = letter_centres(forward, corners, shift_u, j)
+    rim = np.where(stroke, pen / 2, 0.5)
+    # a stroke letter's path is a pen's width shorter than its ink
+    forward = forward_matrices(params) * np.where(stroke, 1.0 - pen / params[:, 0], 1.0)[:, None, None]
+    forward = fit_in_frame(forward, corners, rim)
+    centres = letter_centres(forward, corners, rim, shift_u, j)
     level, coeffs = font_transforms(forward, glyph_heights, np.array([g.centre for g in glyph]).reshape(n, 2), centres)
     paths = stroke_paths(np.where(stroke, labels, -1), point_jitter, forward, centres)
     coeffs, size = coeffs.tolist(), (IMAGE_SIZE, IMAGE_SIZE)

@@ -157,12 +157,12 @@ def read_letter(gray: np.ndarray) -> Reading:
     """Gray levels [H,W] -> Reading (see the module's docstring for the steps)."""
     gray = np.asarray(gray, dtype=np.float32)
     page = find_sheet(gray)
-    dark_ink = page is not None or _ink_is_dark(gray)
+    sigma = _smoothing_sigma(gray.shape)
+    dark_ink = page is not None or _ink_is_dark(gray, sigma)
     region = page if page is not None else np.ones(gray.shape, bool)
     ink_up = 255.0 - gray if dark_ink else gray
     signal = ink_up - fit_background(ink_up, region)
     signal[~region] = 0.0
-    sigma = _smoothing_sigma(gray.shape)
     smooth = blur(signal, sigma)
     noise = pixel_noise(signal, region)
     letter = find_letter(smooth, region, noise * blur_gain(sigma))
@@ -171,10 +171,13 @@ def read_letter(gray: np.ndarray) -> Reading:
     return Reading(fit_letter(np.where(letter, signal, 0.0), letter, noise), True)
 
 
-def _ink_is_dark(gray: np.ndarray) -> bool:
-    """Without a sheet: the ink is the side that stands out farther from the median (the background)."""
-    low, median, high = np.percentile(gray, [0.5, 50, 99.5])
-    return median - low > high - median
+def _ink_is_dark(gray: np.ndarray, sigma: float) -> bool:
+    """Without a sheet: the median is the background, and the ink is the side (darker or lighter)
+    with more stands-out-clearly mass, so a speck of the other polarity does not decide it."""
+    smooth = blur(gray, sigma)
+    deviation = smooth - np.median(smooth)
+    clear = NOISE_SIGMAS * pixel_noise(gray, np.ones(gray.shape, bool)) * blur_gain(sigma) + 1.0
+    return np.clip(-deviation - clear, 0, None).sum() > np.clip(deviation - clear, 0, None).sum()
 
 
 def _smoothing_sigma(shape) -> float:

@@ -8,6 +8,7 @@ kernels, a fixed thread count.
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,12 +32,32 @@ class TrainConfig:
     batch_size: int = 64
     lr: float = 2e-3
     seed: int = 0
+    warmup_epochs: float = 0.25     # the learning rate ramps up over this much of the first epoch
 
 
 def set_determinism(seed: int) -> None:
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(THREADS)
+
+
+def init_weights(model: nn.Module) -> None:
+    """He (Kaiming) normal weights for the ReLU layers, zero biases: without batch norm, PyTorch's
+    default initialisation shrinks the signal layer by layer and training stalls at first."""
+    for layer in model.modules():
+        if isinstance(layer, (nn.Conv2d, nn.Linear)):
+            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+            nn.init.zeros_(layer.bias)
+
+
+def lr_schedule(optimizer, config: TrainConfig, batches_per_epoch: int):
+    """Linear warm-up, then a cosine down to zero, batch by batch."""
+    total = config.epochs * batches_per_epoch
+    warmup = max(1.0, config.warmup_epochs * batches_per_epoch)
+
+    def factor(step: int) -> float:
+        return min(1.0, (step + 1) / warmup) * 0.5 * (1.0 + math.cos(math.pi * step / total))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 def predict(model: nn.Module, images: np.ndarray, batch: int = 512) -> np.ndarray:
@@ -79,10 +100,9 @@ def train(config: TrainConfig, out_dir, quiet: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     set_determinism(config.seed)
     model = TinyRPS()
+    init_weights(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    # the learning rate falls along a cosine batch by batch (per epoch, a short run's steps are coarse)
-    steps = config.epochs * -(-len(train_x) // config.batch_size)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
+    scheduler = lr_schedule(optimizer, config, -(-len(train_x) // config.batch_size))
     generator = torch.Generator().manual_seed(config.seed)
     x, y = images_to_tensor(train_x), torch.from_numpy(train_y)
     history, best_acc, best_state = [], -1.0, None
