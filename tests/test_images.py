@@ -169,11 +169,13 @@ def test_a_speck_of_dirt_does_not_widen_the_crop(tmp_path):
 
 def test_blank_page_and_noise_have_no_letter(tmp_path):
     rng = np.random.default_rng(0)
-    page = Image.fromarray(np.clip(235 + rng.normal(0, 3, (480, 640)), 0, 255).astype(np.uint8))
+    shaded = (235 + rng.normal(0, 3, (480, 640))) * np.linspace(0.7, 1.05, 640)[None, :]   # light from one side
+    page = Image.fromarray(np.clip(shaded, 0, 255).astype(np.uint8))
     noise = Image.fromarray(rng.integers(0, 256, (256, 256), dtype=np.uint8))
     gray_noise = Image.fromarray(np.clip(128 + rng.normal(0, 40, (300, 300)), 0, 255).astype(np.uint8))
     cases = [(Image.new("L", (400, 300), 245), "blank.png", {}), (page, "page.jpg", {"quality": 75}),
-             (noise, "noise.png", {}), (gray_noise, "gray-noise.png", {}), (Image.new("RGB", (28, 28), "white"), "tiny.png", {})]
+             (photographed_page(" "), "empty-sheet.jpg", {"quality": 80}), (noise, "noise.png", {}),
+             (gray_noise, "gray-noise.png", {}), (Image.new("RGB", (28, 28), "white"), "tiny.png", {})]
     for img, name, save in cases:
         r = read(img, tmp_path, name, **save)
         assert not r.letter_found, name

@@ -17,7 +17,6 @@ drawing at 4x resolution, and the rest vectorised numpy work on the batch.
 from __future__ import annotations
 
 import functools
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
