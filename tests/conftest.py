@@ -16,7 +16,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PER_CLASS = 400        # 1,200 training images, 120 val, 78 test
-EPOCHS = 4             # the letters vary widely (7-26 px, anywhere, both polarities): 2 epochs stay near chance
+EPOCHS = 8             # the letters vary widely (7-26 px, anywhere, both polarities): 2 epochs stay near chance
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ import torch
 
 from tinyrps.train import TrainConfig, train
 
-EPOCHS = 4    # the session run's (tests/conftest.py)
+EPOCHS = 8    # the session run's (tests/conftest.py)
 
 
 def test_run_writes_checkpoint_metrics_and_plots(trained_run):
