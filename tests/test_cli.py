@@ -64,24 +64,6 @@ def test_eager_device_with_a_pte(cli, exported):
     assert_user_error(cli("play", "--model", exported("fp32"), "--device", "eager", "--moves", "r"), "model.pt")
 
 
-def test_classify_json_contract(cli, exported, tmp_path):
-    from tinyrps.data import make_split
-    images, labels = make_split("test", 2, seed=11)
-    paths = []
-    for i, img in enumerate(images):
-        paths.append(tmp_path / f"img{i}.png")
-        Image.fromarray(img).resize((112, 112)).save(paths[-1])
-    res = cli("classify", "--model", exported("int8-xnnpack"), *paths, "--json")
-    assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout)
-    assert [r["path"] for r in out] == [str(p) for p in paths]
-    for r in out:
-        assert set(r["probabilities"]) == {"rock", "paper", "scissors"}
-        assert abs(sum(r["probabilities"].values()) - 1) < 1e-4
-        assert r["label"] == max(r["probabilities"], key=r["probabilities"].get)
-        assert r["confidence"] == pytest.approx(max(r["probabilities"].values()))
-
-
 # ── options: a version, defaults in the help, numbers checked before any work ──
 def test_version(cli):
     from importlib.metadata import version

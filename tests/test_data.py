@@ -2,7 +2,6 @@ import hashlib
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from tinyrps import data
 from tinyrps.errors import UserError
@@ -59,20 +58,60 @@ def test_missing_split_is_a_user_error(tmp_path):
         data.load_split(tmp_path, "train")
 
 
-def test_load_image_makes_a_dark_background_28x28(tmp_path):
-    img = Image.new("L", (200, 120), 250)
-    for x in range(80, 120):                      # a dark bar on a white page
-        for y in range(20, 100):
-            img.putpixel((x, y), 10)
-    path = tmp_path / "bar.png"
-    img.save(path)
-    out = data.load_image(path)
-    assert out.shape == (28, 28) and out.dtype == np.uint8
-    assert out[0, 0] < 50 and out[14, 14] > 200   # inverted: dark background, bright content
+CLEAN = dict(foreground=(255, 255), background=(0, 0), noise_sigma=(0.0, 0.0), blur_px=(0.0, 0.0), invert_prob=0.0)
 
 
-def test_load_image_rejects_non_images(tmp_path):
-    bad = tmp_path / "notes.png"
-    bad.write_text("not an image")
-    with pytest.raises(UserError, match="not an image"):
-        data.load_image(bad)
+def ink_boxes(images: np.ndarray) -> np.ndarray:
+    """[N, 4] (height, width, centre row, centre column) of each clean image's ink."""
+    out = []
+    for img in images:
+        rows, cols = np.nonzero(img > 127)
+        out.append((rows.max() - rows.min() + 1, cols.max() - cols.min() + 1,
+                    (rows.min() + rows.max()) / 2, (cols.min() + cols.max()) / 2))
+    return np.array(out, dtype=np.float64)
+
+
+def test_letters_are_7_to_26_px_tall_and_anywhere_in_the_frame():
+    rng = np.random.default_rng(5)
+    images = data.render(np.repeat(np.arange(3), 200), rng, data.Jitter(**CLEAN))
+    boxes = ink_boxes(images)
+    heights, offsets = boxes[:, 0], np.abs(boxes[:, 2:] - 13.5)
+    assert heights.min() <= 9 and heights.max() >= 24
+    assert offsets.max() >= 6                        # far off-centre ...
+    assert (offsets > 3).any(axis=1).mean() > 0.2    # ... and often
+    # ... yet never cut off by the frame, even the largest ones turned and sheared
+    assert not (images[:, [0, -1], :] > 127).any() and not (images[:, :, [0, -1]] > 127).any()
+
+
+def test_stroke_letters_are_drawn_with_a_pen_of_1_5_to_4_px():
+    from tinyrps.images import stroke_width
+    rng = np.random.default_rng(6)
+    strokes = data.render(np.repeat(np.arange(3), 40), rng, data.Jitter(**CLEAN, stroke_prob=1.0,
+                                                                       height_px=(18.0, 24.0)))
+    widths = np.array([stroke_width(img > 127) for img in strokes])
+    assert widths.min() >= 1.0 and widths.max() <= 5.5
+    assert widths.max() - widths.min() > 1.0         # pens of several widths
+    fonts = data.render(np.repeat(np.arange(3), 40), np.random.default_rng(6),
+                        data.Jitter(**CLEAN, stroke_prob=0.0, height_px=(18.0, 24.0)))
+    assert not np.array_equal(strokes, fonts)
+
+
+def test_both_polarities_are_common():
+    images, _ = data.make_split("train", 200, seed=0)
+    bright_background = (np.median(images.reshape(len(images), -1), axis=1) > 127).mean()
+    assert 0.35 < bright_background < 0.65
+
+
+def test_probe_sets_hold_small_and_off_centre_letters():
+    small, labels = data.probe_set("small", 30, seed=0)
+    assert np.array_equal(small, data.probe_set("small", 30, seed=0)[0])            # deterministic
+    assert np.bincount(labels).tolist() == [30, 30, 30]
+    from dataclasses import replace
+    upright = dict(CLEAN, rotate_deg=(0.0, 0.0), shear=(0.0, 0.0))
+    clean_small = data.render(np.repeat(np.arange(3), 30), np.random.default_rng(0),
+                              replace(data.PROBES["small"], **upright))
+    assert ink_boxes(clean_small)[:, 0].max() <= 10
+    clean_off = data.render(np.repeat(np.arange(3), 30), np.random.default_rng(0),
+                            replace(data.PROBES["off-centre"], **CLEAN))
+    distance = np.hypot(*(ink_boxes(clean_off)[:, 2:] - 13.5).T)
+    assert np.median(distance) >= 4 and distance.min() >= 2.5

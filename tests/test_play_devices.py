@@ -51,8 +51,9 @@ def test_classify_on_the_mcu_matches_the_host_format(cli, exported, tmp_path):
     for i, img in enumerate(images):
         paths.append(tmp_path / f"move{i}.png")
         Image.fromarray(img).save(paths[-1])
-    mcu = json.loads(cli("classify", "--model", exported("cortex-m55"), "--device", "mcu", *paths, "--json").stdout)
-    native = json.loads(cli("classify", "--model", exported("cortex-m55"), "--device", "native", *paths, "--json").stdout)
+    mcu = json.loads(cli("classify", "--model", exported("cortex-m55"), "--device", "mcu", *paths, "--json").stdout)["results"]
+    native = json.loads(cli("classify", "--model", exported("cortex-m55"), "--device", "native", *paths,
+                            "--json").stdout)["results"]
     assert [r["label"] for r in mcu] == [r["label"] for r in native]
     assert [r["probabilities"] for r in mcu] == [r["probabilities"] for r in native]
 

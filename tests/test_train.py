@@ -5,12 +5,14 @@ import torch
 
 from tinyrps.train import TrainConfig, train
 
+EPOCHS = 8    # the session run's (tests/conftest.py)
+
 
 def test_run_writes_checkpoint_metrics_and_plots(trained_run):
     state = torch.load(trained_run / "model.pt", weights_only=True)
     assert set(k.split(".")[0] for k in state) == {"body", "head"}
     metrics = json.loads((trained_run / "metrics.json").read_text())
-    assert len(metrics["epochs"]) == 2 and metrics["test_accuracy"] > 0.8
+    assert len(metrics["epochs"]) == EPOCHS and metrics["test_accuracy"] > 0.8
     for name in ("curves.png", "confusion.png", "config.json"):
         assert (trained_run / name).stat().st_size > 0
     assert not list(trained_run.glob("*.tmp*")) and not list(trained_run.glob(".*tmp"))

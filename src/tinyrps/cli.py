@@ -222,13 +222,42 @@ def cmd_eval(a):
 def cmd_classify(a):
     check_model(a.model)
     from .classify import classify_files
-    results = classify_files(a.model, a.images, a.device, board=a.board)
+    from .devices import default_device
+    device_name = a.device or ("mcu" if a.port else default_device(a.model))
+    report = classify_files(a.model, a.images, device_name, board=a.board,
+                            options=device_options(a, device_name).get(device_name, {}))
+    errors = [r["error"] for r in report["results"] if "error" in r]
+    for message in errors:
+        print(f"tinyrps: error: {message}", file=sys.stderr)
     if a.json:
-        emit_json(results)
+        emit_json(classify_json(report, a.show))
     else:
-        for r in results:
-            probs = "  ".join(f"{k} {v:6.1%}" for k, v in r["probabilities"].items())
-            print(f"{r['path']}: {r['label']} ({r['confidence']:.1%})   {probs}")
+        print_classification(report, a.show)
+    return 2 if errors else 0
+
+
+def classify_json(report: dict, show: bool) -> dict:
+    """The report as JSON: the image the model saw only with --show (as ASCII art lines)."""
+    from .ascii_art import image_to_ascii
+    results = []
+    for r in report["results"]:
+        entry = {k: v for k, v in r.items() if k != "image"}
+        if show and "image" in r:
+            entry["seen"] = image_to_ascii(r["image"])
+        results.append(entry)
+    return {**report, "results": results}
+
+
+def print_classification(report: dict, show: bool) -> None:
+    from .ascii_art import image_to_ascii
+    for r in report["results"]:
+        if "error" in r:
+            continue
+        probs = "  ".join(f"{k} {v:6.1%}" for k, v in r["probabilities"].items())
+        verdict = f"{r['label']} ({r['confidence']:.1%})" if r["label"] else "no letter found"
+        print(f"{r['path']}: {verdict}   {probs}")
+        if show:
+            print("\n".join("    " + line for line in image_to_ascii(r["image"])))
 
 
 def cmd_bench(a):
@@ -304,7 +333,7 @@ def cmd_deploy_fvp(a):
 
 # ── parser ──────────────────────────────────────────────────────────────────
 def arch_help() -> str:
-    from .model import ARCHITECTURES, count_macs, count_params
+    from .arch import ARCHITECTURES, count_macs, count_params
     named = "; ".join(f"{name} = {spec} ({count_macs(spec) / 1e6:.2f} M MACs, {count_params(spec):,} parameters)"
                       for name, spec in ARCHITECTURES.items())
     return ("network architecture: a name or a spec of layers joined by '-' (cN conv 3x3 to N channels, "
@@ -373,13 +402,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=count, metavar="N", help="only the first N test images (default: all)")
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
 
-    s = add("classify", cmd_classify, "classify PNG/JPEG images with a program")
-    s.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a program made by `tinyrps export`")
-    s.add_argument("--device", choices=device_names(),
-                   help="device to run it on (default: the device of the program's family)")
+    s = add("classify", cmd_classify, "read letters in pictures (files, or every picture in a folder) with a program")
+    s.add_argument("--model", required=True, type=Path, metavar="X.pte",
+                   help="a program made by `tinyrps export` (or a checkpoint model.pt, for --device eager)")
+    add_device(s, "the program")
     add_board(s)
-    s.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
-    s.add_argument("--json", action="store_true", help="JSON on stdout instead of one line per image")
+    s.add_argument("images", nargs="+", type=Path, metavar="IMAGE_OR_FOLDER",
+                   help="PNG, JPEG, WebP, TIFF, GIF or BMP files, or folders of them")
+    s.add_argument("--show", action="store_true", help="print the 28x28 image the model saw, as ASCII art")
+    s.add_argument("--json", action="store_true", help="one JSON object: model, device and a result per picture")
 
     s = add("bench", cmd_bench, "median latency of one inference per variant, side by side")
     s.add_argument("--run", required=True, type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
@@ -505,7 +536,7 @@ def main(argv=None) -> int:
     quiet_libraries()
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        status = args.func(args)
     except BrokenPipeError:   # output piped into `head` and the like
         return 0
     except UserError as e:
@@ -522,4 +553,4 @@ def main(argv=None) -> int:
             return EXIT_USER_ERROR
         report_bug(e)
         return EXIT_BUG
-    return 0
+    return status or 0   # a stage may finish its work and still report a problem (classify: a bad picture)

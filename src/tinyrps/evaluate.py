@@ -16,7 +16,7 @@ from .data import load_split
 from .devices import default_device, device_class, open_device
 from .errors import UserError
 from .export import EvalContext, run_config, targets
-from .model import LABELS
+from .labels import LABELS
 from .progress import progress_bar
 from .torch_settings import torch_threads
 

@@ -16,7 +16,7 @@ import numpy as np
 from .ascii_art import image_to_ascii, side_by_side
 from .data import render
 from .errors import UserError
-from .model import LABELS
+from .labels import LABELS
 
 QUIT = {"q", "quit", "exit"}
 BEATS = {"rock": "scissors", "paper": "rock", "scissors": "paper"}

@@ -1,184 +1,24 @@
-"""The TinyRPS networks: small CNNs for 28x28 grayscale letter images.
+"""The TinyRPS networks in PyTorch: small CNNs for 28x28 grayscale letter images, built
+from an architecture of tinyrps.arch (default `tinyrps`: Conv16-Conv32-Pool-Conv64-Pool-FC128-FC3).
 
-An architecture is a compact spec string, layers joined by "-":
-
-    cN     3x3 convolution to N channels, stride 1, padding 1, then ReLU
-    cNs2   the same with stride 2 (halves the feature map, rounding up)
-    p      2x2 max-pool, stride 2 (halves the feature map, rounding down)
-    p3     3x3 max-pool, stride 2 (halves it too; on an odd map its windows overlap and reach
-           the last row and column, which a 2x2 pool would drop)
-    fN     fully connected layer of N units, then ReLU (after the last conv/pool)
-
-The classifier (a fully connected layer to the three labels) always ends the
-network and is not written. Named architectures are specs with a name:
-`tinyrps` (the default, Conv16-Conv32-Pool-Conv64-Pool-FC128-FC3) and `fast`
-(strided convolutions instead of pools at full size, then a 3x3 max-pool to 3x3
-before a 576-64-3 classifier: about 4x fewer MACs and an 11x smaller classifier,
-whose weights the Ethos-U streams from DRAM on every inference). Module names `body`
-(convolutions and pools) and `head` (flatten and fully connected layers) are part
-of the checkpoint format (state_dict keys), so keep them.
-
-A run records its architecture in RUN/config.json (`arch`); `load_model` reads it
-there, and a run without one is the default network.
+Module names `body` (convolutions and pools) and `head` (flatten and fully connected
+layers) are part of the checkpoint format (state_dict keys), so keep them.
 """
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+# the architecture names are re-exported: model.py is where the network is, for a reader
+from .arch import (ARCHITECTURES, DEFAULT_ARCH, Arch, arch_names, count_macs, count_params,  # noqa: F401
+                   describe_arch, feature_shape, parse_arch, run_arch)
 from .errors import UserError
+from .labels import IMAGE_SIZE, LABELS
 
-LABELS = ("rock", "paper", "scissors")
-IMAGE_SIZE = 28
 INPUT_SHAPE = (1, 1, IMAGE_SIZE, IMAGE_SIZE)
-
-DEFAULT_ARCH = "tinyrps"
-ARCHITECTURES = {
-    "tinyrps": "c16-c32-p-c64-p-f128",
-    "fast": "c16-c32s2-c64s2-p3-f64",
-}
-
-# Limits that keep every architecture runnable on every target: the firmware's static
-# tables (kernel calls, tensors) and its int32 sums (reductions of at most 65,536 terms).
-MAX_LAYERS = 10
-MAX_CHANNELS = 256
-MAX_UNITS = 1024
-MAX_FLATTENED = 65536
-
-_TOKEN = re.compile(r"^(?:c(\d+)(s2)?|p(3)?|f(\d+))$")
-
-
-@dataclass(frozen=True)
-class Layer:
-    kind: str        # "conv", "pool" or "fc"
-    width: int = 0   # output channels (conv) or units (fc)
-    stride: int = 1  # conv only
-    kernel: int = 3  # conv: 3x3; pool: 2x2 or 3x3 (stride 2 either way)
-
-
-@dataclass(frozen=True)
-class Arch:
-    name: str        # a registered name, or the spec itself
-    spec: str        # canonical spec string
-    layers: tuple    # Layer, ... without the classifier
-
-    @property
-    def feature_layers(self) -> tuple:
-        return tuple(layer for layer in self.layers if layer.kind != "fc")
-
-    @property
-    def hidden_units(self) -> tuple:
-        return tuple(layer.width for layer in self.layers if layer.kind == "fc")
-
-
-def arch_names() -> list:
-    return list(ARCHITECTURES)
-
-
-def parse_arch(name_or_spec: str) -> Arch:
-    """A registered name or a spec string -> Arch; UserError naming what is wrong otherwise."""
-    text = str(name_or_spec).strip()
-    spec = ARCHITECTURES.get(text, text)
-    name = text if text in ARCHITECTURES else spec
-    layers = tuple(_parse_token(token, spec) for token in spec.split("-"))
-    _check_order(layers, spec)
-    arch = Arch(name, "-".join(_format(layer) for layer in layers), layers)
-    flattened = feature_shape(arch)
-    if flattened[1] < 1:
-        raise UserError(f"architecture '{spec}' shrinks the 28x28 image to nothing: use fewer pools or strides")
-    if np.prod(flattened) > MAX_FLATTENED:
-        raise UserError(f"architecture '{spec}' flattens {np.prod(flattened):,} features into its first fully "
-                        f"connected layer (at most {MAX_FLATTENED:,}): add a pool or a stride")
-    return arch
-
-
-def _parse_token(token: str, spec: str) -> Layer:
-    match = _TOKEN.match(token)
-    if not match:
-        raise UserError(f"bad layer '{token}' in architecture '{spec}': layers are cN, cNs2, p, p3 or fN "
-                        f"(e.g. {ARCHITECTURES['fast']}), or a name: {', '.join(ARCHITECTURES)}")
-    channels, strided, pool3, units = match.groups()
-    if channels is not None:
-        return Layer("conv", _bounded(int(channels), MAX_CHANNELS, token, spec), 2 if strided else 1)
-    if units is not None:
-        return Layer("fc", _bounded(int(units), MAX_UNITS, token, spec))
-    return Layer("pool", kernel=3 if pool3 else 2)
-
-
-def _bounded(value: int, limit: int, token: str, spec: str) -> int:
-    if not 1 <= value <= limit:
-        raise UserError(f"layer '{token}' in architecture '{spec}' must have 1 to {limit} channels or units")
-    return value
-
-
-def _check_order(layers: tuple, spec: str) -> None:
-    if len(layers) > MAX_LAYERS:
-        raise UserError(f"architecture '{spec}' has {len(layers)} layers; at most {MAX_LAYERS}")
-    if not layers or layers[0].kind != "conv":
-        raise UserError(f"architecture '{spec}' must start with a convolution (cN)")
-    kinds = [layer.kind for layer in layers]
-    first_fc = kinds.index("fc") if "fc" in kinds else len(kinds)
-    if any(kind != "fc" for kind in kinds[first_fc:]):
-        raise UserError(f"architecture '{spec}': fully connected layers (fN) must come after every conv and pool")
-
-
-def _format(layer: Layer) -> str:
-    if layer.kind == "conv":
-        return f"c{layer.width}" + ("s2" if layer.stride == 2 else "")
-    if layer.kind == "pool":
-        return "p3" if layer.kernel == 3 else "p"
-    return f"f{layer.width}"
-
-
-def feature_shape(arch: Arch) -> tuple:
-    """(channels, height, width) of the last conv/pool output, which the classifier flattens."""
-    channels, size = 1, IMAGE_SIZE
-    for layer in arch.feature_layers:
-        if layer.kind == "conv":
-            channels, size = layer.width, (size + 1) // 2 if layer.stride == 2 else size
-        else:
-            size = pooled(size, layer)
-    return channels, size, size
-
-
-def pooled(size: int, pool: Layer) -> int:
-    """Side of a max-pool's output (stride 2, no padding, floor)."""
-    return (size - pool.kernel) // 2 + 1 if size >= pool.kernel else 0
-
-
-def count_macs(arch="tinyrps") -> int:
-    """Multiply-accumulates of one inference (convolutions and fully connected layers)."""
-    arch = arch if isinstance(arch, Arch) else parse_arch(arch)
-    macs, channels, size = 0, 1, IMAGE_SIZE
-    for layer in arch.feature_layers:
-        if layer.kind == "conv":
-            size = (size + 1) // 2 if layer.stride == 2 else size
-            macs += size * size * layer.width * channels * 9
-            channels = layer.width
-        else:
-            size = pooled(size, layer)
-    features = channels * size * size
-    for units in (*arch.hidden_units, len(LABELS)):
-        macs += features * units
-        features = units
-    return macs
-
-
-def count_params(arch="tinyrps") -> int:
-    arch = arch if isinstance(arch, Arch) else parse_arch(arch)
-    return sum(p.numel() for p in TinyRPS(arch).parameters())
-
-
-def describe_arch(arch) -> dict:
-    """What a run's config and a program's sidecar record of the architecture."""
-    arch = arch if isinstance(arch, Arch) else parse_arch(arch)
-    return {"name": arch.name, "spec": arch.spec, "macs": count_macs(arch), "params": count_params(arch)}
 
 
 class TinyRPS(nn.Module):
@@ -214,18 +54,6 @@ def images_to_tensor(images) -> torch.Tensor:
         raise ValueError(f"expected uint8 images of shape [N,{IMAGE_SIZE},{IMAGE_SIZE}], got {a.dtype} {a.shape}")
     # float32 division, the same rounding as the firmware's (float)x / 255.0f
     return torch.from_numpy(a.astype(np.float32)[:, None] / np.float32(255.0))
-
-
-def run_arch(checkpoint) -> str:
-    """The architecture a checkpoint was trained with: `arch` in the config.json beside it
-    (runs made before architectures existed have none: the default network)."""
-    config = Path(checkpoint).parent / "config.json"
-    if config.is_file():
-        try:
-            return json.loads(config.read_text()).get("arch") or DEFAULT_ARCH
-        except (json.JSONDecodeError, AttributeError):
-            pass
-    return DEFAULT_ARCH
 
 
 def load_model(path, arch=None) -> TinyRPS:

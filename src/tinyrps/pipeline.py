@@ -58,12 +58,14 @@ def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
             total += len(images)
             if split == "train":
                 data_mod.preview(images, labels, out / "preview.png")
+        data_mod.save_probe_sets(out, sizes["test"], seed)
     except BaseException:
         if created:     # a folder made for a data set that was never finished is no use to anyone
             shutil.rmtree(out, ignore_errors=True)
         raise
     seconds = time.perf_counter() - start
     info = {"seed": seed, "per_class": sizes, "images": total,
+            "probes": {name: data_mod.probe_dir(out, name).name for name in data_mod.PROBES},
             "fonts": [Path(f).name if f else "Pillow built-in" for f in data_mod.font_files()]}
     atomic_write_json(out / "data.json", info)
     say(f"data: {info['images']} images in {seconds:.1f} s -> {out}", quiet)
@@ -129,7 +131,7 @@ def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = F
     from .evaluate import evaluate
     from .report import bench_table, eval_table, write_report
     from .train import TrainConfig, train
-    from .model import parse_arch
+    from .arch import parse_arch
     parse_arch(arch)   # a bad spec is refused before any work
     out = Path(out)
     check_seed(seed)

@@ -8,6 +8,7 @@ kernels, a fixed thread count.
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -33,6 +34,26 @@ class TrainConfig:
     lr: float = 2e-3
     seed: int = 0
     arch: str = "tinyrps"     # a name or spec of tinyrps.model (recorded, so later stages rebuild it)
+    warmup_epochs: float = 0.25     # the learning rate ramps up over this much of the first epoch
+
+
+def init_weights(model: nn.Module) -> None:
+    """He (Kaiming) normal weights for the ReLU layers, zero biases: without batch norm, PyTorch's
+    default initialisation shrinks the signal layer by layer and training stalls at first."""
+    for layer in model.modules():
+        if isinstance(layer, (nn.Conv2d, nn.Linear)):
+            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+            nn.init.zeros_(layer.bias)
+
+
+def lr_schedule(optimizer, config: TrainConfig, batches_per_epoch: int):
+    """Linear warm-up, then a cosine down to zero, batch by batch."""
+    total = config.epochs * batches_per_epoch
+    warmup = max(1.0, config.warmup_epochs * batches_per_epoch)
+
+    def factor(step: int) -> float:
+        return min(1.0, (step + 1) / warmup) * 0.5 * (1.0 + math.cos(math.pi * step / total))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 def predict(model: nn.Module, images: np.ndarray, batch: int = 512) -> np.ndarray:
@@ -43,7 +64,7 @@ def predict(model: nn.Module, images: np.ndarray, batch: int = 512) -> np.ndarra
                                for i in range(0, len(images), batch)])
 
 
-def train_epoch(model, optimizer, x, y, batch_size, generator, on_batch) -> float:
+def train_epoch(model, optimizer, scheduler, x, y, batch_size, generator, on_batch) -> float:
     model.train()
     order = torch.randperm(len(x), generator=generator)
     total, loss_fn = 0.0, nn.CrossEntropyLoss()
@@ -53,6 +74,7 @@ def train_epoch(model, optimizer, x, y, batch_size, generator, on_batch) -> floa
         loss = loss_fn(model(x[idx]), y[idx])
         loss.backward()
         optimizer.step()
+        scheduler.step()
         total += loss.item() * len(idx)
         on_batch(len(idx))
     return total / len(x)
@@ -103,17 +125,17 @@ def fit(config: TrainConfig, arch, train_split, val_split, out: Path, quiet: boo
     Returns (per-epoch history, best val accuracy, the model with the best weights)."""
     (train_x, train_y), (val_x, val_y) = train_split, val_split
     model = TinyRPS(arch)
+    init_weights(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
+    scheduler = lr_schedule(optimizer, config, -(-len(train_x) // config.batch_size))
     generator = torch.Generator().manual_seed(config.seed)
     x, y = images_to_tensor(train_x), torch.from_numpy(train_y)
     history, best_acc, best_state = [], -1.0, None
     with progress_bar(quiet) as bar:
         for epoch in range(1, config.epochs + 1):
             task = bar.add_task(f"epoch {epoch}/{config.epochs}", total=len(x), status="")
-            train_loss = train_epoch(model, optimizer, x, y, config.batch_size, generator,
+            train_loss = train_epoch(model, optimizer, scheduler, x, y, config.batch_size, generator,
                                      lambda n: bar.advance(task, n))
-            scheduler.step()
             val_loss, val_acc, _ = evaluate_split(model, val_x, val_y)
             history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc})
             bar.update(task, status=f"loss {train_loss:.4f}  val acc {val_acc:.2%}")

@@ -194,7 +194,7 @@ def npu_accuracy(pte: Path, data_dir: Path, split: str) -> float:
 
 def candidate_figures(arch: str, npu_pte: Path, mcu_pte: Path, val_accuracy: float) -> dict:
     from .export import read_sidecar
-    from .model import describe_arch
+    from .arch import describe_arch
     npu, mcu = read_sidecar(npu_pte), read_sidecar(mcu_pte)
     described = describe_arch(arch)
     return {"arch": described["spec"], "val_accuracy": val_accuracy, "npu_ms": npu["vela"]["inference_ms"],

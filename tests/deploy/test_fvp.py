@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tinyrps.data import load_image
+from tinyrps.images import read_image
 from tinyrps.deploy import fvp
 from tinyrps.deploy.runner_build import flatc_path
 from tinyrps.errors import UserError
@@ -29,7 +29,7 @@ def image_files(tmp_path, test_images):
 def npu_ref(model, paths):
     from tinyrps.devices import open_device
     with open_device("npu-ref", model) as device:
-        return device.classify(np.stack([load_image(p) for p in paths]))
+        return device.classify(np.stack([read_image(p).image for p in paths]))
 
 
 def program_input_nbytes(model) -> int:
@@ -41,7 +41,7 @@ def program_input_nbytes(model) -> int:
 
 
 def test_input_file_is_the_prepared_image_as_float32(u85, image_files):
-    image = load_image(image_files[0])
+    image = read_image(image_files[0]).image
     data = fvp.input_tensor_bytes(image)
     assert data == (image.astype(np.float32) / np.float32(255.0)).tobytes()  # byte for byte
     assert len(data) == program_input_nbytes(u85) == 28 * 28 * 4
@@ -84,7 +84,7 @@ def test_images_are_classified_on_the_fvp(u85, image_files, fake_tools, semihost
     for run, path in zip(runs, image_files):
         assert run["runner_argv"] == ["executor_runner", "-m", "m.pte", "-o", "out", "-i", "x.bin"]
         assert bytes.fromhex(run["program"]) == u85.read_bytes()
-        assert bytes.fromhex(run["input"]) == (load_image(path).astype(np.float32) / np.float32(255)).tobytes()
+        assert bytes.fromhex(run["input"]) == (read_image(path).image.astype(np.float32) / np.float32(255)).tobytes()
         params = [run["argv"][i + 1] for i, a in enumerate(run["argv"]) if a == "-C"]
         assert f"mps4_board.subsystem.cpu0.semihosting-cwd={run['cwd']}" in params
         assert "mps4_board.subsystem.cpu0.semihosting-enable=1" in params

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from ..model import IMAGE_SIZE, LABELS
+from ..labels import IMAGE_SIZE, LABELS
 from .prerequisites import FVPS, check_all, find_fvp, find_toolchain, missing_prerequisites_message, npu_family
 from .runner_build import build_environment, build_runner, flatc_path, refuse_paths_with_spaces
 from .runner_output import cycle_counts, output_file, parse_runner_output, problems, read_output_tensor
@@ -84,8 +84,8 @@ def input_tensor_bytes(image: np.ndarray) -> bytes:
 
 def prepare_images(paths) -> list:
     """[(path, uint8 [28,28])] through the project's image loader (a bad file fails here, before any build)."""
-    from ..data import load_image
-    return [(Path(p), load_image(p)) for p in paths]
+    from ..images import read_image
+    return [(Path(p), read_image(p).image) for p in paths]
 
 
 def check_prerequisites(model, executorch_root, fvp=None, toolchain=None) -> list:

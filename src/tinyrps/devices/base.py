@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UserError
-from ..model import IMAGE_SIZE, LABELS
+from ..labels import IMAGE_SIZE, LABELS
 
 
 class Device:

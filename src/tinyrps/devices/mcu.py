@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from ..model import LABELS
+from ..labels import LABELS
 from ..pte import read_program
 from .base import Device, check_images, require_family
 

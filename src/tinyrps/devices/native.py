@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from ..model import LABELS
+from ..labels import LABELS
 from ..pte import read_program
 from .base import Device, require_family
 
