@@ -19,8 +19,12 @@ def test_bench_json_contract(cli, trained_run, exported):
 
 def test_firmware_tables_have_one_row_per_board_and_layers_side_by_side():
     from tinyrps.report import firmware_rows, layer_tables
-    layers = [{"op": "cortex_m::quantized_conv2d", "macs": 1000, "instructions": 2500, "instructions_plain_c": 4000},
-              {"op": "cortex_m::quantized_max_pool2d", "macs": 0, "instructions": 300, "instructions_plain_c": 300}]
+    layers = [{"op": "cortex_m::quantize_per_tensor", "kernels": "c", "macs": 0, "instructions": 90,
+               "instructions_plain_c": 90},
+              {"op": "cortex_m::quantized_conv2d", "kernels": "dsp", "macs": 1000, "instructions": 2500,
+               "instructions_plain_c": 4000},
+              {"op": "cortex_m::quantized_max_pool2d", "kernels": "dsp", "macs": 0, "instructions": 300,
+               "instructions_plain_c": 300}]
     firmware = {"board": "mps2-an505", "core": "cortex-m33", "kernels": "dsp", "flash_bytes": 480_000,
                 "ram_bytes": 72_000, "instructions_per_inference": 2_900, "instructions_per_mac": 2.9,
                 "instructions_per_inference_plain_c": 4_400, "instructions_per_mac_plain_c": 4.4, "layers": layers}
@@ -29,4 +33,6 @@ def test_firmware_tables_have_one_row_per_board_and_layers_side_by_side():
     assert firmware_rows(result) == [["cortex-m33", "mps2-an505", "469", "70.3", "0.00", "2.90", "0.00", "4.40", "61"]]
     (title, rows), = layer_tables(result)
     assert "mps2-an505" in title and "dsp" in title
-    assert rows == [["conv2d", "1,000", "2,500", "2.50", "4,000", "4.00"], ["max_pool2d", "", "300", "", "300", ""]]
+    assert rows == [["quantize_per_tensor", "c", "", "90", "", "90", ""],
+                    ["conv2d", "dsp", "1,000", "2,500", "2.50", "4,000", "4.00"],
+                    ["max_pool2d", "dsp", "", "300", "", "300", ""]]

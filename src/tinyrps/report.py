@@ -113,7 +113,7 @@ def bench_table(result: dict) -> None:
         print_table(f"Cortex-M firmware on emulated boards: {FIRMWARE_UNITS}; {QEMU_COUNTS}",
                     FIRMWARE_HEADER, firmware, text_columns=2)
         for title, rows in layer_tables(result):
-            print_table(title, LAYER_HEADER, rows, text_columns=1)
+            print_table(title, LAYER_HEADER, rows, text_columns=2)
 
 
 VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "util. (NPU)", "util. (all)"]
@@ -160,7 +160,7 @@ def firmware_rows(result: dict) -> list:
     return rows
 
 
-LAYER_HEADER = ["layer", "MACs", "instr", "/MAC", "C instr", "C/MAC"]
+LAYER_HEADER = ["layer", "kernels", "MACs", "instr", "/MAC", "C instr", "C/MAC"]
 
 
 def _layer_name(op: str) -> str:
@@ -170,8 +170,9 @@ def _layer_name(op: str) -> str:
 
 
 def layer_tables(result: dict) -> list:
-    """(title, rows) per Cortex-M variant with a per-layer profile: instructions of every kernel call
-    with the fast kernels and with plain C side by side, and per MAC where the layer has MACs."""
+    """(title, rows) per Cortex-M variant with a per-layer profile: the kernel variant each call ran with
+    in the fast build, its instructions with those kernels and with plain C side by side, and per MAC
+    where the layer has MACs."""
     tables = []
     for name, v in result["variants"].items():
         fw = v.get("firmware") or {}
@@ -180,11 +181,11 @@ def layer_tables(result: dict) -> list:
         rows = []
         for layer in fw["layers"]:
             macs, fast, plain = layer["macs"], layer["instructions"], layer.get("instructions_plain_c")
-            rows.append([_layer_name(layer["op"]), f"{macs:,}" if macs else "", f"{fast:,}",
-                         f"{fast / macs:.2f}" if macs else "", "" if plain is None else f"{plain:,}",
+            rows.append([_layer_name(layer["op"]), layer.get("kernels", ""), f"{macs:,}" if macs else "",
+                         f"{fast:,}", f"{fast / macs:.2f}" if macs else "", "" if plain is None else f"{plain:,}",
                          f"{plain / macs:.2f}" if macs and plain is not None else ""])
-        tables.append((f"{name} on {fw['board']}: per layer, {fw.get('kernels', '?')} kernels and plain C (\"C\")",
-                       rows))
+        tables.append((f"{name} on {fw['board']}: per layer, the {fw.get('kernels', '?')} build (kernels: the "
+                       "variant each call ran with) and plain C (\"C\")", rows))
     return tables
 
 

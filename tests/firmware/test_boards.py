@@ -86,8 +86,31 @@ def test_sidecar_has_layers_and_the_plain_c_count(exported, core):
     total = firmware["instructions_per_inference"]
     assert abs(sum(layer["instructions"] for layer in firmware["layers"]) - total) <= 0.05 * total
     assert firmware["instructions_per_inference_plain_c"] > 0
-    assert {"op", "instructions", "macs", "instructions_plain_c"} <= set(firmware["layers"][0])
+    assert {"op", "kernels", "instructions", "macs", "instructions_plain_c"} <= set(firmware["layers"][0])
     assert firmware["flash_bytes"] <= 512 * 1024 and firmware["ram_bytes"] <= 128 * 1024
+
+
+def heavy(op: str) -> bool:
+    return any(kind in op for kind in ("conv", "linear", "pool"))
+
+
+@pytest.mark.parametrize("core,board,kernels", CORES)
+def test_each_heavy_layer_ran_the_cores_fastest_kernels(exported, core, board, kernels):
+    """The sidecar's kernels are what the runtime bound, per layer (the batch's profile block)."""
+    firmware = json.loads(exported(core).with_suffix(".json").read_text())["firmware"]
+    layers = firmware["layers"]
+    assert sum(heavy(layer["op"]) for layer in layers) == 7      # 3 convolutions, 2 pools, 2 linear layers
+    assert {layer["kernels"] for layer in layers if heavy(layer["op"])} == {kernels} == {firmware["kernels"]}
+    # quantize, dequantize and the copy have Helium variants but no DSP ones
+    light = {layer["kernels"] for layer in layers if not heavy(layer["op"])}
+    assert light == ({"mve"} if kernels == "mve" else {"c"})
+
+
+@pytest.mark.parametrize("core,board", [(core, board) for core, board, _ in CORES])
+def test_the_plain_c_build_binds_c_for_every_call(exported, test_images, core, board):
+    from tinyrps.firmware.qemu import firmware_elf, run_batch
+    batch = run_batch(exported(core), test_images[0][:1], elf=firmware_elf(board, "c"), board=board)
+    assert len(batch.layers) == 10 and {layer["kernels"] for layer in batch.layers} == {"c"}
 
 
 def test_board_option_overrides_the_sidecar(exported, test_images):

@@ -59,6 +59,28 @@ def test_measurement_is_repeatable(measured, cortex_m_pte):
     assert again["flash_bytes"] == measured["flash_bytes"]
 
 
+def test_a_layer_on_other_kernels_than_the_build_is_refused():
+    """The runtime's variant choice and the build's flags must agree; a disagreement is a bug, not a figure."""
+    from tinyrps.errors import UserError
+    from tinyrps.firmware.boards import get_board
+    from tinyrps.firmware.measure import bound_kernels
+
+    def layers(*variants):
+        ops = ("cortex_m::quantize_per_tensor", "cortex_m::quantized_conv2d", "cortex_m::quantized_linear")
+        return [{"op": op, "kernels": kernels} for op, kernels in zip(ops, variants)]
+
+    m33 = get_board("mps2-an505")
+    assert bound_kernels(m33, layers("c", "dsp", "dsp"), layers("c", "c", "c")) == "dsp"
+    with pytest.raises(UserError, match=r"fast firmware of mps2-an505 ran cortex_m::quantized_linear with the 'c' "
+                                        r"kernels, not 'dsp'"):
+        bound_kernels(m33, layers("c", "dsp", "c"), layers("c", "c", "c"))
+    with pytest.raises(UserError, match="plain-C firmware of mps2-an505 ran cortex_m::quantize_per_tensor with the "
+                                        "'mve' kernels, not 'c'"):
+        bound_kernels(m33, layers("c", "dsp", "dsp"), layers("mve", "c", "c"))
+    with pytest.raises(UserError, match="no convolution, linear or pooling layer"):
+        bound_kernels(m33, layers("c"), layers("c"))
+
+
 def test_elf_sections_add_up(firmware_elf_path):
     sections = elf_sections(firmware_elf_path)
     assert sections[".vectors"][0] == 0 and sections[".boot_args"][0] == 0x20000000

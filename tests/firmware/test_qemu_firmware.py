@@ -91,14 +91,16 @@ def test_batch_timeout_stops_qemu(cortex_m_pte, firmware_elf_path, test_images):
     assert set(qemu._live_processes) == before
 
 
-def batch_file(count: int, trailer_magic: bytes = b"TRPE", trailer_records: int = None) -> bytes:
-    """A well-formed batch output file of `count` records, with the trailer given."""
-    header = qemu.BATCH_HEADER.pack(b"TRPO", qemu.BATCH_VERSION, 144, qemu.BATCH_RECORD.size, count, 0, 42048, 65536,
-                                    1000, 5, bytes(32), b"", b"mps2-an505")
+def batch_file(count: int, trailer_magic: bytes = b"TRPE", trailer_records: int = None, version: int = None,
+               header_count: int = None, profile_layers: int = 2, variant: bytes = b"dsp") -> bytes:
+    """A well-formed batch output file of `count` records, unless told otherwise."""
+    header = qemu.BATCH_HEADER.pack(b"TRPO", qemu.BATCH_VERSION if version is None else version, 144,
+                                    qemu.BATCH_RECORD.size, count if header_count is None else header_count, 0, 42048,
+                                    65536, 1000, 5, bytes(32), b"", b"mps2-an505")
     record = qemu.BATCH_RECORD.pack(0, 3, 2_000_000, *([1, -2, 3] + [0] * 13), *([0.5] * 16))
-    profile = qemu.BATCH_PROFILE_HEADER.pack(b"TRPL", 2, qemu.BATCH_LAYER.size, count) \
-        + qemu.BATCH_LAYER.pack(b"cortex_m::quantized_conv2d", 1000, 1_500_000 * count) \
-        + qemu.BATCH_LAYER.pack(b"cortex_m::quantized_linear", 10, 499_000 * count)
+    profile = qemu.BATCH_PROFILE_HEADER.pack(b"TRPL", profile_layers, qemu.BATCH_LAYER.size, count) \
+        + qemu.BATCH_LAYER.pack(b"cortex_m::quantized_conv2d", variant, 1000, 1_500_000 * count) \
+        + qemu.BATCH_LAYER.pack(b"cortex_m::quantized_linear", b"c", 10, 499_000 * count)
     trailer = struct.pack("<4sIII", trailer_magic, 2000, 8192, count if trailer_records is None else trailer_records)
     return header.ljust(144, b"\0") + record * count + profile + trailer
 
@@ -107,8 +109,9 @@ def test_batch_parser_reads_a_well_formed_file(tmp_path):
     result = qemu._parse_batch(batch_file(2), 0, "", tmp_path / "m.pte", 2, 0.1)
     assert result.int8.tolist() == [[1, -2, 3]] * 2 and result.stack_used == 2000
     assert result.board == "mps2-an505"
-    assert result.layers == [{"op": "cortex_m::quantized_conv2d", "macs": 1000, "instructions": 1_500_000},
-                             {"op": "cortex_m::quantized_linear", "macs": 10, "instructions": 499_000}]
+    assert result.layers == [
+        {"op": "cortex_m::quantized_conv2d", "kernels": "dsp", "macs": 1000, "instructions": 1_500_000},
+        {"op": "cortex_m::quantized_linear", "kernels": "c", "macs": 10, "instructions": 499_000}]
 
 
 def test_batch_parser_refuses_a_cut_profile(tmp_path):
@@ -118,9 +121,19 @@ def test_batch_parser_refuses_a_cut_profile(tmp_path):
         qemu._parse_batch(cut, 0, "", tmp_path / "m.pte", 2, 0.1)
 
 
-@pytest.mark.parametrize("damage", [{"trailer_magic": b"XXXX"}, {"trailer_records": 1}], ids=["magic", "records"])
-def test_batch_parser_checks_the_trailer(tmp_path, damage):
-    with pytest.raises(UserError, match="trailer"):
+@pytest.mark.parametrize("damage,message", [
+    ({"version": qemu.BATCH_VERSION - 1}, "version 2 .* reads version 3"),
+    ({"header_count": 3}, "header counts 3 images, 2 were sent"),
+    ({"profile_layers": 3}, "damaged per-layer profile"),                 # more layers than the block holds
+    ({"profile_layers": 1}, "bytes too many"),                           # fewer: a layer left over
+    ({"profile_layers": qemu.BATCH_MAX_LAYERS + 1}, "33 kernel calls"),
+    ({"variant": b"neon"}, "unknown kernel variant 'neon'"),
+    ({"trailer_magic": b"XXXX"}, "trailer"),
+    ({"trailer_records": 1}, "trailer"),
+], ids=["version", "header-count", "layers-over", "layers-under", "layers-limit", "variant", "trailer-magic",
+        "trailer-records"])
+def test_batch_parser_refuses_a_damaged_file(tmp_path, damage, message):
+    with pytest.raises(UserError, match=message):
         qemu._parse_batch(batch_file(2, **damage), 0, "", tmp_path / "m.pte", 2, 0.1)
 
 

@@ -18,13 +18,14 @@
 #include "semihost.h"
 
 #define BATCH_MAGIC "TRPO"
-#define BATCH_VERSION 2u
+#define BATCH_VERSION 3u
 #define BATCH_HEADER_BYTES 144u
 #define BATCH_RECORD_BYTES 96u
 #define BATCH_PROFILE_MAGIC "TRPL"
 #define BATCH_PROFILE_HEADER_BYTES 16u
-#define BATCH_LAYER_BYTES 56u
+#define BATCH_LAYER_BYTES 64u
 #define BATCH_LAYER_NAME_BYTES 40u
+#define BATCH_LAYER_VARIANT_BYTES 8u
 #define BATCH_TRAILER_MAGIC "TRPE"
 #define BATCH_TRAILER_BYTES 16u
 #define BATCH_BOARD_NAME_BYTES 16u
@@ -47,8 +48,9 @@ static uint64_t layer_ticks[BATCH_MAX_LAYERS];
  *         char[48] load detail (at 72), char[16] board name (at 120), zero padding.
  * record: i32 status, u32 n outputs, u64 instructions, i8[16] outputs, f32[16] logits.
  * profile: char[4] "TRPL", u32 layers, u32 layer bytes, u32 images profiled, then per
- *         kernel call: char[40] operator name, u64 multiply-accumulates per inference,
- *         u64 instructions summed over the images.
+ *         kernel call: char[40] operator name, char[8] the kernel variant the runtime bound
+ *         ("mve", "dsp", "c"), u64 multiply-accumulates per inference, u64 instructions
+ *         summed over the images.
  * trailer (written last, so a complete file ends with it): char[4] "TRPE",
  *         u32 stack bytes used, u32 stack size, u32 records written.
  */
@@ -135,8 +137,9 @@ static void write_profile(const firmware_state *fw, int out, uint32_t images)
         uint64_t ticks = 0, macs = 0;
         trt_instruction_profile(fw->program, i, &ticks, &macs);
         text_copy((char *)layer, BATCH_LAYER_NAME_BYTES, trt_instruction_name(fw->program, i));
-        link_put_u64(layer + 40, macs);
-        link_put_u64(layer + 48, board_ticks_to_instructions(layer_ticks[i]));
+        text_copy((char *)layer + 40, BATCH_LAYER_VARIANT_BYTES, trt_instruction_variant(fw->program, i));
+        link_put_u64(layer + 48, macs);
+        link_put_u64(layer + 56, board_ticks_to_instructions(layer_ticks[i]));
         write_all(out, layer, sizeof layer);
     }
 }

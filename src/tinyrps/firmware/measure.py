@@ -17,9 +17,13 @@
 - instructions_per_inference_plain_c: the same program and images on the same board,
   with the firmware built with the portable plain-C kernels (TINYRPS_KERNELS=c),
   measured in the same call.
-- layers: per kernel call of the program, `{op, instructions, macs}` (the fast build;
-  `instructions_plain_c` beside it), from the runtime's own per-call counter; the
-  MACs are the runtime's count for the program, not a formula of the model.
+- layers: per kernel call of the program, `{op, kernels, instructions, macs}` (the fast
+  build; `instructions_plain_c` beside it), from the runtime's own per-call counter; the
+  MACs are the runtime's count for the program, not a formula of the model, and `kernels`
+  the variant the runtime bound for that call ("mve", "dsp" or "c").
+- kernels: the variant the heavy layers (convolutions, linear layers, pools) bound in the
+  fast build, as the runtime reports it. It must be the one the build was made for (the
+  core's fastest), and plain C everywhere in the plain-C build; anything else raises.
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from .boards import DEFAULT_BOARD, get_board, kernels_name
+from .boards import DEFAULT_BOARD, Board, get_board, kernels_name
 
 # ELF32 section header flags and types
 SHF_ALLOC = 0x2
@@ -41,6 +45,10 @@ RAM_SECTIONS = (".boot_args", ".data", ".bss", ".stack")
 
 # One image per class, rendered with this seed: fixed inputs for the instruction count.
 MEASURE_SEED = 2024
+
+# Kernel calls that do the model's work: each has a variant for every ISA, so the fast build
+# must bind the core's fastest for them (quantize, dequantize and copies have fewer variants).
+HEAVY_OPERATORS = ("conv", "linear", "pool")
 
 
 def measure_firmware(pte, board: str = DEFAULT_BOARD) -> dict:
@@ -73,7 +81,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD) -> dict:
     return {
         "board": spec.name,
         "core": spec.core,
-        "kernels": kernels_name(spec, "fast"),
+        "kernels": bound_kernels(spec, first.layers, plain_c.layers),
         "flash_bytes": footprint["flash_image"] + program_bytes,
         "ram_bytes": ram_needed,
         "arena_bytes": first.arena_needed,
@@ -101,11 +109,38 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD) -> dict:
 
 
 def merge_layers(fast: list, plain_c: list) -> list:
-    """Per kernel call: {op, instructions, macs} of the fast build, with the plain-C build's count beside it."""
+    """Per kernel call: {op, kernels, instructions, macs} of the fast build, with the plain-C build's count
+    beside it."""
     if [layer["op"] for layer in fast] != [layer["op"] for layer in plain_c]:
         raise UserError("the fast and the plain-C firmware ran different kernel chains; rebuild the firmware")
-    return [{"op": f["op"], "instructions": f["instructions"], "macs": f["macs"],
+    return [{"op": f["op"], "kernels": f["kernels"], "instructions": f["instructions"], "macs": f["macs"],
              "instructions_plain_c": c["instructions"]} for f, c in zip(fast, plain_c)]
+
+
+def is_heavy(op: str) -> bool:
+    name = op.split("::")[-1]
+    return any(kind in name for kind in HEAVY_OPERATORS)
+
+
+def bound_kernels(board: Board, fast: list, plain_c: list) -> str:
+    """The variant the runtime bound for the heavy layers of the fast build ("mve", "dsp" or "c").
+
+    It must be the one the build was made for, and the plain-C build must bind "c" for every call:
+    anything else is a bug in the variant choice or in the build's flags, refused naming the layer."""
+    check_variants(board, "fast", [layer for layer in fast if is_heavy(layer["op"])], kernels_name(board, "fast"))
+    check_variants(board, "plain-C", plain_c, "c")
+    heavy = {layer["kernels"] for layer in fast if is_heavy(layer["op"])}
+    if not heavy:
+        raise UserError(f"the program has no convolution, linear or pooling layer to measure on {board.name}")
+    return heavy.pop()
+
+
+def check_variants(board: Board, build: str, layers: list, expected: str) -> None:
+    for layer in layers:
+        if layer["kernels"] != expected:
+            raise UserError(f"the {build} firmware of {board.name} ran {layer['op']} with the "
+                            f"'{layer['kernels']}' kernels, not '{expected}': the runtime's variant choice and the "
+                            "build disagree")
 
 
 def measurement_images() -> np.ndarray:

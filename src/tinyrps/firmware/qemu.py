@@ -48,12 +48,15 @@ MODE_BATCH = 1
 
 # Batch files (firmware/board/common/batch.c).
 BATCH_MAGIC = b"TRPO"
-BATCH_VERSION = 2
+BATCH_VERSION = 3
 BATCH_HEADER = struct.Struct("<4sIIIIiIIII32s48s16s")  # then zero padding to header bytes
+BATCH_HEADER_BYTES = 144
 BATCH_RECORD = struct.Struct("<iIQ16b16f")
 BATCH_PROFILE_MAGIC = b"TRPL"
 BATCH_PROFILE_HEADER = struct.Struct("<4sIII")         # magic, layers, layer bytes, images
-BATCH_LAYER = struct.Struct("<40sQQ")                  # operator, MACs per inference, instructions summed
+BATCH_LAYER = struct.Struct("<40s8sQQ")                # operator, kernel variant, MACs per inference, instructions summed
+BATCH_MAX_LAYERS = 32                                  # the runtime's limit on kernel calls
+KERNEL_VARIANTS = ("mve", "dsp", "c")                  # what trt_instruction_variant names
 BATCH_TRAILER_MAGIC = b"TRPE"
 BATCH_TRAILER = struct.Struct("<4sIII")                # magic, stack used, stack size, records
 BATCH_EXIT_CODES = {1: "bad arguments or file I/O", 2: "the program did not load", 3: "a CPU fault"}
@@ -281,7 +284,8 @@ class BatchResult:
     stack_size: int
     wall_s: float                 # QEMU start to exit
     board: str = DEFAULT_BOARD    # the firmware's own board name
-    # per kernel call, in chain order: {"op", "macs" (per inference), "instructions" (mean per image)}
+    # per kernel call, in chain order: {"op", "kernels" (the variant the runtime bound), "macs" (per inference),
+    # "instructions" (mean per image)}
     layers: list = field(default_factory=list)
 
 
@@ -332,7 +336,10 @@ def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall
         raise UserError(f"the firmware batch on {pte.name} failed: {BATCH_EXIT_CODES.get(status, f'exit {status}')}"
                         + (f" ({said})" if said else ""))
     mismatch = f"the firmware batch on {pte.name} wrote a results file that does not parse"
-    body = raw[header["header_bytes"]:]
+    if header["count"] != count:
+        raise UserError(f"{mismatch}: its header counts {header['count']} images, {count} were sent; rebuild the "
+                        "firmware")
+    body = raw[BATCH_HEADER_BYTES:]
     records_size = count * BATCH_RECORD.size
     if header["record_bytes"] != BATCH_RECORD.size or len(body) < records_size + BATCH_TRAILER.size:
         raise UserError(f"{mismatch} ({len(body)} bytes of results for {count} images); rebuild the firmware "
@@ -359,17 +366,22 @@ def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall
 
 
 def _batch_profile(raw: bytes, count: int, mismatch: str) -> tuple:
-    """The per-layer profile block: ([{op, macs, instructions (mean per image)}], its size in bytes)."""
+    """The per-layer profile block: ([{op, kernels, macs, instructions (mean per image)}], its size in bytes)."""
     if len(raw) < BATCH_PROFILE_HEADER.size:
         raise UserError(f"{mismatch}: no per-layer profile; rebuild the firmware")
     magic, n_layers, layer_bytes, images = BATCH_PROFILE_HEADER.unpack_from(raw)
     size = BATCH_PROFILE_HEADER.size + n_layers * layer_bytes
-    if magic != BATCH_PROFILE_MAGIC or layer_bytes != BATCH_LAYER.size or images != count or len(raw) < size:
-        raise UserError(f"{mismatch}: a damaged per-layer profile; rebuild the firmware")
+    if (magic != BATCH_PROFILE_MAGIC or layer_bytes != BATCH_LAYER.size or images != count
+            or n_layers > BATCH_MAX_LAYERS or len(raw) < size):
+        raise UserError(f"{mismatch}: a damaged per-layer profile ({n_layers} kernel calls, {images} images for "
+                        f"{count}); rebuild the firmware")
     layers = []
     for i in range(n_layers):
-        name, macs, total = BATCH_LAYER.unpack_from(raw, BATCH_PROFILE_HEADER.size + i * BATCH_LAYER.size)
-        layers.append({"op": _text(name), "macs": int(macs),
+        name, variant, macs, total = BATCH_LAYER.unpack_from(raw, BATCH_PROFILE_HEADER.size + i * BATCH_LAYER.size)
+        if _text(variant) not in KERNEL_VARIANTS:
+            raise UserError(f"{mismatch}: kernel call {i} ran an unknown kernel variant {_text(variant)!r} "
+                            f"(known: {', '.join(KERNEL_VARIANTS)}); rebuild the firmware")
+        layers.append({"op": _text(name), "kernels": _text(variant), "macs": int(macs),
                        "instructions": round(total / count) if count else 0})
     return layers, size
 
@@ -382,12 +394,13 @@ def _batch_header(raw: bytes, status: int, said: str, pte: Path) -> dict:
     if len(raw) < BATCH_HEADER.size or raw[:4] != BATCH_MAGIC:
         why = BATCH_EXIT_CODES.get(status, f"exit status {status}")
         raise UserError(f"the firmware batch on {pte.name} produced no results ({why})" + (f": {said}" if said else ""))
-    (_magic, version, header_bytes, record_bytes, _count, load_status, arena_needed, arena_capacity, model_bytes,
+    (_magic, version, header_bytes, record_bytes, count, load_status, arena_needed, arena_capacity, model_bytes,
      boot_instructions, sha, detail, board) = BATCH_HEADER.unpack_from(raw)
-    if version != BATCH_VERSION:
-        raise UserError(f"the firmware wrote batch results of version {version}, this host reads version "
-                        f"{BATCH_VERSION}: rebuild the firmware from the same sources as the host")
-    return {"header_bytes": header_bytes, "record_bytes": record_bytes, "load_status": load_status,
+    if version != BATCH_VERSION or header_bytes != BATCH_HEADER_BYTES:
+        raise UserError(f"the firmware wrote batch results of version {version} ({header_bytes}-byte header), this "
+                        f"host reads version {BATCH_VERSION} ({BATCH_HEADER_BYTES} bytes): rebuild the firmware from "
+                        "the same sources as the host")
+    return {"count": count, "record_bytes": record_bytes, "load_status": load_status,
             "arena_needed": arena_needed, "arena_capacity": arena_capacity, "model_bytes": model_bytes,
             "boot_instructions": boot_instructions, "sha256": sha.hex(),
             "load_detail": _text(detail), "board": _text(board)}
