@@ -11,7 +11,7 @@
 #include "port.h"
 
 #ifndef TINYRPS_ARENA_BYTES
-#define TINYRPS_ARENA_BYTES (64u * 1024u)
+#define TINYRPS_ARENA_BYTES (96u * 1024u)
 #endif
 
 /* The runtime's activations (the program's memory plan) and its tables: both
