@@ -165,7 +165,7 @@ def firmware_elf_path():
 def test_images(trained_run):
     """The first 12 images (and labels) of the run's test split."""
     from tinyrps.data import load_split
-    from tinyrps.export import run_config
+    from tinyrps.artifacts import run_config
     images, labels = load_split(run_config(trained_run)["data"], "test")
     return images[:12], labels[:12]
 

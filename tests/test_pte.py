@@ -84,3 +84,29 @@ def test_the_cli_reports_a_stale_sidecar_in_one_line(cli, exported, tmp_path, de
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     (line,) = res.stderr.strip().splitlines()
     assert "does not match its sidecar" in line and "tinyrps export" in line
+
+
+# Read a program and its sidecar in a fresh interpreter, then list the heavy packages that came with it.
+READ_WITHOUT_TORCH = """
+import json, sys
+from tinyrps.pte import checked_sidecar, program_contents, program_family, read_program
+path = sys.argv[1]
+program = read_program(path)
+program_contents(program, path)
+checked_sidecar(path, program)
+family = program_family(path)
+heavy = ("torch", "executorch", "numpy")
+print(json.dumps({"family": family, "loaded": sorted(h for h in heavy if h in sys.modules)}))
+"""
+
+
+@pytest.mark.parametrize("target,family", [("fp32", "host"), ("cortex-m55", "cortex-m")])
+def test_reading_a_program_and_its_sidecar_imports_no_torch(exported, target, family):
+    import subprocess
+    import sys
+    program = exported(target)
+    assert program.with_suffix(".json").is_file()   # the sidecar is read too
+    res = subprocess.run([sys.executable, "-c", READ_WITHOUT_TORCH, str(program)], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"family": family, "loaded": []}

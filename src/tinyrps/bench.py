@@ -41,6 +41,11 @@ def time_block(device, image: np.ndarray, runs: int, seconds: float = 0.0, warmu
     return times
 
 
+def runs_for(device, runs: int) -> int:
+    """The timed runs to ask of `device`: `runs`, or fewer where the device asks for fewer."""
+    return runs if device.bench_runs is None else min(runs, device.bench_runs)
+
+
 def render_throughput(count: int = 3000, seed: int = 0) -> float:
     make_split("train", 30, seed)  # warm the glyph cache
     start = time.perf_counter()
@@ -69,7 +74,7 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
         for name, device_name, path in entries:
             devices[name] = stack.enter_context(open_device(device_name, path, board=board,
                                                             **device_options.get(device_name, {})))
-            counts[name] = min(runs, getattr(devices[name], "bench_runs", runs))
+            counts[name] = runs_for(devices[name], runs)
             times[name] = []
             tasks[name] = bar.add_task(f"{name} on {device_name}", total=ROUNDS, status="blocks")
         for device in devices.values():

@@ -12,10 +12,11 @@ import concurrent.futures
 import numpy as np
 
 from . import variants
+from .artifacts import run_config
 from .data import load_split
 from .devices import default_device, device_class, open_device
 from .errors import UserError
-from .export import EvalContext, run_config, targets
+from .export import EvalContext, targets
 from .labels import LABELS
 from .progress import progress_bar
 from .torch_settings import torch_threads

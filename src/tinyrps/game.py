@@ -82,13 +82,8 @@ class Game:
                        float(probs[1, pred[1]]), outcome(LABELS[pred[0]], LABELS[pred[1]]), latency_ms)
         self.score[result.outcome] += 1
         self.last_images = images
-        self.last_stats = device_stats(self.device)
+        self.last_stats = self.device.last_stats()
         return result
-
-
-def device_stats(device) -> dict:
-    stats = getattr(device, "last_stats", None)
-    return stats() if callable(stats) else {}
 
 
 def describe_stats(stats: dict) -> str:

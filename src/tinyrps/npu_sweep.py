@@ -21,8 +21,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .artifacts import atomic_write_json, read_sidecar, run_config, sha256_file
 from .errors import UserError
-from .export import atomic_write_json, read_sidecar, sha256_file, targets
+from .export import targets
 from .progress import progress_bar
 
 # The configuration whose TOSA graph the sweep compiles (Vela takes it for every accelerator).
@@ -49,7 +50,7 @@ def combinations(accelerators=None) -> list:
 def run_tosa(run_dir: Path, work: Path) -> Path:
     """The run's int8 TOSA graph: the Ethos-U export's kept graph when it was made from the
     checkpoint as it is now, else lowered here (quantization and TOSA lowering, once)."""
-    from .export import calibration_images, run_config
+    from .export import calibration_images
     from .export.ethos_u import TOSA_NAME, compile_spec, lower, output_to, resolve_config
     from .model import load_model
     checkpoint = run_dir / "model.pt"

@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 from . import data as data_mod
+from .artifacts import atomic_write_json
 from .errors import UserError
-from .export import atomic_write_json, export_target, targets
+from .export import export_target, targets
 from .progress import console, say
 
 # The targets the main job exports (every other Ethos-U configuration and Cortex-M

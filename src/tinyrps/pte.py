@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from .artifacts import read_sidecar
 from .errors import UserError, require_file
 
 # File identifier of an ExecuTorch program flatbuffer (bytes 4..8): "ET" and the format
@@ -66,7 +67,6 @@ def checked_sidecar(path, program: bytes) -> Optional[dict]:
 
     A sidecar is trusted only for the program it was written with: one whose sha256 is not
     the program's (the .pte was replaced or changed after the export) is refused."""
-    from .export import read_sidecar
     path = Path(path)
     sidecar = read_sidecar(path)
     if sidecar is None:

@@ -8,7 +8,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from .export import atomic_write_bytes
+from .artifacts import atomic_write_bytes
 
 out_console = Console(highlight=False)  # stdout: tables are results
 

@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from .artifacts import atomic_write_bytes, atomic_write_json
 from .data import load_split
 from .errors import UserError
-from .export import atomic_write_bytes, atomic_write_json
 from .model import TinyRPS, describe_arch, images_to_tensor, parse_arch
 from .progress import progress_bar, say
 from .torch_settings import deterministic

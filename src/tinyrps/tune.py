@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from .artifacts import atomic_write_json
 from .errors import UserError
-from .export import atomic_write_json
 from .progress import console, progress_bar, say
 
 STUDY_NAME = "tinyrps-tune"
@@ -193,7 +193,7 @@ def npu_accuracy(pte: Path, data_dir: Path, split: str) -> float:
 
 
 def candidate_figures(arch: str, npu_pte: Path, mcu_pte: Path, val_accuracy: float) -> dict:
-    from .export import read_sidecar
+    from .artifacts import read_sidecar
     from .arch import describe_arch
     npu, mcu = read_sidecar(npu_pte), read_sidecar(mcu_pte)
     described = describe_arch(arch)

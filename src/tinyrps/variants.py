@@ -40,5 +40,5 @@ def selected(run_dir, only=None) -> dict:
 
 
 def sidecar(pte: Path) -> dict:
-    from .export import read_sidecar
+    from .artifacts import read_sidecar
     return read_sidecar(pte) or {}

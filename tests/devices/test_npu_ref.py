@@ -55,7 +55,8 @@ def test_eval_agreement_without_an_evaluated_int8_program(exported, test_set, np
 def test_npu_ref_computes_the_quantized_model_to_the_last_step(exported, trained_run, test_set, npu_logits):
     """The Ethos-U recipe's own PT2E model on the CPU differs from the NPU graph by rounding only."""
     from executorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
-    from tinyrps.export import calibration_images, run_config
+    from tinyrps.artifacts import run_config
+    from tinyrps.export import calibration_images
     from tinyrps.export.ethos_u import compile_spec
     from tinyrps.export.host import pt2e_quantize
     from tinyrps.model import load_model

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tinyrps.data import load_split
+from tinyrps.devices.base import Device
 from tinyrps.export import BuildContext, EvalContext, get_target, targets
 from tinyrps.export import cortex_m
 
@@ -52,7 +53,8 @@ def test_export_checks_its_reference_against_the_edge_program(monkeypatch, tmp_p
         cortex_m.build_cortex_m(ctx, "cortex-m55")
 
 
-class FakeDevice:
+class FakeDevice(Device):
+    """A device that reports the given int8 outputs (none: the Device defaults)."""
     name = "fake"
 
     def __init__(self, history=None, last=None):

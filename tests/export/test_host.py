@@ -3,10 +3,11 @@ import json
 import numpy as np
 import pytest
 
+from tinyrps.artifacts import sha256_file
 from tinyrps.data import load_split
 from tinyrps.devices import open_device
 from tinyrps.errors import UserError
-from tinyrps.export import export_target, sha256_file
+from tinyrps.export import export_target
 
 HOST_TARGETS = ("fp32", "fp32-xnnpack", "int8-xnnpack")
 

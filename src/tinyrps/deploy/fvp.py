@@ -48,7 +48,7 @@ Target = namedtuple("Target", "model root settings fvp workdir env")
 
 def program_settings(model) -> dict:
     """Accelerator, system config and memory mode of an Ethos-U program, from its sidecar."""
-    from ..export import read_sidecar
+    from ..artifacts import read_sidecar
     from ..pte import family_of_program, read_program
     model = Path(model)
     family = family_of_program(read_program(model), model)
@@ -188,7 +188,7 @@ def npu_ref_logits(model: Path, images: np.ndarray) -> np.ndarray:
 
 def output_step(model: Path) -> float:
     """One step of the program's output quantization: how far two NPU results may differ."""
-    from ..export import read_sidecar
+    from ..artifacts import read_sidecar
     return (read_sidecar(model) or {}).get("quantization", {}).get("output", {}).get("scale", 0.0)
 
 
@@ -211,7 +211,7 @@ def image_entry(path: Path, logits: np.ndarray, counts: dict, log: Path, expecte
 
 
 def ones_report(t: Target, elf: Path, log: Path, parsed: dict) -> dict:
-    from ..export import read_sidecar
+    from ..artifacts import read_sidecar
     white = np.full((1, IMAGE_SIZE, IMAGE_SIZE), 255, np.uint8)  # the runner's input of ones
     expected = npu_ref_logits(t.model, white)[0]
     logits = np.array(parsed["logits"], np.float32)

@@ -9,6 +9,7 @@ import importlib
 from pathlib import Path
 
 from ..errors import UserError, require_file
+from .families import family_default_device
 
 # name -> (module, class, what it runs)
 DEVICES = {
@@ -45,10 +46,9 @@ def open_device(name: str, model, **options) -> Device:
 def default_device(pte) -> str:
     """The device that runs this program by default, from its sidecar or its contents."""
     from ..pte import program_family
-    from ..export import FAMILY_DEVICES
     if Path(pte).suffix == ".pt":
         return "eager"
-    return FAMILY_DEVICES[program_family(pte)][0]
+    return family_default_device(program_family(pte))
 
 
 def require_board_device(device_name: str, board) -> None:

@@ -7,10 +7,14 @@ so they are context managers and must be closed.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ..errors import UserError
 from ..labels import IMAGE_SIZE, LABELS
+from ..pte import checked_sidecar, family_of_program
+from .families import FAMILY_DEVICES, FAMILY_NEEDS
 
 
 class Device:
@@ -35,6 +39,19 @@ class Device:
     #: what stands in for the hardware when the device runs a model of it on this machine
     #: (its times are then the model's, not the hardware's); None when it is the real thing
     simulated_by = None
+    #: the most timed runs a benchmark should ask of this device (where each run is slow,
+    #: e.g. a serial round trip); None: as many as the benchmark asks
+    bench_runs: Optional[int] = None
+    #: the program's raw int8 outputs (before its final dequantize) of every image since the
+    #: device was opened, in order, as int8 [N, outputs]; None where the device does not see them
+    int8_outputs: Optional[np.ndarray] = None
+    #: the same, of the latest classify call only; None where the device does not see them
+    last_int8: Optional[np.ndarray] = None
+
+    def last_stats(self) -> dict:
+        """What the device measured or estimated of its last inference, e.g. `instructions` on
+        an MCU core or `npu_estimate_ms`; empty when it has nothing to report."""
+        return {}
 
     def _classify_batch(self, images: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -53,19 +70,12 @@ class Device:
         self.close()
 
 
-# What a program of each family needs, for the message to a user who picked the wrong device.
-FAMILY_NEEDS = {"host": "the ExecuTorch runtime on a CPU", "ethos-u": "the Arm Ethos-U NPU",
-                "cortex-m": "a Cortex-M core with the CMSIS-NN operators"}
-
-
 def require_family(model_path, family: str, device_name: str, program: bytes, sidecar_only: bool = False):
     """Refuse a program of another family in one line that names the devices that can run it.
 
     A sidecar that does not describe `program` (the program's bytes) is refused first, on
     every device. The family comes from the program's contents; with sidecar_only, from
     the sidecar alone, and a program without one is left to the device to judge."""
-    from ..export import FAMILY_DEVICES
-    from ..pte import checked_sidecar, family_of_program
     sidecar = checked_sidecar(model_path, program)
     if sidecar_only:
         actual = (sidecar or {}).get("family", family)

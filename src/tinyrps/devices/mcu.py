@@ -167,7 +167,7 @@ class McuDevice(Device):
 def program_board(model_path: Path, board: str = None):
     """The board to run a program on: `board` if given, else the one its sidecar names (the
     firmware section's, else its core's), else the default board."""
-    from ..export import read_sidecar
+    from ..artifacts import read_sidecar
     from ..firmware.boards import DEFAULT_BOARD, CORE_BOARDS, get_board
     if board:
         return get_board(board)

@@ -11,7 +11,6 @@ RUN/export/T/, each atomically.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import tempfile
@@ -21,6 +20,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..artifacts import atomic_write_bytes, atomic_write_json, run_config, sha256_file
 from ..errors import UserError
 from ..model import INPUT_SHAPE, LABELS, TinyRPS, describe_arch, load_model
 
@@ -69,8 +69,6 @@ class Target:
 
 
 TARGETS: dict = {}
-# Which devices can run a program of each family.
-FAMILY_DEVICES = {"host": ("host",), "ethos-u": ("npu-ref",), "cortex-m": ("mcu", "native")}
 
 
 def register(target: Target) -> Target:
@@ -106,44 +104,6 @@ def get_target(name: str) -> Target:
     if name not in all_targets:
         raise UserError(f"unknown target '{name}'; valid targets: {', '.join(all_targets)}")
     return all_targets[name]
-
-
-def sha256_file(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_json(path: Path, obj) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2) + "\n").encode())
-
-
-def run_config(run_dir: Path) -> dict:
-    path = Path(run_dir) / "config.json"
-    if not path.is_file():
-        raise UserError(f"{run_dir} is not a training run (no config.json): create one with `tinyrps train --data DATA --out {run_dir}`")
-    return json.loads(path.read_text())
 
 
 def calibration_images(data_dir, count: int = CALIBRATION_IMAGES) -> np.ndarray:
@@ -212,18 +172,3 @@ def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
         atomic_write_json(pte.with_suffix(".json"), sidecar)
     return pte
 
-
-def read_sidecar(pte: Path) -> Optional[dict]:
-    """The sidecar T.json of T.pte, or None if there is none; an unreadable one is an error
-    (a program's family and checks come from it, so it is never silently ignored)."""
-    path = Path(pte).with_suffix(".json")
-    if not path.is_file():
-        return None
-    try:
-        sidecar = json.loads(path.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        sidecar = None
-    if not isinstance(sidecar, dict):
-        raise UserError(f"{path} (the sidecar of {Path(pte).name}) is corrupt (not a JSON object): export the program "
-                        f"again with `tinyrps export`")
-    return sidecar

@@ -156,15 +156,15 @@ def compare_with_reference(ctx: EvalContext) -> dict:
 
 
 def device_int8_outputs(device, count: int):
-    """The int8 outputs of the device's last `count` images.
+    """The int8 outputs of the device's last `count` images, or None where it does not report them.
 
     Devices running the firmware keep `int8_outputs` (every int8 output since they were
     opened, in order; eval classifies in chunks) and `last_int8` (the latest classify call).
     """
-    history = getattr(device, "int8_outputs", None)
+    history = device.int8_outputs
     if history is not None and len(history) >= count:
         return np.asarray(history)[len(history) - count:]
-    last = getattr(device, "last_int8", None)
+    last = device.last_int8
     return None if last is None else np.asarray(last)
 
 

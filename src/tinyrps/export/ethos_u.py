@@ -33,8 +33,9 @@ from typing import Optional
 
 import numpy as np
 
+from ..artifacts import read_sidecar, run_config, sha256_file
 from ..errors import UserError
-from . import BuildContext, BuildResult, EvalContext, Target, read_sidecar, register
+from . import BuildContext, BuildResult, EvalContext, Target, register
 
 # Every accelerator configuration of Vela 5.1 (ethosu.vela.architecture_features.Accelerator);
 # the test suite checks that this list matches the installed Vela.
@@ -454,7 +455,7 @@ def int8_cpu_predictions(pte: Path, images: np.ndarray) -> np.ndarray:
         XNNPACKQuantizer, get_symmetric_quantization_config)
 
     from ..model import images_to_tensor, load_model
-    from . import calibration_images, run_config, sha256_file
+    from . import calibration_images
     from .host import pt2e_quantize
     run_dir = Path(pte).resolve().parent.parent
     checkpoint = run_dir / "model.pt"

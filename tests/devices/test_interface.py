@@ -1,0 +1,52 @@
+"""What every device offers: the Device interface's defaults, and the family -> device map."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tinyrps.devices import DEVICES, device_class
+from tinyrps.devices.base import Device
+from tinyrps.devices.families import FAMILY_DEVICES, FAMILY_NEEDS, family_default_device
+from tinyrps.export import targets
+from tinyrps.pte import FAMILIES
+
+
+class Plain(Device):
+    """A device that reports nothing beyond its logits."""
+    name = "plain"
+
+    def _classify_batch(self, images):
+        return np.zeros((len(images), 3), np.float32)
+
+
+def test_a_device_reports_nothing_by_default():
+    device = Plain()
+    device.classify(np.zeros((2, 28, 28), np.uint8))
+    assert device.bench_runs is None
+    assert device.int8_outputs is None and device.last_int8 is None
+    assert device.last_stats() == {}
+
+
+@pytest.mark.parametrize("name", list(DEVICES))
+def test_every_device_has_the_reporting_members(name):
+    cls = device_class(name)
+    assert issubclass(cls, Device)
+    assert cls.bench_runs is None or cls.bench_runs >= 1
+    assert callable(cls.last_stats)
+
+
+def test_the_firmware_devices_report_their_int8_outputs_and_few_bench_runs():
+    assert device_class("mcu").bench_runs == 20
+    for name in ("mcu", "native"):
+        assert device_class(name).int8_outputs is not Device.int8_outputs
+
+
+def test_every_family_has_devices_that_exist():
+    assert tuple(FAMILY_DEVICES) == FAMILIES and set(FAMILY_NEEDS) == set(FAMILIES)
+    for devices in FAMILY_DEVICES.values():
+        assert devices and set(devices) <= set(DEVICES)
+
+
+def test_every_target_defaults_to_its_familys_device():
+    for target in targets().values():
+        assert target.default_device == family_default_device(target.family), target.name
