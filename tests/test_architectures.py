@@ -6,6 +6,7 @@ import pytest
 from tinyrps.model import ARCHITECTURES, count_macs
 
 
+@pytest.mark.slow
 def test_train_records_the_architecture(fast_run):
     config = json.loads((fast_run / "config.json").read_text())
     metrics = json.loads((fast_run / "metrics.json").read_text())
@@ -15,6 +16,7 @@ def test_train_records_the_architecture(fast_run):
     assert metrics["test_accuracy"] > 0.8
 
 
+@pytest.mark.slow
 def test_host_and_npu_programs_of_fast_agree_with_eager(cli, fast_run, exported_fast):
     for target in ("fp32", "int8-xnnpack", "ethos-u85-128"):
         exported_fast(target)
@@ -29,6 +31,7 @@ def test_host_and_npu_programs_of_fast_agree_with_eager(cli, fast_run, exported_
     assert variants["ethos-u85-128"]["agreement"] >= 0.98
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", ["mcu", "native"])
 def test_fast_runs_bit_exact_on_the_firmware(cli, fast_run, exported_fast, firmware_elf_path, device):
     pte = exported_fast("cortex-m55")
@@ -40,6 +43,7 @@ def test_fast_runs_bit_exact_on_the_firmware(cli, fast_run, exported_fast, firmw
     assert variant["device"] == device and variant["bit_exact"] is True and variant["images"] == 40
 
 
+@pytest.mark.slow
 def test_fast_needs_far_fewer_mcu_instructions(exported, exported_fast, firmware_elf_path):
     fast = json.loads(exported_fast("cortex-m55").with_suffix(".json").read_text())["firmware"]
     default = json.loads(exported("cortex-m55").with_suffix(".json").read_text())["firmware"]
@@ -47,6 +51,7 @@ def test_fast_needs_far_fewer_mcu_instructions(exported, exported_fast, firmware
     assert fast["arena_bytes"] < default["arena_bytes"]
 
 
+@pytest.mark.slow
 def test_a_spec_trains_and_a_bad_one_is_refused(cli, data_dir, tmp_path):
     res = cli("train", "--data", data_dir, "--out", tmp_path / "bad", "--arch", "c16-q9")
     assert res.returncode == 2 and "bad layer 'q9'" in res.stderr and "Traceback" not in res.stderr

@@ -29,6 +29,7 @@ def swept(cli_session, trained_run, exported):
     return json.loads(res.stdout)
 
 
+@pytest.mark.slow
 def test_every_combination_is_either_estimated_or_refused_with_vela_reason(swept, trained_run):
     systems, modes = ethos_u.vela_config_names()
     seen = [(c["accelerator"], c["system_config"], c["memory_mode"]) for c in swept["configs"] + swept["refused"]]
@@ -46,6 +47,7 @@ def test_every_combination_is_either_estimated_or_refused_with_vela_reason(swept
     assert written["configs"] == swept["configs"] and (trained_run / "npu_sweep.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_the_sweep_reproduces_the_export_estimate(swept, exported):
     vela = json.loads(exported("ethos-u85-128").with_suffix(".json").read_text())["vela"]
     sidecar = json.loads(exported("ethos-u85-128").with_suffix(".json").read_text())
@@ -56,6 +58,7 @@ def test_the_sweep_reproduces_the_export_estimate(swept, exported):
         assert same[key] == vela[key], key
 
 
+@pytest.mark.slow
 def test_weights_in_sram_are_faster_and_booked_as_sram(swept):
     by_key = {(c["accelerator"], c["system_config"], c["memory_mode"]): c for c in swept["configs"]}
     sram_only = by_key[("ethos-u85-128", "Ethos_U85_SYS_DRAM_Mid", "Sram_Only")]
@@ -65,6 +68,7 @@ def test_weights_in_sram_are_faster_and_booked_as_sram(swept):
     assert sram_only["inference_ms"] < dedicated["inference_ms"]
 
 
+@pytest.mark.slow
 def test_a_run_without_an_export_is_lowered_once_to_the_same_graph(cli, trained_run, exported, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
@@ -80,6 +84,7 @@ def test_a_run_without_an_export_is_lowered_once_to_the_same_graph(cli, trained_
     assert not (run / "export").exists()
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line(cli, tmp_path, trained_run):
     res = cli("npu-sweep", "--run", tmp_path / "nothing")
     assert res.returncode == 2 and "tinyrps train" in res.stderr and len(res.stderr.strip().splitlines()) == 1

@@ -36,6 +36,7 @@ def tuned(cli_session, data_dir, tmp_path_factory):
     return out, json.loads(res.stdout)
 
 
+@pytest.mark.slow
 def test_tune_writes_candidates_front_and_the_retrained_pick(tuned):
     out, result = tuned
     candidates = result["candidates"]
@@ -58,6 +59,7 @@ def test_tune_writes_candidates_front_and_the_retrained_pick(tuned):
     assert (out / "best" / "export" / "ethos-u85-128.pte").is_file()
 
 
+@pytest.mark.slow
 def test_an_interrupted_tune_resumes_from_its_study(cli, tuned, data_dir):
     out, first = tuned
     res = cli("tune", "--data", data_dir, "--out", out, "--trials", "1", "--no-retrain", *TINY, timeout=1800)
@@ -68,6 +70,7 @@ def test_an_interrupted_tune_resumes_from_its_study(cli, tuned, data_dir):
     assert result["candidates"][:2] == first["candidates"]
 
 
+@pytest.mark.slow
 def test_other_settings_do_not_join_a_stored_study(cli, tuned, data_dir):
     out, _ = tuned
     res = cli("tune", "--data", data_dir, "--out", out, "--candidate-epochs", "3")
@@ -75,6 +78,7 @@ def test_other_settings_do_not_join_a_stored_study(cli, tuned, data_dir):
     assert len(res.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_two_workers_share_one_study_through_a_journal_file(data_dir, tmp_path):
     """Two processes on one journal storage: each runs its own candidate, both land in the study.
     Their NPU limit is impossible, so no candidate is feasible and the front is empty."""
@@ -100,6 +104,7 @@ def test_two_workers_share_one_study_through_a_journal_file(data_dir, tmp_path):
     assert all(c["feasible"] is False for c in last["candidates"])
 
 
+@pytest.mark.slow
 def test_bad_settings_are_one_line(cli, data_dir, tmp_path):
     for args, words in ((("--target", "int8-xnnpack"), "Ethos-U target"), (("--minutes", "0"), "--minutes"),
                         (("--storage", "nowhere"), "not a storage URL"), (("--max-npu-ms", "-1"), "--max-npu-ms")):

@@ -102,6 +102,7 @@ def test_deploy_names_every_missing_prerequisite_in_one_line(u85, tmp_path, bin_
     assert "[CMake" not in message  # present, so not reported
 
 
+@pytest.mark.slow
 def test_deploy_refuses_a_program_that_is_not_for_the_npu(exported, checkout):
     with pytest.raises(UserError, match="Ethos-U"):
         fvp.deploy_fvp(exported("int8-xnnpack"), checkout)

@@ -164,6 +164,7 @@ def test_extra_eval_uses_the_int8_cpu_predictions_it_is_given(exported):
 
 
 # ── per-layer profile and memory placement ───────────────────────────────────
+@slow
 @pytest.mark.parametrize("target", NPU_TARGETS)
 def test_sidecar_has_a_per_layer_profile_that_adds_up(target, exported):
     vela = sidecar_of(exported(target))["vela"]
@@ -190,6 +191,7 @@ def test_the_big_classifier_layer_waits_on_dram(exported):
     assert vela["weights_in"] == "DRAM"
 
 
+@slow
 def test_sram_only_counts_the_weights_as_sram(trained_run, tmp_path):
     """Vela books the weights of Sram_Only as on-chip flash; they sit in SRAM, and the sidecar says so."""
     run = tmp_path / "run"
@@ -217,6 +219,7 @@ def test_weights_memory_follows_vela_ini(system_config, memory_mode, where):
 
 
 # ── the fast architecture on the NPU ─────────────────────────────────────────
+@slow
 def test_fast_architecture_is_one_delegate_and_much_faster(exported, exported_fast):
     from executorch.exir._serialize._program import deserialize_pte_binary
     pte = exported_fast("ethos-u85-128")
