@@ -61,13 +61,14 @@ def test_default_architecture_is_the_named_tinyrps_and_builds_the_same_network()
     assert list(default) == list(from_spec) and all(torch.equal(default[k], from_spec[k]) for k in default)
 
 
-def test_fast_architecture_is_strided_with_a_576_feature_classifier():
+def test_fast_architecture_pools_early_and_has_a_576_feature_classifier():
     model = TinyRPS("fast")
     convs = [m for m in model.body if isinstance(m, torch.nn.Conv2d)]
-    assert [(c.in_channels, c.out_channels, c.stride) for c in convs] == [(1, 16, (1, 1)), (16, 32, (2, 2)),
-                                                                         (32, 64, (2, 2))]
-    (pool,) = [m for m in model.body if isinstance(m, torch.nn.MaxPool2d)]
-    assert (pool.kernel_size, pool.stride) == (3, 2)   # 7x7 -> 3x3, the windows reaching the last row and column
+    assert [(c.in_channels, c.out_channels, c.stride) for c in convs] == [(1, 16, (1, 1)), (16, 32, (1, 1)),
+                                                                         (32, 64, (1, 1))]
+    pools = [m for m in model.body if isinstance(m, torch.nn.MaxPool2d)]
+    # 28 -> 14 -> 7, then 7x7 -> 3x3 with windows that reach the last row and column
+    assert [(pool.kernel_size, pool.stride) for pool in pools] == [(2, 2), (2, 2), (3, 2)]
     assert feature_shape(parse_arch("fast")) == (64, 3, 3)
     assert [(m.in_features, m.out_features) for m in model.head if isinstance(m, torch.nn.Linear)] == \
         [(576, 64), (64, 3)]

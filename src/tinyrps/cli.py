@@ -332,6 +332,11 @@ def cmd_deploy_fvp(a):
 
 
 # ── parser ──────────────────────────────────────────────────────────────────
+def epochs_help() -> str:
+    from .arch import epochs_help as text
+    return text()
+
+
 def arch_help() -> str:
     from .arch import ARCHITECTURES, count_macs, count_params
     named = "; ".join(f"{name} = {spec} ({count_macs(spec) / 1e6:.2f} M MACs, {count_params(spec):,} parameters)"
@@ -377,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("train", cmd_train, "train the CNN; writes RUN/model.pt and RUN/metrics.json")
     s.add_argument("--data", required=True, type=Path, metavar="DIR", help="a folder made by `tinyrps data`")
     s.add_argument("--out", required=True, type=Path, metavar="RUN", help="run folder to write")
-    s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs")
+    s.add_argument("--epochs", type=count, metavar="E", help=epochs_help())
     s.add_argument("--seed", type=seed_number, default=0, metavar="S",
                    help="random seed of initialisation and shuffling")
     s.add_argument("--arch", default="tinyrps", metavar="ARCH", help=arch_help())
@@ -435,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("all", cmd_all, "the whole pipeline: data, train, export, eval, bench, game, report")
     s.add_argument("--out", type=Path, default=Path("out"), metavar="DIR", help="folder to write")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the data and the training")
-    s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs")
+    s.add_argument("--epochs", type=count, metavar="E", help=epochs_help())
     s.add_argument("--per-class", type=count, metavar="N", help="training images per class "
                    "(default: 3000, with 300 val and 200 test)")
     s.add_argument("--arch", default="tinyrps", metavar="ARCH", help=arch_help())

@@ -39,8 +39,8 @@ def check_seed(seed: int) -> None:
         raise UserError(f"--seed must be at least 0, got {seed}")
 
 
-def check_epochs(epochs: int) -> None:
-    if epochs < 1:
+def check_epochs(epochs) -> None:
+    if epochs is not None and epochs < 1:
         raise UserError(f"--epochs must be at least 1, got {epochs}")
 
 
@@ -128,7 +128,7 @@ def bench_in_fresh_process(run_dir: Path, quiet: bool) -> dict:
     return json.loads(done.stdout)
 
 
-def run_all(out, seed: int = 0, epochs: int = 4, per_class=None, quiet: bool = False, arch: str = "tinyrps") -> dict:
+def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False, arch: str = "tinyrps") -> dict:
     from .evaluate import evaluate
     from .report import bench_table, eval_table, write_report
     from .train import TrainConfig, train

@@ -11,6 +11,7 @@ import io
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
@@ -19,7 +20,8 @@ from torch import nn
 from .artifacts import atomic_write_bytes, atomic_write_json
 from .data import load_split
 from .errors import UserError
-from .model import TinyRPS, describe_arch, images_to_tensor, parse_arch
+from .arch import default_epochs, describe_arch, parse_arch
+from .model import TinyRPS, images_to_tensor
 from .progress import progress_bar, say
 from .torch_settings import deterministic
 
@@ -29,7 +31,7 @@ THREADS = 2
 @dataclass
 class TrainConfig:
     data: str
-    epochs: int = 4
+    epochs: Optional[int] = None     # None: the architecture's (tinyrps.arch.default_epochs)
     batch_size: int = 64
     lr: float = 2e-3
     seed: int = 0
@@ -90,10 +92,11 @@ def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = 
     """Train, keep the best checkpoint by validation accuracy, and score it on the test split
     (test_split=False leaves the test split untouched: for candidates of a search, whose
     pick must not see it)."""
-    if config.epochs < 1:
-        raise UserError(f"--epochs must be at least 1, got {config.epochs}")
     arch = parse_arch(config.arch)
     config.arch = arch.name   # canonical: a registered name, or the normalised spec
+    config.epochs = default_epochs(arch.name) if config.epochs is None else config.epochs
+    if config.epochs < 1:
+        raise UserError(f"--epochs must be at least 1, got {config.epochs}")
     out = Path(out_dir)
     splits = {name: load_split(config.data, name) for name in (("train", "val", "test") if test_split
                                                                else ("train", "val"))}

@@ -57,10 +57,11 @@ DIRECTIONS = ("maximize", "minimize", "minimize")
 # The search space: Optuna categorical parameters.
 SPACE = {
     "conv1": (8, 16, 24),
+    "reduce1": ("none", "pool"),
     "conv2": (16, 32, 48),
     "reduce2": ("stride", "pool"),
     "conv3": (32, 48, 64),
-    "reduce3": ("stride", "pool"),
+    "reduce3": ("stride", "pool", "pool3"),
     "final_pool": ("none", "p", "p3"),
     "fc": (0, 32, 64, 128),
 }
@@ -84,12 +85,12 @@ class TuneSettings:
 
 def arch_of(params: dict) -> str:
     """Optuna parameters -> an architecture spec that `--arch` accepts."""
-    layers = [f"c{params['conv1']}"]
+    layers = [f"c{params['conv1']}"] + (["p"] if params["reduce1"] == "pool" else [])
     for conv, reduce in (("conv2", "reduce2"), ("conv3", "reduce3")):
-        strided = params[reduce] == "stride"
-        layers.append(f"c{params[conv]}" + ("s2" if strided else ""))
-        if not strided:
-            layers.append("p")
+        how = params[reduce]
+        layers.append(f"c{params[conv]}" + ("s2" if how == "stride" else ""))
+        if how != "stride":
+            layers.append({"pool": "p", "pool3": "p3"}[how])
     if params["final_pool"] != "none":
         layers.append(params["final_pool"])
     if params["fc"]:
