@@ -94,7 +94,7 @@ def test_installed_package_runs_the_firmware_devices_from_anywhere(installed, ex
         res = run_installed(installed, elsewhere, "-m", "tinyrps", "classify", "--model", exported("cortex-m55"),
                             "--device", device, image, "--json", cache=device_cache)
         assert res.returncode == 0, res.stderr[-3000:]
-        results[device] = json.loads(res.stdout)[0]
+        results[device] = json.loads(res.stdout)["results"][0]
     assert results["native"]["probabilities"] == results["mcu"]["probabilities"]
     assert list((cache / "tinyrps" / "firmware").glob("native-*/**/tinyrps-native")), "not built in the user's cache"
     assert files_under(installed) == before, "the run wrote into the installed package"
