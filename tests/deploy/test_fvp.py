@@ -40,6 +40,7 @@ def program_input_nbytes(model) -> int:
     return 4 * int(np.prod(tensor.sizes))
 
 
+@pytest.mark.slow
 def test_input_file_is_the_prepared_image_as_float32(u85, image_files):
     image = read_image(image_files[0]).image
     data = fvp.input_tensor_bytes(image)

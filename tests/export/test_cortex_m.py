@@ -36,6 +36,7 @@ def test_exported_program_uses_only_cmsis_nn_operators(exported):
     assert cortex_m.program_operators(pte.read_bytes()) == CORTEX_M_OPERATORS
 
 
+@pytest.mark.slow
 def test_export_checks_its_reference_against_the_edge_program(monkeypatch, tmp_path):
     """Every export replays the serialized program and compares it with the edge program's module
     (the reference ExecuTorch defines); a disagreement stops the export."""

@@ -15,6 +15,7 @@ import pytest
 SWEEP = {"cortex-m55": 1200, "cortex-m4": 400}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernels", ["c", "dsp"])
 def test_mutation_sweep_finds_nothing(kernels, exported, asan_build, native):
     mutate = asan_build.tool("tinyrps-mutate" + ("-dsp" if kernels == "dsp" else ""))
