@@ -19,6 +19,7 @@ from .errors import UserError
 from .export import EvalContext, targets
 from .labels import LABELS
 from .progress import progress_bar
+from .pte import program_family
 from .torch_settings import torch_threads
 
 CHUNK = 50
@@ -49,7 +50,9 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         images, labels = images[:limit], labels[:limit]
     device_options = device_options or {}
     result = {"test_images": int(len(images)), "variants": {}}
-    with progress_bar(quiet) as bar:
+    from .export.cortex_m import replays_in_background
+    cortex_m = [pte for pte in programs.values() if program_family(pte) == "cortex-m"]
+    with replays_in_background(cortex_m, images), progress_bar(quiet) as bar:
         with open_device("eager", ckpt) as eager:
             eager_logits = classify_with_progress(eager, images, bar, "eager")
         predictions = {"eager": eager_logits.argmax(1)}

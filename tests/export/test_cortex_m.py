@@ -116,3 +116,16 @@ def test_reference_in_a_worker_thread_leaves_the_thread_count_alone(exported, mo
     in_main = cortex_m.reference_int8(exported("cortex-m55"), images)
     assert set(resized_by) <= {threading.main_thread().name} and torch.get_num_threads() == threads
     np.testing.assert_array_equal(in_worker, in_main)
+
+
+@pytest.mark.slow
+def test_identical_programs_are_replayed_once_in_a_worker_process(exported, test_images, tmp_path):
+    pte = exported("cortex-m4")
+    twin = tmp_path / "twin.pte"
+    twin.write_bytes(pte.read_bytes())
+    images = test_images[0][:4]
+    with cortex_m.replays_in_background([pte, twin], images):
+        assert len(cortex_m._background) == 1
+        from_worker = cortex_m.reference_int8(twin, images)
+    assert not cortex_m._background
+    assert np.array_equal(from_worker, cortex_m.replay_int8(cortex_m.parse_program(pte.read_bytes()), images))
