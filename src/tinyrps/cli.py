@@ -303,11 +303,6 @@ def cmd_deploy_fvp(a):
 
 
 # ── parser ──────────────────────────────────────────────────────────────────
-def epochs_help() -> str:
-    from .arch import epochs_help as text
-    return text()
-
-
 def arch_help() -> str:
     from .arch import ARCHITECTURES, count_macs, count_params
     named = "; ".join(f"{name} = {spec} ({count_macs(spec) / 1e6:.2f} M MACs, {count_params(spec):,} parameters)"
@@ -318,6 +313,7 @@ def arch_help() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .arch import epochs_help
     from .devices import device_names
     from .firmware.boards import BOARDS
     p = Parser(prog="tinyrps", formatter_class=HelpWithDefaults,
