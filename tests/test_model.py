@@ -71,10 +71,10 @@ def test_fast_architecture_pools_early_and_has_a_576_feature_classifier():
     assert [(pool.kernel_size, pool.stride) for pool in pools] == [(2, 2), (2, 2), (3, 2)]
     assert feature_shape(parse_arch("fast")) == (64, 3, 3)
     assert [(m.in_features, m.out_features) for m in model.head if isinstance(m, torch.nn.Linear)] == \
-        [(576, 64), (64, 3)]
+        [(576, 80), (80, 3)]
     assert model.eval()(torch.zeros(INPUT_SHAPE)).shape == (1, 3)
     assert count_macs("fast") == (28 * 28 * 16 * 9 + 14 * 14 * 32 * 16 * 9 + 7 * 7 * 64 * 32 * 9
-                                  + 576 * 64 + 64 * 3)
+                                  + 576 * 80 + 80 * 3)
     assert count_macs("fast") * 3.5 < count_macs("tinyrps")
     assert count_params("fast") == sum(p.numel() for p in model.parameters()) < count_params("tinyrps") / 4
 

@@ -63,7 +63,7 @@ SPACE = {
     "conv3": (32, 48, 64),
     "reduce3": ("stride", "pool", "pool3"),
     "final_pool": ("none", "p", "p3"),
-    "fc": (0, 32, 64, 128),
+    "fc": (0, 32, 64, 80, 128),
 }
 
 
