@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tinyrps.model import ARCHITECTURES, parse_arch
-from tinyrps.tune import ACCURACY_MARGIN, SPACE, arch_of, pick_best
+from tinyrps.tune import ACCURACY_MARGIN, SPACE, arch_of, next_trial_fits, pick_best
 
 TINY = ("--candidate-epochs", "1", "--epochs", "1", "--minutes", "30")
 
@@ -18,6 +18,13 @@ def test_every_point_of_the_space_is_an_architecture_and_both_named_ones_are_in_
     for spec in specs:
         parse_arch(spec)
     assert {ARCHITECTURES["tinyrps"], ARCHITECTURES["fast"]} <= specs
+
+
+def test_the_budget_keeps_room_for_the_final_retraining():
+    # 10 minutes, 15 s candidates, a retraining worth two candidates (4 epochs against 2)
+    assert next_trial_fits(elapsed=550.0, expected=15.0, budget=600.0, retrain_share=2.0)
+    assert not next_trial_fits(elapsed=560.0, expected=15.0, budget=600.0, retrain_share=2.0)
+    assert next_trial_fits(elapsed=580.0, expected=15.0, budget=600.0, retrain_share=0.0)   # --no-retrain
 
 
 def test_the_pick_is_the_fastest_of_the_nearly_most_accurate():

@@ -19,10 +19,11 @@ Pareto front of the candidates that meet them. The study lives in an Optuna
 storage: SQLite in the output folder by default (an interrupted tune resumes
 where it stopped), or any storage URL several workers share (`--storage`).
 
-When the time budget is spent, the best candidate (the lowest NPU latency among
-the front's candidates whose validation accuracy is within ACCURACY_MARGIN of the
-front's best, then the smallest program) is trained again with the full settings,
-exported and scored on the test split on the NPU reference.
+When the time budget is spent (it covers the final retraining too), the best
+candidate (the lowest NPU latency among the front's candidates whose validation
+accuracy is within ACCURACY_MARGIN of the front's best, then the smallest program)
+is trained again with the full settings, exported and scored on the test split on
+the NPU reference.
 
 Writes OUT/tune.json ({"candidates", "pareto", "best", ...}), OUT/tune.png,
 OUT/candidates/NNNN/ (one run per candidate) and OUT/best/ (the retrained pick).
@@ -281,8 +282,10 @@ def check_settings(settings: TuneSettings) -> None:
 
 
 def search(study, settings: TuneSettings, quiet: bool) -> None:
-    """Run trials one at a time while the next one is expected to end within the budget."""
+    """Run trials one at a time while the next one is expected to end within the budget, leaving
+    room in it for the final retraining (about a candidate's time per candidate's epochs)."""
     budget = settings.minutes * 60.0
+    retrain_share = settings.epochs / settings.candidate_epochs if settings.retrain else 0.0
     start = time.perf_counter()
     durations, done, repeats = [], 0, 0
     with progress_bar(quiet) as bar:
@@ -294,7 +297,8 @@ def search(study, settings: TuneSettings, quiet: bool) -> None:
         while True:
             elapsed = time.perf_counter() - start
             expected = statistics.median(durations) if durations else 0.0
-            if (settings.trials is not None and done >= settings.trials) or elapsed + expected > budget:
+            if (settings.trials is not None and done >= settings.trials) or \
+                    not next_trial_fits(elapsed, expected, budget, retrain_share):
                 break
             if repeats >= MAX_REPEATS:
                 say(f"  the sampler proposed only measured architectures {MAX_REPEATS} times in a row: "
@@ -312,6 +316,12 @@ def search(study, settings: TuneSettings, quiet: bool) -> None:
                 if "repeat_of" not in trial.user_attrs:   # a repeat costs nothing: not a measure of the next one
                     durations.append(time.perf_counter() - began)
         bar.update(task, completed=round(budget), status=f"{done} candidates")
+
+
+def next_trial_fits(elapsed: float, expected: float, budget: float, retrain_share: float) -> bool:
+    """Whether one more candidate of `expected` seconds, and after it the final retraining
+    (`retrain_share` candidates' worth), still end within `budget` seconds."""
+    return elapsed + expected * (1.0 + retrain_share) <= budget
 
 
 @contextlib.contextmanager
