@@ -423,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
             "program size); writes OUT/tune.json, OUT/tune.png and retrains the pick")
     s.add_argument("--data", required=True, type=Path, metavar="DIR", help="a folder made by `tinyrps data`")
     s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write")
-    s.add_argument("--minutes", type=positive_number, default=10.0, metavar="M", help="time budget of the whole tune, the final retraining included (default: 10)")
+    s.add_argument("--minutes", type=positive_number, default=10.0, metavar="M",
+                   help="time budget of the whole tune, the final retraining included (default: 10)")
     s.add_argument("--target", default="ethos-u85-128", metavar="T", help="Ethos-U target whose latency counts")
     s.add_argument("--max-npu-ms", type=positive_number, metavar="MS",
                    help="only candidates at most this slow on the target (default: no limit)")
