@@ -313,7 +313,7 @@ def arch_help() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .arch import epochs_help
+    from .arch import TUNED_EPOCHS, epochs_help
     from .devices import device_names
     from .firmware.boards import BOARDS
     p = Parser(prog="tinyrps", formatter_class=HelpWithDefaults,
@@ -433,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--storage", metavar="URL", help="Optuna storage shared by several workers: a database URL "
                    "(sqlite:///PATH.db, postgresql://...) or journal:PATH (default: sqlite in OUT)")
     s.add_argument("--candidate-epochs", type=count, default=2, metavar="E", help="training epochs of each candidate")
-    s.add_argument("--epochs", type=count, default=4, metavar="E", help="training epochs of the pick")
+    s.add_argument("--epochs", type=count, default=TUNED_EPOCHS, metavar="E", help="training epochs of the pick")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the search and training")
     s.add_argument("--trials", type=count, metavar="N", help="at most this many candidates in this run "
                    "(default: as many as the budget allows)")

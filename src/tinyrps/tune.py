@@ -22,7 +22,7 @@ where it stopped), or any storage URL several workers share (`--storage`).
 When the time budget is spent (it covers the final retraining too), the best
 candidate (the lowest NPU latency among the front's candidates whose validation
 accuracy is within ACCURACY_MARGIN of the front's best, then the smallest program)
-is trained again with the full settings, exported and scored on the test split on
+is trained again for TUNED_EPOCHS (or --epochs), exported and scored on the test split on
 the NPU reference.
 
 Writes OUT/tune.json ({"candidates", "pareto", "best", ...}), OUT/tune.png,
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from .arch import TUNED_EPOCHS
 from .artifacts import atomic_write_json
 from .errors import UserError
 from .progress import console, progress_bar, say
@@ -78,7 +79,7 @@ class TuneSettings:
     max_program_bytes: Optional[int] = None
     storage: Optional[str] = None
     candidate_epochs: int = 2      # short training of each candidate
-    epochs: int = 4                # the final retraining (the default training's)
+    epochs: int = TUNED_EPOCHS     # the final retraining
     seed: int = 0
     trials: Optional[int] = None   # at most this many candidates in this process (default: the budget decides)
     retrain: bool = True
