@@ -38,7 +38,8 @@ def test_the_pick_is_the_fastest_of_the_nearly_most_accurate():
 @pytest.fixture(scope="module")
 def tuned(cli_session, data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("tune")
-    res = cli_session("tune", "--data", data_dir, "--out", out, "--trials", "2", "--json", *TINY, timeout=1800)
+    res = cli_session("tune", "--data", data_dir, "--out", out, "--trials", "2", "--pick-seeds", "2", "--json", *TINY,
+                      timeout=1800)
     assert res.returncode == 0, res.stderr[-3000:]
     return out, json.loads(res.stdout)
 
@@ -64,6 +65,20 @@ def test_tune_writes_candidates_front_and_the_retrained_pick(tuned):
     assert json.loads((out / "tune.json").read_text()) == result
     assert (out / "tune.png").stat().st_size > 10_000 and (out / "study.db").is_file()
     assert (out / "best" / "export" / "ethos-u85-128.pte").is_file()
+
+
+@pytest.mark.slow
+def test_the_pick_is_trained_with_each_seed_asked_for(tuned):
+    out, result = tuned
+    final = result["final"]
+    assert [entry["seed"] for entry in final["seeds"]] == [0, 1]
+    assert final["seeds"][0]["test_accuracy"] == final["test_accuracy"]
+    assert final["test_accuracy_worst"] == min(entry["test_accuracy"] for entry in final["seeds"])
+    second = out / "best-seed1"
+    assert json.loads((second / "config.json").read_text())["seed"] == 1
+    assert json.loads((second / "config.json").read_text())["arch"] == final["arch"]
+    assert (second / "export" / "ethos-u85-128.pte").is_file()
+    assert (second / "model.pt").read_bytes() != (out / "best" / "model.pt").read_bytes()
 
 
 @pytest.mark.slow

@@ -285,7 +285,7 @@ def cmd_tune(a):
     settings = TuneSettings(data=a.data, out=a.out, target=a.target, minutes=a.minutes, max_npu_ms=a.max_npu_ms,
                             max_program_bytes=a.max_program_bytes, storage=a.storage,
                             candidate_epochs=a.candidate_epochs, epochs=a.epochs, seed=a.seed, trials=a.trials,
-                            retrain=not a.no_retrain)
+                            retrain=not a.no_retrain, pick_seeds=a.pick_seeds)
     result = tune(settings, quiet=a.quiet or a.json)
     if a.json:
         emit_json(result)
@@ -434,6 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(sqlite:///PATH.db, postgresql://...) or journal:PATH (default: sqlite in OUT)")
     s.add_argument("--candidate-epochs", type=count, default=2, metavar="E", help="training epochs of each candidate")
     s.add_argument("--epochs", type=count, default=TUNED_EPOCHS, metavar="E", help="training epochs of the pick")
+    s.add_argument("--pick-seeds", type=count, default=1, metavar="N",
+                   help="train the pick with N seeds (S, S+1, ...) and report the worst test accuracy")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the search and training")
     s.add_argument("--trials", type=count, metavar="N", help="at most this many candidates in this run "
                    "(default: as many as the budget allows)")

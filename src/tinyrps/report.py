@@ -351,10 +351,15 @@ def tune_table(result: dict, out) -> None:
                 tune_rows(result), text_columns=1)
     final = result.get("final")
     if final:
-        out_console.print(f"pick: {final['arch']}, retrained for {final['epochs']} epochs: test accuracy "
+        out_console.print(f"pick: {final['arch']}, retrained for {final['epochs']} epoch{'s' if final['epochs'] != 1 else ''}: test accuracy "
                           f"{_pct(final['test_accuracy'])} on npu-ref, NPU {final['npu_ms']:.4f} ms, SRAM "
                           f"{final['sram_bytes'] / 1024:.1f} KiB, program {final['program_bytes']:,} B, "
                           f"Cortex-M55 {final['mcu_instructions']:,} instructions")
+        seeds = final.get("seeds", [])
+        if len(seeds) > 1:
+            out_console.print("test accuracy on npu-ref by training seed: "
+                              + ", ".join(f"{entry['seed']}: {_pct(entry['test_accuracy'])}" for entry in seeds)
+                              + f"; worst {_pct(final['test_accuracy_worst'])}")
     elif not result["pareto"]:
         out_console.print("no candidate meets the limits: relax --max-npu-ms / --max-program-bytes")
     out_console.print(f"front and candidates: {Path(out) / 'tune.json'}; plot: {Path(out) / 'tune.png'}")

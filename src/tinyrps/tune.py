@@ -26,7 +26,8 @@ is trained again for TUNED_EPOCHS (or --epochs), exported and scored on the test
 the NPU reference.
 
 Writes OUT/tune.json ({"candidates", "pareto", "best", ...}), OUT/tune.png,
-OUT/candidates/NNNN/ (one run per candidate) and OUT/best/ (the retrained pick).
+OUT/candidates/NNNN/ (one run per candidate), OUT/best/ (the retrained pick) and, with
+--pick-seeds N, OUT/best-seedS/ (the pick trained with the other seeds).
 """
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ class TuneSettings:
     storage: Optional[str] = None
     candidate_epochs: int = 2      # short training of each candidate
     epochs: int = TUNED_EPOCHS     # the final retraining
+    pick_seeds: int = 1            # the pick is trained with this many seeds: seed, seed + 1, ...
     seed: int = 0
     trials: Optional[int] = None   # at most this many candidates in this process (default: the budget decides)
     retrain: bool = True
@@ -278,6 +280,8 @@ def check_settings(settings: TuneSettings) -> None:
     for name, value in (("--max-npu-ms", settings.max_npu_ms), ("--max-program-bytes", settings.max_program_bytes)):
         if value is not None and value <= 0:
             raise UserError(f"{name} must be positive, got {value}")
+    if settings.pick_seeds < 1:
+        raise UserError(f"--pick-seeds must be at least 1, got {settings.pick_seeds}")
     if settings.trials is not None and settings.trials < 1:
         raise UserError(f"--trials must be at least 1, got {settings.trials}")
 
@@ -286,7 +290,7 @@ def search(study, settings: TuneSettings, quiet: bool) -> None:
     """Run trials one at a time while the next one is expected to end within the budget, leaving
     room in it for the final retraining (about a candidate's time per candidate's epochs)."""
     budget = settings.minutes * 60.0
-    retrain_share = settings.epochs / settings.candidate_epochs if settings.retrain else 0.0
+    retrain_share = settings.pick_seeds * settings.epochs / settings.candidate_epochs if settings.retrain else 0.0
     start = time.perf_counter()
     durations, done, repeats = [], 0, 0
     with progress_bar(quiet) as bar:
@@ -405,8 +409,27 @@ def retrain_best(arch: str, settings: TuneSettings, quiet: bool) -> dict:
         mcu_pte = export_target(run_dir, MCU_TARGET)
         test_accuracy = npu_accuracy(npu_pte, settings.data, "test")
     figures = candidate_figures(arch, npu_pte, mcu_pte, npu_accuracy(npu_pte, settings.data, "val"))
+    seeds = [{"seed": settings.seed, "test_accuracy": test_accuracy, "test_accuracy_eager": metrics["test_accuracy"],
+              "run": str(run_dir)}]
+    seeds += [retrain_with_seed(arch, settings, settings.seed + k, quiet) for k in range(1, settings.pick_seeds)]
     return {**figures, "test_accuracy": test_accuracy, "test_accuracy_eager": metrics["test_accuracy"],
-            "epochs": settings.epochs, "programs": {settings.target: str(npu_pte), MCU_TARGET: str(mcu_pte)}}
+            "epochs": settings.epochs, "programs": {settings.target: str(npu_pte), MCU_TARGET: str(mcu_pte)},
+            "seeds": seeds, "test_accuracy_worst": min(entry["test_accuracy"] for entry in seeds)}
+
+
+def retrain_with_seed(arch: str, settings: TuneSettings, seed: int, quiet: bool) -> dict:
+    """The pick trained once more with another seed into OUT/best-seedS: its test accuracy on the
+    NPU reference says how much the first seed's figure owes to luck."""
+    from .export import export_target
+    from .train import TrainConfig, train
+    run_dir = settings.out / f"best-seed{seed}"
+    say(f"[bold cyan]── {arch} with seed {seed}[/]", quiet)
+    metrics = train(TrainConfig(data=str(settings.data), epochs=settings.epochs, seed=seed, arch=arch),
+                    run_dir, quiet=quiet)
+    with console.status(f"exporting {settings.target}"):
+        test_accuracy = npu_accuracy(export_target(run_dir, settings.target), settings.data, "test")
+    return {"seed": seed, "test_accuracy": test_accuracy, "test_accuracy_eager": metrics["test_accuracy"],
+            "run": str(run_dir)}
 
 
 def write_outputs(result: dict, out: Path) -> None:
