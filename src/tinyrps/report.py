@@ -64,7 +64,8 @@ def print_table(title: str, header: list, rows: list, text_columns: int = 2, unw
     """A rich table on stdout: the first `text_columns` columns left-aligned (the first `unwrapped`
     of them, by default all, never wrapped), the rest numbers, right-aligned."""
     unwrapped = text_columns if unwrapped is None else unwrapped
-    t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    # collapsed padding: two spaces between columns, so the wide tables still fit 80 columns
+    t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for i, col in enumerate(header):
         # numbers never wrap; of the text columns, the first `unwrapped`
         t.add_column(col, justify="left" if i < text_columns else "right", no_wrap=i < unwrapped or i >= text_columns)
@@ -339,16 +340,17 @@ def tune_rows(result: dict) -> list:
         mark = "pick" if c["number"] == best else ("yes" if c["number"] in front else "")
         if c.get("feasible") is False:
             mark = "over"
-        rows.append([name, _pct(c["val_accuracy"]), f"{c['npu_ms']:.4f}", f"{c['sram_bytes'] / 1024:.0f} KiB",
-                     f"{c['program_bytes']:,}", f"{c['mcu_instructions'] / 1e6:.1f} M", mark])
+        # units live in the title: with the longest spec of the space the table fits 80 columns
+        rows.append([name, _pct(c["val_accuracy"]), f"{c['npu_ms']:.4f}", f"{c['sram_bytes'] / 1024:.0f}",
+                     f"{c['program_bytes']:,}", f"{c['mcu_instructions'] / 1e6:.1f}", mark])
     return rows
 
 
 def tune_table(result: dict, out) -> None:
     """The tuner's candidates on stdout, then the pick and its test accuracy."""
     print_table(f"candidates ({len(result['candidates'])}; Pareto front: {len(result['pareto'])}); val: int8 accuracy "
-                "on npu-ref; bytes: the program; M55: instructions per inference; over: beyond a limit", TUNE_HEADER,
-                tune_rows(result), text_columns=1)
+                "on npu-ref; SRAM: KiB on the NPU; bytes: the program; M55: millions of instructions per inference; "
+                "over: beyond a limit", TUNE_HEADER, tune_rows(result), text_columns=1)
     final = result.get("final")
     if final:
         out_console.print(f"pick: {final['arch']}, retrained for {final['epochs']} epoch{'s' if final['epochs'] != 1 else ''}: test accuracy "
