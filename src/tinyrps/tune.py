@@ -22,8 +22,8 @@ where it stopped), or any storage URL several workers share (`--storage`).
 When the time budget is spent (it covers the final retraining too), the best
 candidate (the lowest NPU latency among the front's candidates whose validation
 accuracy is within ACCURACY_MARGIN of the front's best, then the smallest program)
-is trained again for TUNED_EPOCHS (or --epochs), exported and scored on the test split on
-the NPU reference.
+is trained again for TUNED_EPOCHS (or --epochs), exported and scored on the test
+split on the NPU reference.
 
 Writes OUT/tune.json ({"candidates", "pareto", "best", ...}), OUT/tune.png,
 OUT/candidates/NNNN/ (one run per candidate), OUT/best/ (the retrained pick) and, with
@@ -397,39 +397,35 @@ def pick_best(pareto: list) -> Optional[dict]:
 
 
 def retrain_best(arch: str, settings: TuneSettings, quiet: bool) -> dict:
-    """The pick, trained with the full settings into OUT/best, exported, and scored on the test split."""
+    """The pick, trained with the full settings into OUT/best, exported, and scored on the test
+    split; with --pick-seeds N, trained with the next N-1 seeds too (OUT/best-seedS)."""
     from .export import export_target
-    from .train import TrainConfig, train
-    run_dir = settings.out / "best"
     say(f"[bold cyan]── retraining {arch} with the full settings ({settings.epochs} epochs)[/]", quiet)
-    metrics = train(TrainConfig(data=str(settings.data), epochs=settings.epochs, seed=settings.seed, arch=arch),
-                    run_dir, quiet=quiet)
-    with console.status(f"exporting {settings.target} and {MCU_TARGET}"):
-        npu_pte = export_target(run_dir, settings.target)
-        mcu_pte = export_target(run_dir, MCU_TARGET)
-        test_accuracy = npu_accuracy(npu_pte, settings.data, "test")
+    first, npu_pte = train_pick(arch, settings, settings.seed, settings.out / "best", quiet)
+    with console.status(f"exporting {MCU_TARGET}"):
+        mcu_pte = export_target(settings.out / "best", MCU_TARGET)
     figures = candidate_figures(arch, npu_pte, mcu_pte, npu_accuracy(npu_pte, settings.data, "val"))
-    seeds = [{"seed": settings.seed, "test_accuracy": test_accuracy, "test_accuracy_eager": metrics["test_accuracy"],
-              "run": str(run_dir)}]
-    seeds += [retrain_with_seed(arch, settings, settings.seed + k, quiet) for k in range(1, settings.pick_seeds)]
-    return {**figures, "test_accuracy": test_accuracy, "test_accuracy_eager": metrics["test_accuracy"],
+    seeds = [first]
+    for seed in range(settings.seed + 1, settings.seed + settings.pick_seeds):
+        say(f"[bold cyan]── {arch} with seed {seed}[/]", quiet)
+        seeds.append(train_pick(arch, settings, seed, settings.out / f"best-seed{seed}", quiet)[0])
+    return {**figures, "test_accuracy": first["test_accuracy"], "test_accuracy_eager": first["test_accuracy_eager"],
             "epochs": settings.epochs, "programs": {settings.target: str(npu_pte), MCU_TARGET: str(mcu_pte)},
             "seeds": seeds, "test_accuracy_worst": min(entry["test_accuracy"] for entry in seeds)}
 
 
-def retrain_with_seed(arch: str, settings: TuneSettings, seed: int, quiet: bool) -> dict:
-    """The pick trained once more with another seed into OUT/best-seedS: its test accuracy on the
-    NPU reference says how much the first seed's figure owes to luck."""
+def train_pick(arch: str, settings: TuneSettings, seed: int, run_dir: Path, quiet: bool) -> tuple:
+    """Train the pick with one seed, export it for the NPU target and score it on the test split
+    on the NPU reference: ({seed, test_accuracy, test_accuracy_eager, run}, the program's path)."""
     from .export import export_target
     from .train import TrainConfig, train
-    run_dir = settings.out / f"best-seed{seed}"
-    say(f"[bold cyan]── {arch} with seed {seed}[/]", quiet)
     metrics = train(TrainConfig(data=str(settings.data), epochs=settings.epochs, seed=seed, arch=arch),
                     run_dir, quiet=quiet)
     with console.status(f"exporting {settings.target}"):
-        test_accuracy = npu_accuracy(export_target(run_dir, settings.target), settings.data, "test")
+        npu_pte = export_target(run_dir, settings.target)
+        test_accuracy = npu_accuracy(npu_pte, settings.data, "test")
     return {"seed": seed, "test_accuracy": test_accuracy, "test_accuracy_eager": metrics["test_accuracy"],
-            "run": str(run_dir)}
+            "run": str(run_dir)}, npu_pte
 
 
 def write_outputs(result: dict, out: Path) -> None:
