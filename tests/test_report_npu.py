@@ -57,16 +57,12 @@ def test_tune_table_marks_the_front_the_pick_and_failures(capsys, tmp_path):
     assert "test accuracy 99.50 % on npu-ref" in out
 
 
-def test_tune_table_keeps_every_figure_whole_in_80_columns(capsys, tmp_path):
+def test_tune_table_keeps_every_figure_whole_in_80_columns(capsys, tmp_path, monkeypatch):
     longest = "c16-p-c16s2-c32-p3-p3-f128"   # the longest spec of the search space
     candidate = {"number": 123, "arch": longest, "state": "COMPLETE", "val_accuracy": 0.9756, "npu_ms": 0.0689,
                  "sram_bytes": 44_000, "program_bytes": 154_176, "mcu_instructions": 1_886_875}
     from tinyrps.report import out_console
-    width = out_console.width
-    out_console.width = 80
-    try:
-        tune_table({"candidates": [candidate], "pareto": [candidate], "best": candidate}, tmp_path)
-    finally:
-        out_console.width = width
+    monkeypatch.setattr(out_console, "width", 80)
+    tune_table({"candidates": [candidate], "pareto": [candidate], "best": candidate}, tmp_path)
     row = next(line for line in capsys.readouterr().out.splitlines() if "#123" in line)
     assert row.split() == ["#123", longest, "97.56", "%", "0.0689", "43", "154,176", "1.9", "pick"]

@@ -75,8 +75,8 @@ def test_the_pick_is_trained_with_each_seed_asked_for(tuned):
     assert final["seeds"][0]["test_accuracy"] == final["test_accuracy"]
     assert final["test_accuracy_worst"] == min(entry["test_accuracy"] for entry in final["seeds"])
     second = out / "best-seed1"
-    assert json.loads((second / "config.json").read_text())["seed"] == 1
-    assert json.loads((second / "config.json").read_text())["arch"] == final["arch"]
+    config = json.loads((second / "config.json").read_text())
+    assert config["seed"] == 1 and config["arch"] == final["arch"]
     assert (second / "export" / "ethos-u85-128.pte").is_file()
     assert (second / "model.pt").read_bytes() != (out / "best" / "model.pt").read_bytes()
 

@@ -353,7 +353,8 @@ def tune_table(result: dict, out) -> None:
                 "over: beyond a limit", TUNE_HEADER, tune_rows(result), text_columns=1)
     final = result.get("final")
     if final:
-        out_console.print(f"pick: {final['arch']}, retrained for {final['epochs']} epoch{'s' if final['epochs'] != 1 else ''}: test accuracy "
+        epochs = f"{final['epochs']} epoch{'s' if final['epochs'] != 1 else ''}"
+        out_console.print(f"pick: {final['arch']}, retrained for {epochs}: test accuracy "
                           f"{_pct(final['test_accuracy'])} on npu-ref, NPU {final['npu_ms']:.4f} ms, SRAM "
                           f"{final['sram_bytes'] / 1024:.1f} KiB, program {final['program_bytes']:,} B, "
                           f"Cortex-M55 {final['mcu_instructions']:,} instructions")

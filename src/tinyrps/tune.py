@@ -288,7 +288,8 @@ def check_settings(settings: TuneSettings) -> None:
 
 def search(study, settings: TuneSettings, quiet: bool) -> None:
     """Run trials one at a time while the next one is expected to end within the budget, leaving
-    room in it for the final retraining (about a candidate's time per candidate's epochs)."""
+    room in it for the final retraining: a candidate's time, scaled by epochs / candidate epochs,
+    for each of the --pick-seeds."""
     budget = settings.minutes * 60.0
     retrain_share = settings.pick_seeds * settings.epochs / settings.candidate_epochs if settings.retrain else 0.0
     start = time.perf_counter()
