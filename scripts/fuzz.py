@@ -158,11 +158,11 @@ def export_program(make_model, core: str) -> bytes:
     import torch
 
     from tinyrps.data import make_split
-    from tinyrps.export.cortex_m import lower_to_edge
+    from tinyrps.export.cortex_m import lower_images
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = make_model().eval()
-    return lower_to_edge(model, make_split("train", 4, 0)[0], core).to_executorch().buffer
+    return lower_images(model, make_split("train", 4, 0)[0], core).to_executorch().buffer
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -69,54 +69,59 @@ def point_run_at_data(run: Path, data_dir: Path) -> None:
 @pytest.fixture(scope="session")
 def exported(trained_run, run_key, tmp_path_factory):
     """exported(target) -> Path of RUN/export/target.pte, built once (and kept across runs)."""
+    return exporter(trained_run, run_key, "", tmp_path_factory)
+
+
+def exporter(run: Path, run_key: str, name: str, tmp_path_factory):
+    """get(target) -> the run's exported target.pte, from the fixture cache (built there once).
+
+    The export is ahead of time only: its key is the run's and the export's own sources, never the
+    firmware's, so a firmware change rebuilds no program."""
     from tinyrps.export import export_target
-    from tinyrps.firmware import firmware_dir
-    from tinyrps.firmware.sources import source_files
-    # An export builds and runs the firmware too: the Cortex-M55 program's sidecar holds its measurements.
-    key = fixture_cache.fixture_key("export", run_key, modules=fixture_cache.package_modules("tinyrps.export"),
-                                    files=source_files(firmware_dir()))
+    key = fixture_cache.fixture_key("export", run_key, modules=fixture_cache.package_modules("tinyrps.export"))
+    prefix = f"export-{name}-" if name else "export-"
     cache = {}
 
     def get(target: str) -> Path:
         if target not in cache:
             def build(out: Path) -> None:
-                pte = export_target(trained_run, target)
-                for name in (pte.name, pte.with_suffix(".json").name, target):   # program, sidecar, kept files
-                    made = pte.parent / name
+                pte = export_target(run, target)
+                for item in (pte.name, pte.with_suffix(".json").name, target):   # program, descriptor, kept files
+                    made = pte.parent / item
                     if made.is_dir():
-                        shutil.copytree(made, out / name)
+                        shutil.copytree(made, out / item)
                     elif made.is_file():
-                        shutil.copy2(made, out / name)
-            files = fixture_cache.cached_folder(f"export-{target}", key, build,
-                                                tmp_path_factory.mktemp(f"export-{target}"))
-            shutil.copytree(files, trained_run / "export", dirs_exist_ok=True)
-            cache[target] = trained_run / "export" / f"{target}.pte"
+                        shutil.copy2(made, out / item)
+            files = fixture_cache.cached_folder(f"{prefix}{target}", key, build,
+                                                tmp_path_factory.mktemp(f"{prefix}{target}"))
+            shutil.copytree(files, run / "export", dirs_exist_ok=True)
+            cache[target] = run / "export" / f"{target}.pte"
         return cache[target]
     return get
 
 
 @pytest.fixture(scope="session")
-def fast_run(tmp_path_factory, data_dir) -> Path:
+def fast_run_key(data_key) -> str:
+    return fixture_cache.fixture_key("fast-run", data_key, FAST_EPOCHS, SEED, modules=["tinyrps.train"])
+
+
+@pytest.fixture(scope="session")
+def fast_run(tmp_path_factory, data_dir, fast_run_key) -> Path:
     """The `fast` architecture on the same data. A network this small learns more slowly from 1,200
     images: it gets more epochs, so that agreement between its programs is measured on a model
     that has learned the task."""
-    from tinyrps.train import TrainConfig, train
-    run = tmp_path_factory.mktemp("fast-run")
-    train(TrainConfig(data=str(data_dir), epochs=FAST_EPOCHS, seed=0, arch="fast"), run, quiet=True)
+    def build(run: Path) -> None:
+        from tinyrps.train import TrainConfig, train
+        train(TrainConfig(data=str(data_dir), epochs=FAST_EPOCHS, seed=SEED, arch="fast"), run, quiet=True)
+    run = fixture_cache.cached_folder("fast-run", fast_run_key, build, tmp_path_factory.mktemp("fast-run"))
+    point_run_at_data(run, data_dir)
     return run
 
 
 @pytest.fixture(scope="session")
-def exported_fast(fast_run):
-    """exported_fast(target) -> Path of the fast run's target.pte, built once per session."""
-    from tinyrps.export import export_target
-    cache = {}
-
-    def get(target: str) -> Path:
-        if target not in cache:
-            cache[target] = export_target(fast_run, target)
-        return cache[target]
-    return get
+def exported_fast(fast_run, fast_run_key, tmp_path_factory):
+    """exported_fast(target) -> Path of the fast run's target.pte, built once (and kept across runs)."""
+    return exporter(fast_run, fast_run_key, "fast", tmp_path_factory)
 
 
 def run_cli(*args, input=None, timeout=300, cwd=None) -> subprocess.CompletedProcess:

@@ -160,8 +160,9 @@ def test_options_are_named_as_typed(cli, trained_run):
 def test_program_family_takes_its_article(cli, exported, tmp_path):
     program = tmp_path / "npu.pte"
     program.write_bytes(exported("fp32").read_bytes())
-    sidecar = {"family": "ethos-u", "sha256": hashlib.sha256(program.read_bytes()).hexdigest()}
-    program.with_suffix(".json").write_text(json.dumps(sidecar))
+    described = json.loads(exported("ethos-u85-128").with_suffix(".json").read_text())
+    described["sha256"] = hashlib.sha256(program.read_bytes()).hexdigest()
+    program.with_suffix(".json").write_text(json.dumps(described))
     assert_user_error(cli("play", "--model", program, "--device", "native", "--moves", "r"),
                       "is an ethos-u program", "--device npu-ref")
 

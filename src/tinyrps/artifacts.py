@@ -1,5 +1,5 @@
-"""The files the pipeline writes and reads back: atomic writes, checksums, a run's
-configuration and a program's sidecar.
+"""The files the pipeline writes and reads back: atomic writes, checksums and a run's
+configuration (a program's descriptor is tinyrps.descriptor's).
 
 Every stage uses these, so this module imports only the standard library: reading a
 sidecar or writing a JSON result must not cost a torch or ExecuTorch import.
@@ -11,7 +11,6 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from .errors import UserError
 
@@ -52,19 +51,3 @@ def run_config(run_dir: Path) -> dict:
     if not path.is_file():
         raise UserError(f"{run_dir} is not a training run (no config.json): create one with `tinyrps train --data DATA --out {run_dir}`")
     return json.loads(path.read_text())
-
-
-def read_sidecar(pte: Path) -> Optional[dict]:
-    """The sidecar T.json of T.pte, or None if there is none; an unreadable one is an error
-    (a program's family and checks come from it, so it is never silently ignored)."""
-    path = Path(pte).with_suffix(".json")
-    if not path.is_file():
-        return None
-    try:
-        sidecar = json.loads(path.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        sidecar = None
-    if not isinstance(sidecar, dict):
-        raise UserError(f"{path} (the sidecar of {Path(pte).name}) is corrupt (not a JSON object): export the program "
-                        f"again with `tinyrps export`")
-    return sidecar

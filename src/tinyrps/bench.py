@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from . import variants
+from . import measure, variants
 from .data import make_split
 from .devices import default_device, open_device
 from .errors import UserError
@@ -91,11 +91,11 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
             if devices[name].simulated_by:   # a model of the hardware: its time is not the hardware's
                 entry["simulated_by"] = devices[name].simulated_by
             if name != "eager":
-                sidecar = variants.sidecar(path)
+                measured = measure.read(path) or {}
                 entry["size_bytes"] = path.stat().st_size
                 for key in ("vela", "firmware"):
-                    if key in sidecar:
-                        entry[key] = sidecar[key]
+                    if key in measured:
+                        entry[key] = measured[key]
             result["variants"][name] = entry
         eager_ms = result["variants"]["eager"]["latency_ms"]
         for name, entry in result["variants"].items():

@@ -8,6 +8,8 @@ Cortex-M firmware, agreement with the int8 CPU model for Ethos-U).
 from __future__ import annotations
 
 import concurrent.futures
+import importlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,7 +18,7 @@ from .artifacts import run_config
 from .data import load_split
 from .devices import default_device, device_class, open_device
 from .errors import UserError
-from .export import EvalContext, targets
+from .families import get_family, targets
 from .labels import LABELS
 from .progress import progress_bar
 from .pte import program_family
@@ -24,6 +26,25 @@ from .torch_settings import torch_threads
 
 CHUNK = 50
 OUT_OF_PROCESS_WORKERS = 2
+
+
+@dataclass
+class EvalContext:
+    """What a family's check (its reference module's `evaluate`) sees of one program."""
+    target: str
+    pte: object                 # Path of the .pte
+    images: np.ndarray          # uint8 test images
+    labels: np.ndarray
+    logits: np.ndarray          # this program's logits on its device
+    device: object              # the open Device that produced them
+    predictions: dict           # variant name -> predicted labels of the variants evaluated before
+
+
+def family_check(target_name: str):
+    """The `evaluate` function of the target's family's reference module, or None."""
+    target = targets().get(target_name)
+    reference = get_family(target.family).reference if target else None
+    return importlib.import_module(f"tinyrps.reference.{reference}").evaluate if reference else None
 
 
 def classify_with_progress(device, images, bar, description) -> np.ndarray:
@@ -50,7 +71,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         images, labels = images[:limit], labels[:limit]
     device_options = device_options or {}
     result = {"test_images": int(len(images)), "variants": {}}
-    from .export.cortex_m import replays_in_background
+    from .reference.cortex_m import replays_in_background
     cortex_m = [pte for pte in programs.values() if program_family(pte) == "cortex-m"]
     with replays_in_background(cortex_m, images), progress_bar(quiet) as bar:
         with open_device("eager", ckpt) as eager:
@@ -88,7 +109,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
 
 
 def import_shared_modules_first() -> None:
-    """The families' evaluation hooks import ExecuTorch's exir (and torchao through it), in the
+    """The families' checks import ExecuTorch's exir (and torchao through it), in the
     worker threads and in this one. Two threads importing one package with circular imports
     for the first time can deadlock (importlib raises _DeadlockError), so this thread
     imports it before the workers start."""
@@ -106,9 +127,9 @@ def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predi
         entry = {"accuracy": accuracy(logits, labels), "device": device_name,
                  "agreement": agreement_eager, "agreement_with": "eager", "agreement_eager": agreement_eager,
                  "max_abs_logit_diff": float(np.abs(logits - eager_logits).max()) if len(images) else 0.0}
-        target = targets().get(name)
-        if target and target.extra_eval:
-            entry.update(target.extra_eval(EvalContext(name, pte, images, labels, logits, device, dict(predictions))))
+        check = family_check(name)
+        if check:
+            entry.update(check(EvalContext(name, pte, images, labels, logits, device, dict(predictions))))
     entry["_predictions"] = logits.argmax(1)
     return entry
 

@@ -1,4 +1,4 @@
-"""The main job, `tinyrps all`: data -> train -> export -> eval -> bench -> game -> report."""
+"""The main job, `tinyrps all`: data -> train -> export -> measure -> eval -> bench -> game -> report."""
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +14,8 @@ from pathlib import Path
 from . import data as data_mod
 from .artifacts import atomic_write_json
 from .errors import UserError
-from .export import export_target, targets
+from .export import export_target
+from .families import family_of_target, targets
 from .progress import console, say
 
 # The targets the main job exports (every other Ethos-U configuration and Cortex-M
@@ -89,7 +90,8 @@ def export_all(run_dir: Path, quiet: bool) -> tuple:
     available = targets()
     for name in MAIN_TARGETS:
         target = available.get(name)
-        reason = "this target is not part of this installation" if target is None else target.unavailable()
+        reason = "this target is not part of this installation" if target is None else \
+            family_of_target(name).available()
         if reason:
             skipped[name] = reason
             say(f"  [yellow]skipped {name}: {reason}[/]", quiet)
@@ -130,6 +132,7 @@ def bench_in_fresh_process(run_dir: Path, quiet: bool) -> dict:
 
 def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False, arch: str = "tinyrps") -> dict:
     from .evaluate import evaluate
+    from .measure import measure_run
     from .report import bench_table, eval_table, write_report
     from .train import TrainConfig, train
     from .arch import parse_arch
@@ -146,6 +149,8 @@ def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False
         metrics = train(TrainConfig(data=str(data_dir.resolve()), epochs=epochs, seed=seed, arch=arch), run_dir, quiet=quiet)
     with stage("export", timings, quiet):
         artifacts, skipped = export_all(run_dir, quiet)
+    with stage("measure", timings, quiet):
+        measurements = measure_run(run_dir, quiet=quiet, only_targets=list(artifacts))
     with stage("eval", timings, quiet):
         evaluation = evaluate(run_dir, quiet=quiet)
         atomic_write_json(run_dir / "eval.json", evaluation)
@@ -168,6 +173,7 @@ def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False
         "data": data_info,
         "arch": metrics["arch"],
         "training": {"epochs": metrics["epochs"], "best_val_accuracy": metrics["best_val_accuracy"]},
+        "measure": measurements,
         "eval": evaluation,
         "bench": benchmark,
         "game": rounds,

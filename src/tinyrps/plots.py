@@ -190,7 +190,8 @@ def plot_npu_sweep(configs: list, path: Path) -> None:
 
 def npu_family_of(config: dict) -> str:
     """'ethos-u85-128' -> 'Ethos-U85'."""
-    return config["accelerator"].rsplit("-", 1)[0].replace("ethos-u", "Ethos-U")
+    from .families import npu_family
+    return npu_family(config["accelerator"]).replace("ethos-u", "Ethos-U")
 
 
 def memory_note(configs: list) -> str:

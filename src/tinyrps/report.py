@@ -22,10 +22,14 @@ def _sentence(text: str) -> str:
 
 
 def targets_table(targets: dict) -> None:
-    rows = []
+    from .families import get_family
+    rows, missing = [], {}
     for name, target in targets.items():
-        missing = target.unavailable()
-        rows.append([name, target.family, target.default_device, target.description + (f" [{missing}]" if missing else "")])
+        family = get_family(target.family)
+        if family.name not in missing:
+            missing[family.name] = family.available()
+        note = f" [{missing[family.name]}]" if missing[family.name] else ""
+        rows.append([name, target.family, family.default_device, target.description + note])
     print_table("export targets", ["target", "family", "runs on", "what"], rows, text_columns=4, unwrapped=3)
 
 
@@ -273,7 +277,7 @@ def write_report(out: Path, summary: dict) -> None:
         parts += npu_layers_section(out, be, rel)
     if firmware:
         parts += ["### Cortex-M firmware on emulated boards",
-                  f"Each program on its board in QEMU, measured at export on the same images: {FIRMWARE_UNITS} "
+                  f"Each program on its board in QEMU, measured by the measure stage on the same images: {FIRMWARE_UNITS} "
                   f"(one image, `play --device mcu`, median). {QEMU_COUNTS}.",
                   markdown_table(FIRMWARE_HEADER, firmware)]
         for title, rows in layer_tables(be):

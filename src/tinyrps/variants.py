@@ -1,4 +1,4 @@
-"""The variants of a run: the eager checkpoint and every exported .pte, in registry order."""
+"""The variants of a run: the eager checkpoint and every exported .pte, in the families' target order."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +15,7 @@ def checkpoint(run_dir) -> Path:
 
 def exported(run_dir) -> dict:
     """target name -> .pte path, for each program exported in RUN/export, host programs first."""
-    from .export import targets
+    from .families import targets
     export_dir = Path(run_dir) / "export"
     found = {p.stem: p for p in sorted(export_dir.glob("*.pte"))} if export_dir.is_dir() else {}
     order = list(targets())
@@ -30,15 +30,10 @@ def selected(run_dir, only=None) -> dict:
         return programs
     unknown = [name for name in only if name != "eager" and name not in programs]
     if unknown:
-        from .export import targets
+        from .families import targets
         name = unknown[0]
         if name in targets():
             raise UserError(f"no exported program for {name} in {Path(run_dir) / 'export'}: "
                             f"create it with `tinyrps export --run {run_dir} --target {name}`")
         raise UserError(f"unknown variant '{name}'; this run has: {', '.join(['eager', *programs])}")
     return {name: path for name, path in programs.items() if name in only}
-
-
-def sidecar(pte: Path) -> dict:
-    from .artifacts import read_sidecar
-    return read_sidecar(pte) or {}

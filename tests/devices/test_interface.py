@@ -6,9 +6,7 @@ import pytest
 
 from tinyrps.devices import DEVICES, device_class
 from tinyrps.devices.base import Device
-from tinyrps.devices.families import FAMILY_DEVICES, FAMILY_NEEDS, family_default_device
-from tinyrps.export import targets
-from tinyrps.pte import FAMILIES
+from tinyrps.families import FAMILIES
 
 
 class Plain(Device):
@@ -42,11 +40,6 @@ def test_the_firmware_devices_report_their_int8_outputs_and_few_bench_runs():
 
 
 def test_every_family_has_devices_that_exist():
-    assert tuple(FAMILY_DEVICES) == FAMILIES and set(FAMILY_NEEDS) == set(FAMILIES)
-    for devices in FAMILY_DEVICES.values():
-        assert devices and set(devices) <= set(DEVICES)
-
-
-def test_every_target_defaults_to_its_familys_device():
-    for target in targets().values():
-        assert target.default_device == family_default_device(target.family), target.name
+    for family in FAMILIES:
+        assert family.devices and set(family.devices) <= set(DEVICES), family.name
+        assert family.default_device == family.devices[0]

@@ -21,7 +21,7 @@ def mcu(cortex_m_pte):
 
 
 def test_classify_is_bit_exact_with_the_reference(mcu, cortex_m_pte, test_images):
-    from tinyrps.export.cortex_m import reference_int8
+    from tinyrps.reference.cortex_m import reference_int8
     images = test_images[0][:6]
     logits = mcu.classify(images)
     assert logits.shape == (6, 3) and logits.dtype == np.float32

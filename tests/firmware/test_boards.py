@@ -56,7 +56,7 @@ def test_a_firmware_image_of_another_board_is_refused(cortex_m_pte, test_images)
 
 
 def test_every_core_with_a_target_has_a_board():
-    from tinyrps.export.cortex_m import CORES as EXPORTED_CORES
+    from tinyrps.families import CORTEX_M_CORES as EXPORTED_CORES
     assert set(boards.CORE_BOARDS) == set(EXPORTED_CORES)
     assert boards.board_for_core("cortex-m85").name == "mps3-an547"      # no M85 machine in QEMU 7.2
     with pytest.raises(UserError, match="unknown board 'mps2-an999'; valid boards: mps3-an547"):
@@ -65,7 +65,7 @@ def test_every_core_with_a_target_has_a_board():
 
 @pytest.mark.parametrize("core,board,kernels", CORES)
 def test_program_runs_on_its_cores_board(exported, test_images, core, board, kernels):
-    from tinyrps.export.cortex_m import reference_int8
+    from tinyrps.reference.cortex_m import reference_int8
     pte = exported(core)
     firmware = json.loads(pte.with_suffix(".json").read_text())["firmware"]
     assert (firmware["board"], firmware["core"], firmware["kernels"]) == (board, core, kernels)

@@ -26,6 +26,7 @@ from torch import nn
 
 from tinyrps.data import make_split
 from tinyrps.export import cortex_m
+from tinyrps.reference import cortex_m as reference
 
 LINEAR_OUT = 16   # the most outputs a program may have: the most int8 values to compare
 
@@ -76,7 +77,7 @@ def awkward_programs(awkward_images, tmp_path_factory):
         if (name, core) not in cache:
             torch.manual_seed(sum(map(ord, name + core)))
             model = awkward_models()[name]().eval()
-            edge = cortex_m.lower_to_edge(model, awkward_images, core)
+            edge = cortex_m.lower_images(model, awkward_images, core)
             pte = folder / f"{name}-{core}.pte"
             pte.write_bytes(edge.to_executorch().buffer)
             cache[name, core] = pte
@@ -92,7 +93,7 @@ def layer_mismatches(native, tool, pte, images, work) -> list:
     kernels = json.loads(native.tool(tool, "info", pte).stdout)["kernels"]
     found, pos = [], 0
     for i, image in enumerate(images):
-        for k, (call, (name, expected)) in enumerate(zip(summary["calls"], cortex_m.replay_layers(pte, image))):
+        for k, (call, (name, expected)) in enumerate(zip(summary["calls"], reference.replay_layers(pte, image))):
             assert call["name"] == name
             got = np.frombuffer(raw[pos:pos + call["bytes"]], np.uint8)
             pos += call["bytes"]
@@ -136,7 +137,7 @@ def m55_variants(firmware_elf_path):
 def test_every_cortex_m55_variant_matches_the_reference_on_qemu(name, awkward_programs, awkward_images, m55_variants):
     from tinyrps.firmware.qemu import run_batch
     pte = awkward_programs(name, "cortex-m55")
-    expected = cortex_m.reference_int8(pte, awkward_images)
+    expected = reference.reference_int8(pte, awkward_images)
     assert len(np.unique(expected)) > 8, "degenerate outputs would not test the arithmetic"
     counts = {}
     for variant, elf in m55_variants.items():
@@ -173,7 +174,7 @@ def test_padding_wider_than_the_kernel_under_the_sanitizers(awkward_programs, aw
                                                             tmp_path):
     """A 1x1 convolution padded by 2 has output pixels whose windows hold no input at all."""
     pte = awkward_programs("wide_padding", "cortex-m55")
-    expected = cortex_m.reference_int8(pte, awkward_images)
+    expected = reference.reference_int8(pte, awkward_images)
     for tool in ("tinyrps-native", "tinyrps-native-dsp"):
         int8, _ = native.run(asan_build.tool(tool), pte, awkward_images, tmp_path)
         np.testing.assert_array_equal(int8, expected)

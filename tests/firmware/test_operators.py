@@ -17,6 +17,8 @@ from torch import nn
 
 from tinyrps.data import make_split
 from tinyrps.export import cortex_m
+from tinyrps.quantization import image_examples
+from tinyrps.reference import cortex_m as reference
 
 
 def small_models() -> dict:
@@ -50,8 +52,9 @@ def test_small_model_matches_the_edge_program_and_its_replay(model_name, core, s
                                                              tmp_path):
     torch.manual_seed(sum(map(ord, model_name + core)))
     model = small_models()[model_name]().eval()
-    edge = cortex_m.lower_to_edge(model, small_images, core)
-    expected = cortex_m.edge_reference_int8(edge.exported_program(), small_images)
+    edge = cortex_m.lower_images(model, small_images, core)
+    expected = np.concatenate([out for (out,) in cortex_m.edge_outputs(edge.exported_program(),
+                                                                      image_examples(small_images))])
     program = edge.to_executorch().buffer
     pte = tmp_path / f"{model_name}.pte"
     pte.write_bytes(program)
@@ -61,10 +64,11 @@ def test_small_model_matches_the_edge_program_and_its_replay(model_name, core, s
         "dim_order_ops::_clone_dim_order.out", "cortex_m::quantized_linear.out",
         "cortex_m::dequantize_per_tensor.out"}
 
-    replayed = cortex_m.reference_int8(pte, small_images)
-    native_int8, _ = native.run(native_tool, pte, small_images, tmp_path)
-    np.testing.assert_array_equal(replayed, expected)
-    np.testing.assert_array_equal(native_int8, expected)
+    (replayed,) = reference.replay_many(pte, reference.rps_inputs(small_images))
+    native_int8, native_logits = native.run(native_tool, pte, small_images, tmp_path)
+    np.testing.assert_array_equal(replayed.reshape(expected.shape), expected)
+    np.testing.assert_array_equal(native_logits, expected)
+    np.testing.assert_array_equal(native_int8, reference.reference_int8(pte, small_images))
     assert len(np.unique(expected)) > 3, "degenerate outputs would not test the arithmetic"
 
 
@@ -77,7 +81,7 @@ def test_every_layer_output_is_bit_exact(target, exported, images, native, nativ
     raw = (tmp_path / "layers.bin").read_bytes()
     pos = 0
     for i, image in enumerate(sample):
-        for call, (name, expected) in zip(summary["calls"], cortex_m.replay_layers(pte, image)):
+        for call, (name, expected) in zip(summary["calls"], reference.replay_layers(pte, image)):
             got = raw[pos:pos + call["bytes"]]
             pos += call["bytes"]
             assert call["name"] == name

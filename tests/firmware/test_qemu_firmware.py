@@ -49,7 +49,7 @@ def serial_results(cortex_m_pte, firmware_elf_path, test_images):
 
 
 def test_serial_round_trip_is_bit_exact_with_the_reference(serial_results, cortex_m_pte, test_images):
-    from tinyrps.export.cortex_m import reference_int8
+    from tinyrps.reference.cortex_m import reference_int8
     device_int8 = np.stack([r.int8 for r in serial_results])
     assert np.array_equal(device_int8, reference_int8(cortex_m_pte, test_images[0]))
 

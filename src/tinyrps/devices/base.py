@@ -13,8 +13,8 @@ import numpy as np
 
 from ..errors import UserError
 from ..labels import IMAGE_SIZE, LABELS
-from ..pte import checked_sidecar, family_of_program
-from .families import FAMILY_DEVICES, FAMILY_NEEDS
+from ..families import get_family
+from ..pte import family_of_program
 
 
 class Device:
@@ -71,21 +71,25 @@ class Device:
 
 
 def require_family(model_path, family: str, device_name: str, program: bytes, sidecar_only: bool = False):
-    """Refuse a program of another family in one line that names the devices that can run it.
+    """Refuse a program of another family in one line that names the devices that can run it;
+    return the program's descriptor (None for a program without one).
 
-    A sidecar that does not describe `program` (the program's bytes) is refused first, on
+    A descriptor that does not describe `program` (the program's bytes) is refused first, on
     every device. The family comes from the program's contents; with sidecar_only, from
-    the sidecar alone, and a program without one is left to the device to judge."""
-    sidecar = checked_sidecar(model_path, program)
+    the descriptor alone, and a program without one is left to the device to judge."""
+    from .. import descriptor
+    described = descriptor.read(model_path, program)
     if sidecar_only:
-        actual = (sidecar or {}).get("family", family)
+        actual = described.family if described is not None else family
     else:
         actual = family_of_program(program, model_path)
     if actual != family:
         article = "an" if actual[0] in "aeiou" else "a"
-        raise UserError(f"{model_path.name} is {article} {actual} program: it needs {FAMILY_NEEDS[actual]}, which device "
+        other = get_family(actual)
+        raise UserError(f"{model_path.name} is {article} {actual} program: it needs {other.needs}, which device "
                         f"'{device_name}' does not have; run it with --device "
-                        f"{' or --device '.join(FAMILY_DEVICES[actual])}")
+                        f"{' or --device '.join(other.devices)}")
+    return described
 
 
 def check_images(images) -> np.ndarray:

@@ -5,8 +5,8 @@ checks, with `info`, that the firmware holds exactly this file (SHA-256), that t
 program loaded and that the firmware is the board's. Each image is then one `infer`
 request on the UART.
 
-Board (option `board`): the program's sidecar names the board its core runs on
-(`firmware.board`: mps3-an547 for cortex-m55 and cortex-m85, mps2-an505 for
+Board (option `board`): the program's descriptor names its core, and the core its board
+(mps3-an547 for cortex-m55 and cortex-m85, mps2-an505 for
 cortex-m33, mps2-an386 for cortex-m4); `board` overrides it, e.g. to run a
 cortex-m4 program on the Cortex-M33.
 
@@ -165,12 +165,12 @@ class McuDevice(Device):
 
 
 def program_board(model_path: Path, board: str = None):
-    """The board to run a program on: `board` if given, else the one its sidecar names (the
-    firmware section's, else its core's), else the default board."""
-    from ..artifacts import read_sidecar
+    """The board to run a program on: `board` if given, else the board of the core its descriptor
+    names, else the default board."""
+    from .. import descriptor
     from ..firmware.boards import DEFAULT_BOARD, CORE_BOARDS, get_board
     if board:
         return get_board(board)
-    sidecar = read_sidecar(model_path) or {}
-    named = (sidecar.get("firmware") or {}).get("board") or CORE_BOARDS.get(sidecar.get("core"), DEFAULT_BOARD)
-    return get_board(named)
+    described = descriptor.read(model_path)
+    core = described.info.core if described is not None and described.family == "cortex-m" else None
+    return get_board(CORE_BOARDS.get(core, DEFAULT_BOARD))

@@ -51,6 +51,31 @@ MEASURE_SEED = 2024
 HEAVY_OPERATORS = ("conv", "linear", "pool")
 
 
+def measure_program(pte, described, quick: bool = False) -> dict:
+    """The measure stage's `firmware` figures of a Cortex-M program: measured on the emulated board
+    of the core its descriptor names. `quick` (for a search): the instruction count only."""
+    from .boards import board_for_core
+    core = described.info.core
+    board = board_for_core(core)
+    if quick:
+        return quick_count(pte, board.name)
+    figures = measure_firmware(pte, board.name)
+    if board.core != core:
+        figures["note"] = (f"QEMU 7.2 has no {core} board: measured on the {board.core} of the {board.name} "
+                           "(the same Armv8.1-M MVE instruction set); the counts are that core's")
+    return figures
+
+
+def quick_count(pte, board: str) -> dict:
+    """Instructions per inference with the fastest kernels, from one QEMU run: what a search needs."""
+    from .qemu import firmware_elf, run_batch
+    spec = get_board(board)
+    result = run_batch(Path(pte), measurement_images(), elf=firmware_elf(board, "fast"), board=board)
+    return {"board": spec.name, "core": spec.core, "kernels": spec.fast_kernels,
+            "instructions_per_inference": int(np.median(result.instructions)), "arena_bytes": result.arena_needed,
+            "quick": True}
+
+
 def measure_firmware(pte, board: str = DEFAULT_BOARD) -> dict:
     """Measure a Cortex-M .pte (path or bytes) on `board`'s firmware; see the module docstring."""
     from .qemu import firmware_elf, run_batch
