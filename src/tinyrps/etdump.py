@@ -105,27 +105,35 @@ def etdump_runs(runs, program=None, counter: str = "instructions", totals: Optio
     calls = program_kernel_calls(program) if program is not None else None
     out, clock = [], 0
     for r, profile in enumerate(profiles):
-        events, start = [], clock
-        for i, call in enumerate(profile):
-            chain, instruction, overload = _call_place(r, i, call, calls)
-            count = _count(call, counter, f"run {r}, kernel call {i} ({call.get('op')})")
-            events.append({"name": kernel_event_name(call["op"], overload), "chain": chain,
-                           "instruction": instruction, "start": clock, "end": clock + count,
-                           "metadata": str(call.get("kernels") or "").encode("ascii")})
-            clock += count
-        if calls is not None and len(profile) != len(calls):
-            raise UserError(f"run {r} profiles {len(profile)} kernel calls, the program has {len(calls)}: "
-                            "the profile is of another program")
-        if totals is not None:
-            total = _count({"total": totals[r]}, "total", f"the whole-inference count of run {r}")
-            if total < clock - start:
-                raise UserError(f"run {r}: the whole inference counts {total}, less than its kernel calls "
-                                f"({clock - start}): the counts are not of the same run")
-            clock = start + total
-        events.append({"name": RUN_EVENT, "chain": UNSET, "instruction": UNSET, "start": start, "end": clock,
-                       "metadata": b""})
+        total = None if totals is None else _whole(totals[r], f"the whole-inference count of run {r}")
+        events = _run_events(r, profile, calls, counter, total, clock)
+        clock = events[-1]["end"]
         out.append({"name": RUN_NAME, "events": events})
     return out
+
+
+def _run_events(r: int, profile: list, calls: Optional[list], counter: str, total: Optional[int],
+                start: int) -> list:
+    """The kernel calls of run r laid end to end from `start`, then the run's Method::execute."""
+    if calls is not None and len(profile) != len(calls):
+        raise UserError(f"run {r} profiles {len(profile)} kernel calls, the program has {len(calls)}: "
+                        "the profile is of another program")
+    events, clock = [], start
+    for i, call in enumerate(profile):
+        chain, instruction, overload = _call_place(r, i, call, calls)
+        count = _whole(call.get(counter), f"run {r}, kernel call {i} ({call['op']})", counter)
+        events.append({"name": kernel_event_name(call["op"], overload), "chain": chain, "instruction": instruction,
+                       "start": clock, "end": clock + count,
+                       "metadata": str(call.get("kernels") or "").encode("ascii", "replace")})
+        clock += count
+    if total is not None:
+        if total < clock - start:
+            raise UserError(f"run {r}: the whole inference counts {total}, less than its kernel calls "
+                            f"({clock - start}): the counts are not of the same run")
+        clock = start + total
+    events.append({"name": RUN_EVENT, "chain": UNSET, "instruction": UNSET, "start": start, "end": clock,
+                   "metadata": b""})
+    return events
 
 
 def _as_profiles(runs) -> list:
@@ -172,8 +180,8 @@ def _index(value, run: int, i: int) -> int:
     return index
 
 
-def _count(call: dict, key: str, what: str) -> int:
-    value = call.get(key)
+def _whole(value, what: str, key: str = "") -> int:
+    """A count: a whole number >= 0 (ints of any kind, or a float without a fraction)."""
     if value is None:
         raise UserError(f"{what} has no '{key}' count")
     if isinstance(value, bool) or not isinstance(value, Integral):
@@ -384,13 +392,20 @@ def open_inspector(etdump_path, etrecord=None):
     """ExecuTorch's Inspector on an ETDump of write_etdump, counts unscaled (TimeScale.CYCLES:
     Inspector's label for "as counted"; on QEMU the counts are instructions), with the
     Cortex-M operators registered so that an ETRecord's graph deserializes with them."""
+    import warnings
+
     from executorch.devtools import Inspector
     from executorch.devtools.inspector import TimeScale
     if etrecord is not None:
         _register_cortex_m_operators()
         etrecord = str(etrecord)
-    return Inspector(etdump_path=str(etdump_path), etrecord=etrecord,
-                     source_time_scale=TimeScale.CYCLES, target_time_scale=TimeScale.CYCLES)
+    with warnings.catch_warnings():
+        # the files hold no tensors (no debug buffer goes with them), which Inspector warns about
+        warnings.filterwarnings("ignore", message="Output Buffer not found")
+        # its graph view has no place for _clone_dim_order's dim_order argument, and says so
+        warnings.filterwarnings("ignore", message="Unsupported kwarg encountered")
+        return Inspector(etdump_path=str(etdump_path), etrecord=etrecord,
+                         source_time_scale=TimeScale.CYCLES, target_time_scale=TimeScale.CYCLES)
 
 
 def _register_cortex_m_operators() -> None:
