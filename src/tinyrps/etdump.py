@@ -4,6 +4,7 @@ ExecuTorch's own Inspector (`executorch.devtools.Inspector`).
     write_etdump(path, runs, program=None, counter="instructions", totals=None)
     write_etrecord(edge_manager, et_manager, path)
     to_executorch_with_etrecord(edge_manager, path) -> ExecutorchProgramManager
+    open_inspector(etdump_path, etrecord=None) -> Inspector (counts unscaled, Cortex-M operators known)
 
 What the official runtime writes, and so what Inspector expects (read from an ETDump that
 ExecuTorch's own runtime wrote with `load_program(..., enable_etdump=True)`):
@@ -353,9 +354,13 @@ def write_etrecord(edge_manager, et_manager, path) -> Path:
       whose program the Cortex-M passes replaced.
     et_manager: what `to_executorch()` returned; its `.buffer` is the .pte the ETRecord describes.
 
-    Reading the ETRecord back needs the Cortex-M operators registered (open_inspector does it);
-    without them ExecuTorch's deserializer puts placeholder operators in the graph and the
-    Cortex-M events map to no node. Written whole or not at all."""
+    Reading the ETRecord back needs the Cortex-M operators registered (open_inspector does it;
+    with Inspector itself, import executorch.backends.cortex_m.passes and then
+    executorch.backends.cortex_m.ops.operators first); without them ExecuTorch's deserializer
+    puts placeholder operators in the graph and the Cortex-M events map to no node.
+    The map is the exporter's: in the TinyRPS programs the last linear layer and the final
+    dequantize share one debug handle, so both of their events name both nodes.
+    Written whole or not at all."""
     import io
 
     from executorch.devtools import generate_etrecord
