@@ -118,13 +118,19 @@ def test_a_folder_is_not_an_etdump_path(tmp_path):
 
 @pytest.fixture(scope="module")
 def m55_program(exported):
-    pte = exported("cortex-m55")
-    return pte, json.loads(pte.with_suffix(".json").read_text())
+    return exported("cortex-m55")
+
+
+@pytest.fixture(scope="module")
+def measured_layers(m55_program):
+    """The measure stage's per-layer instructions of the program (QEMU: the fast and the plain-C build)."""
+    from tinyrps import measure
+    return (measure.read(m55_program) or measure.measure(m55_program))["firmware"]["layers"]
 
 
 def test_the_program_reader_agrees_with_executorch(m55_program):
     from executorch.exir._serialize._program import deserialize_pte_binary
-    pte, _ = m55_program
+    pte = m55_program
     plan = deserialize_pte_binary(pte.read_bytes()).program.execution_plan[0]
     expected = [(c, n, plan.operators[ins.instr_args.op_index].name, plan.operators[ins.instr_args.op_index].overload)
                 for c, chain in enumerate(plan.chains) for n, ins in enumerate(chain.instructions)]
@@ -132,10 +138,10 @@ def test_the_program_reader_agrees_with_executorch(m55_program):
     assert len(expected) == 10
 
 
-def test_the_exports_measured_profile(m55_program, tmp_path):
-    """The sidecar's per-layer instructions (QEMU, the fast and the plain-C build) as they are."""
-    pte, sidecar = m55_program
-    layers = sidecar["firmware"]["layers"]
+@pytest.mark.slow     # measures on QEMU
+def test_the_measured_profile(m55_program, measured_layers, tmp_path):
+    """The measure stage's per-layer instructions (QEMU, the fast and the plain-C build) as they are."""
+    pte, layers = m55_program, measured_layers
     for counter in ("instructions", "instructions_plain_c"):
         path = write_etdump(tmp_path / f"{counter}.etdp", layers, program=pte, counter=counter)
         assert rows(open_inspector(path)) == [
@@ -144,8 +150,8 @@ def test_the_exports_measured_profile(m55_program, tmp_path):
 
 
 def test_a_profile_of_another_program_is_refused(m55_program, tmp_path):
-    pte, sidecar = m55_program
-    layers = sidecar["firmware"]["layers"]
+    pte = m55_program
+    layers = [{"op": f"{name}", "kernels": "c", "instructions": 100} for _, _, name, _ in program_kernel_calls(pte)]
     with pytest.raises(UserError, match="kernel call 2 of the profile is cortex_m::quantized_linear, the program's "
                                         "is cortex_m::quantized_conv2d"):
         write_etdump(tmp_path / "p.etdp", layers[:2] + [dict(layers[2], op="cortex_m::quantized_linear")] + layers[3:],
@@ -190,12 +196,13 @@ def test_per_image_profiles_from_qemu(cortex_m_pte, per_image_profiles, tmp_path
 def test_the_etrecord_maps_each_event_to_its_graph_node(trained_run, data_dir, cortex_m_pte, per_image_profiles,
                                                         tmp_path):
     from tinyrps.etdump import to_executorch_with_etrecord, write_etrecord
-    from tinyrps.export import calibration_images
-    from tinyrps.export.cortex_m import _one_thread, lower_to_edge
+    from tinyrps.export.cortex_m import lower_images
     from tinyrps.model import load_model
+    from tinyrps.quantization import calibration_images
+    from tinyrps.torch_settings import torch_threads
 
-    with _one_thread():
-        edge = lower_to_edge(load_model(trained_run / "model.pt"), calibration_images(data_dir), "cortex-m55")
+    with torch_threads(1):
+        edge = lower_images(load_model(trained_run / "model.pt"), calibration_images(data_dir), "cortex-m55")
         program = to_executorch_with_etrecord(edge, tmp_path / "cortex-m55.etrecord")
     assert program.buffer == cortex_m_pte.read_bytes()      # the ETRecord is of the very program profiled
     with pytest.raises(UserError, match="already lowered by to_executorch"):

@@ -402,7 +402,8 @@ def open_inspector(etdump_path, etrecord=None):
     from executorch.devtools import Inspector
     from executorch.devtools.inspector import TimeScale
     if etrecord is not None:
-        _register_cortex_m_operators()
+        from .reference.cortex_m import register_operators
+        register_operators()
         etrecord = str(etrecord)
     with warnings.catch_warnings():
         # the files hold no tensors (no debug buffer goes with them), which Inspector warns about
@@ -411,10 +412,3 @@ def open_inspector(etdump_path, etrecord=None):
         warnings.filterwarnings("ignore", message="Unsupported kwarg encountered")
         return Inspector(etdump_path=str(etdump_path), etrecord=etrecord,
                          source_time_scale=TimeScale.CYCLES, target_time_scale=TimeScale.CYCLES)
-
-
-def _register_cortex_m_operators() -> None:
-    """Importing these defines torch.ops.cortex_m.* (the passes package first: the operators
-    module alone runs into a circular import)."""
-    import executorch.backends.cortex_m.passes  # noqa: F401
-    import executorch.backends.cortex_m.ops.operators  # noqa: F401

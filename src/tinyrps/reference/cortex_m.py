@@ -83,7 +83,7 @@ def replay(program, inputs: list) -> list:
     program input, shaped as the program declares it, in logical order): the outputs, in the
     program's own dtypes and shapes."""
     prog = _program(program)
-    _register_operators()
+    register_operators()
     with _one_thread(), torch.no_grad():
         return _Replay(prog).run(inputs)
 
@@ -93,7 +93,7 @@ def replay_many(program, inputs: list) -> list:
     [N, *shape]; returns one array per output, each [N, *shape]."""
     prog = _program(program)
     count = len(inputs[0]) if inputs else 0
-    _register_operators()
+    register_operators()
     with _one_thread(), torch.no_grad():
         runs = [_Replay(prog).run([x[i] for x in inputs]) for i in range(count)]
     shapes = [tuple(prog.tensor(i).sizes) for i in prog.outputs]
@@ -110,7 +110,7 @@ def rps_inputs(images_uint8: np.ndarray) -> list:
 
 def replay_int8(prog: ParsedProgram, images: np.ndarray) -> np.ndarray:
     """An RPS classifier's int8 outputs [N, classes]: the input of its final dequantize."""
-    _register_operators()
+    register_operators()
     (x,) = rps_inputs(images)
     with _one_thread(), torch.no_grad():
         rows = []
@@ -148,7 +148,7 @@ def replay_layers(pte_path, image_uint8: np.ndarray) -> list:
 def replay_calls(program, inputs: list) -> list:
     """(operator, output bytes) of every kernel call of one inference on `inputs`, in chain order."""
     prog = _program(program)
-    _register_operators()
+    register_operators()
     replay = _Replay(prog, record=True)
     with _one_thread(), torch.no_grad():
         replay.run(list(inputs))
@@ -233,7 +233,7 @@ def _images_digest(images_uint8: np.ndarray) -> str:
 
 # --- the replay ---------------------------------------------------------------------------------------
 
-def _register_operators() -> None:
+def register_operators() -> None:
     """Importing these defines torch.ops.cortex_m.* and torch.ops.dim_order_ops.* with their Python kernels.
 
     The passes package first: importing the operators module on its own runs into a circular import."""
