@@ -30,7 +30,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 

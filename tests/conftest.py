@@ -199,3 +199,47 @@ def parse_markdown_tables(text: str, check: bool = False) -> list:
 @pytest.fixture
 def markdown_tables():
     return parse_markdown_tables
+
+
+@pytest.fixture
+def descriptor_like():
+    """descriptor_like(program, like): give `program` the descriptor of the program `like`, made to
+    describe `program`'s bytes (a program of one family dressed as another)."""
+    import hashlib
+
+    def write(program: Path, like: Path) -> Path:
+        raw = json.loads(like.with_suffix(".json").read_text())
+        raw["sha256"] = hashlib.sha256(program.read_bytes()).hexdigest()
+        raw["size_bytes"] = program.stat().st_size
+        program.with_suffix(".json").write_text(json.dumps(raw))
+        return program
+    return write
+
+
+@pytest.fixture(scope="session")
+def measured(tmp_path_factory):
+    """measured(pte) -> the measure stage's figures of a program (T.measure.json beside it), taken once
+    per program and firmware (kept across runs, keyed by the program's bytes and the firmware's sources)."""
+    from tinyrps import measure
+    from tinyrps.artifacts import sha256_file
+    from tinyrps.firmware import firmware_dir
+    from tinyrps.firmware.sources import source_files
+    firmware_key = fixture_cache.fixture_key("firmware", modules=fixture_cache.package_modules("tinyrps.firmware")
+                                             + ["tinyrps.measure", "tinyrps.vela"], files=source_files(firmware_dir()))
+    done = {}
+
+    def get(pte: Path) -> dict:
+        pte = Path(pte)
+        if pte not in done:
+            require_arm_tools()
+
+            def build(out: Path) -> None:
+                measure.measure(pte)
+                shutil.copy2(measure.path_of(pte), out / "measure.json")
+            key = fixture_cache.fixture_key("measure", sha256_file(pte), firmware_key)
+            stored = fixture_cache.cached_folder("measure", key, build, tmp_path_factory.mktemp("measure"))
+            shutil.copy2(stored / "measure.json", measure.path_of(pte))
+            done[pte] = measure.read(pte)
+            assert done[pte] is not None, f"the stored measurement is not of {pte}"
+        return done[pte]
+    return get

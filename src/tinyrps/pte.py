@@ -7,11 +7,8 @@ seconds before a user sees a first answer.
 """
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Optional
 
 from .errors import UserError, require_file
 
