@@ -10,8 +10,8 @@ the identity, so that folding it into the layer before changes the numbers.
 Weights: convolution and linear weights are drawn N(0, 2/fan_in) (He initialisation, which
 keeps activations near unit scale through the ReLUs, so that no layer's int8 range collapses);
 biases N(0, 0.1^2). Each BatchNorm: weight U(0.5, 1.5), bias N(0, 0.1^2), running_mean
-N(0, 0.1^2), running_var U(0.5, 2.0). Calibration and example inputs are float32 standard
-normal N(0, 1), drawn from a seeded generator.
+N(0, 0.1^2), running_var U(0.5, 2.0). Calibration and check inputs are float32 N(0, 1) from
+seeded generators (CALIBRATION_SEED, CHECK_SEED); the example inputs export traces are zeros.
 
 `NETWORKS` is the registry: name -> `Network` (constructor, input shapes, classes, MACs).
 MACs count the multiply-accumulates of the convolutions and linear layers of one inference;
