@@ -1,0 +1,184 @@
+"""Any nn.Module -> an ExecuTorch Cortex-M (CMSIS-NN operators) int8 program.
+
+The lowering is ExecuTorch 1.5.1's own Cortex-M flow, for any number and shape of
+float inputs:
+
+1. the module and its 4-D inputs go channels-last (NHWC), the layout the backend's
+   quantizer requires of every convolution (it declines an NCHW one, which then stays
+   float); inputs of other ranks are used as they are, contiguous;
+2. PT2E post-training quantization with `CortexMQuantizer` (int8 activations per tensor,
+   convolution weights per output channel; it folds Conv2d + BatchNorm), calibrated on
+   the given input tuples one at a time, so the observers see batch-1 graphs;
+3. `to_edge_transform_and_lower` with the backend's edge compile config, then
+   `CortexMPassManager` for the core, which rewrites the quantized patterns to
+   `cortex_m::` operators with the core's CMSIS-NN constants (MVE kernel sums on
+   Cortex-M55/M85, bias on the DSP cores);
+4. `to_executorch`: memory planning and serialization.
+
+`lower` keeps a copy of the transformed edge program made before step 4 (which rewrites
+the graph to out-variants in place): running its module in Python is ExecuTorch's own
+reference for the program (`edge_outputs`, `edge_int8_outputs`).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+from ..errors import UserError
+
+# Portable operators that only move or re-view data (no arithmetic, no dtype change): a
+# Cortex-M program may keep them. Anything else that is not `cortex_m::` is a layer the
+# backend did not take.
+DATA_MOVEMENT_OPERATORS = frozenset({
+    "dim_order_ops::_clone_dim_order", "aten::view_copy", "aten::_unsafe_view", "aten::permute_copy",
+    "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::clone", "aten::slice_copy", "aten::select_copy",
+    "aten::cat", "aten::expand_copy", "executorch_prim::et_view",
+})
+
+
+@dataclass
+class CortexMProgram:
+    """A lowered module: the .pte bytes and the transformed edge program they were serialized from."""
+    program: bytes
+    edge_program: object          # torch.export.ExportedProgram, runnable (a copy from before serialization)
+    core: str
+    operators: list = field(default_factory=list)     # the program's operator table, "name.overload"
+    not_lowered: list = field(default_factory=list)   # operators neither cortex_m:: nor data movement
+
+
+def to_backend_layout(x):
+    """A 4-D tensor in channels-last memory (the backend's NHWC); any other tensor contiguous."""
+    import torch
+    if x.dim() == 4:
+        return x.contiguous(memory_format=torch.channels_last)
+    return x.contiguous()
+
+
+def target_config(core: str):
+    from executorch.backends.cortex_m.target_config import CortexMTargetConfig
+    try:
+        config = CortexMTargetConfig.from_target_string(core)
+        config.backend
+    except ValueError:
+        raise UserError(f"'{core}' is not a Cortex-M core the installed ExecuTorch lowers for: "
+                        "choose cortex-m4, cortex-m33, cortex-m55 or cortex-m85") from None
+    return config
+
+
+def lower_to_edge(module, example_inputs: tuple, calibration, core: str):
+    """Quantize with CMSIS-NN semantics and apply the core's Cortex-M passes; returns the edge manager.
+
+    `module` is not changed (a copy is lowered); `calibration` is an iterable of input tuples
+    shaped like `example_inputs`."""
+    import torch
+    from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
+    from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
+    from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
+    from executorch.exir import to_edge_transform_and_lower
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    config = target_config(core)
+    example = _as_inputs(example_inputs, example_inputs)
+    module = copy.deepcopy(module).eval().to(memory_format=torch.channels_last)
+    graph = torch.export.export(module, example).module(check_guards=False)
+    prepared = prepare_pt2e(graph, CortexMQuantizer())
+    count = 0
+    with torch.no_grad():
+        for inputs in calibration:
+            prepared(*_as_inputs(inputs, example_inputs))
+            count += 1
+    if count == 0:
+        raise UserError("no calibration inputs: post-training quantization needs at least one input tuple")
+    converted = convert_pt2e(prepared)
+    edge = to_edge_transform_and_lower(torch.export.export(converted, example),
+                                       compile_config=cortex_m_edge_compile_config())
+    edge._edge_programs["forward"] = CortexMPassManager(edge.exported_program(), target_config=config).transform()
+    return edge
+
+
+def lower(module, example_inputs: tuple, calibration, core: str, strict: bool = True) -> CortexMProgram:
+    """`module` as a Cortex-M program for `core` (e.g. "cortex-m55").
+
+    strict: refuse (UserError) a lowering that leaves an operator in the program which is
+    neither a `cortex_m::` kernel nor pure data movement (a float layer the backend did not
+    take); with strict=False such a program is returned and `not_lowered` names them."""
+    from ..torch_settings import torch_threads
+    with torch_threads(1):   # batch-1 tensors: one thread is faster, and leaves the other core alone
+        edge = lower_to_edge(module, example_inputs, calibration, core)
+        kept = copy.deepcopy(edge.exported_program())
+        program = edge.to_executorch().buffer
+    operators = program_operators(program)
+    not_lowered = [op for op in operators if not is_lowered(op)]
+    if strict and not_lowered:
+        raise UserError(f"the Cortex-M lowering left {', '.join(not_lowered)} in the program "
+                        "(not CMSIS-NN operators): change those layers, or lower with strict=False to inspect")
+    return CortexMProgram(program, kept, core, operators, not_lowered)
+
+
+def is_lowered(operator: str) -> bool:
+    """A `cortex_m::` kernel or a portable operator that only moves data ("name.overload" or "name")."""
+    name = operator.split(".")[0]
+    return name.startswith("cortex_m::") or name in DATA_MOVEMENT_OPERATORS
+
+
+def program_operators(program: bytes) -> list:
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    plan = deserialize_pte_binary(program).program.execution_plan[0]
+    return [op.name + (f".{op.overload}" if op.overload else "") for op in plan.operators]
+
+
+def edge_outputs(edge_program, inputs: tuple) -> list:
+    """The edge program's module run on one input tuple: its outputs (float, after any dequantize)."""
+    return _run_edge(edge_program, inputs)[0]
+
+
+def edge_int8_outputs(edge_program, inputs: tuple) -> list:
+    """The int8 tensor each output of the edge program dequantizes (None for an output that is
+    not produced by a dequantize): what a runtime's last kernel before the dequantize holds."""
+    return _run_edge(edge_program, inputs)[1]
+
+
+def _run_edge(edge_program, inputs: tuple):
+    import torch
+    _register_operators()
+    module = edge_program.module()
+    (output_node,) = [n for n in module.graph.nodes if n.op == "output"]
+    results = output_node.args[0]
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+
+    interpreter = torch.fx.Interpreter(module, garbage_collect_values=False)
+    with torch.no_grad():
+        outputs = interpreter.run(*_as_inputs(inputs, inputs))
+    int8 = []
+    for node in results:
+        source = node.args[0] if _is_dequantize(node) else None
+        int8.append(interpreter.env[source].clone() if isinstance(source, torch.fx.Node) else None)
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    return outputs, int8
+
+
+def _is_dequantize(node) -> bool:
+    return node.op == "call_function" and "dequantize_per_tensor" in str(node.target)
+
+
+def _as_inputs(inputs, example_inputs) -> tuple:
+    """One input tuple in the backend's layout, checked against the example's shapes and dtypes."""
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    expected = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    if len(inputs) != len(expected) or any(a.shape != b.shape or a.dtype != b.dtype
+                                           for a, b in zip(inputs, expected)):
+        raise UserError("a calibration input tuple does not match the example inputs: expected "
+                        f"{_describe(expected)}, got {_describe(inputs)}")
+    return tuple(to_backend_layout(x) for x in inputs)
+
+
+def _describe(inputs) -> str:
+    return "(" + ", ".join(f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}" for x in inputs) + ")"
+
+
+def _register_operators() -> None:
+    """Importing these defines torch.ops.cortex_m.* and dim_order_ops.* with their Python kernels
+    (the passes package first: the operators module alone runs into a circular import)."""
+    import executorch.backends.cortex_m.passes  # noqa: F401
+    import executorch.backends.cortex_m.ops.operators  # noqa: F401
+    import executorch.exir.passes.dim_order_ops_registry  # noqa: F401
