@@ -2,7 +2,7 @@
 """MLPerf Tiny's networks as ExecuTorch Cortex-M programs: the measured account and its tables.
 
 `--measure` lowers every network of tinyrps.zoo for every core of CORES, takes the account
-of each program (tinyrps.export.program_account), checks it against ExecuTorch's Python
+of each program (tinyrps.program_account), checks it against ExecuTorch's Python
 references and writes docs/cortex-m-networks.json. Every table of docs/cortex-m-networks.md
 sits between two markers,
 
@@ -48,7 +48,7 @@ def measure() -> dict:
     import numpy as np
     import torch
     from tinyrps import zoo
-    from tinyrps.export import program_account
+    from tinyrps import program_account
     networks = {}
     for name, entry in zoo.NETWORKS.items():
         model = zoo.build(name)
@@ -79,45 +79,38 @@ def measure() -> dict:
 
 
 def checks(model, lowered, inputs) -> dict:
-    """The program against the float network and against ExecuTorch's two Python references."""
+    """The program against the float network and against ExecuTorch's two Python references: the
+    edge program's module and the .pte replay (tinyrps.reference.cortex_m)."""
     import numpy as np
     import torch
-    from tinyrps.export import cortex_m
-    from tinyrps.export.cortex_m_lowering import edge_int8_outputs, edge_outputs
+    from tinyrps.export.cortex_m import edge_int8_outputs, edge_outputs
+    from tinyrps.reference.cortex_m import replay
     edge_ok, replay_equal, float_diff, float_range, int8_seen = True, 0, 0.0, 0.0, []
     edge_error = replay_error = None
-    prog = cortex_m.parse_program(lowered.program)
-    cortex_m._register_operators()
     for x in inputs:
         with torch.no_grad():
             reference = model(*x)
         try:
-            (out,) = edge_outputs(lowered.edge_program, x)
+            outs = edge_outputs(lowered.edge_program, x)
             (q,) = edge_int8_outputs(lowered.edge_program, x)
         except Exception as e:  # recorded, not hidden: the account says the reference does not run
             edge_ok, edge_error = False, f"{type(e).__name__}: {e}"
             break
-        float_diff = max(float_diff, float((out - reference).abs().max()))
+        float_diff = max(float_diff, float((outs[0] - reference).abs().max()))
         float_range = max(float_range, float(reference.abs().max()))
         int8_seen.append(q.reshape(-1).numpy())
         try:
-            with torch.no_grad():
-                replayed = cortex_m._Replay(prog).run(x[0][0])   # the replay takes the input without its batch
-            replay_equal += int(np.array_equal(replayed, q.reshape(-1).numpy()))
+            replayed = replay(lowered.program, [t.contiguous().numpy() for t in x])
+            replay_equal += int(len(replayed) == len(outs) and
+                                all(np.array_equal(r, o.contiguous().numpy()) for r, o in zip(replayed, outs)))
         except Exception as e:
             replay_error = f"{type(e).__name__}: {e}"
-    try:
-        cortex_m.replay_int8(prog, inputs[0][0].numpy())
-        wrapper_error = None
-    except Exception as e:
-        wrapper_error = f"{type(e).__name__}: {e}"
     seen = np.concatenate(int8_seen) if int8_seen else np.zeros(0, np.int8)
     return {"inputs": len(inputs), "edge_module_runs": edge_ok, "edge_error": edge_error,
             "max_abs_diff_from_float": round(float_diff, 6), "float_output_max_abs": round(float_range, 6),
             "int8_output_range": [int(seen.min()), int(seen.max())] if seen.size else None,
             "int8_distinct_values": int(len(np.unique(seen))),
-            "replay_calls_equal_edge": replay_equal, "replay_error": replay_error,
-            "replay_int8_error": wrapper_error}
+            "replay_equals_edge": replay_equal, "replay_error": replay_error}
 
 
 def write_data(data: dict) -> None:
@@ -283,19 +276,13 @@ def block_checks(data: dict) -> str:
         for core, acc in n["programs"].items():
             k = acc["checks"]
             rows.append([f"`{name}`", core, "yes" if k["edge_module_runs"] else f"no: {k['edge_error']}",
-                         f"{k['replay_calls_equal_edge']} / {k['inputs']}" + (f" ({k['replay_error']})"
-                                                                              if k["replay_error"] else ""),
+                         f"{k['replay_equals_edge']} / {k['inputs']}" + (f" ({k['replay_error']})"
+                                                                         if k["replay_error"] else ""),
                          f"{k['max_abs_diff_from_float']:.4f} of {k['float_output_max_abs']:.3f}",
                          f"{k['int8_output_range']} ({k['int8_distinct_values']} values)",
                          ("yes" if n["deterministic"] else "**no**") if core == CORES[0] else "not lowered twice"])
-    return table(["network", "core", "edge module runs", "`_Replay` = edge int8", "max abs diff from float",
+    return table(["network", "core", "edge module runs", "replay = edge outputs", "max abs diff from float",
                   "int8 outputs seen", "same bytes twice" ], rows)
-
-
-def block_replay_wrapper(data: dict) -> str:
-    errors = sorted({acc["checks"]["replay_int8_error"] for n in data["networks"].values()
-                     for acc in n["programs"].values()} - {None})
-    return "\n".join(f"- `{e}`" for e in errors) if errors else "- none"
 
 
 def runtime_limits() -> dict:
@@ -336,7 +323,7 @@ def _numel(t: dict) -> int:
 
 
 def block_forms(data: dict) -> str:
-    from tinyrps.export.program_account import argument_forms
+    from tinyrps.program_account import argument_forms
     accounts = list({acc["sha256"]: acc for n in data["networks"].values()
                      for acc in n["programs"].values()}.values())   # byte-identical programs once
     forms = argument_forms(accounts)
@@ -375,7 +362,7 @@ def _form_text(form: dict) -> str:
 
 def blocks(data: dict) -> dict:
     out = {"registry": block_registry(data), "programs": block_programs(data), "operators": block_operators(data),
-           "io": block_io(data), "checks": block_checks(data), "replay-wrapper": block_replay_wrapper(data),
+           "io": block_io(data), "checks": block_checks(data),
            "limits": block_limits(data), "forms": block_forms(data)}
     for name in data["networks"]:
         out[f"chain-{name}"] = block_chain(data, name)

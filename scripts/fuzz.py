@@ -161,7 +161,7 @@ def export_program(make_model, core: str) -> bytes:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = make_model().eval()
-    return lower_images(model, make_split("train", 4, 0)[0], core).to_executorch().buffer
+    return lower_images(model, make_split("train", 4, 0)[0], core).program
 
 
 def write_atomically(path: Path, data: bytes) -> None:

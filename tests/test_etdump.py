@@ -196,13 +196,16 @@ def test_per_image_profiles_from_qemu(cortex_m_pte, per_image_profiles, tmp_path
 def test_the_etrecord_maps_each_event_to_its_graph_node(trained_run, data_dir, cortex_m_pte, per_image_profiles,
                                                         tmp_path):
     from tinyrps.etdump import to_executorch_with_etrecord, write_etrecord
-    from tinyrps.export.cortex_m import lower_images
-    from tinyrps.model import load_model
-    from tinyrps.quantization import calibration_images
+    import torch
+
+    from tinyrps.export.cortex_m import lower_to_edge
+    from tinyrps.model import INPUT_SHAPE, load_model
+    from tinyrps.quantization import calibration_images, image_examples
     from tinyrps.torch_settings import torch_threads
 
     with torch_threads(1):
-        edge = lower_images(load_model(trained_run / "model.pt"), calibration_images(data_dir), "cortex-m55")
+        edge = lower_to_edge(load_model(trained_run / "model.pt"), (torch.zeros(INPUT_SHAPE),),
+                             image_examples(calibration_images(data_dir)), "cortex-m55")
         program = to_executorch_with_etrecord(edge, tmp_path / "cortex-m55.etrecord")
     assert program.buffer == cortex_m_pte.read_bytes()      # the ETRecord is of the very program profiled
     with pytest.raises(UserError, match="already lowered by to_executorch"):

@@ -87,7 +87,7 @@ def test_an_unknown_network_is_a_user_error():
 
 
 def test_an_unknown_core_is_a_user_error():
-    from tinyrps.export.cortex_m_lowering import target_config
+    from tinyrps.export.cortex_m import target_config
     with pytest.raises(UserError, match="'cortex-m99' is not a Cortex-M core"):
         target_config("cortex-m99")
 
@@ -121,7 +121,7 @@ def test_a_stale_table_is_rewritten_from_the_account():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_each_network_lowers_for_cortex_m55_to_the_documented_program(name):
-    from tinyrps.export.program_account import account
+    from tinyrps.program_account import account
     lowered = zoo.lower_network(name, "cortex-m55")
     documented = DOCUMENTED["networks"][name]["programs"]["cortex-m55"]
     assert lowered.not_lowered == []
@@ -140,7 +140,7 @@ def test_the_lowering_is_deterministic():
 
 @pytest.mark.slow
 def test_the_edge_reference_gives_the_int8_the_program_dequantizes():
-    from tinyrps.export.cortex_m_lowering import edge_int8_outputs, edge_outputs
+    from tinyrps.export.cortex_m import edge_int8_outputs, edge_outputs
     lowered = zoo.lower_network("fc-autoencoder", "cortex-m4")
     (x,) = zoo.check_inputs("fc-autoencoder")[:1]
     (out,), (q,) = edge_outputs(lowered.edge_program, x), edge_int8_outputs(lowered.edge_program, x)
@@ -165,8 +165,8 @@ class TwoInputs(torch.nn.Module):
 
 @pytest.mark.slow
 def test_a_module_with_two_inputs_of_different_ranks_lowers():
-    from tinyrps.export.cortex_m_lowering import lower
-    from tinyrps.export.program_account import account
+    from tinyrps.export.cortex_m import lower
+    from tinyrps.program_account import account
     torch.manual_seed(0)
     model = TwoInputs().eval()
     example = (torch.zeros(1, 3, 8, 8), torch.zeros(1, 6))
@@ -179,7 +179,7 @@ def test_a_module_with_two_inputs_of_different_ranks_lowers():
 
 @pytest.mark.slow
 def test_a_layer_the_backend_does_not_take_is_refused_by_name():
-    from tinyrps.export.cortex_m_lowering import lower
+    from tinyrps.export.cortex_m import lower
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Softplus()).eval()
     example, calibration = (torch.zeros(1, 4),), [(torch.randn(1, 4),)]
     with pytest.raises(UserError, match=r"left .*aten::exp\.out.* in the program"):
@@ -191,7 +191,7 @@ def test_a_layer_the_backend_does_not_take_is_refused_by_name():
 
 @pytest.mark.slow
 def test_a_calibration_tuple_of_the_wrong_shape_is_a_user_error():
-    from tinyrps.export.cortex_m_lowering import lower
+    from tinyrps.export.cortex_m import lower
     model = torch.nn.Linear(4, 2).eval()
     with pytest.raises(UserError, match=r"expected \(float32\[1, 4\]\), got \(float32\[1, 5\]\)"):
         lower(model, (torch.zeros(1, 4),), [(torch.zeros(1, 5),)], "cortex-m55")

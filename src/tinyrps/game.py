@@ -16,7 +16,7 @@ import numpy as np
 from .ascii_art import image_to_ascii, side_by_side
 from .data import render
 from .errors import UserError
-from .labels import LABELS
+from .labels import LABELS, softmax
 
 QUIT = {"q", "quit", "exit"}
 BEATS = {"rock": "scissors", "paper": "rock", "scissors": "paper"}
@@ -55,11 +55,6 @@ def outcome(you: str, opponent: str) -> str:
     if you == opponent:
         return "tie"
     return "win" if BEATS[you] == opponent else "lose"
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return z / z.sum(axis=-1, keepdims=True)
 
 
 class Game:

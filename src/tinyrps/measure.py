@@ -37,15 +37,14 @@ MEASUREMENT_VERSION = 1
 VERSION_KEY = "measurement_version"
 SUFFIX = ".measure.json"
 FIRMWARE_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "cmake")
-FIRMWARE_INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi " \
-                   "qemu-system-arm cmake"
 
 
 def _firmware_tools_missing() -> Optional[str]:
+    from .firmware.build import APT_ARM
     missing = [tool for tool in FIRMWARE_TOOLS if shutil.which(tool) is None]
     if missing:
         return (f"measuring a Cortex-M program needs {', '.join(missing)}, which "
-                f"{'is' if len(missing) == 1 else 'are'} not installed: {FIRMWARE_INSTALL}")
+                f"{'is' if len(missing) == 1 else 'are'} not installed: {APT_ARM} cmake")
     return None
 
 

@@ -266,5 +266,5 @@ def check_inputs(name: str) -> list:
 
 def lower_network(name: str, core: str, seed: int = DEFAULT_SEED, strict: bool = True):
     """The network as an ExecuTorch Cortex-M program for `core` (a CortexMProgram)."""
-    from .export.cortex_m_lowering import lower
+    from .export.cortex_m import lower
     return lower(build(name, seed), example_inputs(name), calibration_inputs(name), core, strict=strict)

@@ -77,9 +77,9 @@ def awkward_programs(awkward_images, tmp_path_factory):
         if (name, core) not in cache:
             torch.manual_seed(sum(map(ord, name + core)))
             model = awkward_models()[name]().eval()
-            edge = cortex_m.lower_images(model, awkward_images, core)
+            lowered = cortex_m.lower_images(model, awkward_images, core)
             pte = folder / f"{name}-{core}.pte"
-            pte.write_bytes(edge.to_executorch().buffer)
+            pte.write_bytes(lowered.program)
             cache[name, core] = pte
         return cache[name, core]
     return get

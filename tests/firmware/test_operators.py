@@ -52,10 +52,10 @@ def test_small_model_matches_the_edge_program_and_its_replay(model_name, core, s
                                                              tmp_path):
     torch.manual_seed(sum(map(ord, model_name + core)))
     model = small_models()[model_name]().eval()
-    edge = cortex_m.lower_images(model, small_images, core)
-    expected = np.concatenate([out for (out,) in cortex_m.edge_outputs(edge.exported_program(),
-                                                                      image_examples(small_images))])
-    program = edge.to_executorch().buffer
+    lowered = cortex_m.lower_images(model, small_images, core)
+    expected = np.concatenate([out.numpy() for example in image_examples(small_images)
+                               for out in cortex_m.edge_outputs(lowered.edge_program, example)])
+    program = lowered.program
     pte = tmp_path / f"{model_name}.pte"
     pte.write_bytes(program)
     assert set(cortex_m.program_operators(program)) <= {

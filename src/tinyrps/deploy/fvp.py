@@ -211,7 +211,7 @@ def agreement(logits: np.ndarray, expected: np.ndarray, step: float) -> dict:
 
 def image_entry(path: Path, logits: np.ndarray, counts: dict, log: Path, expected: np.ndarray, step: float) -> dict:
     """One image's result in the form `classify --json` uses, with the FVP's cycle counts."""
-    from ..game import softmax
+    from ..labels import softmax
     probs = softmax(np.asarray(logits, np.float32))
     return {"path": str(path), "label": LABELS[int(probs.argmax())], "confidence": float(probs.max()),
             "probabilities": {label: float(v) for label, v in zip(LABELS, probs)},

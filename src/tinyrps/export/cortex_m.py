@@ -1,81 +1,157 @@
-"""Recipes for bare-metal Cortex-M: int8 with ExecuTorch's Cortex-M (CMSIS-NN) operators.
+"""Recipes for bare-metal Cortex-M: int8 with ExecuTorch's Cortex-M (CMSIS-NN) operators, for any nn.Module.
 
-tinyrps's C runtime executes these programs and must match, bit for bit, ExecuTorch's
-Python implementations of the `cortex_m::` operators. The reference that says what a
-program computes replays the serialized .pte with those operators (tinyrps.reference.cortex_m);
-the export checks once, on calibration examples, that the replay of the program it wrote
-agrees with the transformed edge program it lowered, so the two agree for every exported
-program. Nothing here builds or runs firmware: the program's footprint and instruction
-counts are the measure stage's (tinyrps.measure).
+The lowering is ExecuTorch 1.5.1's own Cortex-M flow, for any number and shape of inputs:
+
+1. the module and its 4-D inputs go channels-last (NHWC), the layout the backend's quantizer
+   requires of every convolution (it declines an NCHW one, which then stays float); inputs
+   of other ranks are used as they are, contiguous;
+2. PT2E post-training quantization with `CortexMQuantizer` (int8 activations per tensor,
+   convolution weights per output channel; it folds Conv2d and Linear with BatchNorm),
+   calibrated on the given input tuples one at a time, so the observers see batch-1 graphs;
+3. `to_edge_transform_and_lower` with the backend's edge compile config, then
+   `CortexMPassManager` for the core, which rewrites the quantized patterns to `cortex_m::`
+   operators with the core's CMSIS-NN constants (MVE kernel sums on Cortex-M55/M85, bias on
+   the DSP cores);
+4. `to_executorch`: memory planning and serialization.
+
+A program that keeps an operator which is neither a `cortex_m::` kernel nor pure data
+movement (a float layer the backend did not take) is refused, naming it.
+
+tinyrps's C runtime executes these programs and must match, bit for bit, ExecuTorch's Python
+implementations of the operators. The reference that says what a program computes replays the
+serialized .pte with them (tinyrps.reference.cortex_m); the export checks once, on calibration
+examples, that the replay of the program it wrote agrees with the transformed edge program it
+lowered, so the two agree for every exported program. Nothing here builds or runs firmware: a
+program's footprint and instruction counts are the measure stage's (tinyrps.measure).
 """
 from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from ..errors import UserError
 from ..families import CortexMInfo
-from ..quantization import calibrate
-from ..reference.cortex_m import replay
+from ..reference.cortex_m import register_operators, replay
 from ..torch_settings import torch_threads
 from . import BuildContext, BuildResult
 
 # Calibration examples on which an export checks the .pte replay against the edge program.
 SELF_CHECK_EXAMPLES = 32
 
+# Portable operators that only move or re-view data (no arithmetic, no dtype change): a
+# Cortex-M program may keep them. Anything else that is not `cortex_m::` is a layer the
+# backend did not take.
+DATA_MOVEMENT_OPERATORS = frozenset({
+    "dim_order_ops::_clone_dim_order", "aten::view_copy", "aten::_unsafe_view", "aten::permute_copy",
+    "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::clone", "aten::slice_copy", "aten::select_copy",
+    "aten::cat", "aten::expand_copy", "executorch_prim::et_view",
+})
 
-def channels_last(x: torch.Tensor) -> torch.Tensor:
-    """4-D tensors in the channels-last layout the backend's operators take; others as they are."""
-    return x.to(memory_format=torch.channels_last) if x.dim() == 4 else x
+
+@dataclass
+class CortexMProgram:
+    """A lowered module: the .pte bytes and the transformed edge program they were serialized from."""
+    program: bytes
+    edge_program: object          # torch.export.ExportedProgram, runnable (a copy from before serialization)
+    core: str
+    operators: tuple = ()         # the program's operator table, "name.overload"
+    not_lowered: tuple = field(default_factory=tuple)   # operators neither cortex_m:: nor data movement
 
 
-def lower_to_edge(model, example_inputs: tuple, calibration: list, core: str):
-    """Quantize with CMSIS-NN semantics and apply the Cortex-M passes; returns the edge manager."""
+def to_backend_layout(x: torch.Tensor) -> torch.Tensor:
+    """A 4-D tensor in channels-last memory (the backend's NHWC); any other tensor contiguous."""
+    return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x.contiguous()
+
+
+def target_config(core: str):
+    from executorch.backends.cortex_m.target_config import CortexMTargetConfig
+    try:
+        config = CortexMTargetConfig.from_target_string(core)
+        config.backend
+    except ValueError:
+        raise UserError(f"'{core}' is not a Cortex-M core the installed ExecuTorch lowers for: "
+                        "choose cortex-m4, cortex-m33, cortex-m55 or cortex-m85") from None
+    return config
+
+
+def as_inputs(inputs, example_inputs) -> tuple:
+    """One input tuple in the backend's layout, checked against the example's shapes and dtypes."""
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    expected = tuple(example_inputs)
+    if len(inputs) != len(expected) or any(a.shape != b.shape or a.dtype != b.dtype
+                                           for a, b in zip(inputs, expected)):
+        raise UserError("a calibration input tuple does not match the example inputs: expected "
+                        f"{_describe(expected)}, got {_describe(inputs)}")
+    return tuple(to_backend_layout(x) for x in inputs)
+
+
+def _describe(inputs) -> str:
+    return "(" + ", ".join(f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}" for x in inputs) + ")"
+
+
+def lower_to_edge(model, example_inputs: tuple, calibration, core: str):
+    """Quantize with CMSIS-NN semantics and apply the core's Cortex-M passes; returns the edge manager.
+
+    `model` is not changed (a copy is lowered); `calibration` is an iterable of input tuples
+    shaped like `example_inputs`."""
     from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
     from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
-    from executorch.backends.cortex_m.target_config import CortexMTargetConfig
     from executorch.exir import to_edge_transform_and_lower
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    model = model.to(memory_format=torch.channels_last)
-    example = tuple(channels_last(x) for x in example_inputs)
+    config = target_config(core)
+    example = as_inputs(example_inputs, example_inputs)
+    model = copy.deepcopy(model).eval().to(memory_format=torch.channels_last)
     prepared = prepare_pt2e(torch.export.export(model, example).module(check_guards=False), CortexMQuantizer())
-    calibrate(prepared, [tuple(channels_last(x) for x in inputs) for inputs in calibration])
+    count = 0
+    with torch.no_grad():
+        for inputs in calibration:
+            prepared(*as_inputs(inputs, example_inputs))
+            count += 1
+    if count == 0:
+        raise UserError("no calibration inputs: post-training quantization needs at least one input tuple")
     converted = convert_pt2e(prepared)
     edge = to_edge_transform_and_lower(torch.export.export(converted, example),
                                        compile_config=cortex_m_edge_compile_config())
-    config = CortexMTargetConfig.from_target_string(core)
     edge._edge_programs["forward"] = CortexMPassManager(edge.exported_program(), target_config=config).transform()
     return edge
 
 
-def lower_images(model, images, core: str):
-    """`lower_to_edge` with the RPS programs' input (float32 [1,1,28,28] = uint8 image / 255),
-    calibrated on uint8 images [N,28,28]."""
+def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = True) -> CortexMProgram:
+    """`model` as a Cortex-M program for `core` (e.g. "cortex-m55").
+
+    strict: refuse (UserError) a lowering that leaves an operator in the program which is neither
+    a `cortex_m::` kernel nor pure data movement; with strict=False such a program is returned
+    and `not_lowered` names them."""
+    with torch_threads(1):   # batch-1 tensors: one thread is several times faster, and leaves the other core alone
+        edge = lower_to_edge(model, example_inputs, calibration, core)
+        # the edge module must be kept (and run) before to_executorch, which rewrites it to out-variants in place
+        kept = copy.deepcopy(edge.exported_program())
+        program = edge.to_executorch().buffer
+    operators = program_operators(program)
+    not_lowered = tuple(op for op in operators if not is_lowered(op))
+    if strict and not_lowered:
+        raise UserError(f"the Cortex-M lowering left {', '.join(not_lowered)} in the program "
+                        "(not CMSIS-NN operators): change those layers")
+    return CortexMProgram(program, kept, core, operators, not_lowered)
+
+
+def lower_images(model, images, core: str) -> CortexMProgram:
+    """`lower` with the RPS programs' input (float32 [1,1,28,28] = uint8 image / 255), calibrated on
+    uint8 images [N,28,28]."""
     from ..model import INPUT_SHAPE
     from ..quantization import image_examples
-    return lower_to_edge(model, (torch.zeros(INPUT_SHAPE),), image_examples(images), core)
+    return lower(model, (torch.zeros(INPUT_SHAPE),), image_examples(images), core)
 
 
-def edge_outputs(edge_program, examples: list) -> list:
-    """The transformed edge program's module on the host: per example, its outputs as numpy arrays."""
-    module = edge_program.module()
-    results = []
-    with torch_threads(1), torch.no_grad():
-        for inputs in examples:
-            out = module(*(channels_last(x) for x in inputs))
-            outs = out if isinstance(out, (tuple, list)) else (out,)
-            results.append([o.detach().contiguous().numpy() for o in outs])
-    return results
-
-
-def check_replay(program: bytes, examples: list, expected: list) -> None:
-    """The .pte replay must compute what the edge program computed, bit for bit, on every example."""
-    for inputs, want in zip(examples, expected):
-        got = replay(program, [x.contiguous().numpy() for x in inputs])
-        if len(got) != len(want) or not all(g.shape == w.shape and np.array_equal(g, w) for g, w in zip(got, want)):
-            raise RuntimeError("the serialized Cortex-M program does not replay like its edge program; "
-                               "the .pte reference would be wrong")
+def is_lowered(operator: str) -> bool:
+    """A `cortex_m::` kernel or a portable operator that only moves data ("name.overload" or "name")."""
+    name = operator.split(".")[0]
+    return name.startswith("cortex_m::") or name in DATA_MOVEMENT_OPERATORS
 
 
 def program_operators(program: bytes) -> tuple:
@@ -84,17 +160,59 @@ def program_operators(program: bytes) -> tuple:
     return tuple(op.name + (f".{op.overload}" if op.overload else "") for op in plan.operators)
 
 
+# --- the edge program: ExecuTorch's own reference for what the program computes ----------------------
+
+def edge_outputs(edge_program, inputs: tuple) -> list:
+    """The edge program's module run on one input tuple: its outputs (float, after any dequantize)."""
+    return _run_edge(edge_program, inputs)[0]
+
+
+def edge_int8_outputs(edge_program, inputs: tuple) -> list:
+    """The int8 tensor each output of the edge program dequantizes (None for an output that is
+    not produced by a dequantize): what a runtime's last kernel before the dequantize holds."""
+    return _run_edge(edge_program, inputs)[1]
+
+
+def _run_edge(edge_program, inputs: tuple):
+    register_operators()
+    module = edge_program.module()
+    (output_node,) = [n for n in module.graph.nodes if n.op == "output"]
+    results = output_node.args[0]
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    interpreter = torch.fx.Interpreter(module, garbage_collect_values=False)
+    with torch_threads(1), torch.no_grad():
+        outputs = interpreter.run(*(to_backend_layout(x) for x in inputs))
+    int8 = []
+    for node in results:
+        source = node.args[0] if _is_dequantize(node) else None
+        int8.append(interpreter.env[source].clone() if isinstance(source, torch.fx.Node) else None)
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    return outputs, int8
+
+
+def _is_dequantize(node) -> bool:
+    return node.op == "call_function" and "dequantize_per_tensor" in str(node.target)
+
+
+def check_replay(lowered: CortexMProgram, examples: list) -> None:
+    """The .pte replay must compute what the edge program computed, bit for bit, on every example."""
+    for inputs in examples:
+        want = [o.detach().contiguous().numpy() for o in edge_outputs(lowered.edge_program, inputs)]
+        got = replay(lowered.program, [x.contiguous().numpy() for x in inputs])
+        if len(got) != len(want) or not all(g.shape == w.shape and np.array_equal(g, w) for g, w in zip(got, want)):
+            raise RuntimeError("the serialized Cortex-M program does not replay like its edge program; "
+                               "the .pte reference would be wrong")
+
+
+# --- the recipe ------------------------------------------------------------------------------------
+
 def build(core: str, ctx: BuildContext) -> BuildResult:
     """Lower for `core` (a target name: cortex-m55, ...) and check the program's replay."""
-    with torch_threads(1):   # calibration batches of one example: 4-5x faster on one thread than on a shared pool
-        edge = lower_to_edge(ctx.model, ctx.example_inputs, ctx.calibration, core)
-        # the edge module must run before to_executorch, which rewrites it to out-variants in place
-        examples = ctx.calibration[:SELF_CHECK_EXAMPLES]
-        expected = edge_outputs(edge.exported_program(), examples)
-        program = edge.to_executorch().buffer
-    check_replay(program, examples, expected)
-    return BuildResult(program, CortexMInfo(
-        core=core, operators=program_operators(program),
+    lowered = lower(ctx.model, ctx.example_inputs, ctx.calibration, core)
+    examples = ctx.calibration[:SELF_CHECK_EXAMPLES]
+    check_replay(lowered, examples)
+    return BuildResult(lowered.program, CortexMInfo(
+        core=core, operators=lowered.operators,
         quantization={"scheme": "int8 CMSIS-NN (CortexMQuantizer), per-channel conv weights, PT2E PTQ",
                       "calibration": ctx.calibration_note},
         reference={"what": "ExecuTorch cortex_m Python operators replaying the .pte",
