@@ -120,10 +120,11 @@ def play_demo(artifacts: dict, seed: int, quiet: bool) -> list:
     return rounds
 
 
-def bench_in_fresh_process(run_dir: Path, quiet: bool) -> dict:
+def bench_in_fresh_process(run_dir: Path, names: list, quiet: bool) -> dict:
     """`tinyrps bench` in its own process, as a user would run it: timings taken after training
     and export in this process depend on the state those leave behind (thread pools, heap)."""
     command = [sys.executable, "-m", "tinyrps", "bench", "--run", str(run_dir), "--json"] + (["--quiet"] if quiet else [])
+    command += [arg for name in names for arg in ("--variant", name)]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if done.returncode != 0:
         raise UserError(f"the benchmark failed (exit code {done.returncode}); run `{' '.join(command[2:])}` to see why")
@@ -152,12 +153,12 @@ def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False
     with stage("measure", timings, quiet):
         measurements = measure_run(run_dir, quiet=quiet, only_targets=list(artifacts))
     with stage("eval", timings, quiet):
-        evaluation = evaluate(run_dir, quiet=quiet)
+        evaluation = evaluate(run_dir, only=list(artifacts), quiet=quiet)
         atomic_write_json(run_dir / "eval.json", evaluation)
         if not quiet:
             eval_table(evaluation)
     with stage("bench", timings, quiet):
-        benchmark = bench_in_fresh_process(run_dir, quiet)
+        benchmark = bench_in_fresh_process(run_dir, list(artifacts), quiet)
         atomic_write_json(run_dir / "bench.json", benchmark)
         if not quiet:
             bench_table(benchmark)

@@ -117,8 +117,8 @@ def _argument_names(operator: str, count: int) -> list:
     """The schema's argument names for an "ns::op.overload", as serialized: every argument (the
     out tensor last) and then the returned tensor, which is the out tensor again."""
     import torch
-    from .cortex_m_lowering import _register_operators
-    _register_operators()
+    from .reference.cortex_m import register_operators
+    register_operators()
     name, _, overload = operator.partition(".")
     namespace, op_name = name.split("::")
     try:
