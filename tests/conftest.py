@@ -246,3 +246,14 @@ def measured(tmp_path_factory):
             assert done[pte] is not None, f"the stored measurement is not of {pte}"
         return done[pte]
     return get
+
+
+# Fixtures that need the Arm cross toolchain or QEMU: a test that uses one is slow tier, so that
+# `make test-fast` runs without an emulator or a cross compiler.
+EMULATOR_FIXTURES = {"firmware_elf_path", "cortex_m_pte", "measured"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if EMULATOR_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -62,8 +62,14 @@ class CortexMProgram:
 
 
 def to_backend_layout(x: torch.Tensor) -> torch.Tensor:
-    """A 4-D tensor in channels-last memory (the backend's NHWC); any other tensor contiguous."""
-    return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x.contiguous()
+    """A 4-D tensor in channels-last memory (the backend's NHWC); any other tensor contiguous.
+
+    `.to(memory_format=...)` and not `.contiguous(memory_format=...)`: a one-channel tensor counts
+    as channels-last contiguous already, so `.contiguous` would keep its NCHW strides; exported so,
+    the program's input is NCHW and ExecuTorch 1.5.1 then flattens a later channels-last map
+    without the `_clone_dim_order` that puts it in NCHW order first: the serialized program
+    computes another flatten than its edge program (the export's replay check catches it)."""
+    return x.to(memory_format=torch.channels_last) if x.dim() == 4 else x.contiguous()
 
 
 def target_config(core: str):
