@@ -145,6 +145,12 @@ def shape(t: dict) -> str:
     return f"{t['dtype']} [{','.join(map(str, t['sizes']))}]{order}"
 
 
+def with_order(t: dict) -> str:
+    """A tensor's shape with its dim_order always written out."""
+    text = shape(t)
+    return text if "dim_order" in text else f"{text} dim_order {t['dim_order']}"
+
+
 def value(arg: dict) -> str:
     kind = arg["kind"]
     if kind == "tensor":
@@ -262,8 +268,8 @@ def block_io(data: dict) -> str:
     for name, n in data["networks"].items():
         acc = n["programs"]["cortex-m55"]
         same = all(p["inputs"] == acc["inputs"] and p["outputs"] == acc["outputs"] for p in n["programs"].values())
-        rows.append([f"`{name}`", "<br>".join(f"{shape(t)} dim_order {t['dim_order']}" for t in acc["inputs"]),
-                     "<br>".join(f"{shape(t)} dim_order {t['dim_order']}" for t in acc["outputs"]),
+        rows.append([f"`{name}`", "<br>".join(f"{with_order(t)}" for t in acc["inputs"]),
+                     "<br>".join(f"{with_order(t)}" for t in acc["outputs"]),
                      f"`{short(acc['last_call'])}`", "yes" if acc["ends_with_dequantize"] else "no",
                      "yes" if same else "no"])
     return table(["network", "inputs", "outputs", "last kernel call", "ends with a dequantize",
