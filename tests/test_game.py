@@ -50,7 +50,8 @@ def test_scripted_text_shows_art_labels_and_score(cli, exported):
     res = cli("play", "--model", exported("int8-xnnpack"), "--moves", "rock,paper", "--seed", "1")
     assert res.returncode == 0, res.stderr
     out = res.stdout
-    assert "round 1" in out and "round 2" in out and "final score: you" in out
+    assert "round 1" in out and "round 2" in out and "final score: you" in res.stderr
+    assert "final score" not in out       # stdout holds the rounds only
     assert "model reads:" in out and "%" in out and " ms on ExecuTorch runtime" in out
     art = [line for line in out.splitlines() if set(line.strip()) <= set(" .:-=+*#%@") and len(line) >= 28]
     assert len(art) >= 28    # two rounds of 14-line images side by side
@@ -81,9 +82,10 @@ def test_json_rounds_alone_on_stdout(cli, exported):
 def test_piped_stdin_reprompts_on_invalid_input_and_ends_at_eof(cli, exported):
     res = cli("play", "--model", exported("int8-xnnpack"), "--seed", "5", input="lizard\nrock\n\nscissors\n")
     assert res.returncode == 0, res.stderr
-    assert "'lizard' is not a move" in res.stdout
+    assert "'lizard' is not a move" in res.stderr and "your move" in res.stderr     # messages and prompts
     assert "round 2" in res.stdout and "round 3" not in res.stdout
-    assert res.stdout.rstrip().splitlines()[-1].startswith("final score: you")
+    assert "not a move" not in res.stdout and "your move" not in res.stdout        # stdout: the rounds only
+    assert res.stderr.rstrip().splitlines()[-1].startswith("final score: you")
     assert "Traceback" not in res.stderr
 
 
@@ -91,7 +93,7 @@ def test_piped_stdin_reprompts_on_invalid_input_and_ends_at_eof(cli, exported):
 def test_quit_command_ends_with_score(cli, exported):
     res = cli("play", "--model", exported("int8-xnnpack"), input="p\nq\nrock\n")
     assert res.returncode == 0
-    assert "round 1" in res.stdout and "round 2" not in res.stdout and "final score" in res.stdout
+    assert "round 1" in res.stdout and "round 2" not in res.stdout and "final score" in res.stderr
 
 
 class Terminal:
