@@ -96,7 +96,8 @@ def fsync_dir(path) -> None:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write a file whole or not at all: a unique temporary file beside it, synced, renamed over it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -332,19 +333,22 @@ def folder_lock(target):
             with _held_guard:
                 _held_locks[key] -= 1
         return
-    fd = _acquire(target)
-    with _held_guard:
-        _held_locks[key] = 1
+    fd = None
     try:
+        with interrupts_deferred():      # Ctrl-C now would leave a lock file nobody removes
+            fd = _acquire(target)
+            with _held_guard:
+                _held_locks[key] = 1
         yield
     finally:
-        with _held_guard:
-            del _held_locks[key]
-        with interrupts_deferred():
-            # removed while still held: a process that opened the old file sees it is gone and retries
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(lock_path(target))
-            os.close(fd)
+        if fd is not None:
+            with interrupts_deferred():
+                with _held_guard:
+                    _held_locks.pop(key, None)
+                # removed while still held: a process that opened the old file sees it is gone and retries
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(lock_path(target))
+                os.close(fd)
 
 
 def _acquire(target: Path) -> int:
@@ -524,14 +528,16 @@ def staged_folder(target, kind: str, carry: bool = True):
     `carry`, the old folder's other entries are kept in the new one. An exception leaves
     `target` exactly as it was (and no folder where there was none)."""
     target = real_target(target)
-    made = _make_parents(target)
+    made = []
     try:
+        with interrupts_deferred():
+            made += _make_parents(target)
         with folder_lock(target):
             recover(target)
             old_manifest = _check_replaceable(target, kind)
             stage = target.parent / f".{target.name}.stage-{os.getpid()}-{secrets.token_hex(4)}"
-            stage.mkdir()
             try:
+                stage.mkdir()
                 yield stage
                 with interrupts_deferred():
                     owned = folder_files(stage)
@@ -546,10 +552,11 @@ def staged_folder(target, kind: str, carry: bool = True):
                     shutil.rmtree(stage, ignore_errors=True)
                 raise
     finally:
-        if not target.exists():
-            for folder in made:
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
+        with interrupts_deferred():
+            if not target.exists():
+                for folder in made:
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()
 
 
 # ── resources ────────────────────────────────────────────────────────────────
