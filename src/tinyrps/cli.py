@@ -121,11 +121,13 @@ def check_run(run) -> Path:
 def check_data(data, split: str) -> Path:
     """A data folder holding the split a command reads (put back first if an interrupted
     `tinyrps data` left it beside its name)."""
-    from .artifacts import recover_for_reading
+    from .artifacts import read_manifest, recover_for_reading
     data = Path(data)
     recover_for_reading(data)
     if data.is_file():
         raise UserError(f"--data {data} is a file: give the folder made by `tinyrps data --out DIR`")
+    if data.is_dir():
+        read_manifest(data, "data")        # a run folder given as data is named as such
     if not (data / f"{split}.npz").is_file():
         raise UserError(f"no {split} split in {data}: create the data set with `tinyrps data --out {data}`")
     return data

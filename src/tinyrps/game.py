@@ -112,6 +112,17 @@ def render_round(r: Round, game: Game, number: int) -> str:
     return "\n".join(lines)
 
 
+def print_round(text: str, out) -> None:
+    """A rendered round and a blank line, written a line at a time: a round's 2 KB written as one
+    string (encoded and buffered in one piece) is a large allocation each round, and the C heap
+    then grows by some 40 bytes a round for thousands of rounds; lines are small objects that
+    Python's allocator reuses."""
+    for line in text.splitlines():
+        out.write(line + "\n")
+    out.write("\n")
+    out.flush()
+
+
 def score_line(score: dict) -> str:
     return f"you {score['win']} - {score['lose']} opponent ({score['tie']} tie{'s' if score['tie'] != 1 else ''})"
 
@@ -140,7 +151,7 @@ def play_scripted(game: Game, moves: list, as_json: bool, out=None, talk=None, k
             if as_json:
                 print(json.dumps(record), file=out, flush=True)
             else:
-                print(render_round(r, game, i) + "\n", file=out, flush=True)
+                print_round(render_round(r, game, i), out)
     except KeyboardInterrupt:
         end_game(game, talk, interrupted=True)
         raise
@@ -179,7 +190,7 @@ def play_interactive(game: Game, as_json: bool = False, stdin=None, out=None, ta
             if as_json:
                 print(json.dumps(round_record(r, game)), file=out, flush=True)
             else:
-                print(render_round(r, game, number) + "\n", file=out, flush=True)
+                print_round(render_round(r, game, number), out)
     except KeyboardInterrupt:
         end_game(game, talk, interrupted=True)
         raise
