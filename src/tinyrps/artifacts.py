@@ -355,7 +355,12 @@ def _acquire(target: Path) -> int:
     import fcntl
     path = lock_path(target)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except PermissionError:
+            raise UserError(f"cannot write beside {target}: {target.parent} is not writable (a new result is built "
+                            f"next to the old one and swapped in whole): choose a folder in a place you may write "
+                            f"to") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
