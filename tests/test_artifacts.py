@@ -319,3 +319,24 @@ def test_a_folder_whose_parent_is_not_writable_is_refused_in_one_line(tmp_path, 
     with pytest.raises(UserError, match=f"{tmp_path} is not writable"):
         write_stage(tmp_path / "out", **{"data.json": "{}"})
     assert os.listdir(tmp_path) == ["out"]
+
+
+def test_a_reader_inside_a_stage_of_the_same_folder_leaves_the_stage_alone(tmp_path):
+    """A stage under way is not a leftover, even for a reader in the same process (which holds the lock)."""
+    target = tmp_path / "out"
+    with staged_folder(target, "data") as stage:
+        (stage / "data.json").write_text("{}")
+        recover_for_reading(target)
+        with folder_lock(target):
+            recover(target)
+        assert stage.is_dir()
+    assert files(target)["data.json"] == b"{}"
+
+
+def test_a_users_hidden_files_are_carried_over_but_not_a_stages_leftovers(tmp_path):
+    target = write_stage(tmp_path / "run", "run", **{"config.json": "1"})
+    (target / ".git.lock").write_text("a user's file")
+    (target / ".export.lock").write_text(json.dumps({"pid": 1, "since": 0.0}))
+    (target / ".export.stage-12-0123abcd").mkdir()
+    write_stage(target, "run", **{"config.json": "2"})
+    assert sorted(os.listdir(target)) == [".git.lock", "config.json", "manifest.json"]

@@ -46,6 +46,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -86,9 +87,14 @@ def sha256_file(path) -> str:
 
 
 def fsync_dir(path) -> None:
+    """Make a folder's entries (new names, renames) durable; a file system that cannot sync a
+    folder (some network ones) is left to do what it does."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF):
+            raise
     finally:
         os.close(fd)
 
@@ -398,8 +404,23 @@ def _leftovers(target: Path) -> tuple:
     return stages, olds
 
 
-def _is_leftover_name(name: str) -> bool:
-    return name.startswith(".") and (".stage-" in name or ".old-" in name or name.endswith(".lock"))
+_LEFTOVER = re.compile(r"\..+\.(stage|old)-\d+-[0-9a-f]{8}")
+
+
+def _is_leftover(entry: os.DirEntry) -> bool:
+    """A staged or set-aside folder, or a lock file, of a stage of a folder inside this one."""
+    if _LEFTOVER.fullmatch(entry.name):
+        return True
+    if not (entry.name.startswith(".") and entry.name.endswith(".lock") and entry.is_file(follow_symlinks=False)):
+        return False
+    try:
+        holder = json.loads(Path(entry.path).read_bytes() or b"{}")
+    except (OSError, ValueError):
+        return False
+    return isinstance(holder, dict) and set(holder) <= {"pid", "since"}
+
+
+_active_stages: set = set()      # this process's stages under way: never another's leftovers
 
 
 def recover(target) -> None:
@@ -407,6 +428,7 @@ def recover(target) -> None:
     The caller holds the target's lock."""
     target = real_target(target)
     stages, olds = _leftovers(target)
+    stages = [s for s in stages if s not in _active_stages]
     if not stages and not olds:
         return
     with interrupts_deferred():
@@ -476,7 +498,7 @@ def _link_or_copy(src, dst) -> None:
 def _carry_over(old: Path, stage: Path, skip: set) -> None:
     """Bring the entries of the old folder that are not the stage's own into the new one."""
     for entry in os.scandir(old):
-        if entry.name in skip or entry.name == MANIFEST or _is_leftover_name(entry.name):
+        if entry.name in skip or entry.name == MANIFEST or _is_leftover(entry):
             continue
         dst = stage / entry.name
         if os.path.lexists(dst):
@@ -515,15 +537,17 @@ def swap_in(stage: Path, target: Path) -> None:
         os.rename(stage, target)
         fsync_dir(target.parent)
         return
+    # the new folder is in place once the names are swapped: what is left of the old one, if it
+    # cannot be removed now, is a leftover the next writer or reader removes
     if exchange(stage, target):
         fsync_dir(target.parent)
-        shutil.rmtree(stage)           # now the old folder
+        shutil.rmtree(stage, ignore_errors=True)       # now the old folder
         return
     aside = target.parent / f".{target.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
     os.rename(target, aside)
     os.rename(stage, target)           # a crash between the two: `recover` rolls forward
     fsync_dir(target.parent)
-    shutil.rmtree(aside)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -543,6 +567,7 @@ def staged_folder(target, kind: str, carry: bool = True):
             stage = target.parent / f".{target.name}.stage-{os.getpid()}-{secrets.token_hex(4)}"
             try:
                 stage.mkdir()
+                _active_stages.add(stage)
                 yield stage
                 with interrupts_deferred():
                     owned = folder_files(stage)
@@ -551,11 +576,19 @@ def staged_folder(target, kind: str, carry: bool = True):
                         skip |= {name.split("/")[0] for name in (old_manifest or {}).get("files", {})}
                         _carry_over(target, stage, skip)
                     write_manifest(stage, kind, owned)
-                    swap_in(stage, target)
+                    try:
+                        swap_in(stage, target)
+                    except OSError as e:
+                        if e.errno not in (errno.EBUSY, errno.EXDEV):
+                            raise
+                        raise UserError(f"{target} cannot be replaced ({e.strerror}; a mount point?): give a "
+                                        f"folder inside it") from None
             except BaseException:
                 with interrupts_deferred():
                     shutil.rmtree(stage, ignore_errors=True)
                 raise
+            finally:
+                _active_stages.discard(stage)
     finally:
         with interrupts_deferred():
             if not target.exists():

@@ -113,7 +113,9 @@ def check_model(path) -> Path:
 
 
 def check_run(run) -> Path:
+    from .artifacts import recover_for_reading
     run = Path(run)
+    recover_for_reading(run)     # a run an interrupted `tinyrps train` left beside its name is put back
     require_file(run / "model.pt", "checkpoint", f"create it with `tinyrps train --data DATA --out {run}`")
     return run
 
