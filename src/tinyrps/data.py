@@ -478,12 +478,12 @@ def check_resources(sizes: dict, out) -> None:
     if available is not None and memory > available:
         raise UserError(f"--per-class {per_class} needs about {human_bytes(memory)} of memory to render the "
                         f"largest split, and {human_bytes(available)} is available: use a smaller --per-class "
-                        f"(at most about {largest_fitting(available, 0)})")
+                        f"(at most about {largest_fitting(available, 0):,})")
     free = free_disk(out)
     if disk > free:
         raise UserError(f"--per-class {per_class} writes up to {human_bytes(disk)} to {out}, and "
                         f"{human_bytes(free)} is free there: free some space, write somewhere else, or use a "
-                        f"smaller --per-class (at most about {largest_fitting(0, free)})")
+                        f"smaller --per-class (at most about {largest_fitting(0, free):,})")
 
 
 def largest_fitting(memory: int, disk: int) -> int:
