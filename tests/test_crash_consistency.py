@@ -14,6 +14,7 @@ leaves it: never a mix, never a half-written file.
   as after a clean run (a new --out may keep the empty parent folders it made).
 - Two writers into one folder: one result and one clear message, or both succeed one
   after the other; never a temporary-file error.
+- A full disk (a file-size limit): one line, the old run as it was, no new folder.
 
 The short version (not slow) stops each stage at 24 points spread over its run; the long
 one at every change, with both signals, for a new and an existing --out, with and
@@ -419,3 +420,44 @@ def test_a_second_writer_is_told_who_holds_the_folder(tmp_path, cli):
     assert res.returncode == 2 and BUSY.match(res.stderr.strip()), res.stderr
     assert f"(pid {os.getpid()})" in res.stderr and time.strftime("%H:") in res.stderr
     assert not out.exists() and os.listdir(tmp_path) == []
+
+
+# ── a full disk ──────────────────────────────────────────────────────────────
+def small_files():
+    """Writes past 64 KB fail with EFBIG, as writes to a full disk fail with ENOSPC."""
+    import resource
+    import signal
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)      # a failed write, not a killed process
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+
+def on_a_full_disk(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tinyrps", *map(str, args)], capture_output=True, text=True,
+                          preexec_fn=small_files, env=os.environ)
+
+
+def assert_full_disk_line(res) -> None:
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "File too large" in res.stderr and "free some space" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_full_disk_during_training_leaves_the_old_run_as_it_was(tmp_path, trained_run):
+    """The finding: the old model.pt with a new config.json, or a run folder with only config.json."""
+    from tinyrps.pipeline import make_data
+    data_dir = tmp_path / "data"
+    make_data(data_dir, seed=0, per_class=4, quiet=True)
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run, ignore=shutil.ignore_patterns("export"))
+    before = tree(tmp_path)
+    assert_full_disk_line(on_a_full_disk("train", "--data", data_dir, "--out", run, "--epochs", "1", "--seed", "7",
+                                         "--quiet"))
+    assert tree(tmp_path) == before
+    assert_full_disk_line(on_a_full_disk("train", "--data", data_dir, "--out", tmp_path / "new", "--epochs", "1",
+                                         "--quiet"))
+    assert tree(tmp_path) == before                 # no folder holding only config.json
+
+
+def test_a_full_disk_during_the_main_job_leaves_no_empty_out_folder(tmp_path):
+    assert_full_disk_line(on_a_full_disk("all", "--out", tmp_path / "out", "--per-class", "200", "--epochs", "1",
+                                         "--quiet"))
+    assert os.listdir(tmp_path) == []
