@@ -56,7 +56,10 @@ def trained_run(tmp_path_factory, data_dir, run_key) -> Path:
 
 
 def point_run_at_data(run: Path, data_dir: Path) -> None:
-    """A stored run names the data folder of the session that trained it: name this session's copy."""
+    """A stored run names the data folder of the session that trained it: name this session's copy
+    (the same bytes, so the run's record of its data still holds) and record the change in the
+    run's manifest."""
+    from tinyrps.artifacts import refresh_manifest
     config = json.loads((run / "config.json").read_text())
     if config["data"] != str(data_dir):
         config["data"] = str(data_dir)
@@ -64,6 +67,7 @@ def point_run_at_data(run: Path, data_dir: Path) -> None:
         metrics = json.loads((run / "metrics.json").read_text())
         metrics["config"]["data"] = str(data_dir)
         (run / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        refresh_manifest(run)
 
 
 @pytest.fixture(scope="session")

@@ -113,16 +113,23 @@ def check_model(path) -> Path:
 
 
 def check_run(run) -> Path:
+    from .artifacts import recover_for_reading
     run = Path(run)
+    recover_for_reading(run)     # a run an interrupted `tinyrps train` left beside its name is put back
     require_file(run / "model.pt", "checkpoint", f"create it with `tinyrps train --data DATA --out {run}`")
     return run
 
 
 def check_data(data, split: str) -> Path:
-    """A data folder holding the split a command reads."""
+    """A data folder holding the split a command reads (put back first if an interrupted
+    `tinyrps data` left it beside its name)."""
+    from .artifacts import read_manifest, recover_for_reading
     data = Path(data)
+    recover_for_reading(data)
     if data.is_file():
         raise UserError(f"--data {data} is a file: give the folder made by `tinyrps data --out DIR`")
+    if data.is_dir():
+        read_manifest(data, "data")        # a run folder given as data is named as such
     if not (data / f"{split}.npz").is_file():
         raise UserError(f"no {split} split in {data}: create the data set with `tinyrps data --out {data}`")
     return data
@@ -314,14 +321,13 @@ def cmd_play(a):
     require_board_device(device_name, a.board)
     options = device_options(a, device_name).get(device_name, {})
     from .game import Game, play_interactive, play_scripted
-    # With --json, stdout carries only the rounds (JSON Lines); prompts and messages go to stderr.
-    talk = sys.stderr if a.json else sys.stdout
+    # stdout carries only the rounds (JSON Lines with --json); prompts, messages and the score go to stderr
     with open_device(device_name, a.model, board=a.board, **options) as device:
         game = Game(device, seed=a.seed)
         if moves:
-            play_scripted(game, moves, a.json, talk=talk)
+            play_scripted(game, moves, a.json, talk=sys.stderr, keep=False)
         else:
-            play_interactive(game, a.json, talk=talk)
+            play_interactive(game, a.json, talk=sys.stderr)
 
 
 def cmd_all(a):
@@ -384,6 +390,12 @@ def arch_help() -> str:
             f"{named} (default: tinyrps)")
 
 
+def per_class_help() -> str:
+    from .labels import DEFAULT_PER_CLASS as d
+    return (f"training images per class; val and test scale with it "
+            f"(default: {d['train']}, with {d['val']} val and {d['test']} test)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .arch import TUNED_EPOCHS, epochs_help
     from .devices import device_names
@@ -415,8 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write (created if missing)")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S",
                    help="random seed; the same seed gives the same images")
-    s.add_argument("--per-class", type=count, metavar="N", help="training images per class; val and test scale "
-                   "with it (default: 3000, with 300 val and 200 test)")
+    s.add_argument("--per-class", type=count, metavar="N", help=per_class_help())
 
     s = add("train", cmd_train, "train the CNN; writes RUN/model.pt and RUN/metrics.json")
     s.add_argument("--data", required=True, type=Path, metavar="DIR", help="a folder made by `tinyrps data`")
@@ -504,8 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", type=Path, default=Path("out"), metavar="DIR", help="folder to write")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the data and the training")
     s.add_argument("--epochs", type=count, metavar="E", help=epochs_help())
-    s.add_argument("--per-class", type=count, metavar="N", help="training images per class "
-                   "(default: 3000, with 300 val and 200 test)")
+    s.add_argument("--per-class", type=count, metavar="N", help=per_class_help())
     s.add_argument("--arch", default="tinyrps", metavar="ARCH", help=arch_help())
 
     s = add("npu-sweep", cmd_npu_sweep, "Vela's estimate of the run's network for every Ethos-U accelerator, "

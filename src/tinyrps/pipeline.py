@@ -5,14 +5,13 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from . import data as data_mod
-from .artifacts import atomic_write_json
+from .artifacts import atomic_write_json, staged_folder
 from .errors import UserError
 from .export import export_target
 from .families import family_of_target, targets
@@ -46,30 +45,28 @@ def check_epochs(epochs) -> None:
 
 
 def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
+    """Render the data set into OUT, whole: built in a folder of its own and swapped in with
+    its manifest (tinyrps.artifacts.staged_folder), so that OUT holds the previous data set or
+    this one, never a mix. OUT/data.json records each split's sha256."""
     out = Path(out)
     check_seed(seed)
     sizes = split_sizes(per_class)
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    data_mod.check_resources(sizes, out)
     start = time.perf_counter()
-    total = 0
-    try:
+    with staged_folder(out, "data") as folder:
+        splits = {}
         for split in data_mod.SPLITS:
             images, labels = data_mod.make_split(split, sizes[split], seed)
-            data_mod.save_split(out / f"{split}.npz", images, labels)
-            total += len(images)
+            splits[split] = data_mod.save_split(folder / f"{split}.npz", images, labels)
             if split == "train":
-                data_mod.preview(images, labels, out / "preview.png")
-        data_mod.save_probe_sets(out, sizes["test"], seed)
-    except BaseException:
-        if created:     # a folder made for a data set that was never finished is no use to anyone
-            shutil.rmtree(out, ignore_errors=True)
-        raise
+                data_mod.preview(images, labels, folder / "preview.png")
+            del images, labels
+        probes = data_mod.save_probe_sets(folder, sizes["test"], seed)
+        info = {"seed": seed, "per_class": sizes, "images": sum(s["images"] for s in splits.values()),
+                "splits": splits, "probes": probes,
+                "fonts": [Path(f).name if f else "Pillow built-in" for f in data_mod.font_files()]}
+        atomic_write_json(folder / "data.json", info)
     seconds = time.perf_counter() - start
-    info = {"seed": seed, "per_class": sizes, "images": total,
-            "probes": {name: data_mod.probe_dir(out, name).name for name in data_mod.PROBES},
-            "fonts": [Path(f).name if f else "Pillow built-in" for f in data_mod.font_files()]}
-    atomic_write_json(out / "data.json", info)
     say(f"data: {info['images']} images in {seconds:.1f} s -> {out}", quiet)
     return info
 

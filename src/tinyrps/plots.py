@@ -1,8 +1,8 @@
 """Plots written as PNG (atomically): training curves, confusion matrices, latency bars."""
 from __future__ import annotations
 
+import io
 import math
-import os
 from pathlib import Path
 
 import matplotlib
@@ -11,19 +11,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .artifacts import atomic_write_bytes  # noqa: E402
 from .labels import LABELS  # noqa: E402
 
 
 def _save(fig, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp.png")
+    """Rendered in memory, then written whole under a unique temporary name (two writers of one
+    folder never share a temporary file)."""
     try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)
-    except BaseException:   # a full disk, Ctrl-C: leave no half-written file behind
-        tmp.unlink(missing_ok=True)
-        raise
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=110)
     finally:
         plt.close(fig)
+    atomic_write_bytes(Path(path), buffer.getvalue())
 
 
 def plot_curves(history: list, path: Path) -> None:
