@@ -29,13 +29,13 @@ FAST_EPOCHS = 12          # the fast network learns the wide letter range more s
 
 @pytest.fixture(scope="session")
 def data_key() -> str:
-    return fixture_cache.fixture_key("data", SEED, PER_CLASS, modules=["tinyrps.pipeline"])
+    return fixture_cache.fixture_key("data", SEED, PER_CLASS, modules=["tinyrps.data"])
 
 
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory, data_key) -> Path:
     def build(out: Path) -> None:
-        from tinyrps.pipeline import make_data
+        from tinyrps.data import make_data
         make_data(out, seed=SEED, per_class=PER_CLASS, quiet=True)
     return fixture_cache.cached_folder("data", data_key, build, tmp_path_factory.mktemp("data"))
 

@@ -275,7 +275,7 @@ def test_a_run_records_the_data_it_was_trained_on(trained_run, data_dir):
 
 
 def test_a_run_whose_data_was_made_again_is_refused(trained_run, tmp_path):
-    from tinyrps.pipeline import make_data
+    from tinyrps.data import make_data
     run, data = tmp_path / "run", tmp_path / "data"
     config = json.loads((trained_run / "config.json").read_text())
     identity = config["data_identity"]
@@ -299,7 +299,7 @@ def test_a_run_whose_data_was_made_again_is_refused(trained_run, tmp_path):
 def test_the_same_seed_makes_the_same_data_again(tmp_path):
     """What check_run_data's advice relies on: `tinyrps data` with the recorded seed and size
     gives the same bytes, so a run's record of its data holds again."""
-    from tinyrps.pipeline import make_data
+    from tinyrps.data import make_data
     a = make_data(tmp_path / "a", seed=5, per_class=4, quiet=True)
     b = make_data(tmp_path / "b", seed=5, per_class=4, quiet=True)
     assert a["splits"] == b["splits"] and files(tmp_path / "a") == files(tmp_path / "b")

@@ -118,7 +118,7 @@ def test_numbers_are_checked_before_any_work(cli, tmp_path, args, option):
 
 def test_make_data_refuses_a_negative_seed_and_leaves_no_folder(tmp_path):
     from tinyrps.errors import UserError
-    from tinyrps.pipeline import make_data
+    from tinyrps.data import make_data
     with pytest.raises(UserError, match="--seed"):
         make_data(tmp_path / "data", seed=-1, per_class=1, quiet=True)
     assert not (tmp_path / "data").exists()

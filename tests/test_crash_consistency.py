@@ -443,7 +443,7 @@ def assert_full_disk_line(res) -> None:
 
 def test_a_full_disk_during_training_leaves_the_old_run_as_it_was(tmp_path, trained_run):
     """The finding: the old model.pt with a new config.json, or a run folder with only config.json."""
-    from tinyrps.pipeline import make_data
+    from tinyrps.data import make_data
     data_dir = tmp_path / "data"
     make_data(data_dir, seed=0, per_class=4, quiet=True)
     run = tmp_path / "run"

@@ -91,7 +91,7 @@ BROKEN_SPLITS = {
 
 @pytest.fixture(scope="module")
 def small_data(tmp_path_factory):
-    from tinyrps.pipeline import make_data
+    from tinyrps.data import make_data
     folder = tmp_path_factory.mktemp("small") / "data"
     make_data(folder, seed=0, per_class=4, quiet=True)
     return folder
@@ -143,7 +143,7 @@ def test_a_split_changed_after_it_was_written_is_refused(main, small_data, tmp_p
 
 def test_a_mix_of_two_data_sets_is_refused(main, tmp_path):
     """The finding: new train split beside the old val and test (an interrupted write of old)."""
-    from tinyrps.pipeline import make_data
+    from tinyrps.data import make_data
     make_data(tmp_path / "a", seed=0, per_class=4, quiet=True)
     make_data(tmp_path / "b", seed=9, per_class=4, quiet=True)
     shutil.copy(tmp_path / "b" / "train.npz", tmp_path / "a" / "train.npz")

@@ -46,6 +46,12 @@ def runs_for(device, runs: int) -> int:
     return runs if device.bench_runs is None else min(runs, device.bench_runs)
 
 
+def measured_figures(pte) -> dict:
+    """The measure stage's figures of a program that a benchmark shows beside its latency."""
+    measured = measure.read(pte) or {}
+    return {key: measured[key] for key in ("vela", "firmware") if key in measured}
+
+
 def render_throughput(count: int = 3000, seed: int = 0) -> float:
     make_split("train", 30, seed)  # warm the glyph cache
     start = time.perf_counter()
@@ -68,7 +74,9 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
     device_options = device_options or {}
     image = make_split("test", 1, 1234)[0][:1]
     entries = [("eager", "eager", ckpt)] + [(n, device_override or default_device(p), p) for n, p in programs.items()]
-    result = {"runs": runs, "rounds": ROUNDS, "block_s": BLOCK_SECONDS, "variants": {}}
+    from .artifacts import sha256_file
+    result = {"runs": runs, "rounds": ROUNDS, "block_s": BLOCK_SECONDS, "variants": {},
+              "checkpoint_sha256": sha256_file(ckpt)}
     with contextlib.ExitStack() as stack, progress_bar(quiet) as bar:
         devices, counts, times, tasks = {}, {}, {}, {}
         for name, device_name, path in entries:
@@ -91,11 +99,9 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
             if devices[name].simulated_by:   # a model of the hardware: its time is not the hardware's
                 entry["simulated_by"] = devices[name].simulated_by
             if name != "eager":
-                measured = measure.read(path) or {}
                 entry["size_bytes"] = path.stat().st_size
-                for key in ("vela", "firmware"):
-                    if key in measured:
-                        entry[key] = measured[key]
+                entry["program_sha256"] = sha256_file(path)
+                entry.update(measured_figures(path))
             result["variants"][name] = entry
         eager_ms = result["variants"]["eager"]["latency_ms"]
         for name, entry in result["variants"].items():

@@ -154,7 +154,7 @@ def device_options(a, device_name: str = None) -> dict:
 
 # ── stages ──────────────────────────────────────────────────────────────────
 def cmd_data(a):
-    from .pipeline import make_data
+    from .data import make_data
     make_data(check_out_folder(a.out), seed=a.seed, per_class=a.per_class, quiet=a.quiet)
 
 

@@ -20,6 +20,7 @@ import functools
 import io
 import os
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from .artifacts import (atomic_write_bytes, atomic_write_json, available_memory, data_info, free_disk, human_bytes, mismatch,
-                        sha256_bytes, sha256_file, write_manifest)
+                        sha256_bytes, sha256_file, staged_folder, write_manifest)
 from .errors import UserError
 from .labels import DEFAULT_PER_CLASS, IMAGE_SIZE, LABELS  # noqa: F401 (DEFAULT_PER_CLASS: read from here too)
 
@@ -515,3 +516,45 @@ def preview(images: np.ndarray, labels: np.ndarray, path: Path, columns: int = 1
         plt.close(fig)
     atomic_write_bytes(path, buffer.getvalue())
 
+
+# --- the data stage ------------------------------------------------------------------------
+
+def split_sizes(per_class) -> dict:
+    if per_class is None:
+        return dict(DEFAULT_PER_CLASS)
+    if per_class < 1:
+        raise UserError(f"--per-class must be at least 1, got {per_class}")
+    return {"train": per_class, "val": max(per_class // 10, 10), "test": max(per_class // 15, 10)}
+
+
+def check_seed(seed: int) -> None:
+    if seed < 0:
+        raise UserError(f"--seed must be at least 0, got {seed}")
+
+
+def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
+    """Render the data set into OUT, whole: built in a folder of its own and swapped in with
+    its manifest (tinyrps.artifacts.staged_folder), so that OUT holds the previous data set or
+    this one, never a mix. OUT/data.json records each split's sha256."""
+    out = Path(out)
+    check_seed(seed)
+    sizes = split_sizes(per_class)
+    check_resources(sizes, out)
+    start = time.perf_counter()
+    with staged_folder(out, "data") as folder:
+        splits = {}
+        for split in SPLITS:
+            images, labels = make_split(split, sizes[split], seed)
+            splits[split] = save_split(folder / f"{split}.npz", images, labels)
+            if split == "train":
+                preview(images, labels, folder / "preview.png")
+            del images, labels
+        probes = save_probe_sets(folder, sizes["test"], seed)
+        info = {"seed": seed, "per_class": sizes, "images": sum(s["images"] for s in splits.values()),
+                "splits": splits, "probes": probes,
+                "fonts": [Path(f).name if f else "Pillow built-in" for f in font_files()]}
+        atomic_write_json(folder / "data.json", info)
+    seconds = time.perf_counter() - start
+    from .progress import say
+    say(f"data: {info['images']} images in {seconds:.1f} s -> {out}", quiet)
+    return info

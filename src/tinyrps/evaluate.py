@@ -10,11 +10,12 @@ from __future__ import annotations
 import concurrent.futures
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from . import variants
-from .artifacts import run_config
+from .artifacts import check_run_data, sha256_file
 from .data import load_split
 from .devices import default_device, device_class, open_device
 from .errors import UserError
@@ -65,12 +66,15 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         raise UserError(f"--limit must be at least 1, got {limit}")
     ckpt = variants.checkpoint(run_dir)
     programs = variants.selected(run_dir, only)
-    data_dir = data_dir or run_config(run_dir)["data"]
+    # the run's own test split must be the one of the data it was trained on; another --data is the user's choice
+    data_dir = data_dir or check_run_data(run_dir, ["test"])
     images, labels = load_split(data_dir, "test")
     if limit is not None:
         images, labels = images[:limit], labels[:limit]
     device_options = device_options or {}
-    result = {"test_images": int(len(images)), "variants": {}}
+    result = {"test_images": int(len(images)), "variants": {}, "data": str(data_dir),
+              "test_split_sha256": sha256_file(Path(data_dir) / "test.npz"),
+              "checkpoint_sha256": sha256_file(ckpt)}
     from .reference.cortex_m import replays_in_background
     cortex_m = [pte for pte in programs.values() if program_family(pte) == "cortex-m"]
     with replays_in_background(cortex_m, images), progress_bar(quiet) as bar:
@@ -124,7 +128,7 @@ def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predi
         agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean()) if len(images) else 0.0
         # "agreement" is with eager unless the family compares with a closer reference
         # (Ethos-U: the int8 CPU model) and says so in "agreement_with".
-        entry = {"accuracy": accuracy(logits, labels), "device": device_name,
+        entry = {"accuracy": accuracy(logits, labels), "device": device_name, "program_sha256": sha256_file(pte),
                  "agreement": agreement_eager, "agreement_with": "eager", "agreement_eager": agreement_eager,
                  "max_abs_logit_diff": float(np.abs(logits - eager_logits).max()) if len(images) else 0.0}
         check = family_check(name)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import descriptor as descriptors
-from ..artifacts import atomic_write_bytes, run_config, sha256_file
+from ..artifacts import atomic_write_bytes, check_run_data, folder_lock, sha256_file
 from ..descriptor import Origin, ProgramDescriptor, TensorSpec
 from ..errors import UserError
 from ..families import Target, family_of_target, get_family, get_target, targets  # noqa: F401 (re-exported)
@@ -90,14 +90,17 @@ def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
     checkpoint = run_dir / "model.pt"
     if not checkpoint.is_file():
         raise UserError(f"no checkpoint at {checkpoint}: create it with `tinyrps train --data DATA --out {run_dir}`")
-    data_dir = Path(data_dir) if data_dir else Path(run_config(run_dir)["data"])
-    model = load_model(checkpoint)
-    images = calibration_images(data_dir)
-    origin = Origin(checkpoint_sha256=sha256_file(checkpoint), arch=describe_arch(model.arch),
-                    calibration=rps_calibration_note(len(images)))
-    return write_program(target, model, (torch.zeros(INPUT_SHAPE),), image_examples(images), origin,
-                         run_dir / "export", given, labels=LABELS,
-                         conventions=([RPS_INPUT_CONVENTION], [RPS_OUTPUT_CONVENTION]))
+    # calibration comes from the training split the run was trained on, unless --data names another
+    data_dir = Path(data_dir) if data_dir else check_run_data(run_dir, ["train"])
+    # the programs go into RUN/export: a retraining must not swap the run meanwhile (it would drop them)
+    with folder_lock(run_dir):
+        model = load_model(checkpoint)
+        images = calibration_images(data_dir)
+        origin = Origin(checkpoint_sha256=sha256_file(checkpoint), arch=describe_arch(model.arch),
+                        calibration=rps_calibration_note(len(images)))
+        return write_program(target, model, (torch.zeros(INPUT_SHAPE),), image_examples(images), origin,
+                             run_dir / "export", given, labels=LABELS,
+                             conventions=([RPS_INPUT_CONVENTION], [RPS_OUTPUT_CONVENTION]))
 
 
 def export_model(model, example_inputs: tuple, calibration: list, target_name: str, out_dir, origin: Origin,
