@@ -73,7 +73,8 @@ def latency_figure(rows: list):
     ax.barh(names, ms, color=[f"C{i}" for i in range(len(rows))])
     for i, r in enumerate(rows):
         ratio = r.get("ratio_to_eager", 1.0)
-        ax.text(ms[i], i, f"  {_figure(ms[i])} ms ({_figure(ratio)}x eager)", va="center", fontsize=8)
+        versus = f" ({_figure(ratio)}x eager)" if ratio is not None else ""
+        ax.text(ms[i], i, f"  {_figure(ms[i])} ms{versus}", va="center", fontsize=8)
     ax.set(xscale="log", xlabel="median latency of one inference (ms, log scale)")
     ax.invert_yaxis()
     for _ in range(2):   # the layout and the room the labels need depend on each other

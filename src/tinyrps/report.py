@@ -83,7 +83,7 @@ def eval_table(result: dict) -> None:
                 EVAL_HEADER, eval_rows(result))
 
 
-BENCH_HEADER = ["variant", "device", "timed on", "median ms", "× eager", "runs", "size"]
+BENCH_HEADER = ["variant", "device", "timed on", "median ms", "IQR ms", "× eager", "runs", "size"]
 
 
 def timed_on(v: dict) -> str:
@@ -96,11 +96,20 @@ SIMULATION_NOTE = ("Rows timed on a simulator or emulator (the TOSA reference mo
                    "hardware: the NPU's time is Vela's estimate, and a Cortex-M core's work its instruction count.")
 
 
+def iqr(v: dict) -> str:
+    return f"{v['iqr_ms']:.4f}" if "iqr_ms" in v else ""
+
+
+def ratio_cell(v: dict) -> str:
+    """The ratio to eager, or why it is not shown (eager's spread too large to carry it)."""
+    return "spread" if v.get("ratio_to_eager") is None else f"{v['ratio_to_eager']:.3f}"
+
+
 def bench_rows(result: dict) -> list:
     rows = []
     for name, v in result["variants"].items():
-        rows.append([name, v["device"], timed_on(v), f"{v['latency_ms']:.4f}",
-                     "1" if name == "eager" else f"{v['ratio_to_eager']:.3f}", f"{v['runs']:,}",
+        rows.append([name, v["device"], timed_on(v), f"{v['latency_ms']:.4f}", iqr(v),
+                     "1" if name == "eager" else ratio_cell(v), f"{v['runs']:,}",
                      f"{v.get('size_bytes', result.get('eager_size_bytes', 0)):,} B"])
     return rows
 
