@@ -68,16 +68,27 @@ class NativeTools:
 
     @staticmethod
     def run(tool: Path, pte: Path, images: np.ndarray, work: Path) -> tuple:
-        """int8 outputs [N, n] and float32 logits [N, n] of `tinyrps-native run`."""
+        """int8 outputs [N, n] and float32 logits [N, n] of `tinyrps-native infer` (the image classifier's
+        convenience, trt_infer)."""
         images_file, out_file = work / "images.u8", work / "out.bin"
         np.ascontiguousarray(images, np.uint8).tofile(images_file)
-        summary = json.loads(NativeTools.tool(tool, "run", pte, images_file, out_file).stdout)
+        summary = json.loads(NativeTools.tool(tool, "infer", pte, images_file, out_file).stdout)
         n, n_out = summary["images"], summary["outputs"]
         raw = out_file.read_bytes()
         assert len(raw) == n * n_out * 5
         int8 = np.frombuffer(raw, np.int8, n * n_out).reshape(n, n_out)
         logits = np.frombuffer(raw, "<f4", n * n_out, offset=n * n_out).reshape(n, n_out)
         return int8, logits
+
+
+    @staticmethod
+    def layers(tool: Path, pte: Path, images: np.ndarray, work: Path) -> tuple:
+        """`tinyrps-native layers` on images as the classifier's float32 input (x / 255): its summary and
+        the bytes it wrote."""
+        samples, out = work / "samples.bin", work / "layers.bin"
+        (np.ascontiguousarray(images, np.uint8).astype(np.float32) / np.float32(255)).tofile(samples)
+        summary = json.loads(NativeTools.tool(tool, "layers", pte, samples, out).stdout)
+        return summary, out.read_bytes()
 
 
 @pytest.fixture(scope="session")

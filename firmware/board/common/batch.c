@@ -80,14 +80,14 @@ static void encode_trailer(uint32_t records, uint8_t trailer[BATCH_TRAILER_BYTES
     link_put_u32(trailer + 12, records);
 }
 
-static void encode_record(trt_status status, int n_out, uint64_t instructions, const int8_t *out_q,
+static void encode_record(trt_status status, size_t n_out, uint64_t instructions, const int8_t *out_q,
                           const float *logits, uint8_t record[BATCH_RECORD_BYTES])
 {
     memset(record, 0, BATCH_RECORD_BYTES);
     link_put_u32(record, (uint32_t)status);
     link_put_u32(record + 4, (uint32_t)n_out);
     link_put_u64(record + 8, instructions);
-    for (int i = 0; i < n_out && i < TRT_MAX_OUTPUTS; i++) {
+    for (size_t i = 0; i < n_out && i < FIRMWARE_MAX_LOGITS; i++) {
         uint32_t bits;
         memcpy(&bits, &logits[i], sizeof bits);
         record[16 + i] = (uint8_t)out_q[i];
@@ -151,9 +151,9 @@ static void run_images(firmware_state *fw, int in, int out, uint32_t count)
     for (uint32_t i = 0; i < count; i++) {
         if (semihost_read_all(in, image, sizeof image) != 0)
             fail("cannot read the images file");
-        int8_t out_q[TRT_MAX_OUTPUTS] = {0};
-        float logits[TRT_MAX_OUTPUTS] = {0};
-        int n_out = 0;
+        int8_t out_q[FIRMWARE_MAX_LOGITS] = {0};
+        float logits[FIRMWARE_MAX_LOGITS] = {0};
+        size_t n_out = 0;
         uint64_t instructions = 0;
         trt_status status = firmware_infer(fw, image, out_q, logits, &n_out, &instructions);
         if (status == TRT_OK)

@@ -54,11 +54,14 @@ void firmware_boot(firmware_state *fw)
     fw->boot_instructions = instructions > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)instructions;
 }
 
-trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[TRT_MAX_OUTPUTS],
-                          float logits[TRT_MAX_OUTPUTS], int *n_out, uint64_t *instructions)
+trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[FIRMWARE_MAX_LOGITS],
+                          float logits[FIRMWARE_MAX_LOGITS], size_t *n_out, uint64_t *instructions)
 {
+    size_t n_q = 0;
     board_counter_start();
-    trt_status status = trt_infer(fw->program, image, out_q, logits, n_out);
+    trt_status status = trt_infer(fw->program, image, out_q, logits, FIRMWARE_MAX_LOGITS, n_out, &n_q);
     *instructions = board_counter_instructions();
+    if (status == TRT_OK && n_q != *n_out)
+        status = TRT_ERR_BAD_TENSOR; /* a classifier's output without raw int8 values */
     return status;
 }

@@ -36,9 +36,13 @@ typedef struct {
  * is on: every kernel call's share of the SysTick count is recorded. */
 void firmware_boot(firmware_state *fw);
 
-/* One inference with its instruction count; returns the runtime's status. */
-trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[TRT_MAX_OUTPUTS],
-                          float logits[TRT_MAX_OUTPUTS], int *n_out, uint64_t *instructions);
+/* Logits an image classifier's inference reports at most (the serial link's and the batch's
+ * image records hold this many). */
+#define FIRMWARE_MAX_LOGITS 16
+
+/* One image-classifier inference (trt_infer) with its instruction count; returns the runtime's status. */
+trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[FIRMWARE_MAX_LOGITS],
+                          float logits[FIRMWARE_MAX_LOGITS], size_t *n_out, uint64_t *instructions);
 
 /* The board's name (e.g. "mps3-an547"), as reported by `info` and the batch header. */
 const char *firmware_board_name(void);

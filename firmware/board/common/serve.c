@@ -53,23 +53,23 @@ static void reply_infer(firmware_state *fw, uint8_t seq, const uint8_t *image)
         link_send_error(&uart_link, seq, LINK_ERR_NO_PROGRAM, fw->load_status, fw->load_detail);
         return;
     }
-    int8_t out_q[TRT_MAX_OUTPUTS];
-    float logits[TRT_MAX_OUTPUTS];
-    int n_out = 0;
+    int8_t out_q[FIRMWARE_MAX_LOGITS];
+    float logits[FIRMWARE_MAX_LOGITS];
+    size_t n_out = 0;
     uint64_t instructions = 0;
     trt_status status = firmware_infer(fw, image, out_q, logits, &n_out, &instructions);
-    if (status != TRT_OK || n_out < 0 || n_out > TRT_MAX_OUTPUTS) {
+    if (status != TRT_OK || n_out > FIRMWARE_MAX_LOGITS) {
         link_send_error(&uart_link, seq, LINK_ERR_INFER_FAILED, status, trt_status_name(status));
         return;
     }
-    uint8_t reply[LINK_INFER_HEADER_BYTES + TRT_MAX_OUTPUTS * (1 + sizeof(float))];
+    uint8_t reply[LINK_INFER_HEADER_BYTES + FIRMWARE_MAX_LOGITS * (1 + sizeof(float))];
     link_put_u32(reply, (uint32_t)status);
     link_put_u32(reply + 4, (uint32_t)n_out);
     link_put_u64(reply + 8, instructions);
     uint8_t *p = reply + LINK_INFER_HEADER_BYTES;
-    memcpy(p, out_q, (size_t)n_out);
+    memcpy(p, out_q, n_out);
     p += n_out;
-    for (int i = 0; i < n_out; i++, p += 4) {
+    for (size_t i = 0; i < n_out; i++, p += 4) {
         uint32_t bits;
         memcpy(&bits, &logits[i], sizeof bits);
         link_put_u32(p, bits);

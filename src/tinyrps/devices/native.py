@@ -56,7 +56,7 @@ class NativeDevice(Device):
         with tempfile.TemporaryDirectory(prefix="tinyrps-native.") as work:
             images_file, out_file = Path(work) / "images.u8", Path(work) / "out.bin"
             np.ascontiguousarray(images, np.uint8).tofile(images_file)
-            result = json.loads(self._run("run", str(self.model_path), str(images_file), str(out_file)))
+            result = json.loads(self._run("infer", str(self.model_path), str(images_file), str(out_file)))
             n, n_out = result["images"], result["outputs"]
             raw = out_file.read_bytes()
         int8 = np.frombuffer(raw, np.int8, n * n_out).reshape(n, n_out)
