@@ -133,7 +133,7 @@ class McuDevice(Device):
     def _classify_by_batch(self, images: np.ndarray) -> tuple:
         from ..firmware.qemu import run_batch
         start = time.perf_counter()
-        result = run_batch(self.model_path, images, elf=self.elf, board=self.board.name)
+        result = run_batch(self.model_path, images, elf=self.elf, board=self.board.name, specs=self.info.inputs)
         if result.model_sha256 != self.model_sha256:
             raise UserError(f"the firmware batch ran a different program than {self.model_path.name}; "
                             "the model slot was not loaded correctly")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from .sources import PACKAGED_DIR, source_files
+from .sources import firmware_dir, source_files
 
 APT_HOST = "apt-get install --no-install-recommends cmake gcc libc6-dev"
 APT_ARM = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
@@ -79,18 +79,6 @@ class FirmwareBuild:
             raise UserError(f"the {self.kind} firmware build has no '{name}' (built: "
                             f"{', '.join(sorted(self.executables)) or 'nothing'}); check firmware/CMakeLists.txt")
         return self.executables[name]
-
-
-def firmware_dir() -> Path:
-    """The firmware sources: the copy an installed wheel carries inside this package, else
-    firmware/ of the checkout this package runs from (development, editable install)."""
-    package = Path(__file__).resolve().parent
-    candidates = (package / PACKAGED_DIR, package.parents[2] / "firmware")
-    for root in candidates:
-        if (root / "CMakeLists.txt").is_file():
-            return root
-    raise UserError(f"firmware sources not found (looked in {' and '.join(map(str, candidates))}): "
-                    f"reinstall tinyrps from its wheel, or run it from a checkout of the repository")
 
 
 def build_firmware(kind: str = "native") -> FirmwareBuild:
