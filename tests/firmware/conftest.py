@@ -56,6 +56,27 @@ def images() -> np.ndarray:
     return make_split("test", 100, IMAGE_SEED)[0]
 
 
+@pytest.fixture(scope="session")
+def generic_pte(tmp_path_factory):
+    """generic_pte(name, core) -> Path of a program of generic_programs.PROGRAMS for a core (cortex-m55, -m33,
+    -m4), exported once (and kept across runs)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import fixture_cache
+    import generic_programs
+    cores = ("cortex-m55", "cortex-m33", "cortex-m4")
+    key = fixture_cache.fixture_key("generic-programs", sorted(generic_programs.PROGRAMS), cores,
+                                    files=[Path(generic_programs.__file__)])
+
+    def build(out: Path) -> None:
+        for name in generic_programs.PROGRAMS:
+            for core in cores:
+                (out / f"{name}-{core}.pte").write_bytes(generic_programs.export(name, core))
+    folder = fixture_cache.cached_folder("generic-programs", key, build, tmp_path_factory.mktemp("generic"))
+    return lambda name, core: folder / f"{name}-{core}.pte"
+
+
 class NativeTools:
     """Running the native firmware tools (handed to tests by the `native` fixture)."""
 

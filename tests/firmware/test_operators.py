@@ -8,8 +8,6 @@ multiples of four, and both linear forms (MVE kernel sums on M55, bias on M4/M33
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch

@@ -37,7 +37,8 @@ from ..errors import UserError
 from . import c_facts
 from .boards import DEFAULT_BOARD, firmware_kind, get_board
 from .link import DeviceLink, LinkError
-from .tensors import check_inputs, description_layout, parse_description
+from .tensors import (check_inputs, description_layout, images_as_input, parse_description, result_bytes,
+                      samples_file_bytes, split_results)
 
 QEMU = "qemu-system-arm"
 INSTALL_HINT = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
@@ -307,13 +308,6 @@ def _rows(a: np.ndarray) -> np.ndarray:
     return a.reshape(len(a), int(np.prod(a.shape[1:], dtype=np.int64)))
 
 
-def images_as_input(images: np.ndarray) -> np.ndarray:
-    """uint8 images [N, 28, 28] as N samples of an image classifier's float32 input [1, 1, 28, 28]: x / 255
-    in float32, the rounding of the firmware's own (float)x / 255.0f."""
-    images = np.ascontiguousarray(images, dtype=np.uint8)
-    return (images.astype(np.float32) / np.float32(255)).reshape(len(images), 1, 1, *images.shape[1:])
-
-
 def run_batch(pte, samples, elf: Optional[Path] = None, timeout: Optional[float] = None,
               board: str = DEFAULT_BOARD, specs: Optional[tuple] = None) -> BatchResult:
     """Run samples through the firmware in one QEMU boot of `board`, files over semihosting.
@@ -354,10 +348,7 @@ def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, t
     count = len(samples[0]) if samples else 0
     with tempfile.TemporaryDirectory(prefix="tinyrps-batch.") as work:
         work = Path(work)
-        with open(work / "samples.bin", "wb") as f:
-            for n in range(count):
-                for spec, array in zip(specs, samples):
-                    f.write(spec.to_bytes(array[n]))
+        (work / "samples.bin").write_bytes(samples_file_bytes(list(specs), samples))
         command = qemu_command(elf, pte, MODE_BATCH, board) + [
             "-serial", "null",
             "-semihosting-config", "enable=on,target=native,arg=tinyrps_fw,arg=samples.bin,arg=results.bin"]
@@ -395,7 +386,7 @@ def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall
         raise UserError(f"{mismatch}: its header counts {header['COUNT']} samples, {count} were sent; rebuild the "
                         "firmware")
     inputs, outputs = header["inputs"], header["outputs"]
-    results = sum(spec.nbytes + (spec.numel if spec.has_int8 else 0) for spec in outputs)
+    results = result_bytes(outputs)
     body = raw[header["HEADER_BYTES"]:]
     records_size = count * header["RECORD_BYTES"]
     if header["RECORD_BYTES"] != BATCH_RECORD.size + results or len(body) < records_size + BATCH_TRAILER.size:
@@ -407,15 +398,7 @@ def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall
     if failed:
         raise UserError(f"the firmware refused sample {failed[0]} of the batch "
                         f"(runtime status {heads[failed[0]]['STATUS']})")
-    values, int8, at = [], [], BATCH_RECORD.size
-    for spec in outputs:
-        values.append(spec.from_bytes(records[:, at:at + spec.nbytes].tobytes(), count=count))
-        at += spec.nbytes
-        if spec.has_int8:
-            int8.append(spec.from_bytes(records[:, at:at + spec.numel].tobytes(), np.int8, count))
-            at += spec.numel
-        else:
-            int8.append(None)
+    values, int8 = split_results(records[:, BATCH_RECORD.size:], list(outputs))
     layers, profile_size = _batch_profile(body[records_size:len(body) - BATCH_TRAILER.size], count, mismatch,
                                           header["limits"])
     if records_size + profile_size + BATCH_TRAILER.size != len(body):

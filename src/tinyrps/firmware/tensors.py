@@ -125,3 +125,37 @@ def is_image_classifier(inputs: list, outputs: list) -> bool:
     """The programs `classify` runs: one float32 input of one 28x28 channel, float32 output 0."""
     return (len(inputs) == 1 and inputs[0].dtype == np.float32 and inputs[0].shape == (1, 1, 28, 28)
             and len(outputs) >= 1 and outputs[0].dtype == np.float32)
+
+
+def images_as_input(images: np.ndarray) -> np.ndarray:
+    """uint8 images [N, 28, 28] as N samples of an image classifier's float32 input [1, 1, 28, 28]: x / 255
+    in float32, the rounding of the firmware's own (float)x / 255.0f."""
+    images = np.ascontiguousarray(images, dtype=np.uint8)
+    return (images.astype(np.float32) / np.float32(255)).reshape(len(images), 1, 1, *images.shape[1:])
+
+
+def samples_file_bytes(specs: list, arrays: list) -> bytes:
+    """The samples file of docs/firmware.md ("Tensor files"): per sample, every input's bytes in order."""
+    if not arrays or not len(arrays[0]):
+        return b""
+    return np.concatenate([spec.to_batch_bytes(a) for spec, a in zip(specs, arrays)], axis=1).tobytes()
+
+
+def result_bytes(specs: list) -> int:
+    """Bytes of one sample's results: every output, each followed by its raw int8 values when it has them."""
+    return sum(spec.nbytes + (spec.numel if spec.has_int8 else 0) for spec in specs)
+
+
+def split_results(records: np.ndarray, specs: list) -> tuple:
+    """Results rows [N, result_bytes] -> (outputs, raw int8 values): per output [N, *shape], or None where it has
+    no raw int8 values."""
+    count, values, int8, at = len(records), [], [], 0
+    for spec in specs:
+        values.append(spec.from_bytes(records[:, at:at + spec.nbytes].tobytes(), count=count))
+        at += spec.nbytes
+        if spec.has_int8:
+            int8.append(spec.from_bytes(records[:, at:at + spec.numel].tobytes(), np.int8, count))
+            at += spec.numel
+        else:
+            int8.append(None)
+    return values, int8
