@@ -14,8 +14,8 @@
         link encoder, the command line the QEMU batch passes.
 
 Targets (firmware/fuzz/): `pte` (the .pte reader and loader, then one inference),
-`link-frame` (the serial frame receiver), `link-tensor-io` (the link's TENSOR, WRITE and
-READ requests on a stand-in program), `batch-input` (the batch transport's command line
+`link-frame` (the serial frame receiver), `link-tensor-io` (the link's TENSOR, WRITE, RUN
+and READ requests on a stand-in program), `batch-input` (the batch transport's command line
 and samples-file size). The targets are built by tinyrps.firmware.build_firmware("fuzz")
 in the user's cache. Corpora grow in the work folder (default
 $XDG_CACHE_HOME/tinyrps/fuzz/<target>/corpus), so campaigns build on each other.
@@ -202,6 +202,7 @@ def tensor_requests() -> dict:
         "write-image": (link.CMD_WRITE, link.WRITE_HEADER.pack(INDEX=0, ENCODING=link.ENCODING_IMAGE) + image),
         "write-raw": (link.CMD_WRITE, link.WRITE_HEADER.pack(INDEX=0, ENCODING=link.ENCODING_RAW, FIRST=20) + raw),
         "run": (link.CMD_RUN, b""),
+        "run-with-a-piece": (link.CMD_RUN, link.WRITE_HEADER.pack(INDEX=1, ENCODING=link.ENCODING_RAW) + bytes(5)),
         "read-values": (link.CMD_READ, link.READ_REQUEST.pack(INDEX=0, PART=link.PART_VALUES, FIRST=2)),
         "read-int8": (link.CMD_READ, link.READ_REQUEST.pack(INDEX=0, PART=link.PART_INT8)),
     }

@@ -1,12 +1,13 @@
 /*
  * libFuzzer target: the device link's tensor requests (firmware/protocol/link_tensor_io.c:
- * TENSOR, WRITE, READ) on a stand-in program, under AddressSanitizer and UBSan.
+ * TENSOR, WRITE, RUN's piece and outputs, READ) on a stand-in program, under AddressSanitizer
+ * and UBSan.
  *
  * The stand-in has two inputs (float32 [1, 3, 4, 4] stored channels-last, int8 [5]) and
  * two outputs (float32 [7] with raw int8 values, int32 [2, 3] without), each in a heap
  * buffer of exactly its size, so a byte written or read outside a tensor is caught.
- * Input: a sequence of requests, each a command byte (TENSOR, WRITE or READ; others are
- * skipped), a length byte and that many payload bytes. Beyond memory safety the code must
+ * Input: a sequence of requests, each a command byte (TENSOR, WRITE, RUN or READ; others are
+ * skipped), a length byte and that many payload bytes (RUN: a piece of an input, or none). Beyond memory safety the code must
  * keep its promises, checked here: a reply fits one frame and has the size its command
  * gives; a refusal has a code; a WRITE changes exactly the elements its reply names, to
  * the request's bytes (or their image conversion); a READ returns exactly the elements
@@ -164,6 +165,27 @@ static void check_read(const uint8_t *payload, const uint8_t *reply, size_t repl
         abort();
 }
 
+/* RUN's reply: the outputs in full, in order, while they fit one frame. */
+static void check_run_reply(uint8_t *reply)
+{
+    uint16_t included = 0xFFFF;
+    size_t length = link_append_outputs(&tensors, reply, LINK_RUN_REPLY_BYTES, &included);
+    size_t at = LINK_RUN_REPLY_BYTES;
+    for (int i = 0; i < included; i++) {
+        const fake_tensor *f = &outputs[i];
+        if (included > 2 || memcmp(reply + at, f->t.data, f->t.nbytes) != 0)
+            abort();
+        at += f->t.nbytes;
+        if (f->int8) {
+            if (memcmp(reply + at, f->int8, f->t.numel) != 0)
+                abort();
+            at += f->t.numel;
+        }
+    }
+    if (length != at || length > LINK_MAX_PAYLOAD || included != 2) /* both stand-in outputs are small */
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static uint8_t reply[LINK_MAX_PAYLOAD];
@@ -194,6 +216,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case LINK_CMD_READ:
             reply_len = link_read_output(&tensors, payload, len, reply, &refusal);
             check_read(payload, reply, reply_len, &refusal);
+            break;
+        case LINK_CMD_RUN:
+            /* the serve loop's RUN: the piece first (when there is one), then the outputs that fit */
+            if (len) {
+                snapshot_inputs();
+                reply_len = link_write_input(&tensors, payload, len, reply, &refusal);
+                check_write(payload, reply, reply_len, &refusal);
+            } else {
+                refusal.code = 0;
+            }
+            if (!refusal.code)
+                check_run_reply(reply);
             break;
         default:
             refusal.code = 0;

@@ -16,8 +16,9 @@
  *   6+N     4     CRC-32 (zlib) of bytes 2 .. 6+N-1 (type, sequence, length, payload)
  *
  * Tensors of any size travel in pieces: WRITE puts elements of an input at an element
- * offset, RUN runs the program on the inputs as written, READ returns the elements of an
- * output (or its raw int8 values) from an element offset, as many as fit one frame.
+ * offset, RUN runs the program on the inputs as written (its request may carry the last
+ * piece, its reply the outputs that fit), READ returns the elements of an output (or its
+ * raw int8 values) from an element offset, as many as fit one frame.
  * Elements are in the tensor's own order in memory (its dim_order), as TENSOR describes.
  */
 #ifndef TINYRPS_LINK_PROTOCOL_H
@@ -130,9 +131,12 @@ enum { LINK_TENSOR_KIND_LIST(LINK_ENUM_ENTRY) };
 #define LINK_ENCODING_LIST(X) X(LINK_ENCODING_RAW, 0, "raw") X(LINK_ENCODING_IMAGE, 1, "uint8 / 255")
 enum { LINK_ENCODING_LIST(LINK_ENUM_ENTRY) };
 
-/* RUN: empty request; runs the program on the inputs as written (write them all before every
- * run). Reply: STATUS (0), the instructions of trt_run. */
-#define LINK_RUN_FIELDS(X) X(STATUS, 0, i32) X(PAD, 4, u32) X(INSTRUCTIONS, 8, u64)
+/* RUN: runs the program on the inputs as written (write them all before every run). The request
+ * is empty, or carries the last piece of the inputs as a WRITE request does (header and data),
+ * written first. Reply: STATUS (0), the instructions of trt_run, then the first OUTPUTS outputs
+ * in full, as many as fit the frame: each output's values, then its raw int8 values when it has
+ * them (the others are READ). So a small program's inference is one exchange. */
+#define LINK_RUN_FIELDS(X) X(STATUS, 0, i32) X(OUTPUTS, 4, u16) X(PAD, 6, u16) X(INSTRUCTIONS, 8, u64)
 #define LINK_RUN_REPLY_BYTES 16
 
 /* READ: request which output, which part, from which element. Reply: this header, then as many

@@ -109,3 +109,23 @@ size_t link_read_output(const link_tensors *tensors, const uint8_t *payload, siz
     memcpy(reply + LINK_READ_REPLY_HEADER_BYTES, source + (size_t)first * elem, count * elem);
     return LINK_READ_REPLY_HEADER_BYTES + count * elem;
 }
+
+size_t link_append_outputs(const link_tensors *tensors, uint8_t *reply, size_t at, uint16_t *included)
+{
+    trt_tensor_info t;
+    const int8_t *int8 = NULL;
+    *included = 0;
+    for (int i = 0; tensors->output(tensors->context, i, &t, &int8) == 0; i++) {
+        size_t need = t.nbytes + (int8 ? t.numel : 0);
+        if (at > LINK_MAX_PAYLOAD || need > LINK_MAX_PAYLOAD - at)
+            break;
+        memcpy(reply + at, t.data, t.nbytes);
+        at += t.nbytes;
+        if (int8) {
+            memcpy(reply + at, int8, t.numel);
+            at += t.numel;
+        }
+        (*included)++;
+    }
+    return at;
+}

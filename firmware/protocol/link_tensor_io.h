@@ -38,6 +38,11 @@ size_t link_describe_tensor(const link_tensors *tensors, const uint8_t *payload,
 size_t link_write_input(const link_tensors *tensors, const uint8_t *payload, size_t len, uint8_t *reply,
                         link_refusal *refusal);
 
+/* RUN's reply after the run: appends to reply[0 .. at) every output in full (values, then raw int8
+ * values), in order, while the next one fits LINK_MAX_PAYLOAD; sets *included to how many. Returns
+ * the reply's length. */
+size_t link_append_outputs(const link_tensors *tensors, uint8_t *reply, size_t at, uint16_t *included);
+
 /* READ: as many elements as fit one frame, from the one the request names (reply holds
  * LINK_MAX_PAYLOAD bytes). Returns the reply's length. */
 size_t link_read_output(const link_tensors *tensors, const uint8_t *payload, size_t len, uint8_t *reply,

@@ -24,7 +24,8 @@ class FakeBoard:
     """A board holding `program` (an image classifier), answering on a loopback socket. `replies` maps a
     command name to a function(payload) -> (frame type, payload) that replaces the good answer."""
 
-    def __init__(self, program: bytes, **replies):
+    def __init__(self, program: bytes, carry_outputs: bool = True, **replies):
+        self.carry_outputs = carry_outputs       # the RUN reply carries the outputs (else the host reads them)
         self.sha = hashlib.sha256(program).digest()
         self.length = len(program)
         self.replies = replies
@@ -70,7 +71,10 @@ class FakeBoard:
             count //= 1 if head["ENCODING"] == link.ENCODING_IMAGE else 4
             return reply, link.WRITE_REPLY.pack(FIRST=head["FIRST"], COUNT=count)
         if name == "run":
-            return reply, link.RUN_REPLY.pack(INSTRUCTIONS=1000)
+            if not self.carry_outputs:
+                return reply, link.RUN_REPLY.pack(INSTRUCTIONS=1000)
+            return reply, link.RUN_REPLY.pack(OUTPUTS=1, INSTRUCTIONS=1000) + self.logits.tobytes() \
+                + np.int8([1, -2, 3]).tobytes()
         if name == "read":
             head = link.READ_REQUEST.unpack(frame.payload)
             data = self.logits.tobytes() if head["PART"] == link.PART_VALUES else np.int8([1, -2, 3]).tobytes()
@@ -115,8 +119,9 @@ def with_link(board: FakeBoard, action):
 
 
 def run_once(device: DeviceLink):
+    """One inference of an input that is no image: three WRITEs, the last piece in the RUN."""
     info = device.info()
-    return device.run_tensors([np.zeros((1, 1, 28, 28), np.float32)], info.inputs, info.outputs)
+    return device.run_tensors([np.full((1, 1, 28, 28), 0.3, np.float32)], info.inputs, info.outputs)
 
 
 def info_with(**fields):
@@ -126,8 +131,9 @@ def info_with(**fields):
     return reply
 
 
-def test_the_fake_board_itself_is_valid(program):
-    result = with_link(FakeBoard(program.read_bytes()), run_once)
+@pytest.mark.parametrize("carry_outputs", [True, False], ids=["run-carries-outputs", "outputs-read"])
+def test_the_fake_board_itself_is_valid(program, carry_outputs):
+    result = with_link(FakeBoard(program.read_bytes(), carry_outputs), run_once)
     assert result.outputs[0].tolist() == [[0.5, -1.0, 2.0]] and result.int8[0].tolist() == [[1, -2, 3]]
 
 
@@ -140,11 +146,17 @@ def test_the_fake_board_itself_is_valid(program):
      "the description of input 0 does not add up"),
     ({"tensor": lambda p: (link.CMD_TENSOR | link.REPLY, bytes(43))}, "does not add up"),
     ({"write": lambda p: (link.CMD_WRITE | link.REPLY, link.WRITE_REPLY.pack(FIRST=0, COUNT=5))},
-     "input 0: wrote 5 elements from 0; 784 were sent from 0"),
+     "input 0: wrote 5 elements from 0; 254 were sent from 0"),
     ({"run": lambda p: (link.CMD_RUN | link.REPLY, link.RUN_REPLY.pack(STATUS=-3))}, "the run reply carries status -3"),
     ({"run": lambda p: (link.CMD_RUN | link.REPLY, link.RUN_REPLY.pack(STATUS=17))},
      "the run reply is status 17, which the runtime never returns"),
-    ({"run": lambda p: (link.CMD_RUN | link.REPLY, bytes(8))}, "the run reply is 8 bytes, not 16"),
+    ({"run": lambda p: (link.CMD_RUN | link.REPLY, bytes(8))}, "the run reply is 8 bytes, too short for its header"),
+    ({"run": lambda p: (link.CMD_RUN | link.REPLY, link.RUN_REPLY.pack(OUTPUTS=3))},
+     "the run reply carries 3 outputs; the program has 1"),
+    ({"run": lambda p: (link.CMD_RUN | link.REPLY, link.RUN_REPLY.pack(OUTPUTS=1) + bytes(12))},
+     "the run reply is 28 bytes; its header and the 1 outputs it says it carries take 31"),
+    ({"run": lambda p: (link.CMD_RUN | link.REPLY, link.RUN_REPLY.pack() + bytes(4))},
+     "the run reply is 20 bytes; its header and the 0 outputs it says it carries take 16"),
     ({"read": lambda p: (link.CMD_READ | link.REPLY, link.READ_REPLY.pack(TOTAL=4) + bytes(16))},
      "output 0 has 4 elements in the read reply, 3 in its description"),
     ({"read": lambda p: (link.CMD_READ | link.REPLY, link.READ_REPLY.pack(TOTAL=3))}, "holds 0 bytes"),
@@ -153,10 +165,12 @@ def test_the_fake_board_itself_is_valid(program):
     ({"run": error(8, -50)}, "the error to 'run' is status -50, which the runtime never returns"),
     ({"run": error(99, 0)}, "error code 99 to 'run' is not one the firmware sends"),
 ], ids=["load-status", "info-size-field", "info-short", "unloaded-with-tensors", "tensor-numel", "tensor-short",
-        "write-count", "run-status", "run-impossible-status", "run-short", "read-total", "read-empty", "read-partial",
-        "read-too-long", "error-status", "error-code"])
+        "write-count", "run-status", "run-impossible-status", "run-short", "run-outputs-count", "run-outputs-short",
+        "run-extra-bytes", "read-total", "read-empty", "read-partial", "read-too-long", "error-status", "error-code"])
 def test_an_invalid_reply_is_one_line(program, replies, message):
-    assert message in invalid(lambda: with_link(FakeBoard(program.read_bytes(), **replies), run_once))
+    # the outputs are read (not carried by the RUN reply), so that the READ replies are checked too
+    board = FakeBoard(program.read_bytes(), carry_outputs=False, **replies)
+    assert message in invalid(lambda: with_link(board, run_once))
 
 
 @pytest.mark.parametrize("reply,message", [

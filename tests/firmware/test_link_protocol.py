@@ -331,6 +331,21 @@ def test_tensor_requests_outside_the_program_are_refused(server, command, payloa
     still_serving(server.link)
 
 
+def test_a_run_carries_the_last_piece_and_the_outputs_that_fit(server, test_images):
+    """An image classifier's inference in one exchange: the pixels in the RUN request, the logits and raw int8
+    values in its reply; the same as infer's."""
+    image = test_images[0][4]
+    piece = link.WRITE_HEADER.pack(ENCODING=link.ENCODING_IMAGE) + image.tobytes()
+    reply = server.link.request(link.CMD_RUN, piece).payload
+    head = link.RUN_REPLY.unpack(reply)
+    assert head["STATUS"] == 0 and head["OUTPUTS"] == 1 and len(reply) == link.RUN_REPLY.size + 12 + 3
+    served = server.link.infer(image)
+    assert reply[link.RUN_REPLY.size:link.RUN_REPLY.size + 12] == served.logits.tobytes()
+    assert reply[link.RUN_REPLY.size + 12:] == served.int8.tobytes()
+    error = request_error(server.link, link.CMD_RUN, link.WRITE_HEADER.pack(FIRST=784) + bytes(4), 11)
+    assert error.value == 784
+
+
 def test_reads_and_writes_at_an_offset(server, test_images):
     """Elements from an offset: a read from the last element, an empty read at the end."""
     info = server.link.info()

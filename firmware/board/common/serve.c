@@ -75,18 +75,30 @@ static void reply_infer(firmware_state *fw, uint8_t seq, const uint8_t *image)
     link_send(&uart_link, LINK_CMD_INFER | LINK_REPLY, seq, reply, (size_t)(p - reply));
 }
 
-static void reply_run(firmware_state *fw, uint8_t seq)
+/* RUN: the request's piece of an input first (if any), the run, then the outputs that fit. */
+static void reply_run(firmware_state *fw, const link_frame *frame)
 {
+    if (frame->length) {
+        link_refusal refusal;
+        link_write_input(&firmware_tensors, frame->payload, frame->length, reply, &refusal);
+        if (refusal.code) {
+            link_send_error(&uart_link, frame->seq, refusal.code, refusal.value, refusal.text);
+            return;
+        }
+    }
     uint64_t instructions = 0;
     trt_status status = firmware_run(fw, &instructions);
     if (status != TRT_OK) {
-        link_send_error(&uart_link, seq, LINK_ERR_INFER_FAILED, status, trt_status_name(status));
+        link_send_error(&uart_link, frame->seq, LINK_ERR_INFER_FAILED, status, trt_status_name(status));
         return;
     }
+    uint16_t included = 0;
     memset(reply, 0, LINK_RUN_REPLY_BYTES);
+    size_t length = link_append_outputs(&firmware_tensors, reply, LINK_RUN_REPLY_BYTES, &included);
     link_put_u32(reply + LINK_RUN_STATUS, (uint32_t)status);
+    link_put_u16(reply + LINK_RUN_OUTPUTS, included);
     link_put_u64(reply + LINK_RUN_INSTRUCTIONS, instructions);
-    link_send(&uart_link, LINK_CMD_RUN | LINK_REPLY, seq, reply, LINK_RUN_REPLY_BYTES);
+    link_send(&uart_link, LINK_CMD_RUN | LINK_REPLY, frame->seq, reply, length);
 }
 
 /* TENSOR, WRITE, READ: the portable request code, on the loaded program's tensors. */
@@ -142,8 +154,8 @@ static void handle_frame(firmware_state *fw, const link_frame *frame)
             reply_tensor_request(frame, link_write_input);
         return;
     case LINK_CMD_RUN:
-        if (expect_length(frame, 0) && program_loaded(fw, frame))
-            reply_run(fw, frame->seq);
+        if (program_loaded(fw, frame))
+            reply_run(fw, frame);
         return;
     case LINK_CMD_READ:
         if (program_loaded(fw, frame))

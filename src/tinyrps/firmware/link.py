@@ -361,34 +361,48 @@ class DeviceLink:
         return self.request(CMD_ECHO, data, timeout=timeout).payload
 
     def write_input(self, index: int, spec: TensorSpec, array: np.ndarray, timeout: Optional[float] = None) -> None:
-        """Input `index` (an array of its spec's shape and dtype), in pieces of one frame each. A float32 tensor
-        whose every value is a uint8 over 255 (an image) travels as those bytes, a quarter of the size."""
-        pixels = image_pixels(spec, array)
-        if pixels is not None:
-            encoding, data, elem = ENCODING_IMAGE, pixels, 1
-        else:
-            encoding, data, elem = ENCODING_RAW, spec.to_bytes(array), spec.dtype.itemsize
-        per_frame = (MAX_PAYLOAD - WRITE_HEADER.size) // elem
-        for first in range(0, spec.numel, per_frame):
-            chunk = data[first * elem:(first + per_frame) * elem]
-            header = WRITE_HEADER.pack(INDEX=index, ENCODING=encoding, FIRST=first)
-            reply = self.request(CMD_WRITE, header + chunk, timeout=timeout).payload
-            _need_size("write", reply, WRITE_REPLY.size)
-            d = WRITE_REPLY.unpack(reply)
-            if (d["FIRST"], d["COUNT"]) != (first, len(chunk) // elem):
-                raise BoardReplyError(f"input {index}: wrote {d['COUNT']} elements from {d['FIRST']}; "
-                                      f"{len(chunk) // elem} were sent from {first}")
+        """Input `index` (an array of its spec's shape and dtype), in pieces of one frame each."""
+        for piece in input_pieces(index, spec, array):
+            self.write_piece(piece, timeout)
 
-    def run(self, timeout: Optional[float] = None) -> int:
-        """Run the program on the inputs as written; the instructions it took."""
-        reply = self.request(CMD_RUN, b"", timeout=timeout).payload
-        _need_size("run", reply, RUN_REPLY.size)
+    def write_piece(self, piece: "Piece", timeout: Optional[float] = None) -> None:
+        """One WRITE request, its reply checked against what was sent."""
+        reply = self.request(CMD_WRITE, piece.payload, timeout=timeout).payload
+        _need_size("write", reply, WRITE_REPLY.size)
+        d = WRITE_REPLY.unpack(reply)
+        if (d["FIRST"], d["COUNT"]) != (piece.first, piece.count):
+            raise BoardReplyError(f"input {piece.index}: wrote {d['COUNT']} elements from {d['FIRST']}; "
+                                  f"{piece.count} were sent from {piece.first}")
+
+    def run(self, last_piece: bytes = b"", output_specs: tuple = (), timeout: Optional[float] = None) -> tuple:
+        """Run the program on the inputs as written (after writing `last_piece`, a piece of input_pieces, if
+        given): (the instructions it took, the outputs the reply carries in full: [(values, raw int8 values or
+        None)] of the first outputs of `output_specs`)."""
+        reply = self.request(CMD_RUN, last_piece, timeout=timeout).payload
+        if len(reply) < RUN_REPLY.size:
+            raise BoardReplyError(f"the run reply is {len(reply)} bytes, too short for its header")
         d = RUN_REPLY.unpack(reply)
         if d["STATUS"] != 0:
             _known_status(d["STATUS"], "the run reply")
             raise BoardReplyError(f"the run reply carries status {d['STATUS']}; a reply always carries 0 "
                                   "(a refusal comes as an error)")
-        return d["INSTRUCTIONS"]
+        if d["OUTPUTS"] > len(output_specs):
+            raise BoardReplyError(f"the run reply carries {d['OUTPUTS']} outputs; the program has {len(output_specs)}")
+        outputs, at = [], RUN_REPLY.size
+        for spec in output_specs[:d["OUTPUTS"]]:
+            size = spec.nbytes + (spec.numel if spec.has_int8 else 0)
+            if len(reply) < at + size:
+                break
+            values = spec.from_bytes(reply[at:at + spec.nbytes])[0]
+            int8 = spec.from_bytes(reply[at + spec.nbytes:at + size], np.int8)[0] if spec.has_int8 else None
+            outputs.append((values, int8))
+            at += size
+        if len(outputs) < d["OUTPUTS"] or at != len(reply):
+            needed = RUN_REPLY.size + sum(spec.nbytes + (spec.numel if spec.has_int8 else 0)
+                                          for spec in output_specs[:d["OUTPUTS"]])
+            raise BoardReplyError(f"the run reply is {len(reply)} bytes; its header and the {d['OUTPUTS']} outputs "
+                                  f"it says it carries take {needed}")
+        return d["INSTRUCTIONS"], outputs
 
     def read_output(self, index: int, spec: TensorSpec, part: int = PART_VALUES,
                     timeout: Optional[float] = None) -> np.ndarray:
@@ -415,14 +429,19 @@ class DeviceLink:
 
     def run_tensors(self, inputs: list, input_specs: list, output_specs: list,
                     timeout: Optional[float] = None) -> RunResult:
-        """One inference: write every input, run, read every output and its raw int8 values."""
+        """One inference: write every input (its last piece in the RUN request), run, and read every output and
+        its raw int8 values the RUN reply does not carry. An image classifier's is one exchange."""
         start = time.perf_counter()
-        for i, (spec, array) in enumerate(zip(input_specs, inputs)):
-            self.write_input(i, spec, array, timeout)
-        instructions = self.run(timeout)
-        outputs = [self.read_output(i, spec, PART_VALUES, timeout) for i, spec in enumerate(output_specs)]
-        int8 = [self.read_output(i, spec, PART_INT8, timeout) if spec.has_int8 else None
-                for i, spec in enumerate(output_specs)]
+        pieces = [piece for i, (spec, array) in enumerate(zip(input_specs, inputs))
+                  for piece in input_pieces(i, spec, array)]
+        for piece in pieces[:-1]:
+            self.write_piece(piece, timeout)
+        instructions, carried = self.run(pieces[-1].payload if pieces else b"", tuple(output_specs), timeout)
+        outputs = [values for values, _ in carried]
+        int8 = [q for _, q in carried]
+        for i, spec in enumerate(output_specs[len(carried):], start=len(carried)):
+            outputs.append(self.read_output(i, spec, PART_VALUES, timeout))
+            int8.append(self.read_output(i, spec, PART_INT8, timeout) if spec.has_int8 else None)
         return RunResult(outputs, int8, instructions, (time.perf_counter() - start) * 1000.0)
 
     # ---- requests ----
@@ -491,6 +510,30 @@ class DeviceLink:
     def _next_seq(self) -> int:
         self._seq = self._seq % 255 + 1      # 1..255; 0 marks messages the firmware sends on its own
         return self._seq
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One WRITE request's payload (header and data) and the elements it puts."""
+    index: int
+    first: int
+    count: int
+    payload: bytes
+
+
+def input_pieces(index: int, spec: TensorSpec, array: np.ndarray) -> list:
+    """The WRITE requests that put input `index` in full, one frame each. A float32 tensor whose every value is
+    a uint8 over 255 (an image) travels as those bytes, a quarter of the size."""
+    pixels = image_pixels(spec, array)
+    if pixels is not None:
+        encoding, data, elem = ENCODING_IMAGE, pixels, 1
+    else:
+        encoding, data, elem = ENCODING_RAW, spec.to_bytes(array), spec.dtype.itemsize
+    per_frame = (MAX_PAYLOAD - WRITE_HEADER.size) // elem
+    return [Piece(index, first, min(per_frame, spec.numel - first),
+                  WRITE_HEADER.pack(INDEX=index, ENCODING=encoding, FIRST=first)
+                  + data[first * elem:(first + per_frame) * elem])
+            for first in range(0, spec.numel, per_frame)]
 
 
 def image_pixels(spec: TensorSpec, array: np.ndarray) -> Optional[bytes]:
