@@ -64,6 +64,25 @@ class AutoEncoder(nn.Module):
         return self.net(x)
 
 
+class MobileNetV1(nn.Module):
+    """MobileNetV1 with width 0.25 at 96x96x3 (the shape of MLPerf Tiny's visual wake words network: a
+    138,240-byte memory plan, 31 kernel calls), its global average pool a 3x3 max-pool (the runtime has no
+    average pool yet) and 16 classes (two would leave too few distinct outputs to test the arithmetic)."""
+
+    def __init__(self, classes: int = 16):
+        super().__init__()
+        widths = [(8, 16, 1), (16, 32, 2), (32, 32, 1), (32, 64, 2), (64, 64, 1), (64, 128, 2)] + \
+            [(128, 128, 1)] * 5 + [(128, 256, 2), (256, 256, 1)]
+        layers = [nn.Conv2d(3, 8, 3, 2, 1), nn.BatchNorm2d(8), nn.ReLU()]
+        for cin, cout, stride in widths:
+            layers += [nn.Conv2d(cin, cin, 3, stride, 1, groups=cin), nn.BatchNorm2d(cin), nn.ReLU(),
+                       nn.Conv2d(cin, cout, 1), nn.BatchNorm2d(cout), nn.ReLU()]
+        self.net = nn.Sequential(*layers, nn.MaxPool2d(3), nn.Flatten(), nn.Linear(256, classes))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 # name -> (network, input shapes, quantized inputs, quantized outputs)
 PROGRAMS = {
     "two-heads": (TwoHeads, [(1, 3, 16, 16)], (), ()),
@@ -71,6 +90,7 @@ PROGRAMS = {
     # int8 in and out for the vector: its first call is a linear, its last one a linear, not a dequantize
     "int8-io": (TwoInputs, [(1, 1, 8, 8), (1, 12)], (1,), (1,)),
     "autoencoder": (AutoEncoder, [(1, 640)], (), ()),
+    "mobilenet-v1-0.25": (MobileNetV1, [(1, 3, 96, 96)], (), ()),     # 108 KiB of input: 109 frames
 }
 
 

@@ -57,7 +57,7 @@ def test_the_program_shapes_the_tests_claim(generic_pte):
     """What the programs exercise, read from them: other shapes, two inputs, int8 in and out, a last call that
     is not a dequantize, more than 16 output values, tensors above one link frame (1024 bytes)."""
     from executorch.exir._serialize._program import deserialize_pte_binary
-    heads, two, int8_io, auto = (program_io(generic_pte(n, "cortex-m55").read_bytes()) for n in PROGRAMS)
+    heads, two, int8_io, auto, mobilenet = (program_io(generic_pte(n, "cortex-m55").read_bytes()) for n in PROGRAMS)
     assert heads[0] == [(np.float32, (1, 3, 16, 16), (0, 2, 3, 1))] and [o[1] for o in heads[1]] == [(1, 5), (1, 40)]
     assert len(two[0]) == 2 and len(two[1]) == 2
     assert [i[0] for i in int8_io[0]] == [np.float32, np.int8] and [o[0] for o in int8_io[1]] == [np.float32, np.int8]
@@ -65,6 +65,9 @@ def test_the_program_shapes_the_tests_claim(generic_pte):
     last = plan.operators[plan.chains[0].instructions[-1].instr_args.op_index].name
     assert last == "cortex_m::quantized_linear"
     assert auto[0][0][1] == (1, 640) and auto[1][0][1] == (1, 640)       # 2560 bytes each way
+    assert mobilenet[0] == [(np.float32, (1, 3, 96, 96), (0, 2, 3, 1))]
+    plan = deserialize_pte_binary(generic_pte("mobilenet-v1-0.25", "cortex-m55").read_bytes()).program.execution_plan[0]
+    assert list(plan.non_const_buffer_sizes) == [0, 138240] and len(plan.chains[0].instructions) == 31
 
 
 def test_native_runs_any_program_under_the_sanitizers(generic_pte, asan_build, native_tool, tmp_path):
