@@ -32,6 +32,9 @@ def test_port_memory_map_matches_the_board_table(board, firmware_elf_path):
         assert symbols["__model_base"] == spec.model_address
         assert symbols["__model_max_size"] == spec.model_max_bytes
         assert sections[".boot_args"][0] == spec.descriptor_address
+        # the arena takes the RAM region's rest, up to its end
+        assert symbols["__arena_end"] == spec.descriptor_address + spec.ram_bytes
+        assert symbols["__arena_start"] == sections[".arena"][0] and sections[".arena"][1] >= 256 * 1024
         assert elf.read_bytes().count(board.encode()) >= 1      # the name `info` reports
 
 

@@ -87,9 +87,7 @@ def awkward_programs(awkward_images, tmp_path_factory):
 
 def layer_mismatches(native, tool, pte, images, work) -> list:
     """'image i: operator (variant) differs in n bytes' for every kernel call that differs."""
-    images.tofile(work / "images.u8")
-    summary = json.loads(native.tool(tool, "layers", pte, work / "images.u8", work / "layers.bin").stdout)
-    raw = (work / "layers.bin").read_bytes()
+    summary, raw = native.layers(tool, pte, images, work)
     kernels = json.loads(native.tool(tool, "info", pte).stdout)["kernels"]
     found, pos = [], 0
     for i, image in enumerate(images):
@@ -149,7 +147,9 @@ def test_every_cortex_m55_variant_matches_the_reference_on_qemu(name, awkward_pr
 
 
 def test_a_program_that_runs_on_after_its_output_is_refused(m55_pte, native, native_tool, tmp_path):
-    """The int8 output reported as out_q is the input of the last call; a later call could overwrite it."""
+    """A call after the one that writes an output must not write over it: the output read after the run
+    would not be what its call wrote. Here the layout copy runs once more after the final dequantize, over
+    the bytes of the logits."""
     import copy
     from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
     program = deserialize_pte_binary(m55_pte.read_bytes())
@@ -159,7 +159,7 @@ def test_a_program_that_runs_on_after_its_output_is_refused(m55_pte, native, nat
     longer.write_bytes(bytes(serialize_pte_binary(program, extract_delegate_segments=False)))
     result = native.tool(native_tool, "info", longer, check=False)
     assert result.returncode == 3
-    assert "the last kernel call must be the dequantize_per_tensor that writes the output" in result.stderr
+    assert "output 0 is overwritten by kernel call 10 after it is written by kernel call 9" in result.stderr
 
 
 def test_kernels_below_the_operator_table(native_build, asan_build, native):

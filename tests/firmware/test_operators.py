@@ -8,8 +8,6 @@ multiples of four, and both linear forms (MVE kernel sums on M55, bias on M4/M33
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch
@@ -76,9 +74,7 @@ def test_small_model_matches_the_edge_program_and_its_replay(model_name, core, s
 def test_every_layer_output_is_bit_exact(target, exported, images, native, native_tool, tmp_path):
     pte = exported(target)
     sample = images[::60][:5]
-    sample.tofile(tmp_path / "images.u8")
-    summary = json.loads(native.tool(native_tool, "layers", pte, tmp_path / "images.u8", tmp_path / "layers.bin").stdout)
-    raw = (tmp_path / "layers.bin").read_bytes()
+    summary, raw = native.layers(native_tool, pte, sample, tmp_path)
     pos = 0
     for i, image in enumerate(sample):
         for call, (name, expected) in zip(summary["calls"], reference.replay_layers(pte, image)):

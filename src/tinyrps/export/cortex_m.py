@@ -98,11 +98,13 @@ def _describe(inputs) -> str:
     return "(" + ", ".join(f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}" for x in inputs) + ")"
 
 
-def lower_to_edge(model, example_inputs: tuple, calibration, core: str):
+def lower_to_edge(model, example_inputs: tuple, calibration, core: str, int8_inputs=(), int8_outputs=()):
     """Quantize with CMSIS-NN semantics and apply the core's Cortex-M passes; returns the edge manager.
 
     `model` is not changed (a copy is lowered); `calibration` is an iterable of input tuples
-    shaped like `example_inputs`."""
+    shaped like `example_inputs`. `int8_inputs` / `int8_outputs`: the indices of inputs and outputs
+    the program takes and gives as int8 (its quantize / dequantize moved out of the program, with
+    ExecuTorch's QuantizeInputs / QuantizeOutputs passes)."""
     from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
     from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
@@ -123,6 +125,9 @@ def lower_to_edge(model, example_inputs: tuple, calibration, core: str):
     converted = convert_pt2e(prepared)
     edge = to_edge_transform_and_lower(torch.export.export(converted, example),
                                        compile_config=cortex_m_edge_compile_config())
+    if int8_inputs or int8_outputs:
+        from executorch.exir.passes.quantize_io_pass import QuantizeInputs, QuantizeOutputs
+        edge = edge.transform([QuantizeInputs(edge, list(int8_inputs)), QuantizeOutputs(edge, list(int8_outputs))])
     edge._edge_programs["forward"] = CortexMPassManager(edge.exported_program(), target_config=config).transform()
     return edge
 

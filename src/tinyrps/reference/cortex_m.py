@@ -256,6 +256,7 @@ class _Replay:
         self.prog = prog
         self.arenas = [np.zeros(max(int(n), 1), np.uint8) for n in prog.memory_sizes]
         self.last_dequantized = None     # int8 input of the latest dequantize_per_tensor call
+        self.dequantized = {}            # output value index -> the int8 input of the dequantize that wrote it
         self.layers = [] if record else None
 
     def run(self, inputs: list) -> list:
@@ -285,6 +286,7 @@ class _Replay:
                 positional.append(value)
         if op_name == DEQUANTIZE:
             self.last_dequantized = positional[0].reshape(-1).numpy().astype(np.int8)
+            self.dequantized[out_index] = positional[0].contiguous().numpy().astype(np.int8)
         result = packet.default(*positional, **keywords)
         self._write(out_index, result)
         if self.layers is not None:
