@@ -42,6 +42,7 @@ def user_errors(missing: Path, a_file: Path) -> dict:
         "classify": ["classify", "--model", str(missing), str(a_file)],
         "bench": ["bench", "--run", str(missing)],
         "play": ["play", "--model", str(missing)],
+        "run": ["run", "--model", str(missing), "--inputs", str(a_file), "--out", str(missing)],
         "all": ["all", "--out", str(a_file)],
         "npu-sweep": ["npu-sweep", "--run", str(missing)],
         "tune": ["tune", "--data", str(missing), "--out", str(missing)],

@@ -300,16 +300,68 @@ def print_classification(report: dict, show: bool) -> None:
 
 
 def cmd_bench(a):
-    check_run(a.run)
+    if bool(a.run) == bool(a.model):
+        raise UserError("bench needs --run RUN (every variant of a run, side by side) or --model X.pte (one program)")
+    if a.etdump is not None and not a.model:
+        raise UserError("--etdump is for --model X.pte (one Cortex-M program's per-layer profile)")
     options = device_options(a)
-    from .bench import bench
-    result = bench(a.run, runs=a.runs, only=a.variant, device_override=a.device, quiet=a.quiet or a.json,
-                   board=a.board, device_options=options)
+    if a.model:
+        check_model(a.model)
+        if a.variant:
+            raise UserError("--variant is for --run; --model names the one program")
+        from .bench import bench_program
+        result = bench_program(a.model, runs=a.runs, device_name=a.device, quiet=a.quiet or a.json, board=a.board,
+                               options=options.get(a.device or "mcu", {}))
+        if a.etdump is not None:
+            write_profile(a.model, result, a.etdump)
+    else:
+        check_run(a.run)
+        from .bench import bench
+        result = bench(a.run, runs=a.runs, only=a.variant, device_override=a.device, quiet=a.quiet or a.json,
+                       board=a.board, device_options=options)
     if a.json:
         emit_json(result)
     else:
         from .report import bench_table
         bench_table(result)
+
+
+def write_profile(model, result: dict, path) -> None:
+    """--etdump: the measured per-layer profile (the firmware's instructions per kernel call) as an ETDump
+    file for ExecuTorch's Inspector."""
+    (entry,) = result["variants"].values()
+    firmware = entry.get("firmware")
+    if not firmware or not firmware.get("layers"):
+        raise UserError(f"{Path(model).name} has no per-layer profile (only Cortex-M programs are profiled, on "
+                        "their emulated board): --etdump needs one")
+    from .etdump import write_etdump
+    write_etdump(path, firmware["layers"], program=model)
+    print(f"ETDump: {path} (open it with executorch.devtools.Inspector; times are instructions, not cycles)",
+          file=sys.stderr)
+
+
+def cmd_run(a):
+    check_model(a.model)
+    require_file(a.inputs, "inputs file", "save the inputs with numpy.savez(path, input0=...)")
+    check_out_file(a.out)
+    from .devices import default_device, require_board_device
+    device_name = a.device or ("mcu" if a.port else default_device(a.model))
+    require_board_device(device_name, a.board)
+    from .run_program import run_file
+    summary = run_file(a.model, a.inputs, a.out, device_name, board=a.board,
+                       options=device_options(a, device_name).get(device_name, {}))
+    if a.json:
+        emit_json(summary)
+    else:
+        shapes = ", ".join(f"{name} {o['dtype']} {o['shape']}" for name, o in summary["outputs"].items())
+        print(f"{summary['samples']} sample(s) of {Path(a.model).name} on {summary['runs_on']}: {shapes} -> {a.out}")
+
+
+def check_out_file(out) -> Path:
+    out = Path(out)
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder: give a file name, e.g. {out / 'outputs.npz'}")
+    return out
 
 
 def cmd_play(a):
@@ -491,8 +543,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--show", action="store_true", help="print the 28x28 image the model saw, as ASCII art")
     s.add_argument("--json", action="store_true", help="one JSON object: model, device and a result per picture")
 
-    s = add("bench", cmd_bench, "median latency of one inference per variant, side by side")
-    s.add_argument("--run", required=True, type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
+    s = add("bench", cmd_bench, "median latency of one inference per variant, side by side; or one program's "
+            "latency and per-layer instructions")
+    s.add_argument("--run", type=Path, metavar="RUN", help="a run folder made by `tinyrps train` "
+                   "(required, except with --model)")
+    s.add_argument("--model", type=Path, metavar="X.pte", help="instead of --run: one program of any kind "
+                   "(default: none)")
+    s.add_argument("--etdump", type=Path, metavar="PATH", help="with --model: write the per-layer profile as an "
+                   "ExecuTorch ETDump file (default: none)")
     s.add_argument("--runs", type=count, default=200, metavar="N", help="timed single-image calls per variant "
                    "(at least; the mcu takes at most 20)")
     s.add_argument("--variant", action="append", metavar="T",
@@ -500,6 +558,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_device(s, "every program")
     add_board(s)
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of tables")
+
+    s = add("run", cmd_run, "any program's raw outputs for inputs from a .npz file (native, mcu or host)")
+    s.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a program made by `tinyrps export`")
+    s.add_argument("--inputs", required=True, type=Path, metavar="IN.npz",
+                   help="one array per input: input0, input1, ... (one sample, or N samples [N, *shape])")
+    s.add_argument("--out", required=True, type=Path, metavar="OUT.npz",
+                   help="the outputs: output0, ..., their raw int8 values (output0_int8) and instructions where the "
+                   "device reports them")
+    add_device(s, "the program")
+    add_board(s)
+    s.add_argument("--json", action="store_true", help="a JSON summary on stdout instead of a line")
 
     s = add("play", cmd_play, "play rock-paper-scissors; the model reads both moves")
     s.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a program made by `tinyrps export`")
