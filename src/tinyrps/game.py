@@ -84,7 +84,9 @@ class Game:
 def describe_stats(stats: dict) -> str:
     parts = []
     if "npu_estimate_ms" in stats:
-        parts.append(f"Ethos-U estimate (Vela) {stats['npu_estimate_ms']:.3f} ms")
+        estimate = stats["npu_estimate_ms"]
+        parts.append(f"Ethos-U estimate (Vela) {estimate:.3f} ms" if estimate is not None
+                     else "Ethos-U estimate: not measured (tinyrps measure --model X.pte)")
     if "instructions" in stats:
         parts.append(f"{stats['instructions']:,} instructions on the MCU")
     if "link_ms" in stats:
