@@ -106,7 +106,7 @@ class Device:
     def _input_specs(self) -> tuple:
         if self.inputs is None:
             raise UserError(f"device '{self.name}' runs image classifiers only (classify); run a program's tensors "
-                            "with --device native or --device mcu")
+                            "with --device native or --device mcu (Cortex-M programs) or --device host")
         return self.inputs
 
     def _program_name(self) -> str:
