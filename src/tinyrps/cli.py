@@ -317,7 +317,7 @@ def cmd_play(a):
     # With --json, stdout carries only the rounds (JSON Lines); prompts and messages go to stderr.
     talk = sys.stderr if a.json else sys.stdout
     with open_device(device_name, a.model, board=a.board, **options) as device:
-        game = Game(device, seed=a.seed)
+        game = Game(device, seed=a.seed, opponent=a.opponent)
         if moves:
             play_scripted(game, moves, a.json, talk=talk)
         else:
@@ -388,6 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .arch import TUNED_EPOCHS, epochs_help
     from .devices import device_names
     from .firmware.boards import BOARDS
+    from .opponents import OPPONENTS
     p = Parser(prog="tinyrps", formatter_class=HelpWithDefaults,
                description="A tiny rock-paper-scissors classifier, from PyTorch to Arm microcontrollers.",
                epilog=f"Errors: one line on stderr and exit code {EXIT_USER_ERROR} for a user error; "
@@ -498,6 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: ask for each move)")
     s.add_argument("--seed", type=seed_number, metavar="S",
                    help="seed of the opponent's moves and the drawings (default: different every game)")
+    s.add_argument("--opponent", choices=OPPONENTS, default="random", help="how the opponent picks its move: at "
+                   "random, or adaptive (predicts your next move from your history and plays what beats it)")
     s.add_argument("--json", action="store_true", help="one JSON object per round on stdout (JSON Lines)")
 
     s = add("all", cmd_all, "the whole pipeline: data, train, export, eval, bench, game, report")
