@@ -43,6 +43,7 @@ def user_errors(missing: Path, a_file: Path) -> dict:
         "bench": ["bench", "--run", str(missing)],
         "play": ["play", "--model", str(missing)],
         "all": ["all", "--out", str(a_file)],
+        "serve": ["serve", "--run", str(missing)],
         "npu-sweep": ["npu-sweep", "--run", str(missing)],
         "tune": ["tune", "--data", str(missing), "--out", str(missing)],
         "deploy fvp": ["deploy", "fvp", "--model", str(missing), "--executorch-root", str(missing)],
