@@ -88,6 +88,7 @@ function showOnPad(source, width, height) {
 
 // ── playing ──────────────────────────────────────────────────────────────
 let busy = false;
+let answers = 0;            // moves answered (played or refused): document.body.dataset.answers
 
 function setBusy(on) {
   busy = on;
@@ -126,6 +127,7 @@ async function play(blob, name) {
     say("That move was not played.");
   } finally {
     setBusy(false);
+    document.body.dataset.answers = String(++answers);
   }
 }
 
@@ -198,7 +200,7 @@ function showAnswer(a) {
   }
   $("notice").hidden = !a.notice;
   $("notice").textContent = a.notice || "";
-  $("runs-on").textContent = a.runs_on ? `${a.program.label} — ${a.runs_on}` : a.program.label;
+  $("runs-on").textContent = a.runs_on || a.program.label;
   const figures = $("figures");
   figures.replaceChildren();
   for (const f of a.figures) {
