@@ -355,7 +355,8 @@ class Tab:
 class Game:
     """Everything the server holds: programs, their devices, the reader and the tabs."""
 
-    def __init__(self, programs: list, reader_workers: int = 2):
+    def __init__(self, programs: list, reader_workers: int = 2, warm: bool = True):
+        self.warm = warm
         self.programs = {p.id: p for p in programs}
         default = next((p for p in programs if p.target == "int8-xnnpack"), programs[0])
         self.default_id = default.id
@@ -368,6 +369,8 @@ class Game:
         program's first) in the background: the server answers at once, and a move on a device
         that is still opening waits for it."""
         self.reader.start()
+        if not self.warm:
+            return
         order = [self.default_id] + [pid for pid in self.slots if pid != self.default_id]
         threading.Thread(target=self._warm, args=(order,), name="open devices", daemon=True).start()
 
