@@ -52,8 +52,14 @@ def densified(stroke, step: float = 0.02) -> list:
     return out
 
 
-def draw_letter_png(letter: str, side: int = 256) -> bytes:
-    """The letter drawn as the page draws it (black round pen of side/20 on white), as a PNG."""
+# The page's drawing pad and the size it sends its drawing at (src/tinyrps/web/app.js).
+PAD_SIDE = 256
+UPLOAD_SIDE = 128
+
+
+def draw_letter_png(letter: str, side: int = PAD_SIDE, sent: int = UPLOAD_SIDE) -> bytes:
+    """The letter as the page sends it: drawn with a black round pen of side/20 on a white pad of
+    `side` pixels, then scaled to `sent` pixels, as a PNG."""
     from PIL import Image, ImageDraw
     img = Image.new("RGB", (side, side), "white")
     draw = ImageDraw.Draw(img)
@@ -63,6 +69,8 @@ def draw_letter_png(letter: str, side: int = 256) -> bytes:
         draw.line(points, fill="black", width=round(width), joint="curve")
         for x, y in (points[0], points[-1]):
             draw.ellipse((x - width / 2, y - width / 2, x + width / 2, y + width / 2), fill="black")
+    if sent != side:
+        img = img.resize((sent, sent), Image.Resampling.BILINEAR)
     buf = io.BytesIO()
     img.save(buf, "PNG")
     return buf.getvalue()

@@ -5,6 +5,10 @@ const $ = (id) => document.getElementById(id);
 const LABELS = ["rock", "paper", "scissors"];
 const VERDICT = { win: "You win", lose: "You lose", tie: "Tie" };
 const HISTORY_KEPT = 100;
+// The drawing goes to the server at this size: the reader fits the letter into 80x80 px
+// (images.FIT_BOX x SUPERSAMPLE) before it reduces it to the model's 28x28, and a letter drawn
+// across the pad spans about 90 of these pixels. More would only cost reading time.
+const UPLOAD_SIDE = 128;
 
 // One id per browser tab: the server keeps each tab's score and opponents under it.
 function tabId() {
@@ -136,7 +140,14 @@ function playDrawing() {
     say("Draw a letter first: R, P or S.");
     return;
   }
-  canvas.toBlob((blob) => play(blob, "drawing.png"), "image/png");
+  const upload = document.createElement("canvas");
+  upload.width = upload.height = UPLOAD_SIDE;
+  const g = upload.getContext("2d");
+  g.imageSmoothingEnabled = true;
+  g.imageSmoothingQuality = "high";
+  g.drawImage(canvas, 0, 0, UPLOAD_SIDE, UPLOAD_SIDE);
+  window.tinyrpsLastUpload = upload.toDataURL("image/png");   // what was sent, for a test to compare
+  upload.toBlob((blob) => play(blob, "drawing.png"), "image/png");
 }
 
 function bars(container, probabilities, best) {
