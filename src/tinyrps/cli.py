@@ -518,7 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("serve", cmd_serve, "play in a web browser: draw your move, see what the model sees on each device")
     s.add_argument("--run", type=Path, action="append", metavar="RUN", help="serve every exported program of this "
                    "run; repeatable (required, unless --model)")
-    s.add_argument("--model", type=Path, action="append", metavar="X.pte", help="serve this program; repeatable")
+    s.add_argument("--model", type=Path, action="append", metavar="X.pte",
+                   help="serve this program; repeatable (default: none, only the runs' programs)")
     add_device(s, "the programs of its family")
     add_board(s)
     s.add_argument("--host", default="127.0.0.1", help="address to listen on; another than this machine's "
