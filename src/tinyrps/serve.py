@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import gc
 import io
 import ipaddress
 import multiprocessing
@@ -236,6 +237,9 @@ class DeviceSlot:
             device.close()
             raise DeviceFailed("the server is stopping")
         self.device, self.runs_on = device, device.describe()
+        # What opening imported (torch, the runtime: hundreds of thousands of objects) stays for
+        # good: out of the collector's sight, a full collection no longer stalls a move by ~0.1 s.
+        gc.freeze()
 
     def _try_open(self) -> None:
         try:
