@@ -250,6 +250,20 @@ def test_pictures_are_read_in_worker_processes_the_same_way(host_pte):
     assert np.array_equal(decoded(a["you"]["image"]), read_image_bytes(R_PNG, "x").image)
 
 
+def test_a_reader_that_dies_fails_that_picture_only(host_pte):
+    import os
+    import signal
+    with Served([host_pte], reader_workers=1) as served:
+        assert served.play(tab="reader-tab-1").status_code == 200
+        (worker,) = served.game.reader._pool._processes.values()
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(10)
+        failed = served.play(tab="reader-tab-1")
+        assert failed.status_code == 400 and "stopped the picture reader" in failed.json()["error"], failed.text
+        again = served.play(tab="reader-tab-1")
+        assert again.status_code == 200 and again.json()["you"]["label"] == "rock"
+
+
 # ── the command ───────────────────────────────────────────────────────────────
 def test_serve_refuses_bad_arguments_in_one_line(cli, trained_run, exported, host_pte):
     exported("cortex-m55")

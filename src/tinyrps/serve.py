@@ -552,6 +552,7 @@ def create_app(game: Game, allowed_hosts=None):
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.middleware.trustedhost import TrustedHostMiddleware
+    from starlette.requests import ClientDisconnect
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
@@ -590,6 +591,8 @@ def create_app(game: Game, allowed_hosts=None):
             return error(503, str(e))
         except UserError as e:
             return error(400, str(e))
+        except ClientDisconnect:
+            return error(400, "the upload stopped before its end")
 
     async def new_game(request):
         try:
@@ -674,7 +677,8 @@ def serve(runs=(), models=(), device=None, board=None, port=None, host="127.0.0.
     sock = listen(host, http_port)
     import uvicorn
     game = Game(programs, reader_workers=reader_workers)
-    allowed = [name.strip("[]") for name in LOOPBACK_NAMES] + ["[::1]"] if is_loopback(host) else None
+    # only this machine's names: a site that points its own name at 127.0.0.1 (DNS rebinding) gets 400
+    allowed = list(LOOPBACK_NAMES) if is_loopback(host) else None
     app = create_app(game, allowed_hosts=allowed)
     url = url_of(sock, host)
 
