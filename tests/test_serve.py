@@ -501,7 +501,28 @@ def test_a_letter_drawn_in_the_browser_is_played_on_the_host_and_the_emulated_m5
         shot = sb.screenshot(browser, tmp_path / "serve-cortex-m55.png")
         assert Image.open(shot).size[0] >= 900
         print(f"screenshot: {shot}")
+        qemus = [pid for pid in children(server.process.pid) if "qemu-system-arm" in command_of(pid)]
+        assert qemus, "the Cortex-M55 is not running in QEMU"
     assert server.process.returncode == 130
+    assert not [pid for pid in qemus if Path(f"/proc/{pid}").exists()], "Ctrl-C left QEMU running"
+
+
+def children(pid: int) -> list:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
+
+
+def command_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 @pytest.mark.slow
