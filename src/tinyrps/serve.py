@@ -78,6 +78,7 @@ class Program:
     device: str           # the tinyrps.devices name that runs it
     label: str            # for the selector: the target, and what it runs on
     options: dict = field(default_factory=dict)   # open_device options (board, port)
+    core: Optional[str] = None                    # the MCU core it runs on ("Cortex-M55"), for mcu
 
     def public(self) -> dict:
         return {"id": self.id, "label": self.label, "target": self.target, "family": self.family,
@@ -116,8 +117,8 @@ def collect_programs(runs=(), models=(), device: str = None, board: str = None, 
             options = {"board": board} if board else {}
             if port:
                 options["port"] = port
-        programs.append(Program(pid, pte, target, family, chosen, program_label(pte, target, chosen, described,
-                                                                                  board, port), options))
+        label, core = program_label(pte, target, chosen, described, board, port)
+        programs.append(Program(pid, pte, target, family, chosen, label, options, core))
     check_device_options(programs, device, board, port)
     return programs
 
@@ -145,8 +146,10 @@ def check_device_options(programs: list, device: str, board: str, port: str) -> 
                         f"run on it ({', '.join(p.id for p in on_mcu)}): give the one it holds with --model X.pte")
 
 
-def program_label(pte: Path, target: str, device: str, described, board: str, port: str) -> str:
+def program_label(pte: Path, target: str, device: str, described, board: str, port: str) -> tuple:
+    """(the selector's label: the target and what it runs on, the MCU core's name or None)."""
     info = getattr(described, "info", None)
+    core = None
     if device == "host":
         where = "host CPU, ExecuTorch runtime"
     elif device == "npu-ref":
@@ -161,7 +164,7 @@ def program_label(pte: Path, target: str, device: str, described, board: str, po
         where = "the firmware's C runtime on this CPU"
     else:
         where = device
-    return f"{target}: {where}"
+    return f"{target}: {where}", core
 
 
 # ── one device, one thread ───────────────────────────────────────────────────
@@ -475,8 +478,7 @@ def device_figures(program: Program, stats: dict) -> list:
                         "note": "what the NPU computes, run on the host: not the NPU's speed"})
     elif program.device == "mcu":
         if "instructions" in stats:
-            core = program.label.split(": ", 1)[1].split(" on ")[0]
-            figures.append({"name": f"instructions on the {core}", "value": f"{stats['instructions']:,}",
+            figures.append({"name": f"instructions on the {program.core}", "value": f"{stats['instructions']:,}",
                             "note": "counted by QEMU (-icount): instructions, not cycles"})
         if "link_ms" in stats:
             figures.append({"name": "serial round trip", "value": f"{stats['link_ms']:.1f} ms",
