@@ -527,22 +527,32 @@ def command_of(pid: int) -> str:
 
 @pytest.mark.slow
 def test_the_page_works_by_keyboard_at_360_px(browser, host_pte):
-    from selenium.webdriver.common.keys import Keys
     with sb.ServerProcess("--model", host_pte) as server:
-        browser.set_window_size(360, 900)
-        sb.open_page(browser, server.url)
-        width = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-        assert width[0] <= width[1], f"the page scrolls sideways at 360 px: {width}"
-        sb.draw_on_canvas(browser, "P")
-        browser.execute_script("document.getElementById('program').focus()")
-        focused = [browser.switch_to.active_element.get_attribute("id")]
-        for _ in range(3):
-            browser.switch_to.active_element.send_keys(Keys.TAB)
-            focused.append(browser.switch_to.active_element.get_attribute("id"))
-        assert focused == ["program", "opponent", "clear", "play"], focused
-        before = browser.execute_script("return document.body.dataset.answers || '0'")
-        browser.switch_to.active_element.send_keys(Keys.ENTER)
-        from selenium.webdriver.support.ui import WebDriverWait
-        WebDriverWait(browser, 60).until(
-            lambda b: b.execute_script("return document.body.dataset.answers || '0'") != before)
-        assert sb.shown(browser)["you"].startswith("paper")
+        # a phone's viewport (a desktop window has a minimum width above 360 px)
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": 360, "height": 800, "deviceScaleFactor": 1, "mobile": True})
+        try:
+            sb.open_page(browser, server.url)
+            width = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+            assert width[1] == 360 and width[0] <= 360, f"the page scrolls sideways at 360 px: {width}"
+            play_by_keyboard(browser)
+        finally:
+            browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def play_by_keyboard(browser) -> None:
+    """The controls in tab order, and Play pressed with Enter."""
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+    sb.draw_on_canvas(browser, "P")
+    browser.execute_script("document.getElementById('program').focus()")
+    focused = [browser.switch_to.active_element.get_attribute("id")]
+    for _ in range(3):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        focused.append(browser.switch_to.active_element.get_attribute("id"))
+    assert focused == ["program", "opponent", "clear", "play"], focused
+    answers = "return document.body.dataset.answers || '0'"
+    before = browser.execute_script(answers)
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    WebDriverWait(browser, 60).until(lambda b: b.execute_script(answers) != before)
+    assert sb.shown(browser)["you"].startswith("paper")
