@@ -44,6 +44,7 @@ def user_errors(missing: Path, a_file: Path) -> dict:
         "play": ["play", "--model", str(missing)],
         "run": ["run", "--model", str(missing), "--inputs", str(a_file), "--out", str(missing)],
         "all": ["all", "--out", str(a_file)],
+        "serve": ["serve", "--run", str(missing)],
         "npu-sweep": ["npu-sweep", "--run", str(missing)],
         "tune": ["tune", "--data", str(missing), "--out", str(missing)],
         "deploy fvp": ["deploy", "fvp", "--model", str(missing), "--executorch-root", str(missing)],

@@ -375,11 +375,23 @@ def cmd_play(a):
     from .game import Game, play_interactive, play_scripted
     # stdout carries only the rounds (JSON Lines with --json); prompts, messages and the score go to stderr
     with open_device(device_name, a.model, board=a.board, **options) as device:
-        game = Game(device, seed=a.seed)
+        game = Game(device, seed=a.seed, opponent=a.opponent)
         if moves:
             play_scripted(game, moves, a.json, talk=sys.stderr, keep=False)
         else:
             play_interactive(game, a.json, talk=sys.stderr)
+
+
+def cmd_serve(a):
+    if not a.run and not a.model:
+        raise UserError("serve needs --run RUN (every program of the run) or --model X.pte; both repeatable")
+    runs = [check_run(run) for run in a.run or ()]
+    models = [check_model(model) for model in a.model or ()]
+    if a.device == "eager":
+        raise UserError("--device eager runs a checkpoint; serve runs exported programs: choose another device")
+    from .serve import serve
+    serve(runs, models, device=a.device, board=a.board, port=a.port, host=a.host, http_port=a.http_port,
+          open_browser=a.open)
 
 
 def cmd_all(a):
@@ -452,6 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .arch import TUNED_EPOCHS, epochs_help
     from .devices import device_names
     from .firmware.boards import BOARDS
+    from .opponents import OPPONENTS
     p = Parser(prog="tinyrps", formatter_class=HelpWithDefaults,
                description="A tiny rock-paper-scissors classifier, from PyTorch to Arm microcontrollers.",
                epilog=f"Errors: one line on stderr and exit code {EXIT_USER_ERROR} for a user error; "
@@ -578,7 +591,22 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: ask for each move)")
     s.add_argument("--seed", type=seed_number, metavar="S",
                    help="seed of the opponent's moves and the drawings (default: different every game)")
+    s.add_argument("--opponent", choices=OPPONENTS, default="random", help="how the opponent picks its move: at "
+                   "random, or adaptive (predicts your next move from your history and plays what beats it)")
     s.add_argument("--json", action="store_true", help="one JSON object per round on stdout (JSON Lines)")
+
+    s = add("serve", cmd_serve, "play in a web browser: draw your move, see what the model sees on each device")
+    s.add_argument("--run", type=Path, action="append", metavar="RUN", help="serve every exported program of this "
+                   "run; repeatable (required, unless --model)")
+    s.add_argument("--model", type=Path, action="append", metavar="X.pte",
+                   help="serve this program; repeatable (default: none, only the runs' programs)")
+    add_device(s, "the programs of its family")
+    add_board(s)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on; another than this machine's "
+                   "loopback lets other machines play")
+    s.add_argument("--http-port", type=whole_number(0, 65535), default=8000, metavar="N",
+                   help="TCP port to listen on; 0 takes any free port")
+    s.add_argument("--open", action="store_true", help="open the page in the web browser")
 
     s = add("all", cmd_all, "the whole pipeline: data, train, export, eval, bench, game, report")
     s.add_argument("--out", type=Path, default=Path("out"), metavar="DIR", help="folder to write")
