@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#if TRT_LOAD_DETAIL
+
 static void append(trt_detail *d, size_t *used, const char *text, size_t len) {
     if (!d || !d->text || d->size == 0) return;
     while (len-- > 0 && *used + 1 < d->size) d->text[(*used)++] = *text++;
@@ -32,3 +34,4 @@ trt_status trt_fail_number(trt_detail *d, trt_status status, const char *reason,
     } while (n && len < sizeof digits);
     return trt_fail_named(d, status, reason, digits + sizeof digits - len, len);
 }
+#endif

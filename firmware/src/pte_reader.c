@@ -335,7 +335,7 @@ trt_status pte_value_at(const pte_file *f, const pte_plan *p, uint32_t index, pt
     case PTE_VALUE_INT:
         return fb_i64(fb, &val, SCALAR_VALUE, 0, &out->int_val);
     case PTE_VALUE_BOOL: {
-        uint8_t b;
+        uint8_t b = 0;
         s = fb_u8(fb, &val, SCALAR_VALUE, 0, &b);
         out->bool_val = b != 0;
         return s;

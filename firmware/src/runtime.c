@@ -16,8 +16,8 @@
 
 #define MAX_PLANNED_BYTES ((size_t)1 << 30)
 
-_Static_assert(sizeof(struct trt_program) <= TRT_PROGRAM_STORAGE_BYTES,
-               "TRT_PROGRAM_STORAGE_BYTES is too small for struct trt_program");
+/* TRT_PROGRAM_STORAGE_BYTES must hold the tables (a negative array size fails the build: C99). */
+typedef char trt_program_storage_bytes_too_small[sizeof(struct trt_program) <= TRT_PROGRAM_STORAGE_BYTES ? 1 : -1];
 
 /* ---- small helpers ------------------------------------------------------------------------------ */
 
