@@ -309,6 +309,9 @@ static trt_status bind_instruction(trt_program *prog, trt_instruction *ins, int1
     ins->out_bytes = out->nbytes;
     note_input_reads(prog, k, args, n_args);
     ins->kernel = trt_choose_variant(ins->op, &ins->p);
+    if (!ins->kernel)
+        return trt_fail_named(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "no kernel variant of this build takes the call of",
+                              ins->op->name, strlen(ins->op->name));
     size_t scratch = ins->kernel->scratch_bytes ? ins->kernel->scratch_bytes(&ins->p) : 0;
     ins->scratch_bytes = (uint32_t)scratch;
     if (scratch && (s = reserve_workspace(prog, scratch, &ins->scratch_offset)) != TRT_OK) return s;

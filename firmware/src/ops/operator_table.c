@@ -24,7 +24,8 @@ const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const
 }
 
 const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_params *p) {
-    for (uint8_t i = 0; i + 1 < op->n_variants; i++)
+    /* plain C, last, has no `accepts`: it takes every call its bind admits */
+    for (uint8_t i = 0; i < op->n_variants; i++)
         if (!op->variants[i].accepts || op->variants[i].accepts(p)) return &op->variants[i];
-    return &op->variants[op->n_variants - 1];   /* plain C takes every call its bind admits */
+    return NULL;   /* a build without plain C (a deploy library's) and no variant that takes the call */
 }
