@@ -418,6 +418,26 @@ def _replace(staging: Path, out: Path) -> None:
         os.replace(staging, out)
 
 
+def summary_lines(manifest: dict, out) -> list:
+    """What the command prints: where the library is and its headline figures."""
+    name, board = manifest["name"], manifest["board"]
+    fast = manifest["kernels"]["fast"]
+    lines = [f"{out}: library {name} of {manifest['program']['file']} ({manifest['program']['core']}, "
+             f"sha256 {manifest['program']['sha256'][:12]})",
+             f"  arena {manifest['arena_bytes'][fast]:,} B with the {fast} kernels, "
+             f"{manifest['arena_bytes']['c']:,} B with portable C; program {manifest['program']['bytes']:,} B"]
+    code = manifest["code"]
+    if "missing" in code:
+        lines.append(f"  code size not measured: {code['missing']}")
+    else:
+        lines.append("  code " + ", ".join(f"{c['library_and_libc_bytes']:,} B at {opt}" for opt, c in code.items())
+                     + f" ({manifest['program']['core']}, without the program)")
+    lines.append(f"  {board['instructions_per_inference']:,} instructions per inference on {board['name']} "
+                 "(QEMU -icount shift=0: instructions, not cycles)")
+    lines.append(f"  add it with CMake (add_subdirectory) or Make ({name}.mk): see {Path(out) / 'README.md'}")
+    return lines
+
+
 # --- code size ------------------------------------------------------------------------------------------
 
 ARM_GCC = "arm-none-eabi-gcc"

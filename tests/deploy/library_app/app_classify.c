@@ -6,7 +6,7 @@
  *
  * IMAGES: COUNT pictures of 784 bytes. PROFILE 1: the library's per-layer profile runs with the
  * platform's clock. RESULTS (little-endian, packed):
- *   header: "TLIB", u32 labels, u32 layers, u32 images, i32 status of init with one byte of arena
+ *   header: "TLIB", u32 labels, u32 layers, u32 records (0 when init failed), i32 status of init with one byte of arena
  *           too few, i32 status of init with a misaligned arena, i32 status of init, u32 arena bytes,
  *           then per layer 4 bytes: the kernel variant it runs with ("mve", "dsp", "c").
  *   per picture: i32 label (or a negative status), i32 clock wrapped, u64 clock ticks of the
@@ -55,7 +55,7 @@ static int write_header(int out, uint32_t count) {
     at = put(at, "TLIB", 4);
     at = put_u32(at, LABELS);
     at = put_u32(at, LAYERS);
-    at = put_u32(at, count);
+    at = put_u32(at, status == TINYRPS_MODEL_OK ? count : 0);   /* the records that follow */
     at = put(at, &too_small, 4);
     at = put(at, &misaligned, 4);
     at = put(at, &status, 4);
