@@ -281,8 +281,15 @@ def without_portable_on_core(ops_source: str, fast: str, path: str) -> str:
     if len(rows) != 1:
         raise RuntimeError(f"{path}: expected one plain-C variant row ({{\"c\", ...}},), found {len(rows)}: "
                            "update tinyrps.deploy.library")
-    return _PORTABLE_ROW.sub(lambda m: f"#if !TRT_HAVE_{fast.upper()}   /* the program runs every call of this "
-                                       f"operator on the {fast} kernels */\n{m.group(1)}\n#endif", ops_source)
+    have = f"TRT_HAVE_{fast.upper()}"
+    text = _PORTABLE_ROW.sub(lambda m: f"#if !{have}   /* the program runs every call of this operator on the "
+                                       f"{fast} kernels */\n{m.group(1)}\n#endif", ops_source)
+    # the static helpers only that row used are then unused: say so, after the includes (isa.h), to the
+    # compilers that would warn
+    last_include = list(re.finditer(r"^#include [^\n]*\n", text, re.M))[-1]
+    pragma = (f"\n#if {have} && defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Wunused-function\"   "
+              f"/* plain C's helpers, left out of the variant list below */\n#endif\n")
+    return text[:last_include.end()] + pragma + text[last_include.end():]
 
 
 def table_limits(dump: dict) -> dict:
