@@ -21,6 +21,10 @@ trt_status trt_fail_named(trt_detail *d, trt_status status, const char *reason, 
     return status;
 }
 
+trt_status trt_fail_text(trt_detail *d, trt_status status, const char *reason, const char *name) {
+    return trt_fail_named(d, status, reason, name, strlen(name));
+}
+
 trt_status trt_fail(trt_detail *d, trt_status status, const char *reason) {
     return trt_fail_named(d, status, reason, NULL, 0);
 }

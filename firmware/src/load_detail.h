@@ -27,6 +27,8 @@ typedef struct {
 /* Write `reason`, then " name" when name is not NULL; return status. */
 trt_status trt_fail_named(trt_detail *d, trt_status status, const char *reason, const char *name, size_t name_len);
 trt_status trt_fail(trt_detail *d, trt_status status, const char *reason);
+/* Write `reason`, then " name" (NUL-terminated). */
+trt_status trt_fail_text(trt_detail *d, trt_status status, const char *reason, const char *name);
 /* Write `reason` and a decimal number after it. */
 trt_status trt_fail_number(trt_detail *d, trt_status status, const char *reason, uint64_t n);
 #else
@@ -37,6 +39,10 @@ static inline trt_status trt_fail_named(trt_detail *d, trt_status status, const 
 }
 static inline trt_status trt_fail(trt_detail *d, trt_status status, const char *reason) {
     (void)d, (void)reason;
+    return status;
+}
+static inline trt_status trt_fail_text(trt_detail *d, trt_status status, const char *reason, const char *name) {
+    (void)d, (void)reason, (void)name;
     return status;
 }
 static inline trt_status trt_fail_number(trt_detail *d, trt_status status, const char *reason, uint64_t n) {

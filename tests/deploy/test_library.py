@@ -388,14 +388,19 @@ def test_the_library_on_the_host(cc, m55_library, exported, images600, tmp_path)
 
 
 def assert_only_prefixed_symbols(build: Path, name: str, nm: str) -> None:
-    """Every symbol the library's objects define for the linker starts with NAME_."""
-    objects = [p for p in build.rglob("*.o") if "/src/" in p.as_posix()]
+    """Every symbol the library's objects define for the linker starts with NAME_; all they need from
+    outside is memcpy and memset (and the compiler's own helpers, __aeabi_* on Arm)."""
+    objects = [p for p in build.rglob("*") if p.suffix in (".o", ".obj") and "/src/" in p.as_posix()]
     assert len(objects) > 20
-    result = subprocess.run([nm, "-g", "--defined-only", *map(str, objects)], capture_output=True, text=True,
-                            check=True)
-    names = [line.split()[-1] for line in result.stdout.splitlines() if line and not line.endswith(":")
-             and len(line.split()) == 3]
-    assert names and all(n.startswith(f"{name}_") for n in names), [n for n in names if not n.startswith(name)]
+
+    def symbols(*options):
+        result = subprocess.run([nm, *options, *map(str, objects)], capture_output=True, text=True, check=True)
+        return {line.split()[-1] for line in result.stdout.splitlines() if line.strip() and not line.endswith(":")}
+    defined = symbols("-g", "--defined-only")
+    assert defined and all(n.startswith(f"{name}_") for n in defined), [n for n in defined if not n.startswith(name)]
+    needed = symbols("-u") - defined
+    outside = {n for n in needed if not n.startswith(f"{name}_") and not n.startswith("__aeabi_")}
+    assert outside <= {"memcpy", "memset"}, outside
 
 
 def test_the_library_under_the_sanitizers(m55_library, exported, images600, tmp_path):
@@ -550,19 +555,19 @@ set(CMAKE_EXE_LINKER_FLAGS_INIT "{board_flags(board)}")
                      toolchain=toolchain, linker_script=script)
 
 
-BOARD_CASES = [("mps3-an547", "cortex-m55", "cmake"), ("mps2-an505", "cortex-m33", "make"),
-               ("mps2-an386", "cortex-m4", "make")]
+BOARD_CASES = [("mps3-an547", "cortex-m55", "cmake", "default"), ("mps2-an505", "cortex-m33", "make", "default"),
+               ("mps2-an386", "cortex-m4", "make", "default"), ("mps3-an547", "cortex-m55", "make", "fast")]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("board,target,build_with", BOARD_CASES)
-def test_the_library_on_a_board(board, target, build_with, exported, libraries, images600, tmp_path):
+@pytest.mark.parametrize("board,target,build_with,network", BOARD_CASES)
+def test_the_library_on_a_board(board, target, build_with, network, request, libraries, images600, tmp_path):
     """600 pictures bit-exact through the library's own API on the board; its arena exact; instructions
     per inference within 1 % of the tinyrps firmware's (the export's measurement of the same program on
     the same three pictures, median, profile on in both); the profile adds up, layer by layer close to
     the firmware's."""
     require_arm_tools()
-    pte = exported(target)
+    pte = request.getfixturevalue("exported" if network == "default" else "exported_fast")(target)
     library = libraries(pte)
     manifest = json.loads((library / "manifest.json").read_text())
     fast = manifest["kernels"]["fast"]
@@ -573,6 +578,7 @@ def test_the_library_on_a_board(board, target, build_with, exported, libraries, 
     assert results["too_small"] == -5 and results["misaligned"] == -7
     assert not results["records"]["wrapped"].any()
     check_bit_exact(results, pte, images600, tmp_path)
+    assert_only_prefixed_symbols(tmp_path / "build", NAME, nm="arm-none-eabi-nm")
 
     from tinyrps.artifacts import read_sidecar
     from tinyrps.firmware.measure import measurement_images
@@ -587,7 +593,7 @@ def test_the_library_on_a_board(board, target, build_with, exported, libraries, 
         assert abs(layers[:, i].mean() - layer["instructions"]) <= max(200, 0.01 * layer["instructions"]), i
     unprofiled = classify_on_board(board, elf, measurement_images(), tmp_path, profile=False)
     plain = int(np.median(instructions(unprofiled["records"]["ticks"], board)))
-    print(f"\n{board}: library {library_count:,} instructions per inference with the profile "
+    print(f"\n{board} ({network}): library {library_count:,} instructions per inference with the profile "
           f"({plain:,} without), firmware {firmware['instructions_per_inference']:,}")
 
 

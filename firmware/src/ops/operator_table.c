@@ -1,8 +1,6 @@
 /* The operator table (operator_table.h): the rows and the variant choice. */
 #include "operator_table.h"
 
-#include <string.h>
-
 static const trt_operator *const OPERATORS[] = {
     &trt_op_quantize_per_tensor,
     &trt_op_dequantize_per_tensor,
@@ -15,11 +13,9 @@ static const trt_operator *const OPERATORS[] = {
 
 const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,
                                       uint32_t overload_len) {
-    if (overload_len != 3 || memcmp(overload, "out", 3) != 0) return NULL;
-    for (size_t i = 0; i < sizeof OPERATORS / sizeof OPERATORS[0]; i++) {
-        const char *known = OPERATORS[i]->name;
-        if (strlen(known) == name_len && memcmp(known, name, name_len) == 0) return OPERATORS[i];
-    }
+    if (!pte_text_is(overload, overload_len, "out")) return NULL;
+    for (size_t i = 0; i < sizeof OPERATORS / sizeof OPERATORS[0]; i++)
+        if (pte_text_is(name, name_len, OPERATORS[i]->name)) return OPERATORS[i];
     return NULL;
 }
 
