@@ -268,7 +268,7 @@ def test_the_command_says_what_is_wrong_in_one_line(cli, tmp_path, exported):
         ("--model", tmp_path / "missing.pte", "--out", tmp_path / "x"): "model file not found",
         ("--model", exported("cortex-m55"), "--out", tmp_path / "x", "--name", "a b"): "not a C identifier",
         ("--model", exported("cortex-m55"), "--out", a_file): "is a file",
-        ("--model", exported("fp32"), "--out", tmp_path / "x"): "is a host program",
+        ("--model", exported("fp32"), "--out", tmp_path / "x"): "is not a Cortex-M program (its family: host)",
     }
     for args, says in cases.items():
         result = cli("deploy", "library", *args)
@@ -580,9 +580,8 @@ def test_the_library_on_a_board(board, target, build_with, network, request, lib
     check_bit_exact(results, pte, images600, tmp_path)
     assert_only_prefixed_symbols(tmp_path / "build", NAME, nm="arm-none-eabi-nm")
 
-    from tinyrps.artifacts import read_sidecar
     from tinyrps.firmware.measure import measurement_images
-    firmware = read_sidecar(pte)["firmware"]
+    firmware = lib.board_figures(pte, target)      # the export's measurement of the program
     profiled = classify_on_board(board, elf, measurement_images(), tmp_path, profile=True)
     total = instructions(profiled["records"]["ticks"], board)
     library_count = int(np.median(total))

@@ -162,19 +162,22 @@ def program_facts(pte: Path, program: bytes) -> ProgramFacts:
     if sidecar is None:
         family = family_of_program(program, pte)
         if family != "cortex-m":
-            raise UserError(f"{pte} is a {family} program; a library is built from a Cortex-M program: "
-                            "export one with `tinyrps export --target cortex-m55` (or cortex-m33, cortex-m4)")
+            raise UserError(_not_cortex_m(pte, family))
         raise UserError(f"{pte} has no sidecar {pte.with_suffix('.json').name} saying which core it was made for: "
                         "export it again with `tinyrps export`")
     family, core = sidecar.get("family"), sidecar.get("core")
     if family != "cortex-m":
-        raise UserError(f"{pte} is a {family} program; a library is built from a Cortex-M program: "
-                        "export one with `tinyrps export --target cortex-m55` (or cortex-m33, cortex-m4)")
+        raise UserError(_not_cortex_m(pte, family))
     if core not in FAST_KERNELS:
         raise UserError(f"{pte} was made for core '{core}', which the runtime has no kernels for "
                         f"(cores: {', '.join(FAST_KERNELS)}): export it again with `tinyrps export`")
     labels = sidecar.get("labels")
     return ProgramFacts(family, core, tuple(labels) if labels else None, sha256, sidecar.get("description", ""))
+
+
+def _not_cortex_m(pte: Path, family) -> str:
+    return (f"{pte} is not a Cortex-M program (its family: {family}); a library is made of one: export it with "
+            "`tinyrps export --target cortex-m55` (or cortex-m33, cortex-m4)")
 
 
 def native_facts(pte: Path) -> tuple:

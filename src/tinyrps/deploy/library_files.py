@@ -286,7 +286,8 @@ extern "C" {{
 extern const uint8_t {n}_program[{m}_PROGRAM_BYTES];
 
 /* Its kernel calls ("layers"), in order: operator, the kernel variant each runs with on the
- * {facts.core} ("{fast}": {"Helium" if fast == "mve" else "the DSP extension"}; "c": portable C), multiply-accumulates per inference. */
+ * {facts.core} ("{fast}": {"Helium" if fast == "mve" else "the DSP extension"}; "c": portable C),
+ * multiply-accumulates per inference. */
 #define {m}_LAYER_COUNT {len(layers)}
 #define {m}_LAYER_OPS {{{ops}}}
 #define {m}_LAYER_KERNELS_ON_CORE {{{kernels}}}
@@ -783,9 +784,11 @@ program's {len(spec.program):,} bytes:
 {rows}"""
     classify_api = ""
     if spec.classifier:
-        classify_api = f"""| `int {n}_classify(const uint8_t image[784], float logits[{len(facts.labels)}])` | a 28x28 picture (one byte a pixel, row-major) to the label index (or a negative status); `logits` may be NULL |
+        classify_api = f"""| `int {n}_classify(const uint8_t image[784], float logits[{len(facts.labels)}])` | \
+a 28x28 picture (one byte a pixel, row-major) to the label index (or a negative status); `logits` may be NULL |
 | `const char *{n}_label(int i)` | {", ".join(f'"{x}"' for x in facts.labels)} |
 """
+    what_example = "it classifies a picture" if spec.classifier else "it runs one inference on zeros"
     portable_note = ""
     if spec.fast_only:
         portable_note = (f"On the {facts.core}, the plain-C kernels of the operators whose every call runs on the "
@@ -869,8 +872,8 @@ reference's do. Build for the {facts.core} with its {fast_name} enabled (`-mcpu=
 
 ## The example
 
-`example/main.c` is a complete program: {"it classifies a picture" if spec.classifier else "it runs one inference on zeros"} and prints the
-answer through `void example_print(const char *line)`, which your application supplies.{ex}
+`example/main.c` is a complete program: {what_example} and prints the answer through
+`void example_print(const char *line)`, which your application supplies.{ex}
 
 ## Figures
 
