@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import UserError
+from . import library_files
+from .library_files import MANIFEST, MANIFEST_KIND, build_header_include, isa_choice
 
 DEFAULT_NAME = "tinyrps_model"
-MANIFEST = "manifest.json"
-MANIFEST_KIND = "tinyrps deploy library"
 
 # Every external name of the runtime starts with one of these (checked with nm by the tests).
 RUNTIME_PREFIXES = ("trt", "pte", "fb")
@@ -348,7 +348,6 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     """Write the library of a Cortex-M program to out_dir (see the module docstring); returns its manifest."""
     from ..firmware import firmware_dir
     from ..pte import read_program
-    from . import library_files
     name = check_name(name)
     out = check_out(out_dir)
     pte = Path(pte)
@@ -402,7 +401,6 @@ def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, fast_only:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(header, target)
     shutil.copyfile(fw / "include" / "tinyrps_runtime.h", dest / "tinyrps_runtime.h")
-    from .library_files import build_header_include, isa_choice
     for rel in sources:
         text = (src / rel).read_text()
         if rel == "ops/operator_table.c":

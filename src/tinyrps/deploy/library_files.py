@@ -17,6 +17,8 @@ C_TYPES = {"uint8": (0, "uint8_t"), "int8": (1, "int8_t"), "int16": (2, "int16_t
            "int64": (4, "int64_t"), "float32": (6, "float"), "float64": (7, "double"), "bool": (11, "uint8_t")}
 IMAGE_SIDE = 28
 EXAMPLE_SEED = 7   # the example's picture: tinyrps.data.render with this seed
+MANIFEST = "manifest.json"
+MANIFEST_KIND = "tinyrps deploy library"   # what marks a folder this command wrote (and may replace)
 
 
 @dataclass
@@ -134,7 +136,6 @@ LIBRARY_CFLAGS = ("-ffp-contract=off",)
 
 
 def write_manifest(folder: Path, spec: LibrarySpec) -> None:
-    from .library import MANIFEST, MANIFEST_KIND
     figures = spec.figures
     manifest = {
         "kind": MANIFEST_KIND,
