@@ -215,8 +215,11 @@ def board_figures(pte: Path, core: str) -> dict:
 # --- the selection ---------------------------------------------------------------------------------
 
 def runtime_operators(src: Path) -> dict:
-    """{operator name ("cortex_m::quantized_conv2d"): symbol ("quantized_conv2d")} of the runtime's operator
-    table: its rows (ops/operator_table.c, `&trt_op_<symbol>,`) and each row's name (its ops/ file)."""
+    r"""{operator name ("cortex_m::quantized_conv2d"): symbol ("quantized_conv2d")} of the runtime's operator
+    table: its rows (ops/operator_table.c, `&trt_op_<symbol>,`) and each row's name (its ops/ file).
+
+    With ops/operators.def, its rows give both at once:
+        dict((n, s) for s, n in re.findall(r'TRT_OPERATOR\(\s*(\w+),\s*"([^"]+)"', text))"""
     table = (src / "ops" / "operator_table.c").read_text()
     symbols = re.findall(r"^\s*&trt_op_(\w+),\s*$", table, re.M)
     names = {}
