@@ -444,6 +444,15 @@ def cmd_deploy_fvp(a):
     emit_json(result)
 
 
+def cmd_deploy_library(a):
+    check_model(a.model)
+    from .deploy.library import check_name, check_out, summary_lines, write_library
+    check_name(a.name)
+    check_out(a.out)
+    manifest = write_library(a.model, a.out, a.name)
+    print("\n".join(summary_lines(manifest, a.out)))
+
+
 # ── parser ──────────────────────────────────────────────────────────────────
 def arch_help() -> str:
     from .arch import ARCHITECTURES, count_macs, count_params
@@ -662,6 +671,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="classify this PNG/JPEG on the FVP; repeatable (default: none, the runner's input of ones)")
     f.add_argument("--workdir", type=Path, help="build and log folder (default: next to the .pte, MODEL.fvp/)")
     f.add_argument("--timeout", type=int, default=600, help="FVP time limit per run, seconds (default 600)")
+    f = dsub.add_parser("library", formatter_class=HelpWithDefaults,
+                        help="write a Cortex-M program as a C library for your own firmware (CMake and Make)",
+                        description="write a Cortex-M program as a C99 library for your own firmware: the program, "
+                                    "the runtime's part it needs, an API of its own, CMake and Make files, an example")
+    f.set_defaults(func=cmd_deploy_library)
+    f.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a Cortex-M program")
+    f.add_argument("--out", required=True, type=Path, metavar="DIR", help="the library's folder (new, or one written "
+                   "by this command before, which is replaced)")
+    f.add_argument("--name", default="tinyrps_model", metavar="NAME",
+                   help="a C identifier: the prefix of the library's names and its file names")
     return p
 
 

@@ -1,8 +1,6 @@
 /* The operator table (operator_table.h): the rows and the variant choice. */
 #include "operator_table.h"
 
-#include <string.h>
-
 static const trt_operator *const OPERATORS[] = {
     &trt_op_quantize_per_tensor,
     &trt_op_dequantize_per_tensor,
@@ -15,16 +13,15 @@ static const trt_operator *const OPERATORS[] = {
 
 const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,
                                       uint32_t overload_len) {
-    if (overload_len != 3 || memcmp(overload, "out", 3) != 0) return NULL;
-    for (size_t i = 0; i < sizeof OPERATORS / sizeof OPERATORS[0]; i++) {
-        const char *known = OPERATORS[i]->name;
-        if (strlen(known) == name_len && memcmp(known, name, name_len) == 0) return OPERATORS[i];
-    }
+    if (!pte_text_is(overload, overload_len, "out")) return NULL;
+    for (size_t i = 0; i < sizeof OPERATORS / sizeof OPERATORS[0]; i++)
+        if (pte_text_is(name, name_len, OPERATORS[i]->name)) return OPERATORS[i];
     return NULL;
 }
 
 const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_params *p) {
-    for (uint8_t i = 0; i + 1 < op->n_variants; i++)
+    /* plain C, last, has no `accepts`: it takes every call its bind admits */
+    for (uint8_t i = 0; i < op->n_variants; i++)
         if (!op->variants[i].accepts || op->variants[i].accepts(p)) return &op->variants[i];
-    return &op->variants[op->n_variants - 1];   /* plain C takes every call its bind admits */
+    return NULL;   /* a build without plain C (a deploy library's) and no variant that takes the call */
 }

@@ -63,7 +63,8 @@ typedef struct {
 const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,
                                       uint32_t overload_len);
 
-/* The variant a bound call runs with: the fastest one that accepts it (never NULL). */
+/* The variant a bound call runs with: the fastest one that accepts it; never NULL while the
+ * operator has its plain-C variant (a deploy library may leave it out on the core: NULL then). */
 const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_params *p);
 
 /* The operators (ops/<operator>.c). */
