@@ -1,7 +1,8 @@
 /* cortex_m::quantized_depthwise_conv2d.out(Tensor input, Tensor weight, Tensor? bias, int[] stride,
  * int[] padding, int[] dilation, int depth_multiplier, int input_offset, int output_offset,
  * Tensor requantize_multipliers, Tensor requantize_shifts, int activation_min, int activation_max,
- * Tensor scratch, *, Tensor(a!) out): bind step and variants. */
+ * Tensor scratch, *, Tensor(a!) out), and cortex_m::quantized_depthwise_conv2d_nhwc.out with the
+ * same arguments (activations NHWC in logical order: the same bytes): bind steps and variants. */
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
 #include "../kernels/isa.h"
@@ -9,11 +10,13 @@
 #include "conv_common.h"
 #include "operator_table.h"
 
-static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
+static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, int nhwc) {
+    const trt_conv_layout layout = {3, 4, 5, 1, 1, nhwc};
     trt_conv_params *p = &params->conv;
-    const trt_tensor *in = NULL, *weight = NULL, *out = NULL;
-    trt_status s = trt_bind_conv_common(c, p, &in, &weight, &out, 1);
-    if (s != TRT_OK) return s;
+    const trt_tensor *weight = NULL;
+    trt_status s;
+    if ((s = trt_bind_conv_common(c, &layout, p, &weight)) != TRT_OK || (s = trt_conv_output_extent(c, p)) != TRT_OK)
+        return s;
     /* weight [1, kernel_h, kernel_w, out_c]; output channel oc reads input channel oc / multiplier */
     if (weight->sizes[0] != 1 || weight->sizes[3] != p->out_c || p->out_c % p->in_c != 0)
         return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "weight shape does not match the channels in");
@@ -23,9 +26,12 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     p->groups = p->in_c;
     int64_t taps = (int64_t)p->kernel_h * p->kernel_w;
     if (taps > TRT_MAX_DEPTHWISE_TAPS) return trt_bad_arg(c, TRT_ERR_LIMIT, "depthwise window over 121 taps in");
-    *macs += (uint64_t)out->numel * (uint64_t)taps;
+    *macs += (uint64_t)p->batches * p->out_h * p->out_w * p->out_c * (uint64_t)taps;
     return TRT_OK;
 }
+
+static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 0); }
+static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
 #if TRT_HAVE_MVE
 static int mve_accepts(const trt_params *p) { return trt_depthwise_mve_accepts(&p->conv); }
@@ -53,5 +59,7 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, NULL, NULL, NULL, run_c},
 };
 
-const trt_operator trt_op_quantized_depthwise_conv2d = {"cortex_m::quantized_depthwise_conv2d", bind, VARIANTS,
-                                                        sizeof VARIANTS / sizeof VARIANTS[0]};
+const trt_operator trt_op_quantized_depthwise_conv2d = {"cortex_m::quantized_depthwise_conv2d", bind_legacy,
+                                                        VARIANTS, sizeof VARIANTS / sizeof VARIANTS[0]};
+const trt_operator trt_op_quantized_depthwise_conv2d_nhwc = {"cortex_m::quantized_depthwise_conv2d_nhwc", bind_nhwc,
+                                                             VARIANTS, sizeof VARIANTS / sizeof VARIANTS[0]};

@@ -27,6 +27,7 @@ size_t trt_depthwise_mve_temp_bytes(const trt_conv_params *p);
 void trt_depthwise_conv2d_mve(const trt_conv_params *p, void *temp);
 
 void trt_max_pool2d_mve(const trt_max_pool_params *p);
+void trt_avg_pool2d_mve(const trt_avg_pool_params *p);   /* Helium with floating point (TRT_HAVE_MVE_FLOAT) */
 void trt_linear_mve(const trt_linear_params *p);
 
 int trt_clone_dim_order_mve_accepts(const trt_copy_params *p);
