@@ -209,28 +209,36 @@ PERF_PROBES = {
         nn.Conv2d(1, 8, 1, padding=10),                      # 48x48x8 (a one-tap first layer)
         *_relu6_block(dw(8, padding=1), pw(8, 16), dw(16, stride=2, padding=1), pw(16, 32)),
         nn.MaxPool2d(4))),                                   # 6x6x32
-    # its 24x24 and 12x12 stages
+    # its 24x24 stage
     "mobilenet_24": lambda: gap_head(nn.Sequential(
         nn.Conv2d(1, 32, 5),                                 # 24x24x32
-        *_relu6_block(dw(32, padding=1), pw(32, 32), dw(32, stride=2, padding=1), pw(32, 64),
-                      dw(64, padding=1), pw(64, 64), dw(64, stride=2, padding=1), pw(64, 128))), 128),
-    # its 6x6 and 3x3 stages
+        *_relu6_block(dw(32, padding=1), pw(32, 32), dw(32, stride=2, padding=1), pw(32, 64))), 64),
+    # its 12x12 stage
+    "mobilenet_12": lambda: gap_head(nn.Sequential(
+        nn.Conv2d(1, 64, 5, stride=2),                       # 12x12x64
+        *_relu6_block(dw(64, padding=1), pw(64, 64), dw(64, stride=2, padding=1), pw(64, 128))), 128),
+    # its 6x6 stage (five such blocks in the network)
     "mobilenet_6": lambda: gap_head(nn.Sequential(
         nn.Conv2d(1, 128, 5, stride=4),                      # 6x6x128
-        *_relu6_block(dw(128, padding=1), pw(128, 128), dw(128, padding=1), pw(128, 128),
-                      dw(128, stride=2, padding=1), pw(128, 256), dw(256, padding=1), pw(256, 256))), 256),
-    # DS-CNN small (49x10 MFCC input): the 10x4 stride-2 first layer, four depthwise-separable blocks
+        *_relu6_block(dw(128, padding=1), pw(128, 128), dw(128, padding=1), pw(128, 128))), 128),
+    # its 3x3 stage
+    "mobilenet_3": lambda: gap_head(nn.Sequential(
+        nn.Conv2d(1, 128, 5, stride=4),                      # 6x6x128
+        *_relu6_block(dw(128, stride=2, padding=1), pw(128, 256), dw(256, padding=1), pw(256, 256))), 256),
+    # DS-CNN small (49x10 MFCC input): the 10x4 stride-2 first layer and two of its four (equal)
+    # depthwise-separable blocks (all four would pass the runtime's 256 values)
     "ds_cnn": lambda: gap_head(nn.Sequential(
         nn.Conv2d(1, 1, (2, 19), padding=(11, 0)),           # 49x10x1
         nn.Conv2d(1, 64, (10, 4), stride=2, padding=(4, 1)), nn.ReLU(),   # 24x5x64
-        *[m for _ in range(4) for m in (dw(64, padding=1), nn.ReLU(), pw(64, 64), nn.ReLU())]),
-        64, 12),
-    # ResNet-8 (32x32x3 input): its convolutions in one chain (the residual adds aside)
-    "resnet8": lambda: gap_head(nn.Sequential(
+        *[m for _ in range(2) for m in (dw(64, padding=1), nn.ReLU(), pw(64, 64), nn.ReLU())]), 64, 12),
+    # ResNet-8 (32x32x3 input): its convolutions (the residual adds aside), in two chains
+    "resnet8_32": lambda: gap_head(nn.Sequential(
         nn.Conv2d(1, 3, 1, padding=2),                       # 32x32x3
         *_relu6_block(nn.Conv2d(3, 16, 3, padding=1), nn.Conv2d(16, 16, 3, padding=1),
-                      nn.Conv2d(16, 16, 3, padding=1),
-                      nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.Conv2d(32, 32, 3, padding=1),
+                      nn.Conv2d(16, 16, 3, padding=1))), 16, 10),
+    "resnet8_16": lambda: gap_head(nn.Sequential(
+        nn.Conv2d(1, 16, 1, padding=2),                      # 32x32x16
+        *_relu6_block(nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.Conv2d(32, 32, 3, padding=1),
                       nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.Conv2d(64, 64, 3, padding=1))), 64, 10),
     # ResNet-8's strided 1x1 shortcut convolutions
     "resnet8_shortcuts": lambda: gap_head(nn.Sequential(

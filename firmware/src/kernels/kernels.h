@@ -56,6 +56,9 @@ typedef struct {
     const int32_t *tap_sums;
     const int32_t *folded_bias;
     const int8_t *packed_weights;
+    int32_t small_accumulators;   /* prepared: every channel's accumulator stays below 2^30 (dsp_requantize.h) */
+    const int8_t *vector_weights; /* prepared by the Helium convolution for windows of at most 64 bytes:
+                                   * [out_c rounded up to even][window rounded up to 16], zero-filled */
     int8_t *output;               /* [batches, out_h, out_w, out_c] */
     int32_t batches, in_h, in_w, in_c;
     int32_t out_h, out_w, out_c;
@@ -97,6 +100,8 @@ typedef struct {
     int32_t input_offset, filter_offset, output_offset;
     int32_t multiplier, shift;
     int32_t activation_min, activation_max;
+    int32_t kernel_sum_fits;      /* prepared (Helium): the kernel_sum form's sum fits int32 for every input */
+    int32_t small_accumulators;   /* prepared (DSP): every accumulator stays below 2^30 (dsp_requantize.h) */
 } trt_linear_params;
 
 /* quantized_batch_matmul: per batch, a linear layer in bias form (kernels/batch_matmul.h). */

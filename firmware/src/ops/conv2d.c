@@ -42,6 +42,8 @@ static void run_mve(const trt_params *p, void *temp) { trt_conv2d_mve(&p->conv, 
 #endif
 #if TRT_HAVE_DSP
 static int dsp_accepts(const trt_params *p) { return trt_conv2d_dsp_accepts(&p->conv); }
+static size_t dsp_scratch(const trt_params *p) { return trt_conv2d_dsp_scratch_bytes(&p->conv); }
+static void dsp_prepare(trt_params *p, void *scratch) { trt_conv2d_dsp_prepare(&p->conv, scratch); }
 static size_t dsp_temp(const trt_params *p) { return trt_conv2d_dsp_temp_bytes(&p->conv); }
 static void run_dsp(const trt_params *p, void *temp) { trt_conv2d_dsp(&p->conv, temp); }
 #endif
@@ -54,7 +56,7 @@ static const trt_kernel_variant VARIANTS[] = {
     {"mve", mve_accepts, mve_scratch, mve_prepare, mve_temp, run_mve},
 #endif
 #if TRT_HAVE_DSP
-    {"dsp", dsp_accepts, sums_bytes, prepare_sums, dsp_temp, run_dsp},
+    {"dsp", dsp_accepts, dsp_scratch, dsp_prepare, dsp_temp, run_dsp},
 #endif
     {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
 };

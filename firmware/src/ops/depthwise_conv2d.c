@@ -33,28 +33,38 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, in
 static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 0); }
 static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
+/* Each kernel's five entry points as a variant row (isa, name prefix). */
+#define VARIANT(isa, kernel)                                                                                   \
+    {isa, kernel##_accepts_p, kernel##_scratch_p, kernel##_prepare_p, kernel##_temp_p, kernel##_run_p}
+#define ENTRY_POINTS(kernel, run)                                                                              \
+    static int kernel##_accepts_p(const trt_params *p) { return kernel##_accepts(&p->conv); }                  \
+    static size_t kernel##_scratch_p(const trt_params *p) { return kernel##_scratch_bytes(&p->conv); }         \
+    static void kernel##_prepare_p(trt_params *p, void *scratch) { kernel##_prepare(&p->conv, scratch); }      \
+    static size_t kernel##_temp_p(const trt_params *p) { return kernel##_temp_bytes(&p->conv); }               \
+    static void kernel##_run_p(const trt_params *p, void *temp) { run(&p->conv, temp); }
+
 #if TRT_HAVE_MVE
-static int mve_accepts(const trt_params *p) { return trt_depthwise_mve_accepts(&p->conv); }
-static size_t mve_scratch(const trt_params *p) { return trt_depthwise_mve_scratch_bytes(&p->conv); }
-static void mve_prepare(trt_params *p, void *scratch) { trt_depthwise_mve_prepare(&p->conv, scratch); }
-static size_t mve_temp(const trt_params *p) { return trt_depthwise_mve_temp_bytes(&p->conv); }
-static void run_mve(const trt_params *p, void *temp) { trt_depthwise_conv2d_mve(&p->conv, temp); }
+ENTRY_POINTS(trt_depthwise_mve, trt_depthwise_conv2d_mve)
+ENTRY_POINTS(trt_depthwise_one_channel_mve, trt_depthwise_one_channel_mve)
+ENTRY_POINTS(trt_depthwise_channels_mve, trt_depthwise_channels_mve)
 #endif
 #if TRT_HAVE_DSP
-static int dsp_accepts(const trt_params *p) { return trt_depthwise_dsp_accepts(&p->conv); }
-static size_t dsp_scratch(const trt_params *p) { return trt_depthwise_dsp_scratch_bytes(&p->conv); }
-static void dsp_prepare(trt_params *p, void *scratch) { trt_depthwise_dsp_prepare(&p->conv, scratch); }
-static size_t dsp_temp(const trt_params *p) { return trt_depthwise_dsp_temp_bytes(&p->conv); }
-static void run_dsp(const trt_params *p, void *temp) { trt_depthwise_conv2d_dsp(&p->conv, temp); }
+ENTRY_POINTS(trt_depthwise_dsp, trt_depthwise_conv2d_dsp)
+ENTRY_POINTS(trt_depthwise_channels_dsp, trt_depthwise_channels_dsp)
 #endif
 static void run_c(const trt_params *p, void *temp) { (void)temp; trt_depthwise_conv2d_c(&p->conv); }
 
+/* Fastest first: one input channel with a window of at most 16 taps (one gather per pixel), one
+ * input channel as a convolution, then any depthwise layer. */
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
-    {"mve", mve_accepts, mve_scratch, mve_prepare, mve_temp, run_mve},
+    VARIANT("mve", trt_depthwise_mve),
+    VARIANT("mve", trt_depthwise_one_channel_mve),
+    VARIANT("mve", trt_depthwise_channels_mve),
 #endif
 #if TRT_HAVE_DSP
-    {"dsp", dsp_accepts, dsp_scratch, dsp_prepare, dsp_temp, run_dsp},
+    VARIANT("dsp", trt_depthwise_dsp),
+    VARIANT("dsp", trt_depthwise_channels_dsp),
 #endif
     {"c", NULL, NULL, NULL, NULL, run_c},
 };

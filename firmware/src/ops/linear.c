@@ -60,6 +60,8 @@ static size_t sums_bytes(const trt_params *p) { return trt_linear_sums_bytes(&p-
 static void prepare_sums(trt_params *p, void *scratch) { trt_linear_prepare_sums(&p->linear, scratch); }
 
 #if TRT_HAVE_MVE
+static size_t mve_scratch(const trt_params *p) { return trt_linear_mve_scratch_bytes(&p->linear); }
+static void mve_prepare(trt_params *p, void *scratch) { trt_linear_mve_prepare(&p->linear, scratch); }
 static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_linear_mve(&p->linear); }
 #endif
 #if TRT_HAVE_DSP
@@ -70,7 +72,7 @@ static void run_c(const trt_params *p, void *temp) { (void)temp; trt_linear_c(&p
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
-    {"mve", NULL, sums_bytes, prepare_sums, NULL, run_mve},
+    {"mve", NULL, mve_scratch, mve_prepare, NULL, run_mve},
 #endif
 #if TRT_HAVE_DSP
     {"dsp", NULL, sums_bytes, prepare_sums, dsp_temp, run_dsp},
