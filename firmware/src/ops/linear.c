@@ -65,6 +65,8 @@ static void mve_prepare(trt_params *p, void *scratch) { trt_linear_mve_prepare(&
 static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_linear_mve(&p->linear); }
 #endif
 #if TRT_HAVE_DSP
+static size_t dsp_scratch(const trt_params *p) { return trt_linear_dsp_scratch_bytes(&p->linear); }
+static void dsp_prepare(trt_params *p, void *scratch) { trt_linear_dsp_prepare(&p->linear, scratch); }
 static size_t dsp_temp(const trt_params *p) { return trt_linear_dsp_temp_bytes(&p->linear); }
 static void run_dsp(const trt_params *p, void *temp) { trt_linear_dsp(&p->linear, temp); }
 #endif
@@ -75,7 +77,7 @@ static const trt_kernel_variant VARIANTS[] = {
     {"mve", NULL, mve_scratch, mve_prepare, NULL, run_mve},
 #endif
 #if TRT_HAVE_DSP
-    {"dsp", NULL, sums_bytes, prepare_sums, dsp_temp, run_dsp},
+    {"dsp", NULL, dsp_scratch, dsp_prepare, dsp_temp, run_dsp},
 #endif
     {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
 };

@@ -42,6 +42,8 @@ void trt_transpose_conv2d_dsp(const trt_conv_params *p, void *temp);
 
 void trt_max_pool2d_dsp(const trt_max_pool_params *p);
 
+size_t trt_linear_dsp_scratch_bytes(const trt_linear_params *p);
+void trt_linear_dsp_prepare(trt_linear_params *p, void *scratch);   /* the weight sums, small_accumulators */
 size_t trt_linear_dsp_temp_bytes(const trt_linear_params *p);
 void trt_linear_dsp(const trt_linear_params *p, void *temp);
 
