@@ -1,6 +1,6 @@
 /*
  * cortex_m::quantized_depthwise_conv2d.out with Helium for any channel count, depth multiplier,
- * stride, dilation and padding -- NHWC int8, 1HWO weights read in place.
+ * stride, dilation and padding -- NHWC int8, 1HWO weights.
  *
  * Arithmetic (operators.quantized_depthwise_conv2d_impl, arith.h):
  *   acc[oc] = bias[oc] + sum over the window of (x[.., oc / depth_multiplier] + input_offset) * w[ky, kx, oc]
@@ -12,12 +12,15 @@
  * folded_bias (prepared at load) is exact for every pixel. Without horizontal padding the
  * input rows are read in place.
  *
- * Four output channels per vector, in int32 lanes (a window's sum of int8 products needs more
- * than 16 bits): per tap, the weights of four channels are one VLDRB.S32, shared by four output
- * pixels of the row, each one VLDRB.S32 of its input (a byte gather when the depth multiplier
- * is above 1: output channel oc reads input channel oc / multiplier), a VMUL and a VADD
- * (Helium's integer VMLA multiplies by a scalar only): 16 MACs in 13 instructions. Then each pixel's four channels are requantized with per-lane multipliers and
- * shifts (mve_requantize.h). The last block of channels is tail-predicated.
+ * Eight output channels per vector in 16-bit lanes (Helium's integer multiply-accumulate takes
+ * a scalar, not a vector, operand): per tap, eight inputs (VLDRB.S16; a byte gather when the
+ * depth multiplier is above 1: output channel oc reads input channel oc / multiplier) times the
+ * tap's eight weights with VMUL.I16. The weights are stored negated and in 16 bits (-w lies in
+ * [-127, 128]), so that a product x * -w lies in [-16384, 16256] and two horizontally adjacent
+ * taps' products add up without leaving int16; the sum is widened and subtracted from two int32
+ * accumulators, the even and the odd lanes (VMOVLB, VMOVLT): 16 MACs in about 13 instructions. Each pixel's channels are requantized four per vector with per-lane
+ * multipliers and shifts arranged at load in that even/odd order (mve_requantize.h), and
+ * stored with byte scatters. The last block of channels is tail-predicated.
  */
 #include "../isa.h"
 #if TRT_HAVE_MVE
@@ -30,11 +33,13 @@
 
 /* The most input rows one output row reads ((kernel_h - 1) * dilation_h + 1) this variant keeps. */
 #define MAX_SPAN 64
-#define PIXELS 4
+#define LANES 8
 
 static int32_t span(const trt_conv_params *p) { return (p->kernel_h - 1) * p->dilation_h + 1; }
 static int32_t padded_row(const trt_conv_params *p) { return (p->in_w + 2 * p->pad_w) * p->in_c; }
 static int32_t aligned_row(const trt_conv_params *p) { return (padded_row(p) + 15) & ~15; }
+static int32_t blocks(const trt_conv_params *p) { return (p->out_c + LANES - 1) / LANES; }
+static int32_t taps(const trt_conv_params *p) { return p->kernel_h * p->kernel_w; }
 
 int trt_depthwise_channels_mve_accepts(const trt_conv_params *p) {
     if (span(p) > MAX_SPAN || !trt_mve_pad_value_fits(p->input_offset)) return 0;
@@ -43,27 +48,46 @@ int trt_depthwise_channels_mve_accepts(const trt_conv_params *p) {
     return 1;
 }
 
-/* scratch: folded bias [out_c rounded up to 4] */
-size_t trt_depthwise_channels_mve_scratch_bytes(const trt_conv_params *p) {
-    return (size_t)((p->out_c + 3) & ~3) * sizeof(int32_t);
+/* Per block of eight channels: the even lanes' (channels 0, 2, 4, 6) and the odd lanes' folded
+ * biases, multipliers and shifts, then the block's weights [tap][8] in 16 bits. */
+typedef struct {
+    int32_t bias[2][4], multiplier[2][4], shift[2][4];
+} block_constants;
+
+static size_t block_bytes(const trt_conv_params *p) {
+    return sizeof(block_constants) + (size_t)taps(p) * LANES * sizeof(int16_t);
 }
+
+/* scratch: block_bytes per block of eight channels */
+size_t trt_depthwise_channels_mve_scratch_bytes(const trt_conv_params *p) { return (size_t)blocks(p) * block_bytes(p); }
 
 void trt_depthwise_channels_mve_prepare(trt_conv_params *p, void *scratch) {
-    const int32_t taps = p->kernel_h * p->kernel_w, channels = (p->out_c + 3) & ~3;
-    int32_t *folded = scratch;
-    for (int32_t oc = 0; oc < channels; oc++) {
-        uint32_t sum = 0, bias = 0;
-        if (oc < p->out_c) {
-            for (int32_t t = 0; t < taps; t++) sum += (uint32_t)(int32_t)p->weights[(size_t)t * p->out_c + oc];
-            bias = p->bias ? (uint32_t)p->bias[oc] : 0;
+    const int32_t n = taps(p);
+    for (int32_t b = 0; b < blocks(p); b++) {
+        block_constants *k = (block_constants *)(void *)((int8_t *)scratch + (size_t)b * block_bytes(p));
+        int16_t *w = (int16_t *)(void *)(k + 1);
+        for (int32_t lane = 0; lane < LANES; lane++) {
+            const int32_t oc = b * LANES + lane, parity = lane & 1, slot = lane >> 1;
+            uint32_t sum = 0, bias = 0;
+            int32_t mult = 1 << 30, shift = 0;
+            if (oc < p->out_c) {
+                for (int32_t t = 0; t < n; t++) sum += (uint32_t)(int32_t)p->weights[(size_t)t * p->out_c + oc];
+                bias = p->bias ? (uint32_t)p->bias[oc] : 0;
+                mult = p->multipliers[oc];
+                shift = p->shifts[oc];
+            }
+            k->bias[parity][slot] = trt_wrap32(sum * (uint32_t)p->input_offset + bias);
+            k->multiplier[parity][slot] = mult;
+            k->shift[parity][slot] = shift;
+            for (int32_t t = 0; t < n; t++)   /* negated: see the top of the file */
+                w[t * LANES + lane] = oc < p->out_c ? (int16_t)-p->weights[(size_t)t * p->out_c + oc] : 0;
         }
-        folded[oc] = trt_wrap32(sum * (uint32_t)p->input_offset + bias);
     }
-    p->folded_bias = folded;
+    p->packed_weights = scratch;
 }
 
-/* temp: the ring of padded input rows, then one row of pad bytes (only with horizontal padding
- * or vertical padding) */
+/* temp: the ring of padded input rows, then one row of pad bytes (with horizontal padding), or
+ * the pad row alone (vertical padding only) */
 size_t trt_depthwise_channels_mve_temp_bytes(const trt_conv_params *p) {
     if (p->pad_w == 0 && p->pad_h == 0) return 0;
     return (size_t)(p->pad_w > 0 ? span(p) + 1 : 1) * aligned_row(p);
@@ -99,88 +123,111 @@ static void input_rows(const trt_conv_params *p, rows_state *st, int32_t oy, con
     }
 }
 
-/* One input vector: four bytes of channel oc's inputs, gathered (offsets) when the multiplier
- * is above 1; `tail`: only the lanes of pred. */
-static inline __attribute__((always_inline)) int32x4_t load_x(const int8_t *x, uint32x4_t offsets, mve_pred16_t pred,
+/* Eight inputs of the block's channels at x, in 16-bit lanes. */
+static inline __attribute__((always_inline)) int16x8_t load_x(const int8_t *x, uint16x8_t offsets, mve_pred16_t pred,
                                                              const int gather, const int tail) {
-    if (gather) return tail ? vldrbq_gather_offset_z_s32(x, offsets, pred) : vldrbq_gather_offset_s32(x, offsets);
-    return tail ? vldrbq_z_s32(x, pred) : vldrbq_s32(x);
+    if (gather) return tail ? vldrbq_gather_offset_z_s16(x, offsets, pred) : vldrbq_gather_offset_s16(x, offsets);
+    return tail ? vldrbq_z_s16(x, pred) : vldrbq_s16(x);
 }
 
 typedef struct {
     const int8_t *const *rows;      /* kernel_h input rows */
-    int8_t *out;                    /* output row */
-    int32_t oc, in_channel;         /* first output channel of the block, its input channel */
-    uint32x4_t offsets;             /* input channel of each lane, from in_channel */
-    mve_pred16_t pred;
+    const block_constants *k;       /* this block's constants, then its weights */
+    int8_t *out;                    /* this block's channels in the output row's first pixel */
+    int32_t in_channel;             /* the block's first input channel */
+    uint16x8_t offsets;             /* input channel of each lane, from in_channel */
+    mve_pred16_t pred;              /* lanes of channels that exist (tail) */
+    mve_pred16_t even, odd;         /* the same for the even and the odd 32-bit lanes */
 } block;
 
-/* `count` (PIXELS or 1) output pixels from ox of one block of four channels. */
-static inline __attribute__((always_inline)) void pixels(const trt_conv_params *p, const block *b, int32_t ox,
-                                                        const int count, const int gather, const int tail) {
-    const int32_t c = p->in_c, step = p->stride_w * c, tap_step = p->dilation_w * c;
-    const int32x4_t bias = tail ? vldrwq_z_s32(p->folded_bias + b->oc, b->pred) : vldrwq_s32(p->folded_bias + b->oc);
-    int32x4_t acc[PIXELS];
-    for (int k = 0; k < count; k++) acc[k] = bias;
-    const int8_t *w = p->weights + b->oc;
-    for (int32_t ky = 0; ky < p->kernel_h; ky++) {
-        const int8_t *x = b->rows[ky] + (size_t)ox * step + b->in_channel;
-        for (int32_t kx = 0; kx < p->kernel_w; kx++, x += tap_step, w += p->out_c) {
-            const int32x4_t wv = tail ? vldrbq_z_s32(w, b->pred) : vldrbq_s32(w);
-            for (int k = 0; k < count; k++)
-                acc[k] = vaddq_s32(acc[k], vmulq_s32(load_x(x + k * step, b->offsets, b->pred, gather, tail), wv));
+/* acc_e, acc_o -= the even and odd lanes of the 16-bit sum s */
+#define SUBTRACT_WIDENED(s)                                                                                    \
+    do {                                                                                                       \
+        acc_e = vsubq_s32(acc_e, vmovlbq_s16(s));                                                              \
+        acc_o = vsubq_s32(acc_o, vmovltq_s16(s));                                                              \
+    } while (0)
+
+/* One block of eight channels along the output row; `three`: kernel_w is 3 (one pair and one
+ * tap a row, unrolled). */
+static inline __attribute__((always_inline)) void block_row(const trt_conv_params *p, const block *b, const int three,
+                                                           const int gather, const int tail) {
+    const int32_t c = p->in_c, step = p->stride_w * c, tap_step = p->dilation_w * c, kw = p->kernel_w;
+    const uint32x4_t even_lanes = vmulq_n_u32(vidupq_n_u32(0, 1), 2), odd_lanes = vaddq_n_u32(even_lanes, 1);
+    const block_constants *k = b->k;
+    const int16_t *weights = (const int16_t *)(const void *)(k + 1);
+    int8_t *out = b->out;
+    for (int32_t ox = 0; ox < p->out_w; ox++, out += p->out_c) {
+        int32x4_t acc_e = vldrwq_s32(k->bias[0]), acc_o = vldrwq_s32(k->bias[1]);
+        const int16_t *w = weights;
+        for (int32_t ky = 0; ky < p->kernel_h; ky++) {
+            const int8_t *x = b->rows[ky] + (size_t)ox * step + b->in_channel;
+            if (three) {
+                int16x8_t s = vmulq_s16(load_x(x, b->offsets, b->pred, gather, tail), vldrhq_s16(w));
+                s = vaddq_s16(s, vmulq_s16(load_x(x + tap_step, b->offsets, b->pred, gather, tail), vldrhq_s16(w + LANES)));
+                SUBTRACT_WIDENED(s);
+                s = vmulq_s16(load_x(x + 2 * tap_step, b->offsets, b->pred, gather, tail), vldrhq_s16(w + 2 * LANES));
+                SUBTRACT_WIDENED(s);
+                w += 3 * LANES;
+                continue;
+            }
+            int32_t kx = 0;
+            for (; kx + 2 <= kw; kx += 2, x += 2 * tap_step, w += 2 * LANES) {
+                int16x8_t s = vmulq_s16(load_x(x, b->offsets, b->pred, gather, tail), vldrhq_s16(w));
+                s = vaddq_s16(s, vmulq_s16(load_x(x + tap_step, b->offsets, b->pred, gather, tail), vldrhq_s16(w + LANES)));
+                SUBTRACT_WIDENED(s);
+            }
+            if (kx < kw) {
+                const int16x8_t s = vmulq_s16(load_x(x, b->offsets, b->pred, gather, tail), vldrhq_s16(w));
+                SUBTRACT_WIDENED(s);
+                w += LANES;
+            }
+        }
+        const int32x4_t ve = trt_mve_output_per_lane(acc_e, vldrwq_s32(k->multiplier[0]), vldrwq_s32(k->shift[0]),
+                                                     p->output_offset, p->activation_min, p->activation_max);
+        const int32x4_t vo = trt_mve_output_per_lane(acc_o, vldrwq_s32(k->multiplier[1]), vldrwq_s32(k->shift[1]),
+                                                     p->output_offset, p->activation_min, p->activation_max);
+        if (tail) {
+            vstrbq_scatter_offset_p_s32(out, even_lanes, ve, b->even);
+            vstrbq_scatter_offset_p_s32(out, odd_lanes, vo, b->odd);
+        } else {
+            vstrbq_scatter_offset_s32(out, even_lanes, ve);
+            vstrbq_scatter_offset_s32(out, odd_lanes, vo);
         }
     }
-    const int32x4_t mult = tail ? vldrwq_z_s32(p->multipliers + b->oc, b->pred) : vldrwq_s32(p->multipliers + b->oc);
-    const int32x4_t shift = tail ? vldrwq_z_s32(p->shifts + b->oc, b->pred) : vldrwq_s32(p->shifts + b->oc);
-    for (int k = 0; k < count; k++) {
-        const int32x4_t v = trt_mve_output_per_lane(acc[k], mult, shift, p->output_offset, p->activation_min,
-                                                    p->activation_max);
-        int8_t *o = b->out + (size_t)(ox + k) * p->out_c + b->oc;
-        if (tail) vstrbq_p_s32(o, v, b->pred);
-        else vstrbq_s32(o, v);
-    }
-}
-
-/* The row in groups of four pixels; a last partial group overlaps the one before it (its pixels
- * computed twice, stored twice with the same values); rows narrower than four pixels take one
- * group of their width. */
-static inline __attribute__((always_inline)) void block_row(const trt_conv_params *p, const block *b, const int gather,
-                                                           const int tail) {
-    const int32_t w = p->out_w;
-    if (w < PIXELS) {
-        if (w == 3) pixels(p, b, 0, 3, gather, tail);
-        else if (w == 2) pixels(p, b, 0, 2, gather, tail);
-        else pixels(p, b, 0, 1, gather, tail);
-        return;
-    }
-    for (int32_t ox = 0; ox < w; ox += PIXELS) pixels(p, b, ox + PIXELS <= w ? ox : w - PIXELS, PIXELS, gather, tail);
 }
 
 /* Kept apart so that each loop nest has its flags as constants. */
-static __attribute__((noinline)) void row_whole(const trt_conv_params *p, const block *b) { block_row(p, b, 0, 0); }
-static __attribute__((noinline)) void row_tail(const trt_conv_params *p, const block *b) { block_row(p, b, 0, 1); }
-static __attribute__((noinline)) void row_gather(const trt_conv_params *p, const block *b) { block_row(p, b, 1, 0); }
-static __attribute__((noinline)) void row_gather_tail(const trt_conv_params *p, const block *b) {
-    block_row(p, b, 1, 1);
-}
+#define ROW(name, three, gather, tail)                                                                         \
+    static __attribute__((noinline)) void name(const trt_conv_params *p, const block *b) {                    \
+        block_row(p, b, three, gather, tail);                                                                  \
+    }
+ROW(row_three, 1, 0, 0)
+ROW(row_three_tail, 1, 0, 1)
+ROW(row_any, 0, 0, 0)
+ROW(row_any_tail, 0, 0, 1)
+ROW(row_gather, 0, 1, 0)
+ROW(row_gather_tail, 0, 1, 1)
 
 static void output_row(const trt_conv_params *p, const int8_t *const *rows, int8_t *out) {
     const int32_t m = p->depth_multiplier;
-    const int gather = m > 1;
-    for (int32_t oc = 0; oc < p->out_c; oc += 4) {
+    const int gather = m > 1, three = p->kernel_w == 3;
+    for (int32_t blk = 0; blk < blocks(p); blk++) {
+        const int32_t oc = blk * LANES, left = p->out_c - oc;
         block b;
         b.rows = rows;
-        b.out = out;
-        b.oc = oc;
+        b.k = (const block_constants *)(const void *)(p->packed_weights + (size_t)blk * block_bytes(p));
+        b.out = out + oc;
         b.in_channel = oc / m;
-        const uint32_t lanes[4] = {0, (uint32_t)((oc + 1) / m - oc / m), (uint32_t)((oc + 2) / m - oc / m),
-                                   (uint32_t)((oc + 3) / m - oc / m)};
-        b.offsets = vld1q_u32(lanes);
-        b.pred = vctp32q((uint32_t)(p->out_c - oc));
-        const int tail = p->out_c - oc < 4;
+        uint16_t lanes[LANES];
+        for (int32_t i = 0; i < LANES; i++) lanes[i] = (uint16_t)((oc + i) / m - oc / m);
+        b.offsets = vld1q_u16(lanes);
+        b.pred = vctp16q((uint32_t)(left < LANES ? left : LANES));
+        b.even = vctp32q((uint32_t)(left < LANES ? (left + 1) / 2 : 4));
+        b.odd = vctp32q((uint32_t)(left < LANES ? left / 2 : 4));
+        const int tail = left < LANES;
         if (gather) tail ? row_gather_tail(p, &b) : row_gather(p, &b);
-        else tail ? row_tail(p, &b) : row_whole(p, &b);
+        else if (three) tail ? row_three_tail(p, &b) : row_three(p, &b);
+        else tail ? row_any_tail(p, &b) : row_any(p, &b);
     }
 }
 
