@@ -144,20 +144,31 @@ static __attribute__((noinline)) void dot2x2(const uint32_t *columns, int32_t gr
     acc[3] = b1;
 }
 
+/* What the finishing of every output channel reads, copied out of the parameters once per call
+ * (the output's byte stores could alias them: GCC would reload each one per channel). */
+typedef struct {
+    const int32_t *folded, *multipliers, *shifts;
+    int32_t offset, lo, hi, small;
+} finish_constants;
+
+static finish_constants finish_constants_of(const trt_conv_params *p) {
+    const finish_constants k = {p->folded_bias, p->multipliers, p->shifts,        p->output_offset,
+                                p->activation_min, p->activation_max, p->small_accumulators};
+    return k;
+}
+
 /* Output channel oc of two pixels, whose parameters are read once. */
-static inline __attribute__((always_inline)) void finish_channel(const trt_conv_params *p, int32_t oc, int32_t acc_a,
+static inline __attribute__((always_inline)) void finish_channel(const finish_constants *k, int32_t oc, int32_t acc_a,
                                                                 int32_t acc_b, int8_t *out_a, int8_t *out_b) {
-    const int32_t folded = p->folded_bias[oc], mult = p->multipliers[oc], shift = p->shifts[oc];
-    if (p->small_accumulators) {   /* |acc + folded| < 2^30: no wrap, the short requantization */
+    const int32_t folded = k->folded[oc], mult = k->multipliers[oc], shift = k->shifts[oc];
+    if (k->small) {   /* |acc + folded| < 2^30: no wrap, the short requantization */
         const trt_dsp_requant r = trt_dsp_requant_of(mult, shift);
-        out_a[oc] = trt_dsp_output_s8(acc_a + folded, &r, p->output_offset, p->activation_min, p->activation_max);
-        out_b[oc] = trt_dsp_output_s8(acc_b + folded, &r, p->output_offset, p->activation_min, p->activation_max);
+        out_a[oc] = trt_dsp_output_s8(acc_a + folded, &r, k->offset, k->lo, k->hi);
+        out_b[oc] = trt_dsp_output_s8(acc_b + folded, &r, k->offset, k->lo, k->hi);
         return;
     }
-    out_a[oc] = trt_output_s8(trt_add_wrap(acc_a, folded), mult, shift, p->output_offset, p->activation_min,
-                              p->activation_max);
-    out_b[oc] = trt_output_s8(trt_add_wrap(acc_b, folded), mult, shift, p->output_offset, p->activation_min,
-                              p->activation_max);
+    out_a[oc] = trt_output_s8(trt_add_wrap(acc_a, folded), mult, shift, k->offset, k->lo, k->hi);
+    out_b[oc] = trt_output_s8(trt_add_wrap(acc_b, folded), mult, shift, k->offset, k->lo, k->hi);
 }
 
 /* Output channels [oc0, oc1) of pixels a and b (b == a for a last, odd one: computed once more,
@@ -166,11 +177,14 @@ static void conv_pair(const trt_conv_params *p, const workspace *ws, int32_t oc0
                       int8_t *out_b) {
     const int32_t n = window_len(p), groups = n / 4, rest = n % 4;
     const int16_t *tail = (const int16_t *)(const void *)(ws->columns + (size_t)groups * 4);
+    const uint32_t *columns = ws->columns;
+    const int8_t *weights = p->weights;
+    const finish_constants k = finish_constants_of(p);
     for (int32_t oc = oc0; oc < oc1; oc += 2) {
-        const int8_t *w0 = p->weights + (size_t)oc * n;
+        const int8_t *w0 = weights + (size_t)oc * n;
         const int8_t *w1 = oc + 1 < oc1 ? w0 + n : w0;
         int32_t acc[4];
-        dot2x2(ws->columns, groups, w0, w1, acc);
+        dot2x2(columns, groups, w0, w1, acc);
         for (int32_t i = 0; i < rest; i++) {
             const int32_t x = tail[i], y = tail[4 + i], u = w0[4 * groups + i], v = w1[4 * groups + i];
             acc[0] += x * u;
@@ -178,8 +192,8 @@ static void conv_pair(const trt_conv_params *p, const workspace *ws, int32_t oc0
             acc[2] += y * u;
             acc[3] += y * v;
         }
-        finish_channel(p, oc, acc[0], acc[2], out_a, out_b);
-        if (oc + 1 < oc1) finish_channel(p, oc + 1, acc[1], acc[3], out_a, out_b);
+        finish_channel(&k, oc, acc[0], acc[2], out_a, out_b);
+        if (oc + 1 < oc1) finish_channel(&k, oc + 1, acc[1], acc[3], out_a, out_b);
     }
 }
 
