@@ -25,6 +25,9 @@ What the lowering (executorch 1.5.1) does with the constructs, as these probes s
   cortex-m4/m33; a 3-D input gives rows > 1;
 - torch.bmm with a constant right-hand side -> quantized_batch_matmul (its transpose folded
   into the constant); with an activation there, cortex_m::transpose feeds it;
+- a flatten(2) of a channels-last convolution map before a linear layer or a bmm is read in
+  the map's channels-last byte order (no layout copy is planned): the program then differs
+  from the model, and `tinyrps export`'s self-check refuses it;
 - padding on one side (nn.ZeroPad2d, or 'same' with an even kernel) -> cortex_m::pad before the
   convolution, which then has padding 0.
 
@@ -50,21 +53,23 @@ def with_head(body: nn.Module, outputs: int = LINEAR_OUT) -> nn.Module:
 
 
 class Rows(nn.Module):
-    """A conv map flattened to [1, C, H*W] rows, then linear layers over the last axis (rows > 1),
-    or a batch matmul with a constant right-hand side and a linear layer.
+    """The image as eight rows of 98 pixels, then linear layers over the last axis (rows > 1), or
+    a batch matmul with a constant right-hand side and a linear layer.
 
-    (A batch matmul after a linear layer does not lower in executorch 1.5.1: its
-    ReplaceScalarWithTensorArgPass fails on the int8/int32 mix.)"""
+    (The rows are the input itself: a flatten(2) of a channels-last convolution map would be read
+    by the lowered program in the map's channels-last byte order -- executorch 1.5.1 plans the
+    view without the layout copy, so the program no longer computes the model. A batch matmul
+    after a linear layer does not lower at all: its ReplaceScalarWithTensorArgPass fails on the
+    int8/int32 mix.)"""
 
     def __init__(self, bmm: bool = False):
         super().__init__()
-        self.conv = nn.Conv2d(1, 8, 4, stride=4)            # 8 x 7 x 7 -> [1, 8, 49]
-        self.fc = None if bmm else nn.Linear(49, 12)         # [1, 8, 12]: eight rows
-        self.rhs = nn.Parameter(torch.randn(1, 49, 5) / 4) if bmm else None
+        self.fc = None if bmm else nn.Linear(98, 12)         # [1, 8, 12]: eight rows
+        self.rhs = nn.Parameter(torch.randn(1, 98, 5) / 8) if bmm else None
         self.out = nn.Linear(5 if bmm else 12, 2)            # [1, 8, 2]: 16 outputs
 
     def forward(self, x):
-        y = self.conv(x).flatten(2)
+        y = x.reshape(1, 8, 98)
         y = torch.bmm(y, self.rhs) if self.rhs is not None else torch.relu(self.fc(y))
         return self.out(y).flatten(1)
 
@@ -286,13 +291,23 @@ def lower_explicit(model, calibration, core: str):
 
 
 def export_probe(builder, name: str, core: str, calibration, folder, explicit: bool = False):
-    """The probe's .pte (written into folder), seeded by its name and core."""
+    """The probe's .pte (written into folder), seeded by its name and core. Like `tinyrps export`,
+    it checks that the serialized program, replayed by the Python reference, computes what the
+    edge program does on the calibration images: a probe must be the model it claims to be."""
+    import numpy as np
+
     from tinyrps.export import cortex_m
     torch.manual_seed(sum(map(ord, name + core)))
     model = (pool_head(builder()) if explicit else builder()).eval()
     edge = (lower_explicit if explicit else cortex_m.lower_to_edge)(model, calibration, core)
+    with exact_integer_convolutions():
+        expected = cortex_m.edge_reference_int8(edge.exported_program(), calibration)
     pte = folder / f"{name}-{core}{'-nhwc' if explicit else ''}.pte"
     pte.write_bytes(edge.to_executorch().buffer)
+    with exact_integer_convolutions():
+        replayed = cortex_m.reference_int8(pte, calibration)
+    if not np.array_equal(expected, replayed):
+        raise AssertionError(f"{pte.name}: the serialized program does not compute what its edge program does")
     return pte
 
 
