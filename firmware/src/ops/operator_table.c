@@ -5,9 +5,17 @@ static const trt_operator *const OPERATORS[] = {
     &trt_op_quantize_per_tensor,
     &trt_op_dequantize_per_tensor,
     &trt_op_quantized_conv2d,
+    &trt_op_quantized_conv2d_nhwc,
     &trt_op_quantized_depthwise_conv2d,
+    &trt_op_quantized_depthwise_conv2d_nhwc,
+    &trt_op_quantized_transpose_conv2d,
+    &trt_op_quantized_transpose_conv2d_nhwc,
     &trt_op_quantized_max_pool2d,
+    &trt_op_quantized_max_pool2d_nhwc,
+    &trt_op_quantized_avg_pool2d,
+    &trt_op_quantized_avg_pool2d_nhwc,
     &trt_op_quantized_linear,
+    &trt_op_quantized_batch_matmul,
     &trt_op_clone_dim_order,
 };
 

@@ -35,7 +35,9 @@ typedef union {
     trt_dequantize_params dequantize;
     trt_conv_params conv;
     trt_max_pool_params pool;
+    trt_avg_pool_params avg_pool;
     trt_linear_params linear;
+    trt_batch_matmul_params batch_matmul;
     trt_copy_params copy;
 } trt_params;
 
@@ -71,8 +73,16 @@ const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_p
 extern const trt_operator trt_op_quantize_per_tensor;
 extern const trt_operator trt_op_dequantize_per_tensor;
 extern const trt_operator trt_op_quantized_conv2d;
+extern const trt_operator trt_op_quantized_conv2d_nhwc;
 extern const trt_operator trt_op_quantized_depthwise_conv2d;
+extern const trt_operator trt_op_quantized_depthwise_conv2d_nhwc;
+extern const trt_operator trt_op_quantized_transpose_conv2d;
+extern const trt_operator trt_op_quantized_transpose_conv2d_nhwc;
 extern const trt_operator trt_op_quantized_max_pool2d;
+extern const trt_operator trt_op_quantized_max_pool2d_nhwc;
+extern const trt_operator trt_op_quantized_avg_pool2d;
+extern const trt_operator trt_op_quantized_avg_pool2d_nhwc;
+extern const trt_operator trt_op_quantized_batch_matmul;
 extern const trt_operator trt_op_quantized_linear;
 extern const trt_operator trt_op_clone_dim_order;
 
