@@ -297,15 +297,21 @@ def export_probe(builder, name: str, core: str, calibration, folder, explicit: b
     import numpy as np
 
     from tinyrps.export import cortex_m
+    from tinyrps.model import INPUT_SHAPE
+    from tinyrps.quantization import image_examples
+    from tinyrps.reference.cortex_m import reference_int8
     torch.manual_seed(sum(map(ord, name + core)))
     model = (pool_head(builder()) if explicit else builder()).eval()
-    edge = (lower_explicit if explicit else cortex_m.lower_to_edge)(model, calibration, core)
-    with exact_integer_convolutions():
-        expected = cortex_m.edge_reference_int8(edge.exported_program(), calibration)
+    examples = image_examples(calibration)
+    edge = lower_explicit(model, calibration, core) if explicit else \
+        cortex_m.lower_to_edge(model, (torch.zeros(INPUT_SHAPE),), examples, core)
+    with exact_integer_convolutions():   # the edge module runs before to_executorch rewrites it in place
+        expected = np.stack([cortex_m.edge_int8_outputs(edge.exported_program(), example)[0].reshape(-1).numpy()
+                             for example in examples])
     pte = folder / f"{name}-{core}{'-nhwc' if explicit else ''}.pte"
     pte.write_bytes(edge.to_executorch().buffer)
     with exact_integer_convolutions():
-        replayed = cortex_m.reference_int8(pte, calibration)
+        replayed = reference_int8(pte, calibration)
     if not np.array_equal(expected, replayed):
         raise AssertionError(f"{pte.name}: the serialized program does not compute what its edge program does")
     return pte

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import probes_conv  # noqa: E402
 
 from tinyrps.data import make_split  # noqa: E402
-from tinyrps.export import cortex_m  # noqa: E402
+from tinyrps.reference import cortex_m as reference  # noqa: E402
 
 # The explicit-layout operators say they are experimental on every call.
 pytestmark = pytest.mark.filterwarnings("ignore:This explicit-layout Cortex-M operator may change")
@@ -81,12 +81,12 @@ def probe_programs(probe_images, tmp_path_factory):
 
 def reference_layers(pte, image) -> list:
     with probes_conv.exact_integer_convolutions():
-        return cortex_m.replay_layers(pte, image)
+        return reference.replay_layers(pte, image)
 
 
 def reference_outputs(pte, images) -> np.ndarray:
     with probes_conv.exact_integer_convolutions():
-        return cortex_m.reference_int8(pte, images)
+        return reference.reference_int8(pte, images)
 
 
 def layer_mismatches(native, tool, pte, images, work) -> list:
