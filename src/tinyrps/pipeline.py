@@ -123,8 +123,7 @@ def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False
     check_seed(seed)
     check_epochs(epochs)
     split_sizes(per_class)
-    out.mkdir(parents=True, exist_ok=True)
-    with folder_lock(out):
+    with folder_lock(out):     # beside OUT: a job that fails on a new OUT leaves nothing behind
         retire_results(out)
         return _run_all(out, seed, epochs, per_class, quiet, arch)
 
