@@ -10,7 +10,9 @@ from tinyrps.data import load_split
 from tinyrps.devices.base import Device
 from tinyrps.export import BuildContext, EvalContext, get_target, targets
 from tinyrps.export import cortex_m
+from tinyrps.firmware.operators import runtime_operators
 
+# What the lowering emits for the default network, in the program's order (the runtime runs more).
 CORTEX_M_OPERATORS = [
     "cortex_m::quantize_per_tensor.out", "cortex_m::quantized_depthwise_conv2d.out",
     "cortex_m::quantized_conv2d.out", "cortex_m::quantized_max_pool2d.out",
@@ -34,6 +36,7 @@ def test_exported_program_uses_only_cmsis_nn_operators(exported):
     assert sidecar["operators"] == CORTEX_M_OPERATORS
     assert sidecar["reference"]["checked_against_edge_program_images"] == cortex_m.SELF_CHECK_IMAGES
     assert cortex_m.program_operators(pte.read_bytes()) == CORTEX_M_OPERATORS
+    assert set(CORTEX_M_OPERATORS) <= {op.qualified for op in runtime_operators()}
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@
 #include "operator_table.h"
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
-    trt_conv_params *p = &params->conv;
+    trt_conv_params *p = &params->quantized_depthwise_conv2d;
     const trt_tensor *in = NULL, *weight = NULL, *out = NULL;
     trt_status s = trt_bind_conv_common(c, p, &in, &weight, &out, 1);
     if (s != TRT_OK) return s;
@@ -28,20 +28,20 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 }
 
 #if TRT_HAVE_MVE
-static int mve_accepts(const trt_params *p) { return trt_depthwise_mve_accepts(&p->conv); }
-static size_t mve_scratch(const trt_params *p) { return trt_depthwise_mve_scratch_bytes(&p->conv); }
-static void mve_prepare(trt_params *p, void *scratch) { trt_depthwise_mve_prepare(&p->conv, scratch); }
-static size_t mve_temp(const trt_params *p) { return trt_depthwise_mve_temp_bytes(&p->conv); }
-static void run_mve(const trt_params *p, void *temp) { trt_depthwise_conv2d_mve(&p->conv, temp); }
+static int mve_accepts(const trt_params *p) { return trt_depthwise_mve_accepts(&p->quantized_depthwise_conv2d); }
+static size_t mve_scratch(const trt_params *p) { return trt_depthwise_mve_scratch_bytes(&p->quantized_depthwise_conv2d); }
+static void mve_prepare(trt_params *p, void *scratch) { trt_depthwise_mve_prepare(&p->quantized_depthwise_conv2d, scratch); }
+static size_t mve_temp(const trt_params *p) { return trt_depthwise_mve_temp_bytes(&p->quantized_depthwise_conv2d); }
+static void run_mve(const trt_params *p, void *temp) { trt_depthwise_conv2d_mve(&p->quantized_depthwise_conv2d, temp); }
 #endif
 #if TRT_HAVE_DSP
-static int dsp_accepts(const trt_params *p) { return trt_depthwise_dsp_accepts(&p->conv); }
-static size_t dsp_scratch(const trt_params *p) { return trt_depthwise_dsp_scratch_bytes(&p->conv); }
-static void dsp_prepare(trt_params *p, void *scratch) { trt_depthwise_dsp_prepare(&p->conv, scratch); }
-static size_t dsp_temp(const trt_params *p) { return trt_depthwise_dsp_temp_bytes(&p->conv); }
-static void run_dsp(const trt_params *p, void *temp) { trt_depthwise_conv2d_dsp(&p->conv, temp); }
+static int dsp_accepts(const trt_params *p) { return trt_depthwise_dsp_accepts(&p->quantized_depthwise_conv2d); }
+static size_t dsp_scratch(const trt_params *p) { return trt_depthwise_dsp_scratch_bytes(&p->quantized_depthwise_conv2d); }
+static void dsp_prepare(trt_params *p, void *scratch) { trt_depthwise_dsp_prepare(&p->quantized_depthwise_conv2d, scratch); }
+static size_t dsp_temp(const trt_params *p) { return trt_depthwise_dsp_temp_bytes(&p->quantized_depthwise_conv2d); }
+static void run_dsp(const trt_params *p, void *temp) { trt_depthwise_conv2d_dsp(&p->quantized_depthwise_conv2d, temp); }
 #endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_depthwise_conv2d_c(&p->conv); }
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_depthwise_conv2d_c(&p->quantized_depthwise_conv2d); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
@@ -53,5 +53,4 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, NULL, NULL, NULL, run_c},
 };
 
-const trt_operator trt_op_quantized_depthwise_conv2d = {"cortex_m::quantized_depthwise_conv2d", bind, VARIANTS,
-                                                        sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(quantized_depthwise_conv2d, bind, VARIANTS);

@@ -1,27 +1,36 @@
-/* The operator table (operator_table.h): the rows and the variant choice. */
+/* The operator table (operator_table.h): the rows of operators.def and the variant choice. */
 #include "operator_table.h"
 
 #include <string.h>
 
+#define TRT_OPERATOR(symbol, name, overload, parameters)                                      \
+    const char trt_op_name_##symbol[] = name, trt_op_overload_##symbol[] = overload;
+#include "operators.def"
+#undef TRT_OPERATOR
+
 static const trt_operator *const OPERATORS[] = {
-    &trt_op_quantize_per_tensor,
-    &trt_op_dequantize_per_tensor,
-    &trt_op_quantized_conv2d,
-    &trt_op_quantized_depthwise_conv2d,
-    &trt_op_quantized_max_pool2d,
-    &trt_op_quantized_linear,
-    &trt_op_clone_dim_order,
+#define TRT_OPERATOR(symbol, name, overload, parameters) &trt_op_##symbol,
+#include "operators.def"
+#undef TRT_OPERATOR
 };
+
+#define N_OPERATORS ((int)(sizeof OPERATORS / sizeof OPERATORS[0]))
+
+static int same_text(const char *known, const char *text, uint32_t len) {
+    return strlen(known) == len && memcmp(known, text, len) == 0;
+}
 
 const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,
                                       uint32_t overload_len) {
-    if (overload_len != 3 || memcmp(overload, "out", 3) != 0) return NULL;
-    for (size_t i = 0; i < sizeof OPERATORS / sizeof OPERATORS[0]; i++) {
-        const char *known = OPERATORS[i]->name;
-        if (strlen(known) == name_len && memcmp(known, name, name_len) == 0) return OPERATORS[i];
-    }
+    for (int i = 0; i < N_OPERATORS; i++)
+        if (same_text(OPERATORS[i]->name, name, name_len) && same_text(OPERATORS[i]->overload, overload, overload_len))
+            return OPERATORS[i];
     return NULL;
 }
+
+int trt_operator_count(void) { return N_OPERATORS; }
+
+const trt_operator *trt_operator_at(int i) { return i >= 0 && i < N_OPERATORS ? OPERATORS[i] : NULL; }
 
 const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_params *p) {
     for (uint8_t i = 0; i + 1 < op->n_variants; i++)
