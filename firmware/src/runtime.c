@@ -177,11 +177,13 @@ static trt_status load_value(trt_program *prog, uint32_t index) {
     case PTE_VALUE_BOOL: dst->u.i = v.bool_val; return TRT_OK;
     case PTE_VALUE_DOUBLE: dst->u.d = v.double_val; return TRT_OK;
     case PTE_VALUE_INT_LIST:
+    case PTE_VALUE_TENSOR_LIST:
         if (v.list.count > (uint32_t)(TRT_MAX_LIST_ITEMS - prog->n_list_items)) return trt_fail(&prog->detail, TRT_ERR_LIMIT, "too many int[] items");
         dst->index = prog->n_list_items;
         dst->count = (uint16_t)v.list.count;
         for (uint32_t k = 0; k < v.list.count; k++)   /* value indices for now; resolved below */
-            prog->list_items[prog->n_list_items++] = fb_vector_i64(&prog->file.flat, &v.list, k);
+            prog->list_items[prog->n_list_items++] = v.kind == PTE_VALUE_INT_LIST ? fb_vector_i64(&prog->file.flat, &v.list, k)
+                                                                                 : fb_vector_i32(&prog->file.flat, &v.list, k);
         return TRT_OK;
     case PTE_VALUE_TENSOR: {
         if (prog->n_tensors >= TRT_MAX_TENSORS) return trt_fail(&prog->detail, TRT_ERR_LIMIT, "too many tensors");
@@ -197,13 +199,20 @@ static trt_status load_value(trt_program *prog, uint32_t index) {
     }
 }
 
-/* IntList items are indices of Int values; replace them with the ints. */
-static trt_status resolve_int_lists(trt_program *prog) {
-    for (uint16_t k = 0; k < prog->n_list_items; k++) {
-        int64_t ref = prog->list_items[k];
-        if (ref < 0 || ref >= prog->n_values || prog->values[ref].kind != PTE_VALUE_INT)
-            return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "int[] item is not an int value");
-        prog->list_items[k] = prog->values[ref].u.i;
+/* IntList items are indices of Int values, TensorList items of Tensor values; replace them with
+ * the ints and the tensor table indices. */
+static trt_status resolve_lists(trt_program *prog) {
+    for (uint16_t i = 0; i < prog->n_values; i++) {
+        const trt_value *list = &prog->values[i];
+        if (list->kind != PTE_VALUE_INT_LIST && list->kind != PTE_VALUE_TENSOR_LIST) continue;
+        const uint8_t kind = list->kind == PTE_VALUE_INT_LIST ? PTE_VALUE_INT : PTE_VALUE_TENSOR;
+        for (uint16_t k = list->index; k < list->index + list->count; k++) {
+            int64_t ref = prog->list_items[k];
+            if (ref < 0 || ref >= prog->n_values || prog->values[ref].kind != kind)
+                return trt_fail(&prog->detail, TRT_ERR_MALFORMED,
+                                kind == PTE_VALUE_INT ? "int[] item is not an int value" : "Tensor[] item is not a tensor");
+            prog->list_items[k] = kind == PTE_VALUE_INT ? prog->values[ref].u.i : prog->values[ref].index;
+        }
     }
     return TRT_OK;
 }
@@ -216,7 +225,7 @@ static trt_status load_values(trt_program *prog) {
         trt_status s = load_value(prog, i);
         if (s != TRT_OK) return s;
     }
-    return resolve_int_lists(prog);
+    return resolve_lists(prog);
 }
 
 /* ---- operators and instructions ------------------------------------------------------------------------ */

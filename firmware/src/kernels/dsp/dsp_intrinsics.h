@@ -9,6 +9,8 @@
  *   trt_smlad(a, b, acc) SMLAD: acc + a.lo * b.lo + a.hi * b.hi (signed halfwords, modulo 2^32)
  *   trt_max4(a, b)       SSUB8 then SEL: the larger of each of the four signed byte pairs
  *   trt_min4(a, b)       the same with SEL's operands swapped: the smaller
+ *   trt_smmulr(a, b)     SMMULR: (a * b + 2^31) >> 32, the rounded high word of the 64-bit product
+ *   trt_ssat8(v)         SSAT #8: v saturated to [-128, 127]
  *   trt_read32(p)        four bytes as one word (an unaligned LDR on the core)
  */
 #ifndef TINYRPS_DSP_INTRINSICS_H
@@ -45,6 +47,13 @@ static inline uint32_t trt_min4(uint32_t a, uint32_t b) {
     (void)__ssub8((int8x4_t)a, (int8x4_t)b);
     return (uint32_t)__sel((uint8x4_t)b, (uint8x4_t)a);
 }
+/* GCC 12's ACLE has no SMMULR intrinsic */
+static inline int32_t trt_smmulr(int32_t a, int32_t b) {
+    int32_t r;
+    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+static inline int32_t trt_ssat8(int32_t v) { return __ssat(v, 8); }
 
 #else   /* the portable model */
 
@@ -77,6 +86,14 @@ static inline uint32_t trt_byte_pick(uint32_t a, uint32_t b, int larger) {
 }
 static inline uint32_t trt_max4(uint32_t a, uint32_t b) { return trt_byte_pick(a, b, 1); }
 static inline uint32_t trt_min4(uint32_t a, uint32_t b) { return trt_byte_pick(a, b, 0); }
+
+static inline int32_t trt_smmulr(int32_t a, int32_t b) {
+    int64_t product = (int64_t)a * b;                    /* exact: |a * b| <= 2^62 */
+    uint64_t rounded = (uint64_t)product + ((uint64_t)1 << 31);
+    uint32_t high = (uint32_t)(rounded >> 32);           /* the instruction's result bits */
+    return high <= INT32_MAX ? (int32_t)high : -(int32_t)(~high) - 1;
+}
+static inline int32_t trt_ssat8(int32_t v) { return v < -128 ? -128 : (v > 127 ? 127 : v); }
 
 #endif
 

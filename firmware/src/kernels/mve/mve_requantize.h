@@ -22,6 +22,17 @@ static inline int trt_mve_requant_is_vector(int32_t multiplier, int32_t shift) {
     return shift <= 0 && multiplier != INT32_MIN;
 }
 
+/* requantize (arith.h) of four lanes on the vector path alone: the caller checked
+ * trt_mve_requant_is_vector(multiplier, shift). No offset, no clamp. */
+static inline int32x4_t trt_mve_requantize_s32(int32x4_t acc, int32_t multiplier, int32_t shift) {
+    int32x4_t v = vqrdmulhq_n_s32(acc, multiplier);
+    if (shift < 0) {
+        v = vqaddq_s32(v, vshrq_n_s32(v, 31));
+        v = vrshlq_n_s32(v, shift);
+    }
+    return v;
+}
+
 /* One multiplier and shift for all four lanes (a conv's output channel, a linear layer). */
 static inline int32x4_t trt_mve_output_s32(int32x4_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                            int32_t act_min, int32_t act_max) {

@@ -1,0 +1,11 @@
+/*
+ * cortex_m::quantized_activation.out -- an int8 activation function (sigmoid, tanh, silu, gelu,
+ * log, sqrt, ...) as a table the exporter computed for the layer's quantization.
+ *
+ * Arithmetic (operators.quantized_activation_impl): out = lut[x + 128], element by element.
+ */
+#include "kernels_c.h"
+
+void trt_quantized_activation_c(const trt_lut_params *p) {
+    for (uint32_t i = 0; i < p->count; i++) p->output[i] = p->lut[p->input[i] + 128];
+}

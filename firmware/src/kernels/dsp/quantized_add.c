@@ -1,0 +1,96 @@
+/*
+ * cortex_m::quantized_add.out with the DSP extension -- int8 addition, the operands' terms looked
+ * up and the sum requantized with SMMULR.
+ *
+ * Arithmetic: as kernels/c/quantized_add.c,
+ *   sum = term_a(a) + term_b(b); out = clamp(requantize(sum, out_m, out_s) + out_zp, min, max).
+ * An operand's term depends on its int8 value alone: for maps of TABLE_MIN elements or more the
+ * 256 terms of each operand are computed into the working memory first (with the reference
+ * function) and each element looks its two up. The output requantization is SMMULR(2 * sum, m)
+ * = (sum * m + 2^30) >> 31, exact when |2 * sum| < 2^31 (accepts checks the largest terms), then a
+ * rounding right shift, half away from zero: (v + 2^(n-1) - (v < 0)) >> n, which cannot overflow
+ * there. Other parameters run on the plain-C kernel.
+ */
+#include "../isa.h"
+#if TRT_HAVE_DSP
+
+#include "../arith.h"
+#include "../broadcast_walk.h"
+#include "dsp_intrinsics.h"
+#include "kernels_dsp.h"
+
+#define TABLE_MIN 512                 /* elements: below this, filling 512 terms costs more than it saves */
+#define TERMS 256
+
+static uint32_t elements(const trt_add_params *p) {
+    return (uint32_t)p->shape.sizes[0] * (uint32_t)p->shape.sizes[1] * (uint32_t)p->shape.sizes[2] *
+           (uint32_t)p->shape.sizes[3];
+}
+
+static int32_t largest_term(int32_t zero_point, int32_t multiplier, int32_t shift) {
+    int64_t largest = 0;
+    for (int32_t x = -128; x <= 127; x++) {
+        int64_t t = trt_add_term(x, zero_point, multiplier, shift);
+        if (t < 0) t = -t;
+        if (t > largest) largest = t;
+    }
+    return (int32_t)(largest > INT32_MAX ? INT32_MAX : largest);
+}
+
+int trt_quantized_add_dsp_accepts(const trt_add_params *p) {
+    if (p->output_shift > 0 || p->output_multiplier == INT32_MIN) return 0;
+    int64_t bound = (int64_t)largest_term(p->a_zero_point, p->a_multiplier, p->a_shift) +
+                    largest_term(p->b_zero_point, p->b_multiplier, p->b_shift);
+    return bound < ((int64_t)1 << 30);
+}
+
+size_t trt_quantized_add_dsp_temp_bytes(const trt_add_params *p) {
+    return elements(p) >= TABLE_MIN ? 2 * TERMS * sizeof(int32_t) : 0;
+}
+
+/* requantize(sum, m, shift <= 0) + zero point, clamped: |sum| < 2^30 */
+static inline int8_t finish(const trt_add_params *p, int32_t sum) {
+    int32_t v = trt_smmulr(sum * 2, p->output_multiplier);
+    if (p->output_shift < 0) {
+        const int32_t n = -p->output_shift;
+        v = (v + (int32_t)(1u << (n - 1)) - (int32_t)((uint32_t)v >> 31)) >> n;
+    }
+    return (int8_t)trt_clamp(v + p->output_zero_point, p->activation_min, p->activation_max);
+}
+
+typedef struct {
+    const trt_add_params *p;
+    const int32_t *a_terms, *b_terms;     /* NULL: compute each term */
+} add_job;
+
+static void add_row(const void *job_ptr, const trt_run *r) {
+    const add_job *job = job_ptr;
+    const trt_add_params *p = job->p;
+    const int8_t *a = p->a + r->a, *b = p->b + r->b;
+    int8_t *out = p->output + r->out;
+    if (job->a_terms) {
+        const int32_t *ta = job->a_terms, *tb = job->b_terms;
+        for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step)
+            out[i] = finish(p, ta[(uint8_t)*a] + tb[(uint8_t)*b]);
+        return;
+    }
+    for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step)
+        out[i] = finish(p, trt_add_term(*a, p->a_zero_point, p->a_multiplier, p->a_shift) +
+                               trt_add_term(*b, p->b_zero_point, p->b_multiplier, p->b_shift));
+}
+
+void trt_quantized_add_dsp(const trt_add_params *p, void *temp) {
+    add_job job = {p, NULL, NULL};
+    if (elements(p) >= TABLE_MIN) {
+        int32_t *terms = temp;
+        for (int32_t x = -128; x <= 127; x++) {
+            terms[(uint8_t)x] = trt_add_term(x, p->a_zero_point, p->a_multiplier, p->a_shift);
+            terms[TERMS + (uint8_t)x] = trt_add_term(x, p->b_zero_point, p->b_multiplier, p->b_shift);
+        }
+        job.a_terms = terms;
+        job.b_terms = terms + TERMS;
+    }
+    trt_broadcast_walk(&p->shape, &job, add_row);
+}
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * cortex_m::quantized_activation.out with Helium -- the table lookup as a byte gather, 16 lanes
+ * per step (VLDRB gather with 8-bit offsets: x + 128 is the byte x with its top bit flipped),
+ * the tail predicated.
+ *
+ * Arithmetic: as kernels/c/quantized_activation.c: out = lut[x + 128].
+ */
+#include "../isa.h"
+#if TRT_HAVE_MVE
+
+#include <arm_mve.h>
+
+#include "kernels_mve.h"
+
+void trt_quantized_activation_mve(const trt_lut_params *p) {
+    const uint8x16_t flip = vdupq_n_u8(0x80);
+    const int8_t *in = p->input;
+    int8_t *out = p->output;
+    for (int32_t n = (int32_t)p->count; n > 0; n -= 16, in += 16, out += 16) {
+        const mve_pred16_t pred = vctp8q((uint32_t)n);
+        const uint8x16_t index = veorq_u8(vreinterpretq_u8_s8(vldrbq_z_s8(in, pred)), flip);
+        vstrbq_p_s8(out, vldrbq_gather_offset_z_s8(p->lut, index, pred), pred);
+    }
+}
+
+#endif

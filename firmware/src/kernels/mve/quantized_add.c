@@ -1,0 +1,53 @@
+/*
+ * cortex_m::quantized_add.out with Helium -- int8 addition, four lanes of int32 per step, the
+ * tail predicated.
+ *
+ * Arithmetic: as kernels/c/quantized_add.c. Each operand's term, requantize((x - zp) << 20, m, s),
+ * is VSUB, VSHL #20 (both wrap, like torch's int32), VQRDMULH and the rounding right shift of
+ * mve_requantize.h -- exact for shift <= 0 and m != INT32_MIN, which accepts requires of both
+ * operands and the output (every exported program: the operand scales are at most half the
+ * larger one, so their shifts are negative). A broadcast operand (step 0 along the row: the
+ * channels of a [1, C, 1, 1] tensor are the rows of the NHWC map) is one term per row.
+ */
+#include "../isa.h"
+#if TRT_HAVE_MVE
+
+#include <arm_mve.h>
+
+#include "../broadcast_walk.h"
+#include "kernels_mve.h"
+#include "mve_requantize.h"
+
+static int unit_or_broadcast(int32_t a_step, int32_t b_step) {
+    return (a_step == 1 || a_step == 0) && (b_step == 1 || b_step == 0);
+}
+
+int trt_quantized_add_mve_accepts(const trt_add_params *p) {
+    return trt_mve_requant_is_vector(p->a_multiplier, p->a_shift) && trt_mve_requant_is_vector(p->b_multiplier, p->b_shift) &&
+           trt_mve_requant_is_vector(p->output_multiplier, p->output_shift) &&
+           unit_or_broadcast(p->shape.a_steps[3], p->shape.b_steps[3]);
+}
+
+static inline int32x4_t term(int32x4_t x, int32_t zero_point, int32_t multiplier, int32_t shift) {
+    return trt_mve_requantize_s32(vshlq_n_s32(vsubq_n_s32(x, zero_point), TRT_ADD_LEFT_SHIFT), multiplier, shift);
+}
+
+static void add_row(const void *params, const trt_run *r) {
+    const trt_add_params *p = params;
+    const int8_t *a = p->a + r->a, *b = p->b + r->b;
+    int8_t *out = p->output + r->out;
+    const int32x4_t a_fixed = vdupq_n_s32(r->a_step ? 0 : trt_add_term(*a, p->a_zero_point, p->a_multiplier, p->a_shift));
+    const int32x4_t b_fixed = vdupq_n_s32(r->b_step ? 0 : trt_add_term(*b, p->b_zero_point, p->b_multiplier, p->b_shift));
+    for (int32_t n = r->n; n > 0; n -= 4, a += 4 * r->a_step, b += 4 * r->b_step, out += 4) {
+        const mve_pred16_t pred = vctp32q((uint32_t)n);
+        const int32x4_t ta = r->a_step ? term(vldrbq_z_s32(a, pred), p->a_zero_point, p->a_multiplier, p->a_shift) : a_fixed;
+        const int32x4_t tb = r->b_step ? term(vldrbq_z_s32(b, pred), p->b_zero_point, p->b_multiplier, p->b_shift) : b_fixed;
+        const int32x4_t v = trt_mve_output_s32(vaddq_s32(ta, tb), p->output_multiplier, p->output_shift,
+                                               p->output_zero_point, p->activation_min, p->activation_max);
+        vstrbq_p_s32(out, v, pred);
+    }
+}
+
+void trt_quantized_add_mve(const trt_add_params *p) { trt_broadcast_walk(&p->shape, p, add_row); }
+
+#endif

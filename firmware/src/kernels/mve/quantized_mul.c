@@ -1,0 +1,41 @@
+/*
+ * cortex_m::quantized_mul.out with Helium -- int8 product, four lanes of int32 per step, the
+ * tail predicated.
+ *
+ * Arithmetic: as kernels/c/quantized_mul.c: VSUB of the zero points, VMUL (wraps like torch's
+ * int32), then mve_requantize.h's output step (VQRDMULH and the rounding shift; other parameters
+ * lane by lane with the scalar reference), clamped to [-128, 127]. A broadcast operand (step 0
+ * along the row) is one value per row.
+ */
+#include "../isa.h"
+#if TRT_HAVE_MVE
+
+#include <arm_mve.h>
+
+#include "../broadcast_walk.h"
+#include "kernels_mve.h"
+#include "mve_requantize.h"
+
+int trt_quantized_mul_mve_accepts(const trt_mul_params *p) {
+    const int32_t sa = p->shape.a_steps[3], sb = p->shape.b_steps[3];
+    return (sa == 0 || sa == 1) && (sb == 0 || sb == 1);
+}
+
+static void mul_row(const void *params, const trt_run *r) {
+    const trt_mul_params *p = params;
+    const int8_t *a = p->a + r->a, *b = p->b + r->b;
+    int8_t *out = p->output + r->out;
+    const int32x4_t a_fixed = vdupq_n_s32(*a - p->a_zero_point), b_fixed = vdupq_n_s32(*b - p->b_zero_point);
+    for (int32_t n = r->n; n > 0; n -= 4, a += 4 * r->a_step, b += 4 * r->b_step, out += 4) {
+        const mve_pred16_t pred = vctp32q((uint32_t)n);
+        const int32x4_t va = r->a_step ? vsubq_n_s32(vldrbq_z_s32(a, pred), p->a_zero_point) : a_fixed;
+        const int32x4_t vb = r->b_step ? vsubq_n_s32(vldrbq_z_s32(b, pred), p->b_zero_point) : b_fixed;
+        const int32x4_t v = trt_mve_output_s32(vmulq_s32(va, vb), p->output_multiplier, p->output_shift,
+                                               p->output_zero_point, -128, 127);
+        vstrbq_p_s32(out, v, pred);
+    }
+}
+
+void trt_quantized_mul_mve(const trt_mul_params *p) { trt_broadcast_walk(&p->shape, p, mul_row); }
+
+#endif
