@@ -59,11 +59,38 @@ class SoftmaxHead(nn.Module):
         super().__init__()
         self.stem = nn.Sequential(conv(1, 3, stride=2), nn.ReLU())
         self.fc = nn.Linear(3 * 13 * 13, n)
+        with torch.no_grad():
+            self.fc.weight *= 8   # logits a few units apart: probabilities across the int8 range
         self.rows = rows
 
     def forward(self, x):
         y = self.fc(torch.flatten(self.stem(x), 1))
         return torch.softmax(y.reshape(1, self.rows, -1), dim=-1).reshape(1, -1)
+
+
+class Mixed(nn.Module):
+    """Every elementwise operator in one small network: a residual block, hardswish, a
+    squeeze-excitation gate, cat, pad, a permute and a softmax head (19 kernel calls)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c0 = conv(1, 8, stride=2, padding=1)
+        self.c1 = conv(8, 8, padding=1)
+        self.c2 = conv(8, 8, padding=1)
+        self.gate = conv(8, 8, 14)
+        self.c3 = conv(16, 5, stride=2)
+        self.fc = nn.Linear(5 * 7 * 7, OUTPUTS)
+        with torch.no_grad():
+            self.fc.weight *= 4
+
+    def forward(self, x):
+        x = F.relu(self.c0(x))
+        x = F.relu(self.c1(x) + x)
+        h = F.hardswish(self.c2(x))
+        g = h * torch.sigmoid(self.gate(h))
+        y = F.pad(torch.cat([g, h], 1), (1, 0, 0, 1))
+        y = self.c3(y).permute(0, 2, 3, 1)
+        return torch.softmax(self.fc(torch.flatten(y, 1)), -1)
 
 
 PROBES = {
@@ -92,7 +119,7 @@ PROBES = {
     "hardswish": (probe(7, lambda m, x: F.hardswish(m.extra["c"](x)), {"c": conv(7, 7, padding=1)}),
                   {"cortex_m::minimum.out", "cortex_m::quantized_mul.out"}),
     # quantized_div of two maps of one shape (zero divisors included)
-    "div": (probe(5, lambda m, x: x / m.extra["c"](x), {"c": conv(5, 5, padding=1)}),
+    "div": (probe(5, lambda m, x: x / torch.sigmoid(m.extra["c"](x)), {"c": conv(5, 5, padding=1)}),
             {"cortex_m::quantized_div.out"}),
     # quantized_activation: each function is a table
     "sigmoid": (probe(3, lambda m, x: torch.sigmoid(m.extra["c"](x)), {"c": conv(3, 3, padding=1)}),
@@ -113,19 +140,27 @@ PROBES = {
     "permute_nhwc": (probe(5, lambda m, x: x.permute(0, 2, 3, 1)), {"cortex_m::transpose.out"}),
     "permute_wch": (probe(7, lambda m, x: x.permute(0, 3, 1, 2), padding=0), {"cortex_m::transpose.out"}),
     "transpose_hw": (probe(3, lambda m, x: x.transpose(2, 3)), {"cortex_m::transpose.out"}),
+    # ... but after a squeeze-excitation gate the lowering leaves the portable permute_copy (int8)
+    "permute_after_gate": (probe(5, lambda m, x: m.extra["c"](x * torch.sigmoid(m.extra["g"](x))).permute(0, 2, 3, 1),
+                                 {"g": conv(5, 5, 14), "c": conv(5, 7, stride=2)}), {"aten::permute_copy.out"}),
     # pad: height and width, then the channels; a pad value that is not the zero point
-    "pad_hw": (probe(5, lambda m, x: F.pad(x, (1, 2, 3, 0)), padding=0), {"cortex_m::pad.out"}),
+    "pad_hw": (probe(5, lambda m, x: F.pad(x, (1, 2, 3, 0)), padding=0, relu=False), {"cortex_m::pad.out"}),
     "pad_channels": (probe(3, lambda m, x: F.pad(x, (0, 1, 0, 0, 2, 1), value=0.5)), {"cortex_m::pad.out"}),
     # cat along the channels (5 + 3 + 5) and along the width; a relu after it stays a clamp
     "cat_channels": (probe(5, lambda m, x: torch.cat([x, m.extra["c"](x), x], 1), {"c": conv(5, 3, padding=1)}, relu=False),
                      {"aten::cat.out"}),
     "cat_width_relu": (probe(3, lambda m, x: F.relu(torch.cat([x, m.extra["c"](x)], 3)), {"c": conv(3, 3, padding=1)}, relu=False),
                        {"aten::cat.out", "aten::clamp.out"}),
-    # clamp: a hardtanh the passes cannot fuse (after a product)
-    "clamp": (probe(5, lambda m, x: F.hardtanh(x * m.extra["c"](x), -0.5, 0.25), {"c": conv(5, 5, padding=1)}),
+    # clamp: a hardtanh the passes cannot fuse (after a cat, whose quantization it shares)
+    "clamp": (probe(5, lambda m, x: F.hardtanh(torch.cat([x, m.extra["c"](x)], 1), -0.5, 0.25),
+                    {"c": conv(5, 2, padding=1)}, relu=False),
               {"aten::clamp.out"}),
     # squeeze and unsqueeze of the activations
     "squeeze": (probe(13, lambda m, x: m.extra["g"](x).squeeze(3).squeeze(2), {"g": conv(13, 13, 14)}),
                 {"aten::squeeze_copy.dims_out"}),
     "unsqueeze": (probe(5, lambda m, x: x.unsqueeze(1)), {"aten::unsqueeze_copy.out"}),
+    # all of it at once
+    "mixed": (Mixed, {"cortex_m::quantized_add.out", "cortex_m::minimum.out", "cortex_m::quantized_mul.out",
+                      "cortex_m::quantized_activation.out", "aten::cat.out", "cortex_m::pad.out",
+                      "aten::permute_copy.out", "cortex_m::softmax.out"}),
 }

@@ -57,6 +57,20 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
         p->before[k] = d < 0 ? 0 : before[d];
         p->after[k] = d < 0 ? 0 : after[d];
     }
+    /* an unpadded innermost extent continues the one before it: merge them, so each copy is as
+     * long as it can be (no padding at all: one copy) */
+    for (int merged = 0; merged < PAD_ENTRIES - 1 && p->before[3] == 0 && p->after[3] == 0; merged++) {
+        p->before[3] = p->before[2] * p->in_sizes[3];
+        p->after[3] = p->after[2] * p->in_sizes[3];
+        p->in_sizes[3] *= p->in_sizes[2];
+        for (int k = 2; k > 0; k--) {
+            p->in_sizes[k] = p->in_sizes[k - 1];
+            p->before[k] = p->before[k - 1];
+            p->after[k] = p->after[k - 1];
+        }
+        p->in_sizes[0] = 1;
+        p->before[0] = p->after[0] = 0;
+    }
     p->value = (int8_t)value;
     p->input = (const int8_t *)(const void *)in->data;
     p->output = (int8_t *)(void *)out->mutable_data;

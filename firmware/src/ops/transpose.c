@@ -1,14 +1,14 @@
-/* cortex_m::transpose.out(Tensor input, int[] perm, *, Tensor(a!) out): bind step and variants.
- * What the lowering makes of permute_copy (int8) and of the layout permutes. */
+/* cortex_m::transpose.out(Tensor input, int[] perm, *, Tensor(a!) out) and
+ * aten::permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out): one bind step and kernel.
+ * The lowering makes a transpose of an int8 permute; it leaves some (after a convolution whose
+ * output it had not typed int8 yet) as the portable permute_copy, which is the same operation. */
 #include "../kernels/c/kernels_c.h"
 #include "operator_table.h"
 
-static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
-    trt_copy_params *p = &params->transpose;
+static trt_status bind_permutation(const trt_call *c, trt_copy_params *p) {
     const trt_tensor *in = NULL, *out = NULL;
     const trt_value *perm = NULL;
     trt_status s;
-    (void)macs;
     if ((s = trt_arg_tensor(c, 0, &in)) != TRT_OK || (s = trt_need_input(c, in, in->dtype)) != TRT_OK ||
         (s = trt_arg_value(c, 1, &perm)) != TRT_OK || (s = trt_need_output(c, 2, &out, in->dtype)) != TRT_OK ||
         (s = trt_need_disjoint(c, out, in)) != TRT_OK)
@@ -36,10 +36,25 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_transpose_c(&p->transpose); }
+static trt_status bind_transpose(const trt_call *c, trt_params *params, uint64_t *macs) {
+    (void)macs;
+    return bind_permutation(c, &params->transpose);
+}
 
-static const trt_kernel_variant VARIANTS[] = {
-    {"c", NULL, NULL, NULL, NULL, run_c},
+static trt_status bind_permute_copy(const trt_call *c, trt_params *params, uint64_t *macs) {
+    (void)macs;
+    return bind_permutation(c, &params->permute_copy);
+}
+
+static void run_transpose(const trt_params *p, void *temp) { (void)temp; trt_transpose_c(&p->transpose); }
+static void run_permute_copy(const trt_params *p, void *temp) { (void)temp; trt_transpose_c(&p->permute_copy); }
+
+static const trt_kernel_variant TRANSPOSE_VARIANTS[] = {
+    {"c", NULL, NULL, NULL, NULL, run_transpose},
+};
+static const trt_kernel_variant PERMUTE_COPY_VARIANTS[] = {
+    {"c", NULL, NULL, NULL, NULL, run_permute_copy},
 };
 
-TRT_DEFINE_OPERATOR(transpose, bind, VARIANTS);
+TRT_DEFINE_OPERATOR(transpose, bind_transpose, TRANSPOSE_VARIANTS);
+TRT_DEFINE_OPERATOR(permute_copy, bind_permute_copy, PERMUTE_COPY_VARIANTS);
