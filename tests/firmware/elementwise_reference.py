@@ -54,3 +54,41 @@ def reference_int8(pte: Path, images: np.ndarray) -> np.ndarray:
     prog = cortex_m.parse_program(Path(pte).read_bytes())
     with torch.no_grad():
         return np.stack([Replay(prog).run(x) for x in images_to_tensor(images)])
+
+
+def edited_program(pte: Path, operator: str, ints: dict | None = None, doubles: dict | None = None,
+                   int_lists: dict | None = None, constants: dict | None = None) -> bytes:
+    """The program with new values for arguments of every call of `operator` ("cortex_m::quantized_add").
+
+    `ints`, `doubles` and `int_lists` map an argument position to its new value; each new
+    value is a value of its own (appended), so other calls sharing the old one keep it.
+    `constants` maps an argument position to new bytes for that constant tensor's buffer."""
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+    from executorch.exir.schema import Double, EValue, Int, IntList
+    program = deserialize_pte_binary(Path(pte).read_bytes())
+    plan = program.program.execution_plan[0]
+    names = [op.name for op in plan.operators]
+
+    def append(val) -> int:
+        plan.values.append(EValue(val))
+        return len(plan.values) - 1
+
+    found = 0
+    for chain in plan.chains:
+        for instruction in chain.instructions:
+            call = instruction.instr_args
+            if names[call.op_index] != operator:
+                continue
+            found += 1
+            for position, value in (ints or {}).items():
+                call.args[position] = append(Int(int(value)))
+            for position, value in (doubles or {}).items():
+                call.args[position] = append(Double(float(value)))
+            for position, items in (int_lists or {}).items():
+                call.args[position] = append(IntList([append(Int(int(v))) for v in items]))
+            for position, data in (constants or {}).items():
+                tensor = plan.values[call.args[position]].val
+                program.program.constant_buffer[tensor.data_buffer_idx].storage = bytes(data)
+    if not found:
+        raise ValueError(f"the program calls no {operator}")
+    return bytes(serialize_pte_binary(program, extract_delegate_segments=False))

@@ -1,0 +1,255 @@
+"""The elementwise and data-movement operators of the C runtime against ExecuTorch's Python reference.
+
+Each probe of probes_elementwise.py is exported through the project's Cortex-M flow; then:
+
+- the lowering emits the operators the probe names (the table of docs/runtime.md), and the
+  runtime has every operator of the program;
+- natively, the plain-C and the DSP kernels (on the portable model of the DSP instructions) give
+  every kernel call's output bytes equal to the Python replay's, on images whose outputs at
+  those calls take many values;
+- on the emulated Cortex-M55 the Helium, DSP and plain-C builds give the reference's outputs on
+  every image, binding the variants the operator has;
+- programs with their arguments rewritten to the edges of their ranges (positive and extreme
+  shifts, INT32_MIN and negative multipliers, zero points whose shifted differences wrap,
+  narrow activation ranges, an infinite quotient, another activation table) agree too, and the
+  fast variants hand the calls they cannot do exactly to plain C;
+- malformed arguments are refused at load with a reason naming the operator; the sanitized build
+  computes the same bytes, and a mutation sweep of the mixed network finds nothing.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # the probes and the reference beside this file
+import elementwise_reference as reference  # noqa: E402
+from probes_elementwise import PROBES  # noqa: E402
+from tinyrps.data import make_split  # noqa: E402
+from tinyrps.export import cortex_m  # noqa: E402
+from tinyrps.firmware.operators import runtime_operators  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+# The calls a probe is about: everything but the stem, the head and the input and output.
+FRAME = ("quantize_per_tensor", "dequantize_per_tensor", "quantized_conv2d", "quantized_depthwise_conv2d",
+         "quantized_linear", "_clone_dim_order")
+# Operators with a Helium / DSP kernel: the fast builds must bind it for every probe (the exported
+# parameters are all within the fast kernels' range).
+MVE_OPERATORS = {"cortex_m::quantized_add", "cortex_m::quantized_mul", "cortex_m::minimum", "cortex_m::maximum",
+                 "cortex_m::quantized_activation", "aten::clamp"}
+DSP_OPERATORS = {"cortex_m::quantized_add", "cortex_m::quantized_mul"}
+M4_PROBES = ("add_residual", "mul_channels", "softmax", "mixed")
+
+
+@pytest.fixture(scope="module")
+def probe_images() -> np.ndarray:
+    return make_split("test", 4, 23)[0]
+
+
+@pytest.fixture(scope="module")
+def probe_programs(probe_images, tmp_path_factory):
+    """(name, core) -> exported .pte of that probe, built once per module."""
+    folder = tmp_path_factory.mktemp("elementwise")
+    cache = {}
+
+    def get(name: str, core: str = "cortex-m55") -> Path:
+        if (name, core) not in cache:
+            torch.manual_seed(sum(map(ord, name)))
+            model = PROBES[name][0]().eval()
+            edge = cortex_m.lower_to_edge(model, probe_images, core)
+            pte = folder / f"{name}-{core}.pte"
+            pte.write_bytes(edge.to_executorch().buffer)
+            cache[name, core] = pte
+        return cache[name, core]
+    return get
+
+
+def is_frame(name: str) -> bool:
+    return name.split("::")[1] in FRAME
+
+
+class Layers:
+    """Every kernel call's output bytes of the reference replay, per image (computed once)."""
+
+    def __init__(self, pte: Path, images: np.ndarray):
+        self.pte, self.images = pte, images
+        self.expected = [reference.replay_layers(pte, image) for image in images]
+
+    def mismatches(self, native, tool, work: Path) -> list:
+        """'image i: operator (variant) differs in n bytes' for every call of `tool` that differs."""
+        self.images.tofile(work / "images.u8")
+        summary = json.loads(native.tool(tool, "layers", self.pte, work / "images.u8", work / "layers.bin").stdout)
+        kernels = json.loads(native.tool(tool, "info", self.pte).stdout)["kernels"]
+        raw = (work / "layers.bin").read_bytes()
+        found, pos = [], 0
+        for i, calls in enumerate(self.expected):
+            assert [c["name"] for c in summary["calls"]] == [name for name, _ in calls]
+            for k, (call, (name, expected)) in enumerate(zip(summary["calls"], calls)):
+                got = np.frombuffer(raw[pos:pos + call["bytes"]], np.uint8)
+                pos += call["bytes"]
+                differing = int(np.count_nonzero(got != np.frombuffer(expected, np.uint8)))
+                if differing:
+                    found.append(f"image {i}: {name} ({kernels[k]}) differs in {differing} bytes")
+        assert pos == len(raw)
+        return found
+
+    def variety(self) -> dict:
+        """Distinct int8 values each of the probe's own calls wrote, over the images."""
+        seen = {}
+        for calls in self.expected:
+            for name, data in calls:
+                if not is_frame(name):
+                    seen.setdefault(name, set()).update(np.frombuffer(data, np.int8).tolist())
+        return {name: len(values) for name, values in seen.items()}
+
+
+def bound_kernels(native, tool, pte) -> list:
+    info = json.loads(native.tool(tool, "info", pte).stdout)
+    return list(zip(info["calls"], info["kernels"]))
+
+
+# ---- what the lowering emits ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_the_probe_lowers_to_its_operators(name, probe_programs):
+    ops = set(cortex_m.program_operators(probe_programs(name).read_bytes()))
+    assert PROBES[name][1] <= ops, f"{name} no longer lowers to {PROBES[name][1] - ops}"
+    assert ops <= {op.qualified for op in runtime_operators()}, ops
+
+
+# ---- natively: every kernel call, plain C and DSP ------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_every_kernel_call_matches_the_reference(name, probe_programs, probe_images, native, native_tool,
+                                                 native_dsp_tool, tmp_path):
+    pte = probe_programs(name)
+    layers = Layers(pte, probe_images[::3][:4])
+    for tool in (native_tool, native_dsp_tool):
+        assert layers.mismatches(native, tool, tmp_path) == [], tool.name
+    variety = layers.variety()
+    assert variety and min(variety.values()) >= 8, f"degenerate outputs would not test the arithmetic: {variety}"
+    for call, kernel in bound_kernels(native, native_dsp_tool, pte):
+        wanted = "dsp" if call in DSP_OPERATORS or call.split("::")[1] in ("quantized_conv2d", "quantized_linear",
+                                                                         "quantized_depthwise_conv2d") else "c"
+        assert kernel == wanted, f"{call} runs the {kernel} kernel"
+    assert {kernel for _, kernel in bound_kernels(native, native_tool, pte)} == {"c"}
+
+
+@pytest.mark.parametrize("name", M4_PROBES)
+def test_cortex_m4_programs_match_the_reference(name, probe_programs, probe_images, native, native_tool,
+                                                native_dsp_tool, tmp_path):
+    layers = Layers(probe_programs(name, "cortex-m4"), probe_images[::4][:3])
+    for tool in (native_tool, native_dsp_tool):
+        assert layers.mismatches(native, tool, tmp_path) == [], tool.name
+
+
+# ---- the Cortex-M55's three builds on QEMU -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def m55_builds(firmware_elf_path):
+    """The AN547 firmware with each of the Cortex-M55's kernel paths (the Helium one is the default)."""
+    from tinyrps.firmware import build_firmware
+    from tinyrps.firmware.qemu import FIRMWARE_EXECUTABLE
+    return {variant: build_firmware(kind).tool(FIRMWARE_EXECUTABLE)
+            for variant, kind in (("mve", "mps3-an547"), ("dsp", "mps3-an547-dsp"), ("c", "mps3-an547-c"))}
+
+
+@pytest.mark.slow     # boots QEMU three times per probe
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_every_cortex_m55_variant_matches_the_reference_on_qemu(name, probe_programs, probe_images, m55_builds):
+    from tinyrps.firmware.qemu import run_batch
+    pte = probe_programs(name)
+    expected = reference.reference_int8(pte, probe_images)
+    counts = {}
+    for variant, elf in m55_builds.items():
+        result = run_batch(pte, probe_images, elf=elf)
+        mismatching = int((result.int8 != expected).any(axis=1).sum())
+        assert mismatching == 0, f"{variant}: {mismatching} of {len(expected)} images differ from the reference"
+        fast = MVE_OPERATORS if variant == "mve" else DSP_OPERATORS if variant == "dsp" else set()
+        for layer in result.layers:
+            if not is_frame(layer["op"]):
+                assert layer["kernels"] == (variant if layer["op"] in fast else "c"), (variant, layer)
+        counts[variant] = int(np.median(result.instructions))
+    assert counts["mve"] < counts["dsp"] < counts["c"], counts
+
+
+# ---- arguments at the edges of their ranges -------------------------------------------------------------
+
+def _table(seed: int) -> bytes:
+    return np.random.default_rng(seed).integers(-128, 128, 256).astype(np.int8).tobytes()
+
+
+# (probe, operator, edit of edited_program, the variants the Helium and the DSP builds bind for it):
+# a fast variant keeps what it computes exactly and hands the rest to plain C.
+EDGE_CASES = {
+    "add: a positive output shift": ("add_residual", "cortex_m::quantized_add", dict(ints={10: 2, 9: 1 << 20}),
+                                     ("c", "c")),
+    "add: output shift -31": ("add_residual", "cortex_m::quantized_add", dict(ints={10: -31, 9: 2**31 - 1}),
+                              ("mve", "dsp")),
+    "add: INT32_MIN and a negative multiplier, shifts 0 and -31": (
+        "add_residual", "cortex_m::quantized_add", dict(ints={2: -2**31, 3: 0, 6: -1500000000, 7: -31}), ("c", "dsp")),
+    "add: zero points whose differences wrap when shifted": (
+        "add_residual", "cortex_m::quantized_add", dict(ints={1: 3000, 5: -2500}), ("mve", "c")),
+    "add: a narrow activation range": ("add_residual", "cortex_m::quantized_add",
+                                       dict(ints={11: -20, 12: 35, 8: 7}), ("mve", "dsp")),
+    "add: broadcast, a negative multiplier": ("add_channels", "cortex_m::quantized_add",
+                                              dict(ints={2: -1073741824, 3: -1}), ("mve", "dsp")),
+    "mul: a large zero point, a positive shift": ("mul", "cortex_m::quantized_mul",
+                                                  dict(ints={1: 20000, 3: -3, 6: 3, 5: 1 << 10}), ("mve", "c")),
+    "mul: INT32_MIN": ("mul", "cortex_m::quantized_mul", dict(ints={5: -2**31, 6: -5}), ("mve", "c")),
+    "mul: broadcast, a negative multiplier": ("mul_channels", "cortex_m::quantized_mul",
+                                              dict(ints={5: -1200000000, 4: 100}), ("mve", "dsp")),
+    "mul: a zero point of -2^24, shift -31": ("hardswish", "cortex_m::quantized_mul",
+                                              dict(ints={3: -2**24, 6: -31}), ("mve", "c")),
+    "div: an infinite product": ("div", "cortex_m::quantized_div", dict(doubles={5: 1e30}), ("c", "c")),
+    "div: a negative scale, far zero points": ("div", "cortex_m::quantized_div",
+                                               dict(doubles={5: -0.7}, ints={1: 1000, 3: -1000}), ("c", "c")),
+    "softmax: a large input shift": ("softmax", "cortex_m::softmax", dict(ints={5: 25}), ("c", "c")),
+    "softmax: a small scale, another zero point": ("softmax_rows", "cortex_m::softmax",
+                                                   dict(ints={5: 17, 2: 100}), ("c", "c")),
+    "pad: another fill value": ("pad_hw", "cortex_m::pad", dict(ints={3: 77}), ("c", "c")),
+    "clamp: lower bound above the upper": ("clamp", "aten::clamp", dict(ints={1: 50, 2: -60}), ("mve", "c")),
+    "activation: another table": ("sigmoid", "cortex_m::quantized_activation", dict(constants={1: _table(1)}),
+                                  ("mve", "c")),
+}
+
+
+@pytest.fixture(scope="module")
+def edge_programs(probe_programs, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("edge-cases")
+
+    def get(case: str) -> Path:
+        probe, operator, edit, _ = EDGE_CASES[case]
+        pte = folder / (re.sub(r"\W+", "-", case) + ".pte")
+        if not pte.exists():
+            pte.write_bytes(reference.edited_program(probe_programs(probe), operator, **edit))
+        return pte
+    return get
+
+
+@pytest.mark.parametrize("case", sorted(EDGE_CASES))
+def test_arguments_at_the_edges_match_the_reference(case, edge_programs, probe_images, native, native_tool,
+                                                    native_dsp_tool, tmp_path):
+    pte = edge_programs(case)
+    layers = Layers(pte, probe_images[::3][:4])
+    for tool in (native_tool, native_dsp_tool):
+        assert layers.mismatches(native, tool, tmp_path) == [], tool.name
+    operator, (_, dsp) = EDGE_CASES[case][1], EDGE_CASES[case][3]
+    assert {kernel for call, kernel in bound_kernels(native, native_dsp_tool, pte) if call == operator} == {dsp}
+
+
+@pytest.mark.slow     # boots QEMU once per case
+@pytest.mark.parametrize("case", sorted(EDGE_CASES))
+def test_arguments_at_the_edges_on_helium(case, edge_programs, probe_images, m55_builds):
+    from tinyrps.firmware.qemu import run_batch
+    pte = edge_programs(case)
+    expected = reference.reference_int8(pte, probe_images)
+    result = run_batch(pte, probe_images, elf=m55_builds["mve"])
+    assert int((result.int8 != expected).any(axis=1).sum()) == 0
+    operator, (mve, _) = EDGE_CASES[case][1], EDGE_CASES[case][3]
+    assert {layer["kernels"] for layer in result.layers if layer["op"] == operator} == {mve}
