@@ -253,3 +253,73 @@ def test_arguments_at_the_edges_on_helium(case, edge_programs, probe_images, m55
     assert int((result.int8 != expected).any(axis=1).sum()) == 0
     operator, (mve, _) = EDGE_CASES[case][1], EDGE_CASES[case][3]
     assert {layer["kernels"] for layer in result.layers if layer["op"] == operator} == {mve}
+
+
+# ---- malformed arguments: refused at load, naming the operator --------------------------------------
+
+MALFORMED = {
+    "add: a shift of 40": ("add_residual", "cortex_m::quantized_add", dict(ints={3: 40}),
+                           "int argument out of range in cortex_m::quantized_add"),
+    "add: activation_min above activation_max": ("add_residual", "cortex_m::quantized_add", dict(ints={11: 50, 12: -50}),
+                                                 "activation_min > activation_max in cortex_m::quantized_add"),
+    "mul: a zero point of 2^25": ("mul", "cortex_m::quantized_mul", dict(ints={1: 2**25}),
+                                  "int argument out of range in cortex_m::quantized_mul"),
+    "div: an infinite scale": ("div", "cortex_m::quantized_div", dict(doubles={5: float("inf")}),
+                               "output scale not a finite float in cortex_m::quantized_div"),
+    "softmax: an output zero point of 0": ("softmax", "cortex_m::softmax", dict(ints={3: 0}),
+                                           "int argument out of range in cortex_m::softmax"),
+    "softmax: dim 3 of a 3-D tensor": ("softmax", "cortex_m::softmax", dict(ints={1: 3}),
+                                       "int argument out of range in cortex_m::softmax"),
+    "pad: a fill value of 300": ("pad_hw", "cortex_m::pad", dict(ints={3: 300}), "int argument out of range in cortex_m::pad"),
+    "pad: three paddings": ("pad_hw", "cortex_m::pad", dict(int_lists={1: [0, 1, 2]}), "expected 4 paddings in cortex_m::pad"),
+    "pad: a padding the output does not have": ("pad_hw", "cortex_m::pad", dict(int_lists={1: [0, 4, 1, 0]}),
+                                                "output shape does not follow from the padding in cortex_m::pad"),
+    "transpose: a repeated dim": ("permute_nhwc", "cortex_m::transpose", dict(int_lists={1: [0, 2, 2, 1]}),
+                                  "perm is not a permutation in cortex_m::transpose"),
+    "cat: dim 4 of 4-D tensors": ("cat_channels", "aten::cat", dict(ints={1: 4}), "int argument out of range in aten::cat"),
+    "cat: along a dim the shapes disagree on": ("cat_channels", "aten::cat", dict(ints={1: 2}),
+                                                "tensor shapes differ off the dim in aten::cat"),
+    "clamp: a bound of 200": ("clamp", "aten::clamp", dict(ints={1: 200}), "int argument out of range in aten::clamp"),
+    "squeeze: dim 5 of 4": ("squeeze", "aten::squeeze_copy", dict(int_lists={1: [5]}), "dim out of range in aten::squeeze_copy"),
+    "unsqueeze: at another dim": ("unsqueeze", "aten::unsqueeze_copy", dict(ints={1: 3}),
+                                  "output shape does not follow from the dim in aten::unsqueeze_copy"),
+    "minimum: an int for a tensor": ("minimum", "cortex_m::minimum", dict(ints={1: 3}),
+                                     "expected a tensor argument in cortex_m::minimum"),
+    "activation: an int for the table": ("sigmoid", "cortex_m::quantized_activation", dict(ints={1: 0}),
+                                         "expected a tensor argument in cortex_m::quantized_activation"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_argument_is_refused_naming_the_operator(case, probe_programs, native, native_tool, tmp_path):
+    probe, operator, edit, reason = MALFORMED[case]
+    pte = tmp_path / "malformed.pte"
+    pte.write_bytes(reference.edited_program(probe_programs(probe), operator, **edit))
+    result = native.tool(native_tool, "info", pte, check=False)
+    assert result.returncode == 3, result.stdout
+    assert result.stderr.count("\n") == 1 and reason in result.stderr, result.stderr
+
+
+# ---- under the sanitizers ------------------------------------------------------------------------------------
+
+def test_the_sanitized_builds_compute_the_same_bytes(probe_programs, probe_images, native, asan_build, tmp_path):
+    """Every probe and edge case through the AddressSanitizer + UBSan build, plain C and DSP."""
+    programs = [probe_programs(name) for name in sorted(PROBES)]
+    programs += [tmp_path / f"edge-{i}.pte" for i in range(len(EDGE_CASES))]
+    for path, (probe, operator, edit, _) in zip(programs[len(PROBES):], EDGE_CASES.values()):
+        path.write_bytes(reference.edited_program(probe_programs(probe), operator, **edit))
+    images = probe_images[:3]
+    for pte in programs:
+        expected = reference.reference_int8(pte, images)
+        for tool in ("tinyrps-native", "tinyrps-native-dsp"):
+            int8, _ = native.run(asan_build.tool(tool), pte, images, tmp_path)
+            np.testing.assert_array_equal(int8, expected, err_msg=f"{tool} on {pte.name}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernels", ["c", "dsp"])
+def test_a_mutation_sweep_of_the_mixed_network_finds_nothing(kernels, probe_programs, asan_build, native):
+    mutate = asan_build.tool("tinyrps-mutate" + ("-dsp" if kernels == "dsp" else ""))
+    summary = json.loads(native.tool(mutate, probe_programs("mixed"), 800, 20261201).stdout)
+    assert summary["mutations"] == 800 and summary["semantic_targets"] > 300, summary
+    assert 0.05 * 800 < summary["loaded_and_ran"] < 0.6 * 800, summary
