@@ -4,9 +4,8 @@
  *
  * Arithmetic: as kernels/c/quantized_add.c,
  *   sum = term_a(a) + term_b(b); out = clamp(requantize(sum, out_m, out_s) + out_zp, min, max).
- * An operand's term depends on its int8 value alone: for maps of TABLE_MIN elements or more the
- * 256 terms of each operand are computed into the working memory first (with the reference
- * function) and each element looks its two up. The output requantization is SMMULR(2 * sum, m)
+ * An operand's term depends on its int8 value alone: the 256 terms of each operand are computed
+ * into the working memory first (with the reference function) and each element looks its two up. The output requantization is SMMULR(2 * sum, m)
  * = (sum * m + 2^30) >> 31, exact when |2 * sum| < 2^31 (accepts checks the largest terms), then a
  * rounding right shift, half away from zero: (v + 2^(n-1) - (v < 0)) >> n, which cannot overflow
  * there. Other parameters run on the plain-C kernel.
@@ -19,13 +18,7 @@
 #include "dsp_intrinsics.h"
 #include "kernels_dsp.h"
 
-#define TABLE_MIN 512                 /* elements: below this, filling 512 terms costs more than it saves */
 #define TERMS 256
-
-static uint32_t elements(const trt_add_params *p) {
-    return (uint32_t)p->shape.sizes[0] * (uint32_t)p->shape.sizes[1] * (uint32_t)p->shape.sizes[2] *
-           (uint32_t)p->shape.sizes[3];
-}
 
 static int32_t largest_term(int32_t zero_point, int32_t multiplier, int32_t shift) {
     int64_t largest = 0;
@@ -45,7 +38,8 @@ int trt_quantized_add_dsp_accepts(const trt_add_params *p) {
 }
 
 size_t trt_quantized_add_dsp_temp_bytes(const trt_add_params *p) {
-    return elements(p) >= TABLE_MIN ? 2 * TERMS * sizeof(int32_t) : 0;
+    (void)p;
+    return 2 * TERMS * sizeof(int32_t);
 }
 
 /* requantize(sum, m, shift <= 0) + zero point, clamped: |sum| < 2^30 */
@@ -60,7 +54,7 @@ static inline int8_t finish(const trt_add_params *p, int32_t sum) {
 
 typedef struct {
     const trt_add_params *p;
-    const int32_t *a_terms, *b_terms;     /* NULL: compute each term */
+    const int32_t *a_terms, *b_terms;     /* [256] each, indexed by the byte */
 } add_job;
 
 static void add_row(const void *job_ptr, const trt_run *r) {
@@ -68,28 +62,17 @@ static void add_row(const void *job_ptr, const trt_run *r) {
     const trt_add_params *p = job->p;
     const int8_t *a = p->a + r->a, *b = p->b + r->b;
     int8_t *out = p->output + r->out;
-    if (job->a_terms) {
-        const int32_t *ta = job->a_terms, *tb = job->b_terms;
-        for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step)
-            out[i] = finish(p, ta[(uint8_t)*a] + tb[(uint8_t)*b]);
-        return;
-    }
     for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step)
-        out[i] = finish(p, trt_add_term(*a, p->a_zero_point, p->a_multiplier, p->a_shift) +
-                               trt_add_term(*b, p->b_zero_point, p->b_multiplier, p->b_shift));
+        out[i] = finish(p, job->a_terms[(uint8_t)*a] + job->b_terms[(uint8_t)*b]);
 }
 
 void trt_quantized_add_dsp(const trt_add_params *p, void *temp) {
-    add_job job = {p, NULL, NULL};
-    if (elements(p) >= TABLE_MIN) {
-        int32_t *terms = temp;
-        for (int32_t x = -128; x <= 127; x++) {
-            terms[(uint8_t)x] = trt_add_term(x, p->a_zero_point, p->a_multiplier, p->a_shift);
-            terms[TERMS + (uint8_t)x] = trt_add_term(x, p->b_zero_point, p->b_multiplier, p->b_shift);
-        }
-        job.a_terms = terms;
-        job.b_terms = terms + TERMS;
+    int32_t *terms = temp;
+    for (int32_t x = -128; x <= 127; x++) {
+        terms[(uint8_t)x] = trt_add_term(x, p->a_zero_point, p->a_multiplier, p->a_shift);
+        terms[TERMS + (uint8_t)x] = trt_add_term(x, p->b_zero_point, p->b_multiplier, p->b_shift);
     }
+    const add_job job = {p, terms, terms + TERMS};
     trt_broadcast_walk(&p->shape, &job, add_row);
 }
 

@@ -33,6 +33,14 @@ static inline int32x4_t trt_mve_requantize_s32(int32x4_t acc, int32_t multiplier
     return v;
 }
 
+/* trt_mve_requantize_s32, then the output offset and the clamp: trt_output_s8 of four lanes on
+ * the vector path alone. */
+static inline int32x4_t trt_mve_output_vector_s32(int32x4_t acc, int32_t multiplier, int32_t shift,
+                                                  int32_t output_offset, int32_t act_min, int32_t act_max) {
+    int32x4_t v = vaddq_n_s32(trt_mve_requantize_s32(acc, multiplier, shift), output_offset);
+    return vminq_s32(vmaxq_s32(v, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+}
+
 /* One multiplier and shift for all four lanes (a conv's output channel, a linear layer). */
 static inline int32x4_t trt_mve_output_s32(int32x4_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                            int32_t act_min, int32_t act_max) {

@@ -42,8 +42,8 @@ static void add_row(const void *params, const trt_run *r) {
         const mve_pred16_t pred = vctp32q((uint32_t)n);
         const int32x4_t ta = r->a_step ? term(vldrbq_z_s32(a, pred), p->a_zero_point, p->a_multiplier, p->a_shift) : a_fixed;
         const int32x4_t tb = r->b_step ? term(vldrbq_z_s32(b, pred), p->b_zero_point, p->b_multiplier, p->b_shift) : b_fixed;
-        const int32x4_t v = trt_mve_output_s32(vaddq_s32(ta, tb), p->output_multiplier, p->output_shift,
-                                               p->output_zero_point, p->activation_min, p->activation_max);
+        const int32x4_t v = trt_mve_output_vector_s32(vaddq_s32(ta, tb), p->output_multiplier, p->output_shift,
+                                                      p->output_zero_point, p->activation_min, p->activation_max);
         vstrbq_p_s32(out, v, pred);
     }
 }

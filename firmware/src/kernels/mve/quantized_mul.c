@@ -3,9 +3,9 @@
  * tail predicated.
  *
  * Arithmetic: as kernels/c/quantized_mul.c: VSUB of the zero points, VMUL (wraps like torch's
- * int32), then mve_requantize.h's output step (VQRDMULH and the rounding shift; other parameters
- * lane by lane with the scalar reference), clamped to [-128, 127]. A broadcast operand (step 0
- * along the row) is one value per row.
+ * int32), then mve_requantize.h's output step (VQRDMULH and the rounding shift: exact for
+ * shift <= 0 and multiplier != INT32_MIN, which accepts requires; the rest runs on plain C),
+ * clamped to [-128, 127]. A broadcast operand (step 0 along the row) is one value per row.
  */
 #include "../isa.h"
 #if TRT_HAVE_MVE
@@ -18,7 +18,8 @@
 
 int trt_quantized_mul_mve_accepts(const trt_mul_params *p) {
     const int32_t sa = p->shape.a_steps[3], sb = p->shape.b_steps[3];
-    return (sa == 0 || sa == 1) && (sb == 0 || sb == 1);
+    return trt_mve_requant_is_vector(p->output_multiplier, p->output_shift) && (sa == 0 || sa == 1) &&
+           (sb == 0 || sb == 1);
 }
 
 static void mul_row(const void *params, const trt_run *r) {
@@ -30,8 +31,8 @@ static void mul_row(const void *params, const trt_run *r) {
         const mve_pred16_t pred = vctp32q((uint32_t)n);
         const int32x4_t va = r->a_step ? vsubq_n_s32(vldrbq_z_s32(a, pred), p->a_zero_point) : a_fixed;
         const int32x4_t vb = r->b_step ? vsubq_n_s32(vldrbq_z_s32(b, pred), p->b_zero_point) : b_fixed;
-        const int32x4_t v = trt_mve_output_s32(vmulq_s32(va, vb), p->output_multiplier, p->output_shift,
-                                               p->output_zero_point, -128, 127);
+        const int32x4_t v = trt_mve_output_vector_s32(vmulq_s32(va, vb), p->output_multiplier, p->output_shift,
+                                                      p->output_zero_point, -128, 127);
         vstrbq_p_s32(out, v, pred);
     }
 }
