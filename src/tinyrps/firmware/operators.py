@@ -40,3 +40,27 @@ def runtime_operators(firmware_root: Path | None = None) -> list:
     if calls != len(rows) or not rows:
         raise ValueError(f"{DEF_FILE}: {calls} TRT_OPERATOR rows, {len(rows)} of them well formed")
     return rows
+
+
+# TRT_DEFINE_OPERATOR(symbol, bind, VARIANTS) in ops/<file>.c, and its variant array's entries {"isa", ...
+DEFINE = re.compile(r"^TRT_DEFINE_OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*\)", re.M)
+VARIANT_ARRAY = r"static const trt_kernel_variant {}\[\] = \{{(.*?)\n\}};"
+VARIANT_ISA = re.compile(r'^\s*\{\s*"(\w+)"', re.M)
+
+
+def operator_variants(firmware_root: Path | None = None) -> dict:
+    """symbol -> the kernel variants its ops/ file lists (["mve", "dsp", "c"]: every ISA, fastest first).
+
+    Read from the sources, so it covers the variants of every build, not only the host's."""
+    if firmware_root is None:
+        from .build import firmware_dir
+        firmware_root = firmware_dir()
+    found = {}
+    for source in sorted((Path(firmware_root) / "src" / "ops").glob("*.c")):
+        text = source.read_text()
+        for symbol, array in DEFINE.findall(text):
+            body = re.search(VARIANT_ARRAY.format(array), text, re.S)
+            if body is None:
+                raise ValueError(f"{source.name}: no variant list {array} for {symbol}")
+            found[symbol] = VARIANT_ISA.findall(body.group(1))
+    return found

@@ -8,8 +8,11 @@
 #include "kernels_c.h"
 
 void trt_clamp_c(const trt_clamp_params *p) {
-    for (uint32_t i = 0; i < p->count; i++) {
-        int32_t v = p->input[i] < p->lo ? p->lo : p->input[i];
-        p->output[i] = (int8_t)(v > p->hi ? p->hi : v);
+    const int8_t *in = p->input;   /* locals: the stores may alias */
+    int8_t *out = p->output;
+    const int32_t lo = p->lo, hi = p->hi;
+    for (uint32_t i = 0, n = p->count; i < n; i++) {
+        const int32_t v = in[i] < lo ? lo : in[i];
+        out[i] = (int8_t)(v > hi ? hi : v);
     }
 }

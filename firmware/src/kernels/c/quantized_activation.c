@@ -7,5 +7,7 @@
 #include "kernels_c.h"
 
 void trt_quantized_activation_c(const trt_lut_params *p) {
-    for (uint32_t i = 0; i < p->count; i++) p->output[i] = p->lut[p->input[i] + 128];
+    const int8_t *in = p->input, *lut = p->lut + 128;   /* locals: the stores may alias */
+    int8_t *out = p->output;
+    for (uint32_t i = 0, n = p->count; i < n; i++) out[i] = lut[in[i]];
 }

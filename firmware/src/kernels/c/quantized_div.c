@@ -14,10 +14,13 @@ static void div_row(const void *params, const trt_run *r) {
     const trt_div_params *p = params;
     const int8_t *a = p->a + r->a, *b = p->b + r->b;
     int8_t *out = p->output + r->out;
-    for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step) {
-        const float num = (float)(*a - p->a_zero_point), den = (float)(*b - p->b_zero_point);
+    const int32_t n = r->n, a_step = r->a_step, b_step = r->b_step;   /* locals: the stores may alias */
+    const int32_t a_zp = p->a_zero_point, b_zp = p->b_zero_point;
+    const float scale = p->scale, out_zp = p->output_zero_point;
+    for (int32_t i = 0; i < n; i++, a += a_step, b += b_step) {
+        const float num = (float)(*a - a_zp), den = (float)(*b - b_zp);
         const float q = den != 0.0f ? num / den : 0.0f;
-        float v = trt_round_half_even(q * p->scale) + p->output_zero_point;
+        float v = trt_round_half_even(q * scale) + out_zp;
         if (v < -128.0f) v = -128.0f;
         if (v > 127.0f) v = 127.0f;
         out[i] = (int8_t)(int32_t)v;

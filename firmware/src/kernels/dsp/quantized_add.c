@@ -42,28 +42,29 @@ size_t trt_quantized_add_dsp_temp_bytes(const trt_add_params *p) {
     return 2 * TERMS * sizeof(int32_t);
 }
 
-/* requantize(sum, m, shift <= 0) + zero point, clamped: |sum| < 2^30 */
-static inline int8_t finish(const trt_add_params *p, int32_t sum) {
-    int32_t v = trt_smmulr(sum * 2, p->output_multiplier);
-    if (p->output_shift < 0) {
-        const int32_t n = -p->output_shift;
-        v = (v + (int32_t)(1u << (n - 1)) - (int32_t)((uint32_t)v >> 31)) >> n;
-    }
-    return (int8_t)trt_clamp(v + p->output_zero_point, p->activation_min, p->activation_max);
-}
-
 typedef struct {
     const trt_add_params *p;
     const int32_t *a_terms, *b_terms;     /* [256] each, indexed by the byte */
 } add_job;
 
+/* requantize(sum, m, shift <= 0) + zero point, clamped, for |sum| < 2^30: SMMULR and a rounding
+ * shift by n = -shift (half = 2^(n-1)) when n > 0. The parameters are locals of the caller:
+ * the int8 stores may alias anything, so they would be read again for every element. */
 static void add_row(const void *job_ptr, const trt_run *r) {
     const add_job *job = job_ptr;
     const trt_add_params *p = job->p;
     const int8_t *a = p->a + r->a, *b = p->b + r->b;
+    const uint8_t *ua = (const uint8_t *)a, *ub = (const uint8_t *)b;
     int8_t *out = p->output + r->out;
-    for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step)
-        out[i] = finish(p, job->a_terms[(uint8_t)*a] + job->b_terms[(uint8_t)*b]);
+    const int32_t *ta = job->a_terms, *tb = job->b_terms;
+    const int32_t count = r->n, a_step = r->a_step, b_step = r->b_step;
+    const int32_t m = p->output_multiplier, n = -p->output_shift, half = n > 0 ? (int32_t)(1u << (n - 1)) : 0;
+    const int32_t zp = p->output_zero_point, lo = p->activation_min, hi = p->activation_max;
+    for (int32_t i = 0; i < count; i++, ua += a_step, ub += b_step) {
+        int32_t v = trt_smmulr((ta[*ua] + tb[*ub]) * 2, m);
+        if (n > 0) v = (v + half - (int32_t)((uint32_t)v >> 31)) >> n;
+        out[i] = (int8_t)trt_clamp(v + zp, lo, hi);
+    }
 }
 
 void trt_quantized_add_dsp(const trt_add_params *p, void *temp) {

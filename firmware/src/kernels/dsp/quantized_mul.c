@@ -28,11 +28,13 @@ static void mul_row(const void *params, const trt_run *r) {
     const trt_mul_params *p = params;
     const int8_t *a = p->a + r->a, *b = p->b + r->b;
     int8_t *out = p->output + r->out;
+    const int32_t count = r->n, a_step = r->a_step, b_step = r->b_step;   /* locals: the stores may alias */
+    const int32_t a_zp = p->a_zero_point, b_zp = p->b_zero_point, zp = p->output_zero_point, m = p->output_multiplier;
     const int32_t n = -p->output_shift, half = n > 0 ? (int32_t)(1u << (n - 1)) : 0;
-    for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step) {
-        int32_t v = trt_smmulr((*a - p->a_zero_point) * (*b - p->b_zero_point) * 2, p->output_multiplier);
+    for (int32_t i = 0; i < count; i++, a += a_step, b += b_step) {
+        int32_t v = trt_smmulr((*a - a_zp) * (*b - b_zp) * 2, m);
         if (n > 0) v = (v + half - (int32_t)((uint32_t)v >> 31)) >> n;
-        out[i] = (int8_t)trt_ssat8(v + p->output_zero_point);
+        out[i] = (int8_t)trt_ssat8(v + zp);
     }
 }
 

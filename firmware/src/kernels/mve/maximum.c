@@ -17,9 +17,10 @@ static void row_s8(const void *params, const trt_run *r) {
     const int8_t *a = (const int8_t *)p->a + r->a, *b = (const int8_t *)p->b + r->b;
     int8_t *out = (int8_t *)p->output + r->out;
     const int8x16_t a_fixed = vdupq_n_s8(*a), b_fixed = vdupq_n_s8(*b);
-    for (int32_t n = r->n; n > 0; n -= 16, a += 16 * r->a_step, b += 16 * r->b_step, out += 16) {
+    const int32_t a_step = r->a_step, b_step = r->b_step;   /* locals: the stores may alias */
+    for (int32_t n = r->n; n > 0; n -= 16, a += 16 * a_step, b += 16 * b_step, out += 16) {
         const mve_pred16_t pred = vctp8q((uint32_t)n);
-        const int8x16_t va = r->a_step ? vldrbq_z_s8(a, pred) : a_fixed, vb = r->b_step ? vldrbq_z_s8(b, pred) : b_fixed;
+        const int8x16_t va = a_step ? vldrbq_z_s8(a, pred) : a_fixed, vb = b_step ? vldrbq_z_s8(b, pred) : b_fixed;
         vstrbq_p_s8(out, vmaxq_s8(va, vb), pred);
     }
 }
@@ -29,9 +30,10 @@ static void row_s32(const void *params, const trt_run *r) {
     const int32_t *a = (const int32_t *)p->a + r->a, *b = (const int32_t *)p->b + r->b;
     int32_t *out = (int32_t *)p->output + r->out;
     const int32x4_t a_fixed = vdupq_n_s32(*a), b_fixed = vdupq_n_s32(*b);
-    for (int32_t n = r->n; n > 0; n -= 4, a += 4 * r->a_step, b += 4 * r->b_step, out += 4) {
+    const int32_t a_step = r->a_step, b_step = r->b_step;
+    for (int32_t n = r->n; n > 0; n -= 4, a += 4 * a_step, b += 4 * b_step, out += 4) {
         const mve_pred16_t pred = vctp32q((uint32_t)n);
-        const int32x4_t va = r->a_step ? vldrwq_z_s32(a, pred) : a_fixed, vb = r->b_step ? vldrwq_z_s32(b, pred) : b_fixed;
+        const int32x4_t va = a_step ? vldrwq_z_s32(a, pred) : a_fixed, vb = b_step ? vldrwq_z_s32(b, pred) : b_fixed;
         vstrwq_p_s32(out, vmaxq_s32(va, vb), pred);
     }
 }

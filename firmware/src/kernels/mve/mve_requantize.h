@@ -23,14 +23,14 @@ static inline int trt_mve_requant_is_vector(int32_t multiplier, int32_t shift) {
 }
 
 /* requantize (arith.h) of four lanes on the vector path alone: the caller checked
- * trt_mve_requant_is_vector(multiplier, shift). No offset, no clamp. */
+ * trt_mve_requant_is_vector(multiplier, shift). No offset, no clamp. Branch-free (the step down
+ * of negative values happens only for a right shift: the sign bit of v & shift), so a kernel's
+ * loop is not copied once per shift case. */
 static inline int32x4_t trt_mve_requantize_s32(int32x4_t acc, int32_t multiplier, int32_t shift) {
+    const int32x4_t shifts = vdupq_n_s32(shift);
     int32x4_t v = vqrdmulhq_n_s32(acc, multiplier);
-    if (shift < 0) {
-        v = vqaddq_s32(v, vshrq_n_s32(v, 31));
-        v = vrshlq_n_s32(v, shift);
-    }
-    return v;
+    v = vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, shifts), 31));
+    return vrshlq_s32(v, shifts);
 }
 
 /* trt_mve_requantize_s32, then the output offset and the clamp: trt_output_s8 of four lanes on

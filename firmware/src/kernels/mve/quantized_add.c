@@ -32,19 +32,23 @@ static inline int32x4_t term(int32x4_t x, int32_t zero_point, int32_t multiplier
     return trt_mve_requantize_s32(vshlq_n_s32(vsubq_n_s32(x, zero_point), TRT_ADD_LEFT_SHIFT), multiplier, shift);
 }
 
+/* The parameters are locals: the stores may alias anything, so they would be read again for every step. */
 static void add_row(const void *params, const trt_run *r) {
     const trt_add_params *p = params;
     const int8_t *a = p->a + r->a, *b = p->b + r->b;
     int8_t *out = p->output + r->out;
-    const int32x4_t a_fixed = vdupq_n_s32(r->a_step ? 0 : trt_add_term(*a, p->a_zero_point, p->a_multiplier, p->a_shift));
-    const int32x4_t b_fixed = vdupq_n_s32(r->b_step ? 0 : trt_add_term(*b, p->b_zero_point, p->b_multiplier, p->b_shift));
-    for (int32_t n = r->n; n > 0; n -= 4, a += 4 * r->a_step, b += 4 * r->b_step, out += 4) {
+    const int32_t a_step = r->a_step, b_step = r->b_step;
+    const int32_t a_zp = p->a_zero_point, a_m = p->a_multiplier, a_s = p->a_shift;
+    const int32_t b_zp = p->b_zero_point, b_m = p->b_multiplier, b_s = p->b_shift;
+    const int32_t out_zp = p->output_zero_point, out_m = p->output_multiplier, out_s = p->output_shift;
+    const int32_t lo = p->activation_min, hi = p->activation_max;
+    const int32x4_t a_fixed = vdupq_n_s32(a_step ? 0 : trt_add_term(*a, a_zp, a_m, a_s));
+    const int32x4_t b_fixed = vdupq_n_s32(b_step ? 0 : trt_add_term(*b, b_zp, b_m, b_s));
+    for (int32_t n = r->n; n > 0; n -= 4, a += 4 * a_step, b += 4 * b_step, out += 4) {
         const mve_pred16_t pred = vctp32q((uint32_t)n);
-        const int32x4_t ta = r->a_step ? term(vldrbq_z_s32(a, pred), p->a_zero_point, p->a_multiplier, p->a_shift) : a_fixed;
-        const int32x4_t tb = r->b_step ? term(vldrbq_z_s32(b, pred), p->b_zero_point, p->b_multiplier, p->b_shift) : b_fixed;
-        const int32x4_t v = trt_mve_output_vector_s32(vaddq_s32(ta, tb), p->output_multiplier, p->output_shift,
-                                                      p->output_zero_point, p->activation_min, p->activation_max);
-        vstrbq_p_s32(out, v, pred);
+        const int32x4_t ta = a_step ? term(vldrbq_z_s32(a, pred), a_zp, a_m, a_s) : a_fixed;
+        const int32x4_t tb = b_step ? term(vldrbq_z_s32(b, pred), b_zp, b_m, b_s) : b_fixed;
+        vstrbq_p_s32(out, trt_mve_output_vector_s32(vaddq_s32(ta, tb), out_m, out_s, out_zp, lo, hi), pred);
     }
 }
 

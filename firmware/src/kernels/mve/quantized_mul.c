@@ -22,18 +22,19 @@ int trt_quantized_mul_mve_accepts(const trt_mul_params *p) {
            (sb == 0 || sb == 1);
 }
 
+/* The parameters are locals: the stores may alias anything, so they would be read again for every step. */
 static void mul_row(const void *params, const trt_run *r) {
     const trt_mul_params *p = params;
     const int8_t *a = p->a + r->a, *b = p->b + r->b;
     int8_t *out = p->output + r->out;
-    const int32x4_t a_fixed = vdupq_n_s32(*a - p->a_zero_point), b_fixed = vdupq_n_s32(*b - p->b_zero_point);
-    for (int32_t n = r->n; n > 0; n -= 4, a += 4 * r->a_step, b += 4 * r->b_step, out += 4) {
+    const int32_t a_step = r->a_step, b_step = r->b_step, a_zp = p->a_zero_point, b_zp = p->b_zero_point;
+    const int32_t out_zp = p->output_zero_point, out_m = p->output_multiplier, out_s = p->output_shift;
+    const int32x4_t a_fixed = vdupq_n_s32(*a - a_zp), b_fixed = vdupq_n_s32(*b - b_zp);
+    for (int32_t n = r->n; n > 0; n -= 4, a += 4 * a_step, b += 4 * b_step, out += 4) {
         const mve_pred16_t pred = vctp32q((uint32_t)n);
-        const int32x4_t va = r->a_step ? vsubq_n_s32(vldrbq_z_s32(a, pred), p->a_zero_point) : a_fixed;
-        const int32x4_t vb = r->b_step ? vsubq_n_s32(vldrbq_z_s32(b, pred), p->b_zero_point) : b_fixed;
-        const int32x4_t v = trt_mve_output_vector_s32(vmulq_s32(va, vb), p->output_multiplier, p->output_shift,
-                                                      p->output_zero_point, -128, 127);
-        vstrbq_p_s32(out, v, pred);
+        const int32x4_t va = a_step ? vsubq_n_s32(vldrbq_z_s32(a, pred), a_zp) : a_fixed;
+        const int32x4_t vb = b_step ? vsubq_n_s32(vldrbq_z_s32(b, pred), b_zp) : b_fixed;
+        vstrbq_p_s32(out, trt_mve_output_vector_s32(vmulq_s32(va, vb), out_m, out_s, out_zp, -128, 127), pred);
     }
 }
 
