@@ -328,3 +328,52 @@ def test_a_mutation_sweep_of_the_mixed_network_finds_nothing(kernels, probe_prog
     summary = json.loads(native.tool(mutate, probe_programs("mixed"), 800, 20261201).stdout)
     assert summary["mutations"] == 800 and summary["semantic_targets"] > 300, summary
     assert 0.05 * 800 < summary["loaded_and_ran"] < 0.6 * 800, summary
+
+
+# ---- below the operator table --------------------------------------------------------------------------------
+
+def test_the_dsp_kernels_equal_plain_c_on_random_shapes(native_build, asan_build, native):
+    """tinyrps-elementwise-checks: DSP add and mul against plain C on random shapes, broadcasts and
+    parameters, the DSP model of SMMULR and SSAT, transposes of random dim orders (and sanitized)."""
+    for build, rounds in ((native_build, 4000), (asan_build, 1000)):
+        summary = json.loads(native.tool(build.tool("tinyrps-elementwise-checks"), 20261201, rounds).stdout)
+        assert summary["failures"] == 0 and summary["rounds"] == rounds, summary
+        assert summary["add_dsp"] > rounds // 3 and summary["mul_dsp"] > rounds // 3, summary
+
+
+@pytest.mark.parametrize("input_scale", [0.02, 0.0625, 0.3, 1.7])
+def test_softmax_equals_the_reference_on_many_rows(input_scale, native_build, native, tmp_path):
+    """The float softmax of torch and the kernel's own float arithmetic round to the same int8
+    outputs but where a probability times 256 is a near-tie: 20,000 random rows of each length.
+
+    torch's result is its vectorised CPU kernel's, whose exp and summation order depend on the
+    host (its AVX2, AVX512 and scalar kernels disagree on 2 to 8 of 36 million such outputs); a
+    near-tie may round either way. Any difference must be one step, at a probability within
+    1e-4 of a rounding boundary (computed in float64 from the same float32 inputs), and rare."""
+    from executorch.backends.cortex_m.passes.aten_to_cortex_m_pass import _compute_softmax_params
+    cortex_m._register_operators()
+    multiplier, shift, diff_min = _compute_softmax_params(input_scale)
+    scale = np.float32(multiplier / 2**31 * 2.0**shift / 2**26)
+    rng = np.random.default_rng(int(input_scale * 1000))
+    tool = native_build.tool("tinyrps-elementwise-checks")
+    total, ties = 0, 0
+    for length in (2, 3, 10, 16, 17, 40):
+        zero_point = int(rng.integers(-128, 128))
+        rows = rng.integers(-128, 128, size=(20000, length), dtype=np.int8)
+        rows.tofile(tmp_path / "in.bin")
+        native.tool(tool, "softmax", len(rows), length, zero_point, multiplier, shift, tmp_path / "in.bin",
+                    tmp_path / "out.bin")
+        got = np.fromfile(tmp_path / "out.bin", np.int8).reshape(rows.shape).astype(np.int32)
+        expected = torch.ops.cortex_m.softmax(torch.from_numpy(rows), -1, zero_point, -128, multiplier, shift,
+                                              diff_min).numpy().astype(np.int32)
+        x = ((rows.astype(np.int32) - zero_point).astype(np.float32) * scale).astype(np.float64)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        steps = e / e.sum(axis=1, keepdims=True) * 256
+        differ = got != expected
+        near_tie = np.abs(steps - np.floor(steps) - 0.5) < 1e-4
+        assert (np.abs(got - expected)[differ] == 1).all() and near_tie[differ].all(), \
+            f"length {length}: a difference that is not a near-tie"
+        total += rows.size
+        ties += int(differ.sum())
+        assert len(np.unique(expected)) > 8
+    assert ties <= total * 1e-5, f"{ties} of {total} outputs differ"
