@@ -49,7 +49,7 @@ trt_status trt_bind_broadcast(const trt_call *c, const trt_tensor *a, const trt_
         int d = out->dim_order[k];
         int32_t size = out->sizes[d], sa = aligned_step(a, rank, d), sb = aligned_step(b, rank, d);
         if (size == 1) continue;
-        if (n > 0 && as[n - 1] == sa * size && bs[n - 1] == sb * size) {
+        if (n > 0 && as[n - 1] == (int64_t)sa * size && bs[n - 1] == (int64_t)sb * size) {
             sizes[n - 1] *= size;
             as[n - 1] = sa;
             bs[n - 1] = sb;

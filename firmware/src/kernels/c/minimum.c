@@ -11,14 +11,20 @@ static void row_s8(const void *params, const trt_run *r) {
     const trt_minmax_params *p = params;
     const int8_t *a = (const int8_t *)p->a + r->a, *b = (const int8_t *)p->b + r->b;
     int8_t *out = (int8_t *)p->output + r->out;
-    for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step) out[i] = *a < *b ? *a : *b;
+    for (int32_t i = 0; i < r->n; i++) {
+        const int8_t x = a[(size_t)i * r->a_step], y = b[(size_t)i * r->b_step];
+        out[i] = x < y ? x : y;
+    }
 }
 
 static void row_s32(const void *params, const trt_run *r) {
     const trt_minmax_params *p = params;
     const int32_t *a = (const int32_t *)p->a + r->a, *b = (const int32_t *)p->b + r->b;
     int32_t *out = (int32_t *)p->output + r->out;
-    for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step) out[i] = *a < *b ? *a : *b;
+    for (int32_t i = 0; i < r->n; i++) {
+        const int32_t x = a[(size_t)i * r->a_step], y = b[(size_t)i * r->b_step];
+        out[i] = x < y ? x : y;
+    }
 }
 
 void trt_minimum_c(const trt_minmax_params *p) {

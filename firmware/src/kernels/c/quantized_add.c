@@ -15,9 +15,10 @@ static void add_row(const void *params, const trt_run *r) {
     const trt_add_params *p = params;
     const int8_t *a = p->a + r->a, *b = p->b + r->b;
     int8_t *out = p->output + r->out;
-    for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step) {
-        int32_t sum = trt_add_wrap(trt_add_term(*a, p->a_zero_point, p->a_multiplier, p->a_shift),
-                                   trt_add_term(*b, p->b_zero_point, p->b_multiplier, p->b_shift));
+    for (int32_t i = 0; i < r->n; i++) {
+        const int32_t x = a[(size_t)i * r->a_step], y = b[(size_t)i * r->b_step];
+        int32_t sum = trt_add_wrap(trt_add_term(x, p->a_zero_point, p->a_multiplier, p->a_shift),
+                                   trt_add_term(y, p->b_zero_point, p->b_multiplier, p->b_shift));
         out[i] = trt_output_s8(sum, p->output_multiplier, p->output_shift, p->output_zero_point, p->activation_min,
                                p->activation_max);
     }

@@ -17,8 +17,8 @@ static void div_row(const void *params, const trt_run *r) {
     const int32_t n = r->n, a_step = r->a_step, b_step = r->b_step;   /* locals: the stores may alias */
     const int32_t a_zp = p->a_zero_point, b_zp = p->b_zero_point;
     const float scale = p->scale, out_zp = p->output_zero_point;
-    for (int32_t i = 0; i < n; i++, a += a_step, b += b_step) {
-        const float num = (float)(*a - a_zp), den = (float)(*b - b_zp);
+    for (int32_t i = 0; i < n; i++) {
+        const float num = (float)(a[(size_t)i * a_step] - a_zp), den = (float)(b[(size_t)i * b_step] - b_zp);
         const float q = den != 0.0f ? num / den : 0.0f;
         float v = trt_round_half_even(q * scale) + out_zp;
         if (v < -128.0f) v = -128.0f;

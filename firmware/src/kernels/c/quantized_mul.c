@@ -15,8 +15,8 @@ static void mul_row(const void *params, const trt_run *r) {
     const trt_mul_params *p = params;
     const int8_t *a = p->a + r->a, *b = p->b + r->b;
     int8_t *out = p->output + r->out;
-    for (int32_t i = 0; i < r->n; i++, a += r->a_step, b += r->b_step) {
-        int32_t product = trt_mul_wrap(*a - p->a_zero_point, *b - p->b_zero_point);
+    for (int32_t i = 0; i < r->n; i++) {
+        int32_t product = trt_mul_wrap(a[(size_t)i * r->a_step] - p->a_zero_point, b[(size_t)i * r->b_step] - p->b_zero_point);
         out[i] = trt_output_s8(product, p->output_multiplier, p->output_shift, p->output_zero_point, -128, 127);
     }
 }

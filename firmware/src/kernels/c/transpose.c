@@ -24,8 +24,8 @@ static void merge(const trt_copy_params *p, merged_shape *m) {
     for (int32_t d = 0; d < p->rank; d++) {
         if (p->sizes[d] == 1) continue;
         int32_t k = m->rank - 1;
-        if (k >= 0 && m->in_strides[k] == p->in_strides[d] * p->sizes[d] &&
-            m->out_strides[k] == p->out_strides[d] * p->sizes[d]) {
+        if (k >= 0 && m->in_strides[k] == (int64_t)p->in_strides[d] * p->sizes[d] &&
+            m->out_strides[k] == (int64_t)p->out_strides[d] * p->sizes[d]) {
             m->sizes[k] *= p->sizes[d];
             m->in_strides[k] = p->in_strides[d];
             m->out_strides[k] = p->out_strides[d];

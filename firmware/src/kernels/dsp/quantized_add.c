@@ -54,14 +54,14 @@ static void add_row(const void *job_ptr, const trt_run *r) {
     const add_job *job = job_ptr;
     const trt_add_params *p = job->p;
     const int8_t *a = p->a + r->a, *b = p->b + r->b;
-    const uint8_t *ua = (const uint8_t *)a, *ub = (const uint8_t *)b;
+    const uint8_t *ua = (const uint8_t *)a, *ub = (const uint8_t *)b;   /* the bytes index the terms */
     int8_t *out = p->output + r->out;
     const int32_t *ta = job->a_terms, *tb = job->b_terms;
     const int32_t count = r->n, a_step = r->a_step, b_step = r->b_step;
     const int32_t m = p->output_multiplier, n = -p->output_shift, half = n > 0 ? (int32_t)(1u << (n - 1)) : 0;
     const int32_t zp = p->output_zero_point, lo = p->activation_min, hi = p->activation_max;
-    for (int32_t i = 0; i < count; i++, ua += a_step, ub += b_step) {
-        int32_t v = trt_smmulr((ta[*ua] + tb[*ub]) * 2, m);
+    for (int32_t i = 0; i < count; i++) {
+        int32_t v = trt_smmulr((ta[ua[(size_t)i * a_step]] + tb[ub[(size_t)i * b_step]]) * 2, m);
         if (n > 0) v = (v + half - (int32_t)((uint32_t)v >> 31)) >> n;
         out[i] = (int8_t)trt_clamp(v + zp, lo, hi);
     }

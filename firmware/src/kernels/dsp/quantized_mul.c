@@ -31,8 +31,8 @@ static void mul_row(const void *params, const trt_run *r) {
     const int32_t count = r->n, a_step = r->a_step, b_step = r->b_step;   /* locals: the stores may alias */
     const int32_t a_zp = p->a_zero_point, b_zp = p->b_zero_point, zp = p->output_zero_point, m = p->output_multiplier;
     const int32_t n = -p->output_shift, half = n > 0 ? (int32_t)(1u << (n - 1)) : 0;
-    for (int32_t i = 0; i < count; i++, a += a_step, b += b_step) {
-        int32_t v = trt_smmulr((*a - a_zp) * (*b - b_zp) * 2, m);
+    for (int32_t i = 0; i < count; i++) {
+        int32_t v = trt_smmulr((a[(size_t)i * a_step] - a_zp) * (b[(size_t)i * b_step] - b_zp) * 2, m);
         if (n > 0) v = (v + half - (int32_t)((uint32_t)v >> 31)) >> n;
         out[i] = (int8_t)trt_ssat8(v + zp);
     }

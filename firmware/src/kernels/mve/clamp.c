@@ -14,9 +14,9 @@ void trt_clamp_mve(const trt_clamp_params *p) {
     const int8x16_t lo = vdupq_n_s8((int8_t)p->lo), hi = vdupq_n_s8((int8_t)p->hi);
     const int8_t *in = p->input;
     int8_t *out = p->output;
-    for (int32_t n = (int32_t)p->count; n > 0; n -= 16, in += 16, out += 16) {
-        const mve_pred16_t pred = vctp8q((uint32_t)n);
-        vstrbq_p_s8(out, vminq_s8(vmaxq_s8(vldrbq_z_s8(in, pred), lo), hi), pred);
+    for (uint32_t i = 0, n = p->count; i < n; i += 16) {
+        const mve_pred16_t pred = vctp8q(n - i);
+        vstrbq_p_s8(out + i, vminq_s8(vmaxq_s8(vldrbq_z_s8(in + i, pred), lo), hi), pred);
     }
 }
 

@@ -16,10 +16,10 @@ void trt_quantized_activation_mve(const trt_lut_params *p) {
     const uint8x16_t flip = vdupq_n_u8(0x80);
     const int8_t *in = p->input, *lut = p->lut;   /* locals: the stores may alias */
     int8_t *out = p->output;
-    for (int32_t n = (int32_t)p->count; n > 0; n -= 16, in += 16, out += 16) {
-        const mve_pred16_t pred = vctp8q((uint32_t)n);
-        const uint8x16_t index = veorq_u8(vreinterpretq_u8_s8(vldrbq_z_s8(in, pred)), flip);
-        vstrbq_p_s8(out, vldrbq_gather_offset_z_s8(lut, index, pred), pred);
+    for (uint32_t i = 0, n = p->count; i < n; i += 16) {
+        const mve_pred16_t pred = vctp8q(n - i);
+        const uint8x16_t index = veorq_u8(vreinterpretq_u8_s8(vldrbq_z_s8(in + i, pred)), flip);
+        vstrbq_p_s8(out + i, vldrbq_gather_offset_z_s8(lut, index, pred), pred);
     }
 }
 
