@@ -44,8 +44,8 @@ static void add_row(const void *params, const trt_run *r) {
     const int32_t lo = p->activation_min, hi = p->activation_max;
     const int32x4_t a_fixed = vdupq_n_s32(a_step ? 0 : trt_add_term(*a, a_zp, a_m, a_s));
     const int32x4_t b_fixed = vdupq_n_s32(b_step ? 0 : trt_add_term(*b, b_zp, b_m, b_s));
-    for (int32_t i = 0; i < r->n; i += 4) {
-        const mve_pred16_t pred = vctp32q((uint32_t)(r->n - i));
+    for (int32_t i = 0, n = r->n; i < n; i += 4) {
+        const mve_pred16_t pred = vctp32q((uint32_t)(n - i));
         const int32x4_t ta = a_step ? term(vldrbq_z_s32(a + i, pred), a_zp, a_m, a_s) : a_fixed;
         const int32x4_t tb = b_step ? term(vldrbq_z_s32(b + i, pred), b_zp, b_m, b_s) : b_fixed;
         vstrbq_p_s32(out + i, trt_mve_output_vector_s32(vaddq_s32(ta, tb), out_m, out_s, out_zp, lo, hi), pred);

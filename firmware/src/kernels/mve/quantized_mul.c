@@ -30,8 +30,8 @@ static void mul_row(const void *params, const trt_run *r) {
     const int32_t a_step = r->a_step, b_step = r->b_step, a_zp = p->a_zero_point, b_zp = p->b_zero_point;
     const int32_t out_zp = p->output_zero_point, out_m = p->output_multiplier, out_s = p->output_shift;
     const int32x4_t a_fixed = vdupq_n_s32(*a - a_zp), b_fixed = vdupq_n_s32(*b - b_zp);
-    for (int32_t i = 0; i < r->n; i += 4) {
-        const mve_pred16_t pred = vctp32q((uint32_t)(r->n - i));
+    for (int32_t i = 0, n = r->n; i < n; i += 4) {
+        const mve_pred16_t pred = vctp32q((uint32_t)(n - i));
         const int32x4_t va = a_step ? vsubq_n_s32(vldrbq_z_s32(a + i, pred), a_zp) : a_fixed;
         const int32x4_t vb = b_step ? vsubq_n_s32(vldrbq_z_s32(b + i, pred), b_zp) : b_fixed;
         vstrbq_p_s32(out + i, trt_mve_output_vector_s32(vmulq_s32(va, vb), out_m, out_s, out_zp, -128, 127), pred);
