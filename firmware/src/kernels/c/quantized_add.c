@@ -1,6 +1,6 @@
 /*
  * cortex_m::quantized_add.out -- int8 addition (and subtraction: a negative second multiplier)
- * of two quantized tensors, the second one broadcast along the channels if need be.
+ * of two quantized tensors, either one broadcast along the channels if need be.
  *
  * Arithmetic (operators.quantized_add_impl), in int32 as torch computes it:
  *   term(x, zp, m, s) = requantize_cmsis((x - zp) << 20, m, s)               (arith.h: trt_add_term)

@@ -1,5 +1,5 @@
 /*
- * cortex_m::quantized_mul.out -- int8 product of two quantized tensors, the second one
+ * cortex_m::quantized_mul.out -- int8 product of two quantized tensors, either one
  * broadcast along the channels if need be.
  *
  * Arithmetic (operators.quantized_mul_impl), in int32 as torch computes it:
