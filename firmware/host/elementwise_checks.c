@@ -6,8 +6,8 @@
  *       and negative multipliers, far zero points, narrow activation ranges): the DSP add and
  *       mul (here on the portable model of the DSP instructions) against the plain-C kernels,
  *       wherever the DSP variant accepts the parameters; the model of SMMULR and SSAT against
- *       their definitions; the reshaping and permuting copies against element-by-element
- *       walks. Prints one line per failed check and a JSON summary; exit 0 only if all hold.
+ *       their definitions; minimum and maximum of int8 and int32 against a plain loop; the
+ *       permuting copies against an element-by-element walk. Prints one line per failed check and a JSON summary; exit 0 only if all hold.
  *   tinyrps-elementwise-checks softmax ROWS LENGTH ZERO_POINT MULTIPLIER SHIFT IN OUT
  *       The plain-C softmax kernel on ROWS x LENGTH int8 values (file IN), its int8 outputs to
  *       OUT: what tests compare with the Python reference on many rows.
@@ -156,6 +156,53 @@ static void dsp_model_round(long round) {
           "the DSP model computes SMMULR, SSAT", round);
 }
 
+/* minimum and maximum, int8 and int32, on random broadcasts against a plain walk of the shape. */
+static void minmax_round(long round) {
+    trt_minmax_params p;
+    size_t na, nb, nout;
+    memset(&p, 0, sizeof p);
+    random_shape(&p.shape, &na, &nb, &nout);
+    p.elem_size = pick(0, 1) ? 1 : 4;
+    const size_t e = (size_t)p.elem_size;
+    uint8_t *a = aligned(na * e), *b = aligned(nb * e), *out = aligned(nout * e), *expected = aligned(nout * e);
+    for (size_t i = 0; i < na * e; i++) a[i] = (uint8_t)next_random();
+    for (size_t i = 0; i < nb * e; i++) b[i] = (uint8_t)next_random();
+    p.a = a;
+    p.b = b;
+    p.output = out;
+    for (int larger = 0; larger <= 1; larger++) {
+        size_t k = 0;
+        for (int32_t i0 = 0; i0 < p.shape.sizes[0]; i0++)
+            for (int32_t i1 = 0; i1 < p.shape.sizes[1]; i1++)
+                for (int32_t i2 = 0; i2 < p.shape.sizes[2]; i2++)
+                    for (int32_t i3 = 0; i3 < p.shape.sizes[3]; i3++, k++) {
+                        const int32_t idx[4] = {i0, i1, i2, i3};
+                        size_t ia = 0, ib = 0;
+                        for (int d = 0; d < 4; d++) {
+                            ia += (size_t)idx[d] * (size_t)p.shape.a_steps[d];
+                            ib += (size_t)idx[d] * (size_t)p.shape.b_steps[d];
+                        }
+                        if (e == 1) {
+                            const int8_t x = (int8_t)a[ia], y = (int8_t)b[ib];
+                            expected[k] = (uint8_t)(larger ? (x > y ? x : y) : (x < y ? x : y));
+                        } else {
+                            int32_t x, y;
+                            memcpy(&x, a + ia * 4, 4);
+                            memcpy(&y, b + ib * 4, 4);
+                            const int32_t v = larger ? (x > y ? x : y) : (x < y ? x : y);
+                            memcpy(expected + k * 4, &v, 4);
+                        }
+                    }
+        if (larger) trt_maximum_c(&p);
+        else trt_minimum_c(&p);
+        check(memcmp(out, expected, nout * e) == 0, larger ? "maximum of every element" : "minimum of every element", round);
+    }
+    free(a);
+    free(b);
+    free(out);
+    free(expected);
+}
+
 static void shuffle(int32_t *v, int n) {
     for (int d = 0; d < n; d++) v[d] = d;
     for (int d = n - 1; d > 0; d--) {
@@ -220,6 +267,7 @@ static int run_rounds(long rounds) {
         add_dsp += add_round(r);
         mul_dsp += mul_round(r);
         dsp_model_round(r);
+        minmax_round(r);
         transpose_round(r);
     }
     printf("{\"checks\": %ld, \"failures\": %ld, \"rounds\": %ld, \"add_dsp\": %ld, \"mul_dsp\": %ld}\n", checks,

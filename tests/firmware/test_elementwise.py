@@ -334,7 +334,8 @@ def test_a_mutation_sweep_of_the_mixed_network_finds_nothing(kernels, probe_prog
 
 def test_the_dsp_kernels_equal_plain_c_on_random_shapes(native_build, asan_build, native):
     """tinyrps-elementwise-checks: DSP add and mul against plain C on random shapes, broadcasts and
-    parameters, the DSP model of SMMULR and SSAT, transposes of random dim orders (and sanitized)."""
+    parameters, the DSP model of SMMULR and SSAT, minimum and maximum of int8 and int32 (a dtype
+    no exported program has), transposes of random dim orders; and all of it sanitized."""
     for build, rounds in ((native_build, 4000), (asan_build, 1000)):
         summary = json.loads(native.tool(build.tool("tinyrps-elementwise-checks"), 20261201, rounds).stdout)
         assert summary["failures"] == 0 and summary["rounds"] == rounds, summary
