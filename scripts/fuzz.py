@@ -14,8 +14,9 @@
         link encoder, the command line the QEMU batch passes.
 
 Targets (firmware/fuzz/): `pte` (the .pte reader and loader, then one inference),
-`link-frame` (the serial frame receiver), `batch-input` (the batch transport's command
-line and images-file size). The targets are built by tinyrps.firmware.build_firmware("fuzz")
+`link-frame` (the serial frame receiver), `link-tensor-io` (the link's TENSOR, WRITE, RUN
+and READ requests on a stand-in program), `batch-input` (the batch transport's command line
+and samples-file size). The targets are built by tinyrps.firmware.build_firmware("fuzz")
 in the user's cache. Corpora grow in the work folder (default
 $XDG_CACHE_HOME/tinyrps/fuzz/<target>/corpus), so campaigns build on each other.
 A finding is written to <work>/<target>/findings/; once fixed, keep the input in
@@ -30,7 +31,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -41,7 +41,8 @@ sys.path.insert(0, str(REPO / "src"))
 from tinyrps.errors import UserError  # noqa: E402
 
 # target name -> executable in the fuzz build
-TARGETS = {"pte": "fuzz-pte", "link-frame": "fuzz-link-frame", "batch-input": "fuzz-batch-input"}
+TARGETS = {"pte": "fuzz-pte", "link-frame": "fuzz-link-frame", "link-tensor-io": "fuzz-link-tensor-io",
+           "batch-input": "fuzz-batch-input"}
 # Each run of one input may take this long (a whole inference of the real model under the
 # sanitizers is ~0.1 s); anything slower is a hang worth reporting.
 INPUT_TIMEOUT_S = 10
@@ -158,11 +159,11 @@ def export_program(make_model, core: str) -> bytes:
     import torch
 
     from tinyrps.data import make_split
-    from tinyrps.export.cortex_m import lower_to_edge
+    from tinyrps.export.cortex_m import lower_images
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = make_model().eval()
-    return lower_to_edge(model, make_split("train", 4, 0)[0], core).to_executorch().buffer
+    return lower_images(model, make_split("train", 4, 0)[0], core).program
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -207,6 +208,27 @@ def elementwise_network():
             return torch.softmax(self.fc(torch.flatten(y.permute(0, 2, 3, 1), 1)), -1)
     return Elementwise()
 
+def tensor_requests() -> dict:
+    """Payloads of the link's tensor requests, from the host's own encoders: describe an input and an
+    output, write an image (one frame) and raw float32 elements from an offset, run, read values and raw
+    int8 values from an offset."""
+    import numpy as np
+
+    from tinyrps.data import make_split
+    from tinyrps.firmware import link
+    image = make_split("test", 1, 5)[0][0].tobytes()
+    raw = np.linspace(0, 1, 12, dtype=np.float32).tobytes()
+    return {
+        "tensor-input": (link.CMD_TENSOR, link.TENSOR_REQUEST.pack(KIND=link.TENSOR_INPUT, INDEX=0)),
+        "tensor-output": (link.CMD_TENSOR, link.TENSOR_REQUEST.pack(KIND=link.TENSOR_OUTPUT, INDEX=1)),
+        "write-image": (link.CMD_WRITE, link.WRITE_HEADER.pack(INDEX=0, ENCODING=link.ENCODING_IMAGE) + image),
+        "write-raw": (link.CMD_WRITE, link.WRITE_HEADER.pack(INDEX=0, ENCODING=link.ENCODING_RAW, FIRST=20) + raw),
+        "run": (link.CMD_RUN, b""),
+        "run-with-a-piece": (link.CMD_RUN, link.WRITE_HEADER.pack(INDEX=1, ENCODING=link.ENCODING_RAW) + bytes(5)),
+        "read-values": (link.CMD_READ, link.READ_REQUEST.pack(INDEX=0, PART=link.PART_VALUES, FIRST=2)),
+        "read-int8": (link.CMD_READ, link.READ_REQUEST.pack(INDEX=0, PART=link.PART_INT8)),
+    }
+
 
 def frame_seeds() -> dict:
     """Streams the firmware receives: real requests from the host's encoder. Byte 0 of a
@@ -215,21 +237,38 @@ def frame_seeds() -> dict:
     from tinyrps.firmware.link import CMD_ECHO, CMD_INFER, CMD_INFO, encode_frame
     image = make_split("test", 1, 5)[0][0].tobytes()
     info, infer, echo = encode_frame(CMD_INFO, 1), encode_frame(CMD_INFER, 2, image), encode_frame(CMD_ECHO, 3, b"tinyrps")
+    requests = tensor_requests()
+    generic = b"".join(encode_frame(command, 10 + k, payload) for k, (command, payload) in enumerate(requests.values()))
     return {
         "info": b"\0" + info,
         "infer": b"\0" + infer,
         "echo": b"\0" + echo,
         "session": b"\0" + info + infer + echo + infer,
         "noise-cut-and-quiet": b"\x40" + b"noise" + infer[:300] + info,
+        "tensor-session": b"\0" + info + generic,
     }
 
 
+def tensor_io_seeds() -> dict:
+    """link-tensor-io inputs: requests as (command byte, length byte, payload); payloads of up to 255 bytes
+    (the image write is cut there, as a frame that holds part of an image)."""
+    requests = tensor_requests()
+
+    def entry(command, payload):
+        payload = payload[:255]
+        return bytes([command, len(payload)]) + payload
+
+    seeds = {name: entry(*request) for name, request in requests.items()}
+    seeds["session"] = b"".join(entry(*request) for request in requests.values())
+    return seeds
+
+
 def batch_seeds() -> dict:
-    """What the batch transport reads: the images file's size (8 bytes, little-endian) and
+    """What the batch transport reads: the samples file's size (8 bytes, little-endian) and
     the semihosting command line qemu.py passes."""
-    line = b"tinyrps_fw images.bin outputs.bin"
-    return {"600-images": (600 * 784).to_bytes(8, "little") + line,
-            "no-images": (0).to_bytes(8, "little") + line}
+    line = b"tinyrps_fw samples.bin results.bin"
+    return {"600-images": (600 * 784 * 4).to_bytes(8, "little") + line,
+            "no-samples": (0).to_bytes(8, "little") + line}
 
 
 def write_seeds() -> None:
@@ -237,7 +276,7 @@ def write_seeds() -> None:
     programs = {f"small-{core}.pte": export_program(small_network, core) for core in ("cortex-m55", "cortex-m4")}
     programs["elementwise-cortex-m55.pte"] = export_program(elementwise_network, "cortex-m55")
     files = {"pte": programs,
-             "link-frame": frame_seeds(), "batch-input": batch_seeds()}
+             "link-frame": frame_seeds(), "link-tensor-io": tensor_io_seeds(), "batch-input": batch_seeds()}
     for target, named in files.items():
         shutil.rmtree(seeds / target, ignore_errors=True)
         for name, data in named.items():

@@ -29,13 +29,13 @@ FAST_EPOCHS = 12          # the fast network learns the wide letter range more s
 
 @pytest.fixture(scope="session")
 def data_key() -> str:
-    return fixture_cache.fixture_key("data", SEED, PER_CLASS, modules=["tinyrps.pipeline"])
+    return fixture_cache.fixture_key("data", SEED, PER_CLASS, modules=["tinyrps.data"])
 
 
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory, data_key) -> Path:
     def build(out: Path) -> None:
-        from tinyrps.pipeline import make_data
+        from tinyrps.data import make_data
         make_data(out, seed=SEED, per_class=PER_CLASS, quiet=True)
     return fixture_cache.cached_folder("data", data_key, build, tmp_path_factory.mktemp("data"))
 
@@ -56,7 +56,10 @@ def trained_run(tmp_path_factory, data_dir, run_key) -> Path:
 
 
 def point_run_at_data(run: Path, data_dir: Path) -> None:
-    """A stored run names the data folder of the session that trained it: name this session's copy."""
+    """A stored run names the data folder of the session that trained it: name this session's copy
+    (the same bytes, so the run's record of its data still holds) and record the change in the
+    run's manifest."""
+    from tinyrps.artifacts import refresh_manifest
     config = json.loads((run / "config.json").read_text())
     if config["data"] != str(data_dir):
         config["data"] = str(data_dir)
@@ -64,59 +67,65 @@ def point_run_at_data(run: Path, data_dir: Path) -> None:
         metrics = json.loads((run / "metrics.json").read_text())
         metrics["config"]["data"] = str(data_dir)
         (run / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        refresh_manifest(run)
 
 
 @pytest.fixture(scope="session")
 def exported(trained_run, run_key, tmp_path_factory):
     """exported(target) -> Path of RUN/export/target.pte, built once (and kept across runs)."""
+    return exporter(trained_run, run_key, "", tmp_path_factory)
+
+
+def exporter(run: Path, run_key: str, name: str, tmp_path_factory):
+    """get(target) -> the run's exported target.pte, from the fixture cache (built there once).
+
+    The export is ahead of time only: its key is the run's and the export's own sources, never the
+    firmware's, so a firmware change rebuilds no program."""
     from tinyrps.export import export_target
-    from tinyrps.firmware import firmware_dir
-    from tinyrps.firmware.sources import source_files
-    # An export builds and runs the firmware too: the Cortex-M55 program's sidecar holds its measurements.
-    key = fixture_cache.fixture_key("export", run_key, modules=fixture_cache.package_modules("tinyrps.export"),
-                                    files=source_files(firmware_dir()))
+    key = fixture_cache.fixture_key("export", run_key, modules=fixture_cache.package_modules("tinyrps.export"))
+    prefix = f"export-{name}-" if name else "export-"
     cache = {}
 
     def get(target: str) -> Path:
         if target not in cache:
             def build(out: Path) -> None:
-                pte = export_target(trained_run, target)
-                for name in (pte.name, pte.with_suffix(".json").name, target):   # program, sidecar, kept files
-                    made = pte.parent / name
+                pte = export_target(run, target)
+                for item in (pte.name, pte.with_suffix(".json").name, target):   # program, descriptor, kept files
+                    made = pte.parent / item
                     if made.is_dir():
-                        shutil.copytree(made, out / name)
+                        shutil.copytree(made, out / item)
                     elif made.is_file():
-                        shutil.copy2(made, out / name)
-            files = fixture_cache.cached_folder(f"export-{target}", key, build,
-                                                tmp_path_factory.mktemp(f"export-{target}"))
-            shutil.copytree(files, trained_run / "export", dirs_exist_ok=True)
-            cache[target] = trained_run / "export" / f"{target}.pte"
+                        shutil.copy2(made, out / item)
+            files = fixture_cache.cached_folder(f"{prefix}{target}", key, build,
+                                                tmp_path_factory.mktemp(f"{prefix}{target}"))
+            shutil.copytree(files, run / "export", dirs_exist_ok=True)
+            cache[target] = run / "export" / f"{target}.pte"
         return cache[target]
     return get
 
 
 @pytest.fixture(scope="session")
-def fast_run(tmp_path_factory, data_dir) -> Path:
+def fast_run_key(data_key) -> str:
+    return fixture_cache.fixture_key("fast-run", data_key, FAST_EPOCHS, SEED, modules=["tinyrps.train"])
+
+
+@pytest.fixture(scope="session")
+def fast_run(tmp_path_factory, data_dir, fast_run_key) -> Path:
     """The `fast` architecture on the same data. A network this small learns more slowly from 1,200
     images: it gets more epochs, so that agreement between its programs is measured on a model
     that has learned the task."""
-    from tinyrps.train import TrainConfig, train
-    run = tmp_path_factory.mktemp("fast-run")
-    train(TrainConfig(data=str(data_dir), epochs=FAST_EPOCHS, seed=0, arch="fast"), run, quiet=True)
+    def build(run: Path) -> None:
+        from tinyrps.train import TrainConfig, train
+        train(TrainConfig(data=str(data_dir), epochs=FAST_EPOCHS, seed=SEED, arch="fast"), run, quiet=True)
+    run = fixture_cache.cached_folder("fast-run", fast_run_key, build, tmp_path_factory.mktemp("fast-run"))
+    point_run_at_data(run, data_dir)
     return run
 
 
 @pytest.fixture(scope="session")
-def exported_fast(fast_run):
-    """exported_fast(target) -> Path of the fast run's target.pte, built once per session."""
-    from tinyrps.export import export_target
-    cache = {}
-
-    def get(target: str) -> Path:
-        if target not in cache:
-            cache[target] = export_target(fast_run, target)
-        return cache[target]
-    return get
+def exported_fast(fast_run, fast_run_key, tmp_path_factory):
+    """exported_fast(target) -> Path of the fast run's target.pte, built once (and kept across runs)."""
+    return exporter(fast_run, fast_run_key, "fast", tmp_path_factory)
 
 
 def run_cli(*args, input=None, timeout=300, cwd=None) -> subprocess.CompletedProcess:
@@ -194,3 +203,61 @@ def parse_markdown_tables(text: str, check: bool = False) -> list:
 @pytest.fixture
 def markdown_tables():
     return parse_markdown_tables
+
+
+@pytest.fixture
+def descriptor_like():
+    """descriptor_like(program, like): give `program` the descriptor of the program `like`, made to
+    describe `program`'s bytes (a program of one family dressed as another)."""
+    import hashlib
+
+    def write(program: Path, like: Path) -> Path:
+        raw = json.loads(like.with_suffix(".json").read_text())
+        raw["sha256"] = hashlib.sha256(program.read_bytes()).hexdigest()
+        raw["size_bytes"] = program.stat().st_size
+        program.with_suffix(".json").write_text(json.dumps(raw))
+        return program
+    return write
+
+
+@pytest.fixture(scope="session")
+def measured(tmp_path_factory):
+    """measured(pte) -> the measure stage's figures of a program (T.measure.json beside it), taken once
+    per program and firmware (kept across runs, keyed by the program's bytes and the firmware's sources)."""
+    from tinyrps import measure
+    from tinyrps.artifacts import sha256_file
+    from tinyrps.firmware import firmware_dir
+    from tinyrps.firmware.sources import source_files
+    firmware_key = fixture_cache.fixture_key("firmware", modules=fixture_cache.package_modules("tinyrps.firmware")
+                                             + ["tinyrps.measure", "tinyrps.vela"], files=source_files(firmware_dir()))
+    done = {}
+
+    def get(pte: Path) -> dict:
+        pte = Path(pte)
+        if pte not in done:
+            require_arm_tools()
+
+            def build(out: Path) -> None:
+                measure.measure(pte)
+                shutil.copy2(measure.path_of(pte), out / "measure.json")
+            # the core (so the board) comes from the descriptor: identical bytes exported for the
+            # M33 and the M4 are measured on different boards
+            key = fixture_cache.fixture_key("measure", sha256_file(pte), sha256_file(pte.with_suffix(".json")),
+                                            firmware_key)
+            stored = fixture_cache.cached_folder("measure", key, build, tmp_path_factory.mktemp("measure"))
+            shutil.copy2(stored / "measure.json", measure.path_of(pte))
+            done[pte] = measure.read(pte)
+            assert done[pte] is not None, f"the stored measurement is not of {pte}"
+        return done[pte]
+    return get
+
+
+# Fixtures that need the Arm cross toolchain or QEMU: a test that uses one is slow tier, so that
+# `make test-fast` runs without an emulator or a cross compiler.
+EMULATOR_FIXTURES = {"firmware_elf_path", "cortex_m_pte", "measured"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if EMULATOR_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -33,9 +33,9 @@ def test_host_and_npu_programs_of_fast_agree_with_eager(cli, fast_run, exported_
 
 @pytest.mark.slow
 @pytest.mark.parametrize("device", ["mcu", "native"])
-def test_fast_runs_bit_exact_on_the_firmware(cli, fast_run, exported_fast, firmware_elf_path, device):
+def test_fast_runs_bit_exact_on_the_firmware(cli, fast_run, exported_fast, measured, firmware_elf_path, device):
     pte = exported_fast("cortex-m55")
-    firmware = json.loads(pte.with_suffix(".json").read_text())["firmware"]
+    firmware = measured(pte)["firmware"]
     assert firmware["macs"] == count_macs("fast")
     res = cli("eval", "--run", fast_run, "--json", "--variant", "cortex-m55", "--device", device, "--limit", "40")
     assert res.returncode == 0, res.stderr
@@ -44,9 +44,9 @@ def test_fast_runs_bit_exact_on_the_firmware(cli, fast_run, exported_fast, firmw
 
 
 @pytest.mark.slow
-def test_fast_needs_far_fewer_mcu_instructions(exported, exported_fast, firmware_elf_path):
-    fast = json.loads(exported_fast("cortex-m55").with_suffix(".json").read_text())["firmware"]
-    default = json.loads(exported("cortex-m55").with_suffix(".json").read_text())["firmware"]
+def test_fast_needs_far_fewer_mcu_instructions(exported, exported_fast, measured, firmware_elf_path):
+    fast = measured(exported_fast("cortex-m55"))["firmware"]
+    default = measured(exported("cortex-m55"))["firmware"]
     assert fast["instructions_per_inference"] * 3 < default["instructions_per_inference"]
     assert fast["arena_bytes"] < default["arena_bytes"]
 

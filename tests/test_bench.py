@@ -36,3 +36,16 @@ def test_firmware_tables_have_one_row_per_board_and_layers_side_by_side():
     assert rows == [["quantize_per_tensor", "c", "", "90", "", "90", ""],
                     ["conv2d", "dsp", "1,000", "2,500", "2.50", "4,000", "4.00"],
                     ["max_pool2d", "dsp", "", "300", "", "300", ""]]
+
+
+def test_a_ratio_is_refused_when_the_baseline_spreads_more_than_it():
+    from tinyrps.bench import ratio_to, spread
+    steady = spread([0.30, 0.31, 0.30, 0.32, 0.31])
+    wild = spread([0.3, 0.3, 90.0, 94.0, 0.3, 95.0, 0.3, 92.0])
+    fast = spread([0.03] * 5)
+    assert steady["q1_ms"] <= steady["latency_ms"] <= steady["q3_ms"] and steady["iqr_ms"] == pytest.approx(0.01)
+    assert ratio_to(fast, steady)["ratio_to_eager"] == pytest.approx(0.03 / 0.31)
+    refused = ratio_to(fast, wild)
+    assert refused["ratio_to_eager"] is None and "spread" in refused["ratio_refused"]
+    slow = spread([500.0] * 5)
+    assert ratio_to(slow, wild)["ratio_to_eager"] > 1      # a ratio far above the spread still holds

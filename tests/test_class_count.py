@@ -30,7 +30,7 @@ def test_evaluation_given_no_images(monkeypatch):
 
 
 def test_the_cortex_m_reference_given_no_images(monkeypatch):
-    from tinyrps.export import cortex_m
+    from tinyrps.reference import cortex_m
     monkeypatch.setattr(cortex_m, "LABELS", FOUR)
     assert cortex_m.replay_int8(None, np.zeros((0, 28, 28), np.uint8)).shape == (0, 4)
 

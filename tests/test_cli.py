@@ -1,9 +1,7 @@
 """Each user error: one line on stderr that says what is wrong, exit code 2, no traceback."""
-import hashlib
 import json
 
 import pytest
-from PIL import Image
 
 
 def assert_user_error(res, *needles):
@@ -120,7 +118,7 @@ def test_numbers_are_checked_before_any_work(cli, tmp_path, args, option):
 
 def test_make_data_refuses_a_negative_seed_and_leaves_no_folder(tmp_path):
     from tinyrps.errors import UserError
-    from tinyrps.pipeline import make_data
+    from tinyrps.data import make_data
     with pytest.raises(UserError, match="--seed"):
         make_data(tmp_path / "data", seed=-1, per_class=1, quiet=True)
     assert not (tmp_path / "data").exists()
@@ -157,11 +155,10 @@ def test_options_are_named_as_typed(cli, trained_run):
                       "does not take --system-config")
 
 
-def test_program_family_takes_its_article(cli, exported, tmp_path):
+def test_program_family_takes_its_article(cli, exported, descriptor_like, tmp_path):
     program = tmp_path / "npu.pte"
     program.write_bytes(exported("fp32").read_bytes())
-    sidecar = {"family": "ethos-u", "sha256": hashlib.sha256(program.read_bytes()).hexdigest()}
-    program.with_suffix(".json").write_text(json.dumps(sidecar))
+    descriptor_like(program, exported("ethos-u85-128"))
     assert_user_error(cli("play", "--model", program, "--device", "native", "--moves", "r"),
                       "is an ethos-u program", "--device npu-ref")
 

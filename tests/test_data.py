@@ -1,4 +1,5 @@
 import hashlib
+import json
 
 import numpy as np
 import pytest
@@ -47,10 +48,28 @@ def test_fonts_come_from_python_packages_only():
 
 def test_saved_split_round_trips(tmp_path):
     images, labels = data.make_split("val", 5, seed=1)
-    data.save_split(tmp_path / "val.npz", images, labels)
+    entry = data.save_split(tmp_path / "val.npz", images, labels)
+    assert entry == {"file": "val.npz", "images": 15, "sha256": hashlib.sha256((tmp_path / "val.npz").read_bytes()).hexdigest()}
+    (tmp_path / "data.json").write_text(json.dumps({"splits": {"val": entry}}))
     back_images, back_labels = data.load_split(tmp_path, "val")
     assert np.array_equal(images, back_images) and np.array_equal(labels, back_labels)
-    assert not list(tmp_path.glob("*.tmp*"))
+    assert back_labels.dtype == np.int64
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.json", "val.npz"]     # no temporary file left
+
+
+def test_the_same_arrays_give_the_same_file(tmp_path):
+    """No time of writing in the archive: a data set's checksums follow from its seed and sizes."""
+    images, labels = data.make_split("test", 4, seed=2)
+    a = data.save_split(tmp_path / "a.npz", images, labels)
+    b = data.save_split(tmp_path / "b.npz", images.copy(), labels.copy())
+    assert a["sha256"] == b["sha256"]
+
+
+def test_a_split_without_data_json_is_refused(tmp_path):
+    images, labels = data.make_split("val", 2, seed=1)
+    data.save_split(tmp_path / "val.npz", images, labels)
+    with pytest.raises(UserError, match="has no data.json"):
+        data.load_split(tmp_path, "val")
 
 
 def test_missing_split_is_a_user_error(tmp_path):

@@ -1,6 +1,5 @@
-"""Figures in the documentation come from the default run's sidecars (docs/figures/), generated."""
+"""Figures in the documentation come from the default run's descriptors and measurements (docs/figures/), generated."""
 import importlib.util
-import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -13,7 +12,7 @@ def doc_figures():
     return module
 
 
-def test_the_documentation_agrees_with_the_sidecars():
+def test_the_documentation_agrees_with_the_figures():
     assert doc_figures().main(["--check"]) == 0, "run scripts/doc_figures.py"
 
 
@@ -26,19 +25,23 @@ def test_every_block_is_closed_and_known():
         assert set(names) <= set(figures.BLOCKS), path
 
 
-def test_a_stale_block_is_rewritten_from_the_sidecar():
+def test_a_stale_block_is_rewritten_from_the_figures():
     figures = doc_figures()
-    sidecars = figures.load_sidecars(figures.FIGURES)
-    fw = sidecars["cortex-m33"]["firmware"]
+    loaded = figures.load_figures(figures.FIGURES)
+    fw = loaded["cortex-m33"]["firmware"]
     stale = f"before\n{figures.BEGIN.format(name='firmware-boards')}\n| 1 | 2 |\n" \
             f"{figures.END.format(name='firmware-boards')}\nafter\n"
-    text = figures.rewrite(stale, sidecars)
+    text = figures.rewrite(stale, loaded)
     assert text.startswith("before\n") and text.endswith("\nafter\n") and "| 1 | 2 |" not in text
     assert f"{fw['instructions_per_inference']:,}" in text and f"{fw['flash_bytes']:,} B" in text
-    assert figures.rewrite(text, sidecars) == text
+    assert figures.rewrite(text, loaded) == text
 
 
-def test_the_sidecars_are_of_one_run():
-    sidecars = doc_figures().load_sidecars(REPO / "docs" / "figures")
-    assert len({s["checkpoint_sha256"] for s in sidecars.values()}) == 1
-    assert all(json.dumps(s) for s in sidecars.values())
+def test_the_figures_are_of_one_run_and_each_measurement_of_its_program():
+    from tinyrps import descriptor
+    loaded = doc_figures().load_figures(REPO / "docs" / "figures")
+    described = {name: descriptor.from_json(f["descriptor"], REPO / "docs" / "figures" / f"{name}.json")
+                 for name, f in loaded.items()}
+    assert len({d.origin.checkpoint_sha256 for d in described.values()}) == 1
+    for name, f in loaded.items():
+        assert f["program_sha256"] == described[name].sha256 and f["target"] == name

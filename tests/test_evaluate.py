@@ -33,3 +33,22 @@ def test_eval_table_on_screen(cli, trained_run, exported):
 def test_eval_of_a_target_not_exported(cli, trained_run):
     res = cli("eval", "--run", trained_run, "--variant", "ethos-u65-512")
     assert res.returncode == 2 and "tinyrps export --run" in res.stderr
+
+
+def test_a_program_of_another_checkpoint_is_refused(trained_run, exported, tmp_path):
+    """After a retrain, the old programs are not the run's: eval and bench say which and how to fix it."""
+    import shutil
+
+    from tinyrps.errors import UserError
+    from tinyrps.variants import selected
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run, ignore=shutil.ignore_patterns("export"))
+    (run / "export").mkdir()
+    shutil.copy(exported("int8-xnnpack"), run / "export")
+    shutil.copy(exported("int8-xnnpack").with_suffix(".json"), run / "export")
+    assert list(selected(run)) == ["int8-xnnpack"]
+    (run / "model.pt").write_bytes((run / "model.pt").read_bytes() + b"\0")   # a retrain
+    with pytest.raises(UserError, match=r"exported from another checkpoint.*tinyrps export --run .* --target int8-xnnpack"):
+        selected(run)
+    with pytest.raises(UserError, match="another checkpoint"):
+        selected(run, ["int8-xnnpack"])

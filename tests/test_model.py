@@ -98,13 +98,22 @@ def test_bad_specs_are_refused_in_one_line(spec, words):
     assert words in str(e.value) and "\n" not in str(e.value)
 
 
+def write_run_files(folder, state, **config) -> None:
+    """model.pt and the config.json `tinyrps train` writes beside it (with the checkpoint's sha256)."""
+    from tinyrps.artifacts import sha256_file
+    torch.save(state, folder / "model.pt")
+    config = {"data": "somewhere", "arch": "tinyrps", "epochs": 1, "seed": 0, "data_identity": {},
+              "checkpoint_sha256": sha256_file(folder / "model.pt"), **config}
+    (folder / "config.json").write_text(json.dumps({k: v for k, v in config.items() if v is not None}))
+
+
 def test_load_model_rebuilds_the_run_architecture(tmp_path):
     torch.save(TinyRPS("fast").state_dict(), tmp_path / "model.pt")
     with pytest.raises(UserError) as e:   # no config.json: the default network, which does not fit
         load_model(tmp_path / "model.pt")
     assert "does not hold a 'tinyrps' network" in str(e.value)
-    (tmp_path / "config.json").write_text(json.dumps({"arch": "fast"}))
+    write_run_files(tmp_path, TinyRPS("fast").state_dict(), arch="fast")
     assert load_model(tmp_path / "model.pt").arch.spec == ARCHITECTURES["fast"]
-    (tmp_path / "config.json").write_text(json.dumps({"data": "somewhere"}))   # a run made before architectures
-    torch.save(TinyRPS().state_dict(), tmp_path / "model.pt")
-    assert load_model(tmp_path / "model.pt").arch.name == "tinyrps"
+    write_run_files(tmp_path, TinyRPS().state_dict(), arch=None)   # a config without `arch`: not this version's
+    with pytest.raises(UserError, match="has no 'arch'"):
+        load_model(tmp_path / "model.pt")

@@ -4,19 +4,17 @@ import shutil
 
 import pytest
 
-from tinyrps.export import targets
-
-targets()
-from tinyrps import npu_sweep  # noqa: E402
-from tinyrps.export import ethos_u  # noqa: E402
+from tinyrps import descriptor, measure, npu_sweep
+from tinyrps.families import ACCELERATORS
+from tinyrps.vela import vela_config_names
 
 TWO = ("ethos-u55-128", "ethos-u85-128")
 
 
 def test_every_accelerator_pairs_with_every_system_config_and_memory_mode():
-    systems, modes = ethos_u.vela_config_names()
+    systems, modes = vela_config_names()
     jobs = npu_sweep.combinations()
-    assert len(jobs) == len(set(jobs)) == len(ethos_u.ACCELERATORS) * len(systems) * len(modes) == 726
+    assert len(jobs) == len(set(jobs)) == len(ACCELERATORS) * len(systems) * len(modes) == 726
     assert npu_sweep.combinations(["ethos-u85-128"]) == [("ethos-u85-128", s, m) for s in systems for m in modes]
 
 
@@ -31,7 +29,7 @@ def swept(cli_session, trained_run, exported):
 
 @pytest.mark.slow
 def test_every_combination_is_either_estimated_or_refused_with_vela_reason(swept, trained_run):
-    systems, modes = ethos_u.vela_config_names()
+    systems, modes = vela_config_names()
     seen = [(c["accelerator"], c["system_config"], c["memory_mode"]) for c in swept["configs"] + swept["refused"]]
     assert sorted(seen) == sorted((a, s, m) for a in TWO for s in systems for m in modes)
     assert swept["combinations"] == len(seen)
@@ -49,9 +47,8 @@ def test_every_combination_is_either_estimated_or_refused_with_vela_reason(swept
 
 @pytest.mark.slow
 def test_the_sweep_reproduces_the_export_estimate(swept, exported):
-    vela = json.loads(exported("ethos-u85-128").with_suffix(".json").read_text())["vela"]
-    sidecar = json.loads(exported("ethos-u85-128").with_suffix(".json").read_text())
-    assert swept["tosa"]["sha256"] == sidecar["ethos_u"]["tosa_sha256"]
+    vela = measure.measure(exported("ethos-u85-128"))["vela"]
+    assert swept["tosa"]["sha256"] == descriptor.read(exported("ethos-u85-128")).info.tosa_sha256
     (same,) = [c for c in swept["configs"] if (c["accelerator"], c["system_config"], c["memory_mode"]) ==
                ("ethos-u85-128", vela["system_config"], vela["memory_mode"])]
     for key in ("npu_cycles", "total_cycles", "sram_bytes", "dram_bytes", "flash_bytes", "inference_ms", "macs"):
@@ -79,8 +76,7 @@ def test_a_run_without_an_export_is_lowered_once_to_the_same_graph(cli, trained_
     assert "Sram_Only" in res.stdout and "refused" in res.stdout and "u85-256" in res.stdout
     written = json.loads((run / "npu_sweep.json").read_text())
     assert written["tosa"]["source"] == "lowered for this sweep"
-    sidecar = json.loads(exported("ethos-u85-128").with_suffix(".json").read_text())
-    assert written["tosa"]["sha256"] == sidecar["ethos_u"]["tosa_sha256"]
+    assert written["tosa"]["sha256"] == descriptor.read(exported("ethos-u85-128")).info.tosa_sha256
     assert not (run / "export").exists()
 
 

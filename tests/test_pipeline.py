@@ -7,10 +7,19 @@ import pytest
 pytestmark = pytest.mark.slow     # the whole pipeline: data, training, every export, eval, bench
 
 
-def test_all_writes_summary_report_and_every_main_artifact(cli, tmp_path, markdown_tables):
-    out = tmp_path / "all"
-    res = cli("all", "--out", out, "--per-class", "300", "--epochs", "1", "--quiet", timeout=900)
+ALL = ("--per-class", "300", "--epochs", "1", "--quiet")
+
+
+@pytest.fixture(scope="module")
+def main_job(cli_session, tmp_path_factory):
+    out = tmp_path_factory.mktemp("main-job") / "all"
+    res = cli_session("all", "--out", out, *ALL, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
+    return out
+
+
+def test_all_writes_summary_report_and_every_main_artifact(main_job, markdown_tables):
+    out = main_job
     summary = json.loads((out / "summary.json").read_text())
     from tinyrps.pipeline import MAIN_TARGETS
     assert set(summary["artifacts"]) == {"model", *MAIN_TARGETS}, summary.get("skipped")
@@ -18,7 +27,8 @@ def test_all_writes_summary_report_and_every_main_artifact(cli, tmp_path, markdo
         assert not Path(path).is_absolute() and (out / path).is_file(), path
     for target in MAIN_TARGETS:
         assert (out / "run" / "export" / f"{target}.pte").is_file()
-        assert 0 <= summary["test_accuracy"][target] <= 1
+        assert summary["test_accuracy"][target] == summary["eval"]["variants"][target]["accuracy"]
+        assert summary["programs_sha256"][target] == summary["eval"]["variants"][target]["program_sha256"]
     assert (out / "data" / "train.npz").is_file() and (out / "run" / "model.pt").is_file()
     report = (out / "report.md").read_text()
     markdown_tables(report, check=True)
@@ -34,3 +44,42 @@ def test_all_writes_summary_report_and_every_main_artifact(cli, tmp_path, markdo
     assert "not cycles" in report
     assert len(summary["game"]) >= 3
     assert {g["outcome"] for g in summary["game"]} <= {"win", "lose", "tie"}
+
+
+def test_all_again_reuses_every_stage_that_is_current(main_job, cli):
+    """Nothing changed: the second job takes every stage's result as it is (the game is replayed)."""
+    before = {p: p.read_bytes() for p in (main_job / "run").rglob("*") if p.is_file() and p.name != "bench.json"}
+    res = cli("all", "--out", main_job, *ALL, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = json.loads((main_job / "summary.json").read_text())
+    assert summary["reused"] == ["data", "train", "export", "measure", "eval", "bench"]
+    after = {p: p.read_bytes() for p in before}
+    assert after == before
+
+
+def test_all_after_an_interruption_redoes_exactly_what_is_stale(main_job, cli):
+    """A program gone (as an interrupted export leaves it) and a damaged eval.json: the program is
+    exported again (the same bytes: the export is deterministic, so its measurement and the benchmark
+    still hold) and the evaluation made again; the data and the checkpoint stay."""
+    (main_job / "run" / "export" / "cortex-m4.pte").unlink()
+    (main_job / "run" / "eval.json").write_text('{"checkpoint_sha256": ')
+    checkpoint = (main_job / "run" / "model.pt").read_bytes()
+    res = cli("all", "--out", main_job, "--per-class", "300", "--epochs", "1", timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = json.loads((main_job / "summary.json").read_text())
+    assert summary["reused"] == ["data", "train", "measure", "bench"]
+    exported = [line.split(":")[0].strip() for line in res.stderr.splitlines() if " bytes in " in line]
+    assert exported == ["cortex-m4"]
+    assert (main_job / "run" / "model.pt").read_bytes() == checkpoint
+    assert summary["eval"]["variants"]["cortex-m4"]["bit_exact"] is True
+
+
+def test_a_second_job_into_the_same_folder_is_refused(main_job, tmp_path):
+    import subprocess
+    import sys
+    from tinyrps.artifacts import folder_lock
+    with folder_lock(main_job):
+        res = subprocess.run([sys.executable, "-m", "tinyrps", "all", "--out", str(main_job), *ALL],
+                             capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "is being written by tinyrps" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1

@@ -73,17 +73,19 @@ def test_eval_lists_npu_and_mcu_variants_by_contract(cli, trained_run, exported)
     assert v["cortex-m55"]["accuracy"] >= 0.8
 
 
-def test_cortex_m55_sidecar_has_the_firmware_figures(exported):
-    meta = json.loads(exported("cortex-m55").with_suffix(".json").read_text())
-    fw = meta["firmware"]
+def test_cortex_m55_measurement_has_the_firmware_figures(exported, measured):
+    from tinyrps import descriptor
+    pte = exported("cortex-m55")
+    described = descriptor.read(pte)
+    fw = measured(pte)["firmware"]
     assert set(fw) >= {"flash_bytes", "ram_bytes", "arena_bytes", "instructions_per_inference", "instructions_per_mac"}
-    assert fw["flash_bytes"] > meta["size_bytes"] and fw["arena_bytes"] > 0
+    assert fw["flash_bytes"] > described.size_bytes and fw["arena_bytes"] > 0
     assert fw["ram_bytes"] > fw["arena_bytes"]
     # the widest multiply-accumulate (Helium VMLADAV on int8) does 16 MACs in one instruction
     assert fw["macs"] / 16 < fw["instructions_per_inference"] < 5 * fw["macs"]
     assert (fw["board"], fw["core"], fw["kernels"]) == ("mps3-an547", "cortex-m55", "mve")
     assert fw["instructions_per_inference_plain_c"] > fw["macs"]
-    assert {layer["op"] + ".out" for layer in fw["layers"]} == set(meta["operators"])
+    assert {layer["op"] + ".out" for layer in fw["layers"]} == set(described.info.operators)
 
 
 def test_play_on_a_board_on_a_serial_port(cli, cortex_m_pte):

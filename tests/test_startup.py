@@ -23,16 +23,52 @@ def imports_of(*args) -> dict:
     return json.loads(res.stderr.strip().splitlines()[-1])
 
 
+def said(*args) -> list:
+    """What the command printed on stderr, line by line."""
+    res = subprocess.run([sys.executable, "-m", "tinyrps", *map(str, args)], capture_output=True, text=True,
+                         timeout=300)
+    return res.stderr.strip().splitlines()
+
+
 def test_help_imports_nothing_heavy():
     assert imports_of("--help") == {"code": 0, "loaded": []}
     assert imports_of("play", "--help") == {"code": 0, "loaded": []}
 
 
-def test_a_user_error_imports_nothing_heavy(tmp_path):
-    assert imports_of("play", "--model", tmp_path / "missing.pte") == {"code": 2, "loaded": []}
-    assert imports_of("eval", "--run", tmp_path, "--limit", "0") == {"code": 2, "loaded": []}
-    assert imports_of("eval", "--run", tmp_path) == {"code": 2, "loaded": []}
+def startup_script():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_startup.py"
+    spec = importlib.util.spec_from_file_location("bench_startup", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_user_errors_cover_every_command():
+    from tinyrps.cli import build_parser
+    commands = set()
+    for action in build_parser()._subparsers._group_actions:
+        for name, parser in action.choices.items():
+            nested = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+            commands |= {f"{name} {sub}" for a in nested for sub in a.choices} if nested else {name}
+    covered = {name.split(" --")[0] for name in startup_script().user_errors(None, None)}
+    assert commands <= covered, f"commands without a user-error case: {sorted(commands - covered)}"
+
+
+def test_every_user_error_is_one_line_and_imports_nothing_heavy(tmp_path):
+    a_file = tmp_path / "picture.png"
+    a_file.write_bytes(b"not a folder")
+    for name, args in startup_script().user_errors(tmp_path / "missing", a_file).items():
+        found = imports_of(*args)
+        assert found == {"code": 2, "loaded": []}, (name, found)
+        lines = said(*args)
+        assert len(lines) == 1 and "Traceback" not in lines[0], (name, lines)
     assert imports_of("play", "--model", tmp_path, "--device", "tpu") == {"code": 2, "loaded": []}
+
+
+def test_listing_the_targets_imports_nothing_heavy():
+    assert imports_of("export", "--list") == {"code": 0, "loaded": []}
 
 
 def test_running_a_host_program_needs_no_compiler(exported, tmp_path):

@@ -2,15 +2,16 @@
  * libFuzzer target: the batch transport's input parsing (firmware/protocol/batch_input.c),
  * under AddressSanitizer and UBSan, against a plain reference of what it must do.
  *
- * Input: 8 bytes, the images file's size (little-endian, signed), then the semihosting
- * command line as the debugger hands it over (at most 511 bytes, NUL-terminated).
+ * Input: 8 bytes, the samples file's size (little-endian, signed), then the semihosting
+ * command line as the debugger hands it over (at most 511 bytes, NUL-terminated). The size
+ * is checked against samples of several sizes: none, one byte, a 28x28 image, its float32
+ * form, a 96x96x3 float32 input, the largest a header field holds.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "batch_input.h"
-#include "tinyrps_runtime.h"
 
 #define LINE_BYTES 512 /* the firmware's command-line buffer */
 
@@ -21,7 +22,7 @@ typedef struct {
 } word;
 
 /* The reference: split the whole line front to back and keep the last two words. */
-static int reference_last_two(const char *line, word *images, word *outputs)
+static int reference_last_two(const char *line, word *samples, word *results)
 {
     word last[2] = {{0, 0}, {0, 0}};
     int words = 0;
@@ -38,8 +39,8 @@ static int reference_last_two(const char *line, word *images, word *outputs)
         last[1] = w;
         words++;
     }
-    *images = last[0];
-    *outputs = last[1];
+    *samples = last[0];
+    *results = last[1];
     return words >= 2 ? 0 : -1;
 }
 
@@ -51,31 +52,35 @@ static void check_file_names(const uint8_t *data, size_t size)
     line[len] = '\0';
     memcpy(original, line, strlen(line) + 1); /* the line ends at its first NUL, as a C string */
 
-    word want_images, want_outputs;
-    int expect_ok = reference_last_two(original, &want_images, &want_outputs) == 0;
-    char *images = NULL, *outputs = NULL;
-    int ok = batch_file_names(line, &images, &outputs) == 0;
+    word want_samples, want_results;
+    int expect_ok = reference_last_two(original, &want_samples, &want_results) == 0;
+    char *samples = NULL, *results = NULL;
+    int ok = batch_file_names(line, &samples, &results) == 0;
     if (ok != expect_ok)
         abort();
     if (!ok)
         return;
     /* the names are the last two words, NUL-terminated in place inside the line */
-    if (images != line + want_images.at || outputs != line + want_outputs.at)
+    if (samples != line + want_samples.at || results != line + want_results.at)
         abort();
-    if (strlen(images) != want_images.len || strlen(outputs) != want_outputs.len)
+    if (strlen(samples) != want_samples.len || strlen(results) != want_results.len)
         abort();
-    if (memcmp(images, original + want_images.at, want_images.len) != 0 ||
-        memcmp(outputs, original + want_outputs.at, want_outputs.len) != 0)
+    if (memcmp(samples, original + want_samples.at, want_samples.len) != 0 ||
+        memcmp(results, original + want_results.at, want_results.len) != 0)
         abort();
 }
 
-static void check_image_count(long long bytes)
+static const uint32_t SAMPLE_SIZES[] = {0, 1, 784, 3136, 110592, UINT32_MAX};
+
+static void check_sample_count(long long bytes)
 {
-    uint32_t count = 0;
-    int ok = batch_image_count(bytes, &count) == 0;
-    int expect_ok = bytes >= 0 && bytes % TRT_IMAGE_BYTES == 0 && bytes / TRT_IMAGE_BYTES <= UINT32_MAX;
-    if (ok != expect_ok || (ok && (long long)count * TRT_IMAGE_BYTES != bytes))
-        abort();
+    for (size_t k = 0; k < sizeof SAMPLE_SIZES / sizeof SAMPLE_SIZES[0]; k++) {
+        uint32_t sample = SAMPLE_SIZES[k], count = 0;
+        int ok = batch_sample_count(bytes, sample, &count) == 0;
+        int expect_ok = bytes >= 0 && sample > 0 && bytes % sample == 0 && bytes / sample <= UINT32_MAX;
+        if (ok != expect_ok || (ok && (long long)count * sample != bytes))
+            abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -87,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bits |= (uint64_t)data[i] << (8 * i);
     long long bytes;
     memcpy(&bytes, &bits, sizeof bytes);
-    check_image_count(bytes);
+    check_sample_count(bytes);
     check_file_names(data + 8, size - 8);
     return 0;
 }

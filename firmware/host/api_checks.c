@@ -31,16 +31,17 @@ int main(int argc, char **argv) {
     }
     uint8_t image[TRT_IMAGE_BYTES];
     for (int i = 0; i < TRT_IMAGE_BYTES; i++) image[i] = (uint8_t)(i * 7);
-    int8_t q[TRT_MAX_OUTPUTS], q2[TRT_MAX_OUTPUTS];
-    float logits[TRT_MAX_OUTPUTS], logits2[TRT_MAX_OUTPUTS];
-    int n = 0;
+    int8_t q[16], q2[16];
+    float logits[16], logits2[16];
+    size_t n = 0, n_q = 0;
     char detail[96];
     trt_program *prog = trt_program_init(&storage);
 
     check(trt_program_size() <= sizeof storage, "trt_program_size() fits trt_program_storage");
     check(trt_load(NULL, pte, len, NULL, 0, NULL, 0) == TRT_ERR_BAD_INPUT, "NULL program is rejected");
     check(trt_load(prog, NULL, len, NULL, 0, detail, sizeof detail) == TRT_ERR_BAD_INPUT, "NULL bytes are rejected");
-    check(trt_infer(prog, image, q, logits, &n) == TRT_ERR_BAD_INPUT, "inference before a load is refused");
+    check(trt_infer(prog, image, q, logits, 16, &n, &n_q) == TRT_ERR_BAD_INPUT && trt_run(prog) == TRT_ERR_BAD_INPUT,
+          "inference before a load is refused");
 
     /* a copy one byte off 16-byte alignment */
     uint8_t *shifted = malloc(len + 16);
@@ -57,19 +58,46 @@ int main(int argc, char **argv) {
           "an arena one byte short is refused");
     check(trt_load(prog, pte, len, arena + 1, need, detail, sizeof detail) == TRT_ERR_BAD_INPUT,
           "a misaligned arena is refused");
-    check(trt_infer(prog, image, q, logits, &n) == TRT_ERR_BAD_INPUT, "a failed load leaves nothing runnable");
+    check(trt_infer(prog, image, q, logits, 16, &n, &n_q) == TRT_ERR_BAD_INPUT && trt_input_count(prog) == 0,
+          "a failed load leaves nothing runnable");
 
     char tiny[1] = {'x'};
     check(trt_load(prog, pte, len - 100, arena, need, tiny, sizeof tiny) != TRT_OK && tiny[0] == '\0',
           "a one-byte detail buffer gets an empty string");
     check(trt_load(prog, pte, len, arena, need, NULL, 0) == TRT_OK, "the program loads into exactly its arena");
-    check(trt_infer(prog, image, q, logits, &n) == TRT_OK && n == 3, "inference gives three outputs");
-    check(trt_infer(prog, image, q2, logits2, &n) == TRT_OK && memcmp(q, q2, 3) == 0 &&
+    check(trt_infer(prog, image, q, logits, 16, &n, &n_q) == TRT_OK && n == 3 && n_q == 3,
+          "inference gives three outputs and their int8 values");
+    check(trt_infer(prog, image, q2, logits2, 16, &n, &n_q) == TRT_OK && memcmp(q, q2, 3) == 0 &&
               memcmp(logits, logits2, sizeof(float) * 3) == 0, "inference is repeatable");
-    check(trt_infer(prog, NULL, q, logits, &n) == TRT_ERR_BAD_INPUT, "a NULL image is refused");
+    check(trt_infer(prog, NULL, q, logits, 16, &n, &n_q) == TRT_ERR_BAD_INPUT, "a NULL image is refused");
+    check(trt_infer(prog, image, q, logits, 2, &n, &n_q) == TRT_ERR_LIMIT, "logits that do not fit are refused");
+    check(trt_infer(prog, image, NULL, logits2, 16, &n, &n_q) == TRT_OK && n_q == 0 &&
+              memcmp(logits, logits2, sizeof(float) * 3) == 0, "the int8 values are optional");
+
+    /* the generic API: the same inference through the input and output tensors */
+    trt_tensor_info in, out;
+    const int8_t *raw = NULL;
+    size_t raw_count = 0;
+    check(trt_input_count(prog) == 1 && trt_output_count(prog) == 1 && trt_input(prog, 1, &in) == TRT_ERR_BAD_INPUT &&
+              trt_output(prog, -1, &out) == TRT_ERR_BAD_INPUT, "inputs and outputs are counted and bounded");
+    check(trt_input(prog, 0, &in) == TRT_OK && in.dtype == TRT_FLOAT32 && in.rank == 4 && in.numel == 784 &&
+              in.nbytes == 784 * 4 && in.elem_size == 4 && in.data != NULL && in.sizes[2] == 28,
+          "the input is float32 [1, 1, 28, 28]");
+    float *x = (float *)(void *)in.data;
+    for (int i = 0; i < TRT_IMAGE_BYTES; i++) x[i] = (float)image[i] / 255.0f;   /* one channel: any dim order */
+    check(trt_run(prog) == TRT_OK && trt_output(prog, 0, &out) == TRT_OK && out.dtype == TRT_FLOAT32 &&
+              out.numel == 3 && out.has_int8 && memcmp(out.data, logits, 3 * sizeof(float)) == 0,
+          "trt_run on the written input gives trt_infer's logits");
+    check(trt_output_int8(prog, 0, &raw, &raw_count) == TRT_OK && raw_count == 3 && memcmp(raw, q, 3) == 0 &&
+              trt_output_int8(prog, 1, &raw, &raw_count) == TRT_ERR_BAD_INPUT, "and its raw int8 values");
+    const char *limit_name = NULL;
+    check(trt_limit(2, &limit_name) == TRT_MAX_INSTRUCTIONS && strcmp(limit_name, "TRT_MAX_INSTRUCTIONS") == 0 &&
+              trt_limit(TRT_LIMIT_COUNT, &limit_name) == 0 && limit_name == NULL, "the limits are listed");
+    check(strcmp(trt_dtype_name(TRT_INT8), "int8") == 0 && trt_dtype_name(5) == NULL, "dtype names");
     check(trt_instruction_count(prog) == 10 && trt_instruction_name(prog, 10) == NULL &&
               trt_instruction_name(prog, -1) == NULL, "kernel calls are listed within range");
-    check(trt_run_prefix(prog, image, 11) == TRT_ERR_BAD_INPUT, "a prefix past the chain is refused");
+    check(trt_run_calls(prog, 0, 11) == TRT_ERR_BAD_INPUT && trt_run_calls(prog, 5, 4) == TRT_ERR_BAD_INPUT &&
+              trt_run_calls(prog, 3, 3) == TRT_OK, "a range of calls past the chain or backwards is refused");
     int named = 1;
     for (int i = 0; i < trt_instruction_count(prog); i++) {
         const char *variant = trt_instruction_variant(prog, i);
@@ -81,7 +109,8 @@ int main(int argc, char **argv) {
     int each_once = 1;
     check(trt_instruction_profile(prog, 0, &count, &macs) == TRT_OK && count == 0, "nothing is counted unprofiled");
     trt_set_counter(prog, tick);
-    check(trt_infer(prog, image, q2, logits2, &n) == TRT_OK && memcmp(q, q2, 3) == 0, "a profiled inference agrees");
+    check(trt_infer(prog, image, q2, logits2, 16, &n, &n_q) == TRT_OK && memcmp(q, q2, 3) == 0,
+          "a profiled inference agrees");
     for (int i = 0; i < trt_instruction_count(prog); i++) {
         each_once &= trt_instruction_profile(prog, i, &count, &macs) == TRT_OK && count == 1;
         all_macs += macs;

@@ -3,15 +3,23 @@
  *
  *   tinyrps-native info   MODEL.pte
  *       one JSON line: arena bytes, MACs, kernel calls and the kernel variant each runs
- *       with; or an error.
- *   tinyrps-native run    MODEL.pte IMAGES OUT
- *       IMAGES: N x 784 uint8 (28x28, row-major). OUT: N x n int8 outputs, then N x n
- *       float32 logits (little-endian). Prints {"images": N, "outputs": n}.
+ *       with, the program's inputs and outputs (dtype, shape, dim_order, bytes, raw int8),
+ *       this build's limits; or an error.
+ *   tinyrps-native run    MODEL.pte INPUTS RESULTS
+ *       INPUTS: a samples file, RESULTS: a results file (the tensor files of
+ *       docs/firmware.md: per sample, every input's bytes in order; per sample, every
+ *       output's bytes, each followed by its raw int8 values when it has them). Prints
+ *       {"samples": N, "sample_bytes": ..., "result_bytes": ...}.
+ *   tinyrps-native infer  MODEL.pte IMAGES OUT
+ *       the image-classifier convenience (trt_infer): IMAGES N x 784 uint8 (28x28,
+ *       row-major); OUT: N x n int8 outputs, then N x n float32 logits (little-endian).
+ *       Prints {"images": N, "outputs": n}.
  *   tinyrps-native dump   MODEL.pte
  *       the flatbuffer as the reader parses it, as JSON (for cross-checks).
- *   tinyrps-native layers MODEL.pte IMAGES OUT
- *       for each image, the output bytes of every kernel call in chain order (for
- *       per-layer comparison with the reference). Prints the calls and their sizes.
+ *   tinyrps-native layers MODEL.pte INPUTS OUT
+ *       for each sample of INPUTS (a samples file), the output bytes of every kernel call
+ *       in chain order, each read right after the call ran (for per-layer comparison with
+ *       the reference). Prints the calls and their sizes.
  *   tinyrps-native ops
  *       the operator table (src/ops/operators.def) as one JSON line: each operator's name,
  *       overload and the kernel variants this build has for it, fastest first.
@@ -67,10 +75,96 @@ static void unload(loaded_program *lp) {
     free(lp->arena);
 }
 
+/* ---- the tensor files --------------------------------------------------------------------------- */
+
+/* Bytes of one sample (every input) and of one sample's results (every output and raw int8). */
+static size_t sample_bytes(const trt_program *prog) {
+    size_t total = 0;
+    trt_tensor_info t;
+    for (int i = 0; i < trt_input_count(prog); i++)
+        if (trt_input(prog, i, &t) == TRT_OK) total += t.nbytes;
+    return total;
+}
+
+static size_t result_bytes(const trt_program *prog) {
+    size_t total = 0;
+    trt_tensor_info t;
+    for (int i = 0; i < trt_output_count(prog); i++)
+        if (trt_output(prog, i, &t) == TRT_OK) total += t.nbytes + (t.has_int8 ? t.numel : 0);
+    return total;
+}
+
+/* Copy one sample's bytes into the program's inputs. */
+static void write_inputs(trt_program *prog, const uint8_t *sample) {
+    trt_tensor_info t;
+    for (int i = 0; i < trt_input_count(prog); i++) {
+        trt_input(prog, i, &t);
+        memcpy(t.data, sample, t.nbytes);
+        sample += t.nbytes;
+    }
+}
+
+/* Append the outputs (and raw int8 values) of the last run to `out`. */
+static void read_outputs(const trt_program *prog, uint8_t *out) {
+    trt_tensor_info t;
+    for (int i = 0; i < trt_output_count(prog); i++) {
+        trt_output(prog, i, &t);
+        memcpy(out, t.data, t.nbytes);
+        out += t.nbytes;
+        const int8_t *q;
+        size_t count;
+        if (trt_output_int8(prog, i, &q, &count) == TRT_OK) {
+            memcpy(out, q, count);
+            out += count;
+        }
+    }
+}
+
+static uint8_t *read_samples(const char *path, size_t sample, size_t *count) {
+    size_t len = 0;
+    uint8_t *data = read_file_aligned(path, &len);
+    if (!data || len % sample != 0) {
+        fprintf(stderr, "error: %s is not a whole number of %zu-byte samples (the program's inputs)\n", path, sample);
+        free(data);
+        return NULL;
+    }
+    *count = len / sample;
+    return data;
+}
+
+static int write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(data, 1, len, f) == len;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok) fprintf(stderr, "error: cannot write %s\n", path);
+    return ok ? 0 : EXIT_USAGE;
+}
+
+/* ---- commands -------------------------------------------------------------------------------------- */
+
+static void print_ints(const char *key, const int32_t *v, int n) {
+    printf("\"%s\": [", key);
+    for (int d = 0; d < n; d++) printf("%s%ld", d ? ", " : "", (long)v[d]);
+    printf("]");
+}
+
+static void print_tensor(const trt_tensor_info *t, int output) {
+    int32_t order[TRT_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) order[d] = t->dim_order[d];
+    printf("{\"dtype\": \"%s\", ", trt_dtype_name(t->dtype));
+    print_ints("shape", t->sizes, t->rank);
+    printf(", ");
+    print_ints("dim_order", order, t->rank);
+    printf(", \"nbytes\": %zu", t->nbytes);
+    if (output) printf(", \"int8\": %s", t->has_int8 ? "true" : "false");
+    printf("}");
+}
+
 static int cmd_info(const char *model) {
     loaded_program lp = {0};
     int rc = load(model, &lp);
     if (rc == 0) {
+        trt_tensor_info t;
         printf("{\"arena_bytes\": %zu, \"program_storage_bytes\": %zu, \"macs\": %llu, \"calls\": [",
                trt_arena_needed(lp.prog), trt_program_size(), (unsigned long long)trt_macs(lp.prog));
         for (int i = 0; i < trt_instruction_count(lp.prog); i++)
@@ -78,7 +172,25 @@ static int cmd_info(const char *model) {
         printf("], \"kernels\": [");
         for (int i = 0; i < trt_instruction_count(lp.prog); i++)
             printf("%s\"%s\"", i ? ", " : "", trt_instruction_variant(lp.prog, i));
-        printf("]}\n");
+        printf("], \"inputs\": [");
+        for (int i = 0; i < trt_input_count(lp.prog); i++) {
+            trt_input(lp.prog, i, &t);
+            printf("%s", i ? ", " : "");
+            print_tensor(&t, 0);
+        }
+        printf("], \"outputs\": [");
+        for (int i = 0; i < trt_output_count(lp.prog); i++) {
+            trt_output(lp.prog, i, &t);
+            printf("%s", i ? ", " : "");
+            print_tensor(&t, 1);
+        }
+        printf("], \"limits\": {");
+        const char *name;
+        for (int i = 0; i < TRT_LIMIT_COUNT; i++) {
+            uint32_t value = trt_limit(i, &name);
+            printf("%s\"%s\": %lu", i ? ", " : "", name, (unsigned long)value);
+        }
+        printf("}}\n");
     }
     unload(&lp);
     return rc;
@@ -96,62 +208,60 @@ static int cmd_dump(const char *model) {
     return rc;
 }
 
-static uint8_t *read_images(const char *path, size_t *count) {
-    size_t len = 0;
-    uint8_t *images = read_file_aligned(path, &len);
-    if (!images || len % TRT_IMAGE_BYTES != 0) {
-        fprintf(stderr, "error: %s is not a file of 28x28 uint8 images\n", path);
-        free(images);
-        return NULL;
-    }
-    *count = len / TRT_IMAGE_BYTES;
-    return images;
-}
-
-/* The program and a file of images, for the commands that run one on the other. */
-static int load_with_images(const char *model, const char *images_path, loaded_program *lp,
-                            uint8_t **images, size_t *n) {
-    int rc = load(model, lp);
-    if (rc != 0) return rc;
-    *images = read_images(images_path, n);
-    return *images ? 0 : EXIT_USAGE;
-}
-
-static int cmd_run(const char *model, const char *images_path, const char *out_path) {
+static int cmd_run(const char *model, const char *inputs_path, const char *out_path) {
     loaded_program lp = {0};
     size_t n = 0;
-    uint8_t *images = NULL;
-    int rc = load_with_images(model, images_path, &lp, &images, &n);
-    int8_t *q = NULL;
-    float *logits = NULL;
-    int n_out = 0;
+    uint8_t *samples = NULL, *results = NULL;
+    int rc = load(model, &lp);
+    size_t in_bytes = rc == 0 ? sample_bytes(lp.prog) : 0, out_bytes = rc == 0 ? result_bytes(lp.prog) : 0;
+    if (rc == 0 && !(samples = read_samples(inputs_path, in_bytes, &n))) rc = EXIT_USAGE;
     if (rc == 0) {
-        q = calloc(n * TRT_MAX_OUTPUTS + 1, 1);
-        logits = calloc(n * TRT_MAX_OUTPUTS + 1, sizeof(float));
+        results = malloc(n * out_bytes + 1);
         for (size_t i = 0; i < n && rc == 0; i++) {
-            int8_t oq[TRT_MAX_OUTPUTS];
-            float ol[TRT_MAX_OUTPUTS];
-            trt_status s = trt_infer(lp.prog, images + i * TRT_IMAGE_BYTES, oq, ol, &n_out);
+            write_inputs(lp.prog, samples + i * in_bytes);
+            trt_status s = trt_run(lp.prog);
             if (s != TRT_OK) {
                 fprintf(stderr, "error: inference failed: %s\n", trt_status_name(s));
                 rc = EXIT_REJECTED;
-                break;
             }
-            memcpy(q + i * (size_t)n_out, oq, (size_t)n_out);
-            memcpy(logits + i * (size_t)n_out, ol, (size_t)n_out * sizeof(float));
+            read_outputs(lp.prog, results + i * out_bytes);
+        }
+    }
+    if (rc == 0 && (rc = write_file(out_path, results, n * out_bytes)) == 0)
+        printf("{\"samples\": %zu, \"sample_bytes\": %zu, \"result_bytes\": %zu}\n", n, in_bytes, out_bytes);
+    free(results);
+    free(samples);
+    unload(&lp);
+    return rc;
+}
+
+static int cmd_infer(const char *model, const char *images_path, const char *out_path) {
+    loaded_program lp = {0};
+    size_t n = 0, n_out = 0, n_q = 0;
+    uint8_t *images = NULL;
+    int rc = load(model, &lp);
+    trt_tensor_info out;
+    if (rc == 0 && trt_output(lp.prog, 0, &out) == TRT_OK && !(images = read_samples(images_path, TRT_IMAGE_BYTES, &n)))
+        rc = EXIT_USAGE;
+    int8_t *q = rc == 0 ? calloc(n * out.numel + 1, 1) : NULL;
+    float *logits = rc == 0 ? calloc(n * out.numel + 1, sizeof(float)) : NULL;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        trt_status s = trt_infer(lp.prog, images + i * TRT_IMAGE_BYTES, q + i * out.numel, logits + i * out.numel,
+                                 out.numel, &n_out, &n_q);
+        if (s != TRT_OK || n_q != n_out) {
+            fprintf(stderr, "error: %s: the program is not an image classifier with raw int8 outputs "
+                            "(float32 [1, 1, 28, 28] in, a dequantized float32 out)\n", trt_status_name(s));
+            rc = EXIT_REJECTED;
         }
     }
     if (rc == 0) {
-        FILE *f = fopen(out_path, "wb");
-        int ok = f && fwrite(q, 1, n * (size_t)n_out, f) == n * (size_t)n_out &&
-                 fwrite(logits, sizeof(float), n * (size_t)n_out, f) == n * (size_t)n_out;
-        if (f && fclose(f) != 0) ok = 0;
-        if (!ok) {
-            fprintf(stderr, "error: cannot write %s\n", out_path);
-            rc = EXIT_USAGE;
-        } else {
-            printf("{\"images\": %zu, \"outputs\": %d}\n", n, n_out);
-        }
+        /* all int8 outputs, then all logits */
+        uint8_t *both = malloc(n * out.numel * 5 + 1);
+        memcpy(both, q, n * out.numel);
+        memcpy(both + n * out.numel, logits, n * out.numel * sizeof(float));
+        if ((rc = write_file(out_path, both, n * out.numel * 5)) == 0)
+            printf("{\"images\": %zu, \"outputs\": %zu}\n", n, out.numel);
+        free(both);
     }
     free(q);
     free(logits);
@@ -160,26 +270,29 @@ static int cmd_run(const char *model, const char *images_path, const char *out_p
     return rc;
 }
 
-static int cmd_layers(const char *model, const char *images_path, const char *out_path) {
+static int cmd_layers(const char *model, const char *inputs_path, const char *out_path) {
     loaded_program lp = {0};
     size_t n = 0;
-    uint8_t *images = NULL;
-    int rc = load_with_images(model, images_path, &lp, &images, &n);
+    uint8_t *samples = NULL;
+    int rc = load(model, &lp);
+    size_t in_bytes = rc == 0 ? sample_bytes(lp.prog) : 0;
+    if (rc == 0 && !(samples = read_samples(inputs_path, in_bytes, &n))) rc = EXIT_USAGE;
     FILE *f = rc == 0 ? fopen(out_path, "wb") : NULL;
     if (rc == 0 && !f) rc = EXIT_USAGE;
     int calls = rc == 0 ? trt_instruction_count(lp.prog) : 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
+        write_inputs(lp.prog, samples + i * in_bytes);
         for (int k = 0; k < calls; k++) {
             const uint8_t *data;
             size_t len;
-            trt_run_prefix(lp.prog, images + i * TRT_IMAGE_BYTES, k + 1);
+            trt_run_calls(lp.prog, k, k + 1);   /* read each output before a later call reuses its bytes */
             trt_instruction_output(lp.prog, k, &data, &len);
             if (fwrite(data, 1, len, f) != len) rc = EXIT_USAGE;
         }
     }
     if (f && fclose(f) != 0) rc = EXIT_USAGE;
     if (rc == 0) {
-        printf("{\"images\": %zu, \"calls\": [", n);
+        printf("{\"samples\": %zu, \"calls\": [", n);
         for (int k = 0; k < calls; k++) {
             const uint8_t *data;
             size_t len;
@@ -188,7 +301,7 @@ static int cmd_layers(const char *model, const char *images_path, const char *ou
         }
         printf("]}\n");
     }
-    free(images);
+    free(samples);
     unload(&lp);
     return rc;
 }
@@ -210,7 +323,9 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "info") == 0) return cmd_info(argv[2]);
     if (argc == 3 && strcmp(argv[1], "dump") == 0) return cmd_dump(argv[2]);
     if (argc == 5 && strcmp(argv[1], "run") == 0) return cmd_run(argv[2], argv[3], argv[4]);
+    if (argc == 5 && strcmp(argv[1], "infer") == 0) return cmd_infer(argv[2], argv[3], argv[4]);
     if (argc == 5 && strcmp(argv[1], "layers") == 0) return cmd_layers(argv[2], argv[3], argv[4]);
-    fprintf(stderr, "usage: %s info MODEL.pte | dump MODEL.pte | run MODEL.pte IMAGES OUT | layers MODEL.pte IMAGES OUT | ops\n", argv[0]);
+    fprintf(stderr, "usage: %s info MODEL.pte | dump MODEL.pte | run MODEL.pte INPUTS RESULTS | "
+                    "infer MODEL.pte IMAGES OUT | layers MODEL.pte INPUTS OUT | ops\n", argv[0]);
     return EXIT_USAGE;
 }

@@ -4,8 +4,9 @@
  *
  * The program bytes are used in place (flash, or memory filled by a loader) and
  * never modified. Every activation lives in one caller-provided arena laid out
- * by the program's own memory plan. Every function returns TRT_OK or a negative
- * trt_status; nothing reads or writes outside the program buffer or the arena.
+ * by the program's own memory plan; the program's inputs and outputs are tensors
+ * in that arena, written and read in place. Every function returns TRT_OK or a
+ * negative trt_status; nothing reads or writes outside the program buffer or the arena.
  *
  * Typical use (all storage static):
  *
@@ -14,7 +15,13 @@
  *     trt_program *prog = trt_program_init(&storage);
  *     char why[64];
  *     if (trt_load(prog, pte, pte_len, arena, sizeof arena, why, sizeof why) != TRT_OK) ...
- *     trt_infer(prog, image, out_q, logits, &n_out);
+ *     trt_tensor_info in, out;
+ *     trt_input(prog, 0, &in);             write in.nbytes bytes to in.data (in in.dim_order)
+ *     trt_run(prog);
+ *     trt_output(prog, 0, &out);           read out.nbytes bytes from out.data
+ *
+ * Facts the host tools share with this header are read from it (src/tinyrps/firmware/c_facts.py):
+ * the status list, the dtype list and the limits below. Keep their one-line forms.
  */
 #ifndef TINYRPS_RUNTIME_H
 #define TINYRPS_RUNTIME_H
@@ -22,25 +29,95 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TRT_IMAGE_SIDE 28
-#define TRT_IMAGE_BYTES (TRT_IMAGE_SIDE * TRT_IMAGE_SIDE)
-#define TRT_MAX_OUTPUTS 16
+/* ---- limits --------------------------------------------------------------------------------
+ * The static tables of a trt_program (trt_program_storage is sized from them). A program over
+ * one is refused with TRT_ERR_LIMIT and a reason naming it. Each may be changed at build time
+ * (-DTRT_MAX_INSTRUCTIONS=128 to CMake or the compiler). The defaults hold the MLPerf Tiny
+ * networks with room to spare; MobileNetV1 0.25 at 96x96x3 exported for the Cortex-M backend
+ * has 704 values (307 tensors, 170 int-list items), 6 operators, 31 kernel calls of at most 16
+ * arguments, one input and one output. Values and tensors are not copied into tables: each
+ * kernel call's arguments are read from the program when the call is bound. */
+#ifndef TRT_MAX_VALUES
+#define TRT_MAX_VALUES 65535       /* values of the execution plan (value indices are 16-bit) */
+#endif
+#ifndef TRT_MAX_OPERATORS
+#define TRT_MAX_OPERATORS 32       /* entries of the plan's operator table */
+#endif
+#ifndef TRT_MAX_INSTRUCTIONS
+#define TRT_MAX_INSTRUCTIONS 64    /* kernel calls of the chain */
+#endif
+#ifndef TRT_MAX_KERNEL_ARGS
+#define TRT_MAX_KERNEL_ARGS 32     /* arguments of one kernel call (its tensors among them) */
+#endif
+#ifndef TRT_MAX_CALL_LIST_ITEMS
+#define TRT_MAX_CALL_LIST_ITEMS 64 /* int-list items over all arguments of one kernel call */
+#endif
+#ifndef TRT_MAX_MEMORY_IDS
+#define TRT_MAX_MEMORY_IDS 4       /* planned buffers (memory ids) of the memory plan */
+#endif
+#ifndef TRT_MAX_INPUTS
+#define TRT_MAX_INPUTS 8           /* input tensors of the program */
+#endif
+#ifndef TRT_MAX_OUTPUTS
+#define TRT_MAX_OUTPUTS 16         /* output tensors of the program (each of any size) */
+#endif
 
-/* Bytes of static storage a trt_program needs (checked at compile time); its tables hold
- * pointers, so 64-bit hosts need more than a Cortex-M. */
-#define TRT_PROGRAM_STORAGE_BYTES (sizeof(void *) <= 4 ? 17408u : 21504u)
+/* Every limit, in the order trt_limit() numbers them (and the link and the batch report them). */
+#define TRT_LIMIT_LIST(X) \
+    X(TRT_MAX_VALUES) X(TRT_MAX_OPERATORS) X(TRT_MAX_INSTRUCTIONS) X(TRT_MAX_KERNEL_ARGS) \
+    X(TRT_MAX_CALL_LIST_ITEMS) X(TRT_MAX_MEMORY_IDS) X(TRT_MAX_INPUTS) X(TRT_MAX_OUTPUTS)
+#define TRT_LIMIT_COUNT_ONE(name) +1
+#define TRT_LIMIT_COUNT (0 TRT_LIMIT_LIST(TRT_LIMIT_COUNT_ONE))
 
-typedef enum {
-    TRT_OK = 0,
-    TRT_ERR_TRUNCATED = -1,        /* an offset or length points outside the program */
-    TRT_ERR_BAD_MAGIC = -2,        /* not an ExecuTorch program (file identifier) */
-    TRT_ERR_MALFORMED = -3,        /* flatbuffer structure invalid (vtable, index, type) */
-    TRT_ERR_UNSUPPORTED_OP = -4,   /* an operator this runtime does not implement */
-    TRT_ERR_ARENA_TOO_SMALL = -5,  /* the memory plan does not fit the arena */
-    TRT_ERR_BAD_TENSOR = -6,       /* tensor dtype/shape/size inconsistent with its use */
-    TRT_ERR_BAD_INPUT = -7,        /* wrong input size, or a NULL argument */
-    TRT_ERR_LIMIT = -8,            /* more values / instructions than the runtime's static tables */
-} trt_status;
+#define TRT_MAX_RANK 6
+
+/* Bytes of static storage a trt_program needs (checked at compile time): what its tables take
+ * at the limits above. They hold pointers, so 64-bit hosts need more than a Cortex-M. */
+#define TRT_PROGRAM_STORAGE_BYTES                                                                 \
+    ((size_t)TRT_MAX_INSTRUCTIONS * (sizeof(void *) <= 4 ? 192u : 264u) +                         \
+     (size_t)(TRT_MAX_INPUTS + TRT_MAX_OUTPUTS) * (sizeof(void *) <= 4 ? 112u : 136u) +          \
+     (size_t)TRT_MAX_KERNEL_ARGS * (sizeof(void *) <= 4 ? 96u : 112u) +                           \
+     (size_t)TRT_MAX_CALL_LIST_ITEMS * 8u + (size_t)TRT_MAX_OPERATORS * sizeof(void *) +          \
+     (size_t)TRT_MAX_MEMORY_IDS * 2u * sizeof(size_t) + 512u)
+
+/* ---- status ----------------------------------------------------------------------------------
+ * X(enum name, value, trt_status_name's text): the one list of statuses. */
+#define TRT_STATUS_LIST(X)                                                                             \
+    X(TRT_OK, 0, "ok")                                                                                 \
+    X(TRT_ERR_TRUNCATED, -1, "truncated")                 /* an offset or length points outside */     \
+    X(TRT_ERR_BAD_MAGIC, -2, "bad magic")                 /* not an ExecuTorch program */              \
+    X(TRT_ERR_MALFORMED, -3, "malformed")                 /* flatbuffer structure invalid */           \
+    X(TRT_ERR_UNSUPPORTED_OP, -4, "unsupported operator") /* an operator not implemented here */      \
+    X(TRT_ERR_ARENA_TOO_SMALL, -5, "arena too small")     /* the memory plan does not fit the arena */ \
+    X(TRT_ERR_BAD_TENSOR, -6, "bad tensor")               /* tensor inconsistent with its use */       \
+    X(TRT_ERR_BAD_INPUT, -7, "bad input")                 /* a wrong argument, or a NULL one */        \
+    X(TRT_ERR_LIMIT, -8, "over runtime limit")            /* more than a static table above holds */
+
+#define TRT_STATUS_ENUM(name, value, text) name = value,
+typedef enum { TRT_STATUS_LIST(TRT_STATUS_ENUM) } trt_status;
+#undef TRT_STATUS_ENUM
+
+/* ---- dtypes ----------------------------------------------------------------------------------
+ * X(enum name, ExecuTorch ScalarType code, name, bytes per element): the dtypes a tensor may
+ * have (executorch/exir/_serialize/scalar_type.fbs). */
+#define TRT_DTYPE_LIST(X)          \
+    X(TRT_UINT8, 0, "uint8", 1)    \
+    X(TRT_INT8, 1, "int8", 1)      \
+    X(TRT_INT16, 2, "int16", 2)    \
+    X(TRT_INT32, 3, "int32", 4)    \
+    X(TRT_INT64, 4, "int64", 8)    \
+    X(TRT_FLOAT32, 6, "float32", 4) \
+    X(TRT_FLOAT64, 7, "float64", 8) \
+    X(TRT_BOOL, 11, "bool", 1)
+
+#define TRT_DTYPE_ENUM(name, code, text, bytes) name = code,
+enum { TRT_DTYPE_LIST(TRT_DTYPE_ENUM) };
+#undef TRT_DTYPE_ENUM
+
+/* Name of a dtype code ("float32"), or NULL for one not in the list. */
+const char *trt_dtype_name(int dtype);
+
+/* ---- the program -------------------------------------------------------------------------- */
 
 typedef struct trt_program trt_program;  /* opaque */
 
@@ -58,6 +135,10 @@ trt_program *trt_program_init(trt_program_storage *storage);
 /* Static storage the runtime needs for its tables (bytes), independent of the model. */
 size_t trt_program_size(void);
 
+/* Limit `i` (0 .. TRT_LIMIT_COUNT - 1, in TRT_LIMIT_LIST order) as this build has it, and its
+ * name ("TRT_MAX_INSTRUCTIONS"); NULL name and 0 out of range. */
+uint32_t trt_limit(int i, const char **name);
+
 /* Parse and validate the whole program (every offset, index, tensor size against
  * the buffer and the arena) before anything runs. On error, detail (if non-NULL)
  * receives a short NUL-terminated reason, e.g. the unsupported operator's name.
@@ -65,16 +146,56 @@ size_t trt_program_size(void);
 trt_status trt_load(trt_program *prog, const uint8_t *pte, size_t pte_len,
                     uint8_t *arena, size_t arena_len, char *detail, size_t detail_len);
 
-/* Bytes of arena the loaded program's memory plan needs (0 if nothing is loaded).
- * trt_load with arena == NULL and arena_len == 0 fails with TRT_ERR_ARENA_TOO_SMALL
- * but still reports the need here, so a caller can size its arena. */
+/* Bytes of arena the loaded program needs (0 if nothing is loaded): its memory plan, the
+ * kernels' workspace and working memory. trt_load with arena == NULL and arena_len == 0 fails
+ * with TRT_ERR_ARENA_TOO_SMALL but still reports the need here, so a caller can size its arena. */
 size_t trt_arena_needed(const trt_program *prog);
 
-/* Run one inference on a 28x28 uint8 image (converted to float32 x/255 as the
- * program's input). out_q receives the int8 output of the last quantized
- * operator, logits the program's float32 output (dequantized); n_out is set. */
-trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES],
-                     int8_t out_q[TRT_MAX_OUTPUTS], float logits[TRT_MAX_OUTPUTS], int *n_out);
+/* ---- inputs and outputs -------------------------------------------------------------------- */
+
+/* One input or output tensor of the loaded program. Its bytes are `data`, `nbytes` long, in the
+ * arena: the elements in dim_order (the outermost dimension first), each `elem_size` bytes,
+ * little-endian; element [i0, i1, ...] is at sum(i_d * strides[d]) elements from `data`. */
+typedef struct {
+    int dtype;                          /* TRT_FLOAT32, TRT_INT8, ... (ScalarType codes) */
+    int rank;
+    int32_t sizes[TRT_MAX_RANK];        /* the logical shape */
+    uint8_t dim_order[TRT_MAX_RANK];    /* logical dims from outermost to innermost in memory */
+    int32_t strides[TRT_MAX_RANK];      /* in elements, per logical dim */
+    size_t numel, nbytes, elem_size;
+    uint8_t *data;                      /* inputs: write here; outputs: read here (never write) */
+    int has_int8;                       /* outputs: 1 when trt_output_int8 has the raw int8 values */
+} trt_tensor_info;
+
+int trt_input_count(const trt_program *prog);
+int trt_output_count(const trt_program *prog);
+trt_status trt_input(const trt_program *prog, int i, trt_tensor_info *info);
+trt_status trt_output(const trt_program *prog, int i, trt_tensor_info *info);
+
+/* The raw int8 values of output i: when the kernel call that writes it is a
+ * dequantize_per_tensor, the int8 tensor it read (same shape and layout as the output, one
+ * byte per element), as that call read it. TRT_ERR_BAD_INPUT when the output has none. */
+trt_status trt_output_int8(const trt_program *prog, int i, const int8_t **data, size_t *count);
+
+/* Run one inference on the inputs as written. Write every input in full before each run: the
+ * memory plan reuses an input's bytes once no kernel call reads it any more. After the run,
+ * every output holds what its kernel call wrote (see the load-time guarantees in runtime.md). */
+trt_status trt_run(trt_program *prog);
+
+/* ---- the rock-paper-scissors convenience ----------------------------------------------------- */
+
+#define TRT_IMAGE_SIDE 28
+#define TRT_IMAGE_BYTES (TRT_IMAGE_SIDE * TRT_IMAGE_SIDE)
+
+/* One inference of an image classifier: the 28x28 uint8 image becomes input 0 (float32
+ * [1, 1, 28, 28]) as pixel / 255.0f, then trt_run; logits receives output 0 (float32, at most
+ * `capacity` values, *n_out of them) and out_q (may be NULL) its raw int8 values, *n_q of them
+ * (0 when output 0 has none, see trt_output_int8). TRT_ERR_BAD_TENSOR when the program's
+ * input 0 or output 0 is not of that kind; TRT_ERR_LIMIT when output 0 has more than capacity. */
+trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t *out_q, float *logits,
+                     size_t capacity, size_t *n_out, size_t *n_q);
+
+/* ---- inspection and profile ----------------------------------------------------------------- */
 
 /* Multiply-accumulates of one inference (convolutions and linear layers). */
 uint64_t trt_macs(const trt_program *prog);
@@ -89,16 +210,16 @@ const char *trt_instruction_name(const trt_program *prog, int i);
  * "dsp" (the DSP extension's SIMD multiply-accumulates) or "c" (portable); NULL if out of range. */
 const char *trt_instruction_variant(const trt_program *prog, int i);
 
-/* Run only kernel calls [0, end) of the chain after loading the image, so tools can
- * inspect intermediate tensors; trt_infer is the normal entry point. */
-trt_status trt_run_prefix(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int end);
+/* Run only kernel calls [begin, end) of the chain, on the arena as it is: after writing the
+ * inputs, trt_run_calls(prog, 0, k + 1) leaves the output of call k in place, and calls may
+ * be run one at a time to inspect each output before a later call reuses its bytes. */
+trt_status trt_run_calls(trt_program *prog, int begin, int end);
 
-/* Where the output tensor of kernel call i lives after trt_run_prefix(..., i + 1):
- * its bytes (within the arena) and length. */
+/* Where the output tensor of kernel call i lives (within the arena) and its length. */
 trt_status trt_instruction_output(const trt_program *prog, int i, const uint8_t **data, size_t *len);
 
 /* Per-layer profile, optional. `counter` is any monotonic count (on the boards: executed
- * instructions); while it is set, trt_infer and trt_run_prefix record how far it advanced
+ * instructions); while it is set, trt_run and trt_run_calls record how far it advanced
  * across each kernel call. NULL (the default after trt_load) turns profiling off. */
 typedef uint64_t (*trt_counter_fn)(void);
 void trt_set_counter(trt_program *prog, trt_counter_fn counter);

@@ -2,12 +2,10 @@
 
 #include <stddef.h>
 
-#include "tinyrps_runtime.h"
-
 static int is_separator(char c) { return c == ' ' || c == '\t'; }
 
 /* Scans from the end, so a line with any number of words gives its last two. */
-int batch_file_names(char *line, char **images, char **outputs)
+int batch_file_names(char *line, char **samples, char **results)
 {
     char *found[2] = {NULL, NULL};
     size_t end = 0;
@@ -23,15 +21,15 @@ int batch_file_names(char *line, char **images, char **outputs)
             end--;
         found[word] = line + end;
     }
-    *images = found[0];
-    *outputs = found[1];
+    *samples = found[0];
+    *results = found[1];
     return 0;
 }
 
-int batch_image_count(long long bytes, uint32_t *count)
+int batch_sample_count(long long bytes, uint32_t sample_bytes, uint32_t *count)
 {
-    if (bytes < 0 || bytes % TRT_IMAGE_BYTES != 0 || bytes / TRT_IMAGE_BYTES > (long long)UINT32_MAX)
+    if (bytes < 0 || sample_bytes == 0 || bytes % sample_bytes != 0 || bytes / sample_bytes > (long long)UINT32_MAX)
         return -1;
-    *count = (uint32_t)(bytes / TRT_IMAGE_BYTES);
+    *count = (uint32_t)(bytes / sample_bytes);
     return 0;
 }

@@ -2,18 +2,18 @@
  * Loading and running a program (API in tinyrps_runtime.h).
  *
  * trt_load walks the program once, in this order: header and root (pte_reader),
- * the "forward" execution plan, its memory plan, every value (tensors resolved to
- * constant bytes or to arena positions), the operator table, the one instruction
- * chain (each kernel call validated by its operator's bind step and bound to one
- * kernel variant, ops/operator_table.h), the input and output. Only when all of it
- * is consistent and fits the arena is the program marked loaded (and the variants'
- * workspace prepared); trt_infer then just runs the bound kernels in order.
+ * the "forward" execution plan, its memory plan, the operator table, the inputs and
+ * outputs, the one instruction chain (each kernel call's arguments resolved from the
+ * program, validated by its operator's bind step and bound to one kernel variant,
+ * ops/operator_table.h), then what the memory plan must guarantee about the inputs and
+ * outputs (check_io_lifetimes). Only when all of it is consistent and fits the arena is
+ * the program marked loaded (and the variants' workspace prepared); trt_run then just
+ * runs the bound kernels in order.
  */
 #include <string.h>
 
 #include "runtime_internal.h"
 
-#define MAX_KERNEL_ARGS 32
 #define MAX_PLANNED_BYTES ((size_t)1 << 30)
 
 _Static_assert(sizeof(struct trt_program) <= TRT_PROGRAM_STORAGE_BYTES,
@@ -23,14 +23,22 @@ _Static_assert(sizeof(struct trt_program) <= TRT_PROGRAM_STORAGE_BYTES,
 
 static size_t align_up(size_t n) { return (n + (TRT_ALIGN - 1)) & ~(size_t)(TRT_ALIGN - 1); }
 
-static int dtype_size(int8_t dtype) {
-    switch (dtype) {
-    case TRT_UINT8: case TRT_INT8: case TRT_BOOL: return 1;
-    case TRT_INT16: return 2;
-    case TRT_INT32: case TRT_FLOAT32: return 4;
-    case TRT_INT64: case TRT_FLOAT64: return 8;
-    default: return 0;
-    }
+static int dtype_size(int dtype) {
+#define TRT_DTYPE_SIZE(name, code, text, bytes) case code: return bytes;
+    switch (dtype) { TRT_DTYPE_LIST(TRT_DTYPE_SIZE) }
+#undef TRT_DTYPE_SIZE
+    return 0;
+}
+
+const char *trt_dtype_name(int dtype) {
+#define TRT_DTYPE_TEXT(name, code, text, bytes) case code: return text;
+    switch (dtype) { TRT_DTYPE_LIST(TRT_DTYPE_TEXT) }
+#undef TRT_DTYPE_TEXT
+    return NULL;
+}
+
+static int ranges_overlap(size_t a, size_t a_len, size_t b, size_t b_len) {
+    return a_len > 0 && b_len > 0 && a < b + b_len && b < a + a_len;
 }
 
 /* ---- public helpers --------------------------------------------------------------------------------- */
@@ -42,6 +50,18 @@ trt_program *trt_program_init(trt_program_storage *storage) {
 }
 
 size_t trt_program_size(void) { return sizeof(struct trt_program); }
+
+uint32_t trt_limit(int i, const char **name) {
+#define TRT_LIMIT_ENTRY(limit) {#limit, limit},
+    static const struct { const char *name; uint32_t value; } LIMITS[] = {TRT_LIMIT_LIST(TRT_LIMIT_ENTRY)};
+#undef TRT_LIMIT_ENTRY
+    if (i < 0 || i >= (int)(sizeof LIMITS / sizeof LIMITS[0])) {
+        if (name) *name = NULL;
+        return 0;
+    }
+    if (name) *name = LIMITS[i].name;
+    return LIMITS[i].value;
+}
 
 size_t trt_arena_needed(const trt_program *prog) { return prog ? prog->arena_needed : 0; }
 
@@ -60,17 +80,9 @@ const char *trt_instruction_variant(const trt_program *prog, int i) {
 }
 
 const char *trt_status_name(trt_status s) {
-    switch (s) {
-    case TRT_OK: return "ok";
-    case TRT_ERR_TRUNCATED: return "truncated";
-    case TRT_ERR_BAD_MAGIC: return "bad magic";
-    case TRT_ERR_MALFORMED: return "malformed";
-    case TRT_ERR_UNSUPPORTED_OP: return "unsupported operator";
-    case TRT_ERR_ARENA_TOO_SMALL: return "arena too small";
-    case TRT_ERR_BAD_TENSOR: return "bad tensor";
-    case TRT_ERR_BAD_INPUT: return "bad input";
-    case TRT_ERR_LIMIT: return "over runtime limit";
-    }
+#define TRT_STATUS_TEXT(name, value, text) case name: return text;
+    switch (s) { TRT_STATUS_LIST(TRT_STATUS_TEXT) }
+#undef TRT_STATUS_TEXT
     return "unknown status";
 }
 
@@ -80,7 +92,8 @@ const char *trt_status_name(trt_status s) {
  * the workspace for weight sums follows them. */
 static trt_status load_memory_plan(trt_program *prog) {
     const fb_vector *sizes = &prog->plan.memory_sizes;
-    if (sizes->count > TRT_MAX_MEMORY_IDS) return trt_fail(&prog->detail, TRT_ERR_LIMIT, "too many memory ids");
+    if (sizes->count > TRT_MAX_MEMORY_IDS)
+        return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "memory ids above TRT_MAX_MEMORY_IDS:", sizes->count);
     size_t base = 0;
     for (uint32_t id = 0; id < sizes->count; id++) {
         int64_t size = fb_vector_i64(&prog->file.flat, sizes, id);
@@ -97,15 +110,15 @@ static trt_status load_memory_plan(trt_program *prog) {
 }
 
 /* Reserve `bytes` of workspace after the planned memory; returns its arena offset. */
-static trt_status reserve_workspace(trt_program *prog, size_t bytes, size_t *offset) {
+static trt_status reserve_workspace(trt_program *prog, size_t bytes, uint32_t *offset) {
     if (bytes > MAX_PLANNED_BYTES || prog->workspace_used > MAX_PLANNED_BYTES)
         return trt_fail(&prog->detail, TRT_ERR_LIMIT, "workspace too large");
-    *offset = prog->workspace_base + prog->workspace_used;
+    *offset = (uint32_t)(prog->workspace_base + prog->workspace_used);
     prog->workspace_used += align_up(bytes);
     return TRT_OK;
 }
 
-/* ---- values and tensors ------------------------------------------------------------------------------ */
+/* ---- resolving values ------------------------------------------------------------------------------- */
 
 static trt_status tensor_shape(trt_program *prog, const pte_tensor *src, trt_tensor *t) {
     const fb_buffer *fb = &prog->file.flat;
@@ -166,66 +179,75 @@ static trt_status tensor_storage(trt_program *prog, const pte_tensor *src, trt_t
     return TRT_OK;
 }
 
-static trt_status load_value(trt_program *prog, uint32_t index) {
+static trt_status resolve_tensor(trt_program *prog, const pte_tensor *src, trt_tensor *t) {
+    trt_status s;
+    memset(t, 0, sizeof *t);
+    if ((s = tensor_shape(prog, src, t)) != TRT_OK) return s;
+    return tensor_storage(prog, src, t);
+}
+
+static trt_status read_value(trt_program *prog, int64_t index, pte_value *v) {
+    if (index < 0 || index >= prog->n_values) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "value index out of range");
+    trt_status s = pte_value_at(&prog->file, &prog->plan, (uint32_t)index, v);
+    return s == TRT_OK ? TRT_OK : trt_fail(&prog->detail, s, "bad value");
+}
+
+/* IntList items are indices of Int values: the ints themselves go into call_items. */
+static trt_status resolve_int_list(trt_program *prog, const fb_vector *list, trt_value *dst, uint16_t *n_items) {
+    if (list->count > (uint32_t)(TRT_MAX_CALL_LIST_ITEMS - *n_items))
+        return trt_fail(&prog->detail, TRT_ERR_LIMIT, "int[] items of one kernel call above TRT_MAX_CALL_LIST_ITEMS");
+    dst->index = *n_items;
+    dst->count = (uint16_t)list->count;
+    for (uint32_t k = 0; k < list->count; k++) {
+        pte_value item;
+        trt_status s = read_value(prog, fb_vector_i64(&prog->file.flat, list, k), &item);
+        if (s != TRT_OK) return s;
+        if (item.kind != PTE_VALUE_INT) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "int[] item is not an int value");
+        prog->call_items[(*n_items)++] = item.int_val;
+    }
+    return TRT_OK;
+}
+
+/* TensorList items are indices of Tensor values: each tensor goes into a slot of call_tensors after
+ * the call's own arguments (from *next_slot on), and its slot into call_items. */
+static trt_status resolve_tensor_list(trt_program *prog, const fb_vector *list, trt_value *dst, uint16_t *n_items,
+                                      uint16_t *next_slot) {
+    if (list->count > (uint32_t)(TRT_MAX_CALL_LIST_ITEMS - *n_items) || list->count > (uint32_t)(TRT_MAX_KERNEL_ARGS - *next_slot))
+        return trt_fail(&prog->detail, TRT_ERR_LIMIT, "Tensor[] items of one kernel call above TRT_MAX_KERNEL_ARGS");
+    dst->index = *n_items;
+    dst->count = (uint16_t)list->count;
+    for (uint32_t k = 0; k < list->count; k++) {
+        pte_value item;
+        trt_status s = read_value(prog, fb_vector_i32(&prog->file.flat, list, k), &item);
+        if (s != TRT_OK) return s;
+        if (item.kind != PTE_VALUE_TENSOR) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "Tensor[] item is not a tensor");
+        if ((s = resolve_tensor(prog, &item.tensor, &prog->call_tensors[*next_slot])) != TRT_OK) return s;
+        prog->call_items[(*n_items)++] = (*next_slot)++;
+    }
+    return TRT_OK;
+}
+
+/* Argument `slot` of the call being bound: value `index` of the plan, resolved. */
+static trt_status resolve_argument(trt_program *prog, int32_t index, uint16_t slot, uint16_t *n_items,
+                                   uint16_t *next_slot) {
     pte_value v;
-    trt_value *dst = &prog->values[index];
-    trt_status s = pte_value_at(&prog->file, &prog->plan, index, &v);
-    if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad value");
+    trt_value *dst = &prog->call_args[slot];
+    memset(dst, 0, sizeof *dst);
+    trt_status s = read_value(prog, index, &v);
+    if (s != TRT_OK) return s;
     dst->kind = v.kind;
     switch (v.kind) {
     case PTE_VALUE_INT: dst->u.i = v.int_val; return TRT_OK;
     case PTE_VALUE_BOOL: dst->u.i = v.bool_val; return TRT_OK;
     case PTE_VALUE_DOUBLE: dst->u.d = v.double_val; return TRT_OK;
-    case PTE_VALUE_INT_LIST:
-    case PTE_VALUE_TENSOR_LIST:
-        if (v.list.count > (uint32_t)(TRT_MAX_LIST_ITEMS - prog->n_list_items)) return trt_fail(&prog->detail, TRT_ERR_LIMIT, "too many int[] items");
-        dst->index = prog->n_list_items;
-        dst->count = (uint16_t)v.list.count;
-        for (uint32_t k = 0; k < v.list.count; k++)   /* value indices for now; resolved below */
-            prog->list_items[prog->n_list_items++] = v.kind == PTE_VALUE_INT_LIST ? fb_vector_i64(&prog->file.flat, &v.list, k)
-                                                                                 : fb_vector_i32(&prog->file.flat, &v.list, k);
-        return TRT_OK;
-    case PTE_VALUE_TENSOR: {
-        if (prog->n_tensors >= TRT_MAX_TENSORS) return trt_fail(&prog->detail, TRT_ERR_LIMIT, "too many tensors");
-        trt_tensor *t = &prog->tensors[prog->n_tensors];
-        memset(t, 0, sizeof *t);
-        if ((s = tensor_shape(prog, &v.tensor, t)) != TRT_OK || (s = tensor_storage(prog, &v.tensor, t)) != TRT_OK)
-            return s;
-        dst->index = prog->n_tensors++;
-        return TRT_OK;
-    }
+    case PTE_VALUE_INT_LIST: return resolve_int_list(prog, &v.list, dst, n_items);
+    case PTE_VALUE_TENSOR_LIST: return resolve_tensor_list(prog, &v.list, dst, n_items, next_slot);
+    case PTE_VALUE_TENSOR:
+        dst->index = slot;
+        return resolve_tensor(prog, &v.tensor, &prog->call_tensors[slot]);
     default:
         return TRT_OK;   /* null, strings, other lists: a kernel taking one fails its binding */
     }
-}
-
-/* IntList items are indices of Int values, TensorList items of Tensor values; replace them with
- * the ints and the tensor table indices. */
-static trt_status resolve_lists(trt_program *prog) {
-    for (uint16_t i = 0; i < prog->n_values; i++) {
-        const trt_value *list = &prog->values[i];
-        if (list->kind != PTE_VALUE_INT_LIST && list->kind != PTE_VALUE_TENSOR_LIST) continue;
-        const uint8_t kind = list->kind == PTE_VALUE_INT_LIST ? PTE_VALUE_INT : PTE_VALUE_TENSOR;
-        for (uint16_t k = list->index; k < list->index + list->count; k++) {
-            int64_t ref = prog->list_items[k];
-            if (ref < 0 || ref >= prog->n_values || prog->values[ref].kind != kind)
-                return trt_fail(&prog->detail, TRT_ERR_MALFORMED,
-                                kind == PTE_VALUE_INT ? "int[] item is not an int value" : "Tensor[] item is not a tensor");
-            prog->list_items[k] = kind == PTE_VALUE_INT ? prog->values[ref].u.i : prog->values[ref].index;
-        }
-    }
-    return TRT_OK;
-}
-
-static trt_status load_values(trt_program *prog) {
-    uint32_t n = prog->plan.values.count;
-    if (n > TRT_MAX_VALUES) return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "too many values:", n);
-    prog->n_values = (uint16_t)n;
-    for (uint32_t i = 0; i < n; i++) {
-        trt_status s = load_value(prog, i);
-        if (s != TRT_OK) return s;
-    }
-    return resolve_lists(prog);
 }
 
 /* ---- operators and instructions ------------------------------------------------------------------------ */
@@ -243,7 +265,7 @@ static trt_status unsupported_operator(trt_program *prog, const char *name, uint
 
 static trt_status load_operators(trt_program *prog) {
     uint32_t n = prog->plan.operators.count;
-    if (n > TRT_MAX_OPERATORS) return trt_fail(&prog->detail, TRT_ERR_LIMIT, "too many operators");
+    if (n > TRT_MAX_OPERATORS) return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "operators above TRT_MAX_OPERATORS:", n);
     for (uint32_t i = 0; i < n; i++) {
         const char *name, *overload;
         uint32_t name_len, overload_len;
@@ -265,14 +287,37 @@ static trt_status reject_delegates(trt_program *prog) {
     return trt_fail_named(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "unsupported backend delegate", id, len);
 }
 
-static uint16_t tensor_arg(const trt_program *prog, const int32_t *args, uint32_t n, uint32_t i) {
-    return i < n ? prog->values[args[i]].index : 0;
+/* The tensor is the input itself, or a view of it: the same elements at the same place (a tensor of
+ * another dtype that happens to start there and span as many bytes is a reuse of the bytes). */
+static int same_place(const trt_tensor *a, const trt_tensor *b) {
+    return a->in_arena && b->in_arena && a->arena_offset == b->arena_offset && a->nbytes == b->nbytes &&
+           a->dtype == b->dtype;
+}
+
+/* Call k reads every planned tensor among its arguments but its `out` (a Tensor[]'s too): note the
+ * inputs it reads. */
+static void note_input_read(trt_program *prog, int16_t k, int32_t value, const trt_tensor *t) {
+    for (uint8_t m = 0; m < prog->n_inputs; m++) {
+        trt_io *in = &prog->inputs[m];
+        if (value == in->value || same_place(t, &in->t)) in->last_reader = k;
+    }
+}
+
+static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, uint32_t n_args) {
+    for (uint32_t a = 0; a + 2 < n_args; a++) {
+        const trt_value *v = &prog->call_args[a];
+        if (v->kind == PTE_VALUE_TENSOR) note_input_read(prog, k, args[a], &prog->call_tensors[v->index]);
+        if (v->kind != PTE_VALUE_TENSOR_LIST) continue;
+        for (uint16_t i = 0; i < v->count; i++)   /* no value index of its own: compared by place */
+            note_input_read(prog, k, -1, &prog->call_tensors[prog->call_items[v->index + i]]);
+    }
 }
 
 /* Validate the call (its operator's bind step), choose its kernel variant once, and reserve the
  * variant's workspace; the working memory all calls share is sized for the largest. */
-static trt_status bind_instruction(trt_program *prog, trt_instruction *ins, const int32_t *args, uint32_t n_args) {
-    const trt_value_tables tables = {prog->values, prog->n_values, prog->tensors, prog->list_items};
+static trt_status bind_instruction(trt_program *prog, trt_instruction *ins, int16_t k, const int32_t *args,
+                                   uint32_t n_args) {
+    const trt_value_tables tables = {prog->call_args, (uint16_t)n_args, prog->call_tensors, prog->call_items};
     const trt_call call = {&tables, &prog->detail, args, n_args, ins->op->name};
     uint64_t macs = 0;
     memset(&ins->p, 0, sizeof ins->p);
@@ -280,13 +325,21 @@ static trt_status bind_instruction(trt_program *prog, trt_instruction *ins, cons
     if (s != TRT_OK) return s;
     ins->macs = (uint32_t)macs;
     prog->macs += macs;
-    /* binding succeeded: args[0] is the input tensor, args[n-2] the output (== the return) */
-    ins->input_tensor = (int16_t)tensor_arg(prog, args, n_args, 0);
-    ins->output_tensor = tensor_arg(prog, args, n_args, n_args - 2);
+    /* binding succeeded: args[n-2] is the planned output (== the return), as every bind step checks
+     * (trt_need_output); a kernel writes nothing else of the memory plan (operator_table.h) */
+    if (n_args < 2 || prog->call_args[n_args - 2].kind != PTE_VALUE_TENSOR ||
+        !prog->call_tensors[n_args - 2].in_arena)
+        return trt_fail_named(&prog->detail, TRT_ERR_MALFORMED, "the out argument is not a planned tensor in",
+                              ins->op->name, strlen(ins->op->name));
+    const trt_tensor *out = &prog->call_tensors[n_args - 2];
+    ins->out_value = (uint16_t)args[n_args - 2];
+    ins->out_offset = (uint32_t)out->arena_offset;
+    ins->out_bytes = out->nbytes;
+    note_input_reads(prog, k, args, n_args);
     ins->kernel = trt_choose_variant(ins->op, &ins->p);
-    ins->scratch_bytes = ins->kernel->scratch_bytes ? ins->kernel->scratch_bytes(&ins->p) : 0;
-    if (ins->scratch_bytes && (s = reserve_workspace(prog, ins->scratch_bytes, &ins->scratch_offset)) != TRT_OK)
-        return s;
+    size_t scratch = ins->kernel->scratch_bytes ? ins->kernel->scratch_bytes(&ins->p) : 0;
+    ins->scratch_bytes = (uint32_t)scratch;
+    if (scratch && (s = reserve_workspace(prog, scratch, &ins->scratch_offset)) != TRT_OK) return s;
     size_t temp = ins->kernel->temp_bytes ? ins->kernel->temp_bytes(&ins->p) : 0;
     if (temp > prog->temp_bytes) prog->temp_bytes = temp;
     return TRT_OK;
@@ -296,17 +349,22 @@ static trt_status load_instruction(trt_program *prog, const fb_vector *instructi
     uint8_t kind;
     int32_t op_index;
     fb_vector args_vec;
-    int32_t args[MAX_KERNEL_ARGS];
+    int32_t args[TRT_MAX_KERNEL_ARGS];
     trt_status s = pte_instruction_at(&prog->file, instructions, i, &kind, &op_index, &args_vec);
     if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad instruction");
     if (kind != PTE_INSTR_KERNEL_CALL) return trt_fail_number(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "unsupported instruction kind", kind);
     if (op_index < 0 || op_index >= prog->n_operators) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "kernel call of an unknown operator");
-    if (args_vec.count > MAX_KERNEL_ARGS) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "too many kernel arguments");
-    for (uint32_t k = 0; k < args_vec.count; k++) args[k] = fb_vector_i32(&prog->file.flat, &args_vec, k);
+    if (args_vec.count > TRT_MAX_KERNEL_ARGS)
+        return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel call arguments above TRT_MAX_KERNEL_ARGS:", args_vec.count);
+    uint16_t n_items = 0, next_slot = (uint16_t)args_vec.count;   /* Tensor[] items after the arguments */
+    for (uint32_t k = 0; k < args_vec.count; k++) {
+        args[k] = fb_vector_i32(&prog->file.flat, &args_vec, k);
+        if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
+    }
     trt_instruction *ins = &prog->instructions[i];
     ins->op = prog->operators[op_index];
     ins->operator_index = (uint8_t)op_index;
-    return bind_instruction(prog, ins, args, args_vec.count);
+    return bind_instruction(prog, ins, (int16_t)i, args, args_vec.count);
 }
 
 static trt_status load_chain(trt_program *prog) {
@@ -315,7 +373,8 @@ static trt_status load_chain(trt_program *prog) {
     trt_status s = pte_chain_instructions(&prog->file, &prog->plan, 0, &instructions);
     if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad chain");
     if (instructions.count == 0) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "empty instruction chain");
-    if (instructions.count > TRT_MAX_INSTRUCTIONS) return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "too many instructions:", instructions.count);
+    if (instructions.count > TRT_MAX_INSTRUCTIONS)
+        return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel calls above TRT_MAX_INSTRUCTIONS:", instructions.count);
     for (uint32_t i = 0; i < instructions.count; i++) {
         if ((s = load_instruction(prog, &instructions, i)) != TRT_OK) return s;
         prog->n_instructions = (uint16_t)(i + 1);
@@ -323,39 +382,154 @@ static trt_status load_chain(trt_program *prog) {
     return TRT_OK;
 }
 
-/* ---- input and output -------------------------------------------------------------------------------- */
+/* ---- inputs and outputs -------------------------------------------------------------------------------- */
 
-static trt_status io_tensor(trt_program *prog, const fb_vector *list, const char *what, uint16_t *tensor) {
-    if (list->count != 1) return trt_fail_named(&prog->detail, TRT_ERR_BAD_TENSOR, "expected exactly one", what, strlen(what));
-    int32_t v = fb_vector_i32(&prog->file.flat, list, 0);
-    if (v < 0 || v >= prog->n_values || prog->values[v].kind != PTE_VALUE_TENSOR)
-        return trt_fail_named(&prog->detail, TRT_ERR_MALFORMED, "bad", what, strlen(what));
-    *tensor = prog->values[v].index;
-    const trt_tensor *t = &prog->tensors[*tensor];
-    if (t->dtype != TRT_FLOAT32 || !t->in_arena) return trt_fail_named(&prog->detail, TRT_ERR_BAD_TENSOR, "not a planned float32", what, strlen(what));
+static trt_status io_tensors(trt_program *prog, const fb_vector *list, const char *what, uint32_t limit,
+                             const char *limit_reason, trt_io *table, uint8_t *count) {
+    if (list->count == 0) return trt_fail_named(&prog->detail, TRT_ERR_BAD_TENSOR, "the program has no", what, strlen(what));
+    if (list->count > limit) return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, limit_reason, list->count);
+    for (uint32_t k = 0; k < list->count; k++) {
+        int32_t v = fb_vector_i32(&prog->file.flat, list, k);
+        pte_value value;
+        trt_status s = read_value(prog, v, &value);
+        if (s != TRT_OK) return s;
+        if (value.kind != PTE_VALUE_TENSOR) return trt_fail_named(&prog->detail, TRT_ERR_MALFORMED, "not a tensor:", what, strlen(what));
+        trt_io *io = &table[k];
+        memset(io, 0, sizeof *io);
+        if ((s = resolve_tensor(prog, &value.tensor, &io->t)) != TRT_OK) return s;
+        if (!io->t.in_arena || io->t.numel == 0)
+            return trt_fail_named(&prog->detail, TRT_ERR_BAD_TENSOR, "not a non-empty planned tensor:", what, strlen(what));
+        io->value = (uint16_t)v;
+        io->last_reader = -1;
+        io->producer = -1;
+    }
+    *count = (uint8_t)list->count;
     return TRT_OK;
 }
 
 static trt_status load_io(trt_program *prog) {
     trt_status s;
-    if ((s = io_tensor(prog, &prog->plan.inputs, "input", &prog->input_tensor)) != TRT_OK ||
-        (s = io_tensor(prog, &prog->plan.outputs, "output", &prog->output_tensor)) != TRT_OK)
+    if ((s = io_tensors(prog, &prog->plan.inputs, "input", TRT_MAX_INPUTS, "inputs above TRT_MAX_INPUTS:",
+                        prog->inputs, &prog->n_inputs)) != TRT_OK)
         return s;
-    const trt_tensor *in = &prog->tensors[prog->input_tensor], *out = &prog->tensors[prog->output_tensor];
-    if (in->rank != 4 || in->sizes[0] != 1 || in->sizes[1] != 1 || in->sizes[2] != TRT_IMAGE_SIDE ||
-        in->sizes[3] != TRT_IMAGE_SIDE)
-        return trt_fail(&prog->detail, TRT_ERR_BAD_TENSOR, "input is not [1, 1, 28, 28]");
-    if (!trt_is_row_major(out)) return trt_fail(&prog->detail, TRT_ERR_BAD_TENSOR, "output is not row-major");
-    if (out->numel < 1 || out->numel > TRT_MAX_OUTPUTS) return trt_fail(&prog->detail, TRT_ERR_LIMIT, "output has more than 16 values");
-    /* The last kernel call must be the dequantize that writes the output: its input is the int8
-     * result reported as out_q, and with nothing running after it, nothing can overwrite those
-     * bytes before trt_infer copies them. */
-    const trt_instruction *last = &prog->instructions[prog->n_instructions - 1];
-    if (last->output_tensor != prog->output_tensor || last->op != &trt_op_dequantize_per_tensor)
-        return trt_fail(&prog->detail, TRT_ERR_BAD_TENSOR,
-                        "the last kernel call must be the dequantize_per_tensor that writes the output");
-    prog->output_int8_tensor = (uint16_t)last->input_tensor;
+    return io_tensors(prog, &prog->plan.outputs, "output", TRT_MAX_OUTPUTS, "outputs above TRT_MAX_OUTPUTS:",
+                      prog->outputs, &prog->n_outputs);
+}
+
+/* "<what> <index><verb><by><when><other>": the reason of a lifetime refusal, e.g.
+ * "output 1 is overwritten by kernel call 7 after kernel call 5 writes it". */
+static trt_status lifetime_error(trt_program *prog, const char *what, int index, const char *verb, int by,
+                                 const char *when, int other) {
+    char text[112], digits[3][8];
+    const int numbers[3] = {index, by, other};
+    for (int n = 0; n < 3; n++) {
+        int v = numbers[n], len = 0;
+        char reversed[8];
+        do { reversed[len++] = (char)('0' + v % 10); v /= 10; } while (v && len < 7);
+        for (int c = 0; c < len; c++) digits[n][c] = reversed[len - 1 - c];
+        digits[n][len] = '\0';
+    }
+    const char *parts[] = {what, " ", digits[0], verb, digits[1], when, digits[2]};
+    size_t used = 0;
+    for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
+        for (const char *c = parts[p]; *c && used + 1 < sizeof text; c++) text[used++] = *c;
+    text[used] = '\0';
+    return trt_fail(&prog->detail, TRT_ERR_BAD_TENSOR, text);
+}
+
+/* The tensor argument 0 of kernel call i, resolved again from the program (calls keep only
+ * their kernel parameters). */
+static trt_status call_input_tensor(trt_program *prog, int i, trt_tensor *t) {
+    fb_vector instructions, args;
+    uint8_t kind;
+    int32_t op_index;
+    pte_value v;
+    trt_status s;
+    if ((s = pte_chain_instructions(&prog->file, &prog->plan, 0, &instructions)) != TRT_OK ||
+        (s = pte_instruction_at(&prog->file, &instructions, (uint32_t)i, &kind, &op_index, &args)) != TRT_OK)
+        return trt_fail(&prog->detail, s, "bad instruction");
+    if (args.count == 0) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "kernel call without arguments");
+    if ((s = read_value(prog, fb_vector_i32(&prog->file.flat, &args, 0), &v)) != TRT_OK) return s;
+    if (v.kind != PTE_VALUE_TENSOR) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "expected a tensor argument");
+    return resolve_tensor(prog, &v.tensor, t);
+}
+
+/* An output written by a dequantize_per_tensor also has raw int8 values: the tensor that call read.
+ * When a later call writes over those bytes, the dequantize's call copies them to workspace right
+ * after it runs, so they are still the values it read when the run ends. */
+static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
+    trt_instruction *producer = &prog->instructions[out->producer];
+    if (producer->op != &trt_op_dequantize_per_tensor) return TRT_OK;
+    out->has_int8 = 1;
+    if (producer->copy_bytes) {   /* another output of the same call keeps them already */
+        out->int8_in_arena = 1;
+        out->int8_offset = producer->copy_to;
+        return TRT_OK;
+    }
+    trt_tensor q;
+    trt_status s = call_input_tensor(prog, out->producer, &q);
+    if (s != TRT_OK) return s;
+    if (!q.in_arena) {
+        out->int8_const = (const int8_t *)(const void *)q.data;
+        return TRT_OK;
+    }
+    out->int8_in_arena = 1;
+    out->int8_offset = (uint32_t)q.arena_offset;
+    for (int k = out->producer + 1; k < prog->n_instructions; k++) {
+        const trt_instruction *later = &prog->instructions[k];
+        if (!ranges_overlap(later->out_offset, later->out_bytes, q.arena_offset, q.nbytes)) continue;
+        if ((s = reserve_workspace(prog, q.nbytes, &producer->copy_to)) != TRT_OK) return s;
+        producer->copy_from = (uint32_t)q.arena_offset;
+        producer->copy_bytes = q.nbytes;
+        prog->has_copies = 1;
+        out->int8_offset = producer->copy_to;
+        break;
+    }
     return TRT_OK;
+}
+
+/*
+ * What the memory plan must guarantee for the inputs and outputs to mean anything (ExecuTorch's
+ * planner gives it: an input lives from the start until its last reader, an output from its
+ * writer to the end): no kernel call writes over an input before the last call that reads it,
+ * and none writes over an output after the call that writes it. A program that breaks either
+ * (hand-made or corrupted) is refused here, so every output read after trt_run is what its
+ * kernel call wrote, and every call reads the inputs as the caller wrote them.
+ */
+static trt_status check_io_lifetimes(trt_program *prog) {
+    for (uint8_t m = 0; m < prog->n_inputs; m++) {
+        const trt_io *in = &prog->inputs[m];
+        for (int k = 0; k <= in->last_reader; k++) {
+            const trt_instruction *ins = &prog->instructions[k];
+            if (ranges_overlap(ins->out_offset, ins->out_bytes, in->t.arena_offset, in->t.nbytes))
+                return lifetime_error(prog, "input", m, " is overwritten by kernel call ", k,
+                                      " before it is read by kernel call ", in->last_reader);
+        }
+    }
+    for (uint8_t m = 0; m < prog->n_outputs; m++) {
+        trt_io *out = &prog->outputs[m];
+        for (int k = prog->n_instructions - 1; k >= 0 && out->producer < 0; k--)
+            if (prog->instructions[k].out_value == out->value) out->producer = (int16_t)k;
+        if (out->producer < 0) return trt_fail_number(&prog->detail, TRT_ERR_BAD_TENSOR, "no kernel call writes output", m);
+        for (int k = out->producer + 1; k < prog->n_instructions; k++) {
+            const trt_instruction *ins = &prog->instructions[k];
+            if (ranges_overlap(ins->out_offset, ins->out_bytes, out->t.arena_offset, out->t.nbytes))
+                return lifetime_error(prog, "output", m, " is overwritten by kernel call ", k,
+                                      " after it is written by kernel call ", out->producer);
+        }
+        trt_status s = keep_raw_int8(prog, out);
+        if (s != TRT_OK) return s;
+    }
+    return TRT_OK;
+}
+
+/* trt_infer's program: an image classifier, float32 [1, 1, 28, 28] in, float32 out. */
+static int is_image_classifier(const trt_program *prog) {
+    const trt_tensor *in = &prog->inputs[0].t;
+    const trt_tensor *out = &prog->outputs[0].t;
+    return in->dtype == TRT_FLOAT32 && in->rank == 4 && in->sizes[0] == 1 && in->sizes[1] == 1 &&
+           in->sizes[2] == TRT_IMAGE_SIDE && in->sizes[3] == TRT_IMAGE_SIDE && out->dtype == TRT_FLOAT32 &&
+           trt_is_row_major(out);
 }
 
 /* ---- load ---------------------------------------------------------------------------------------------- */
@@ -364,7 +538,12 @@ static trt_status find_forward_plan(trt_program *prog) {
     for (uint32_t i = 0; i < prog->file.execution_plans.count; i++) {
         trt_status s = pte_plan_at(&prog->file, i, &prog->plan);
         if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad execution plan");
-        if (prog->plan.name_len == 7 && memcmp(prog->plan.name, "forward", 7) == 0) return TRT_OK;
+        if (prog->plan.name_len == 7 && memcmp(prog->plan.name, "forward", 7) == 0) {
+            if (prog->plan.values.count > TRT_MAX_VALUES)
+                return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "values above TRT_MAX_VALUES:", prog->plan.values.count);
+            prog->n_values = (uint16_t)prog->plan.values.count;
+            return TRT_OK;
+        }
     }
     return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "no execution plan named forward");
 }
@@ -391,17 +570,17 @@ static void prepare_kernels(trt_program *prog) {
 
 static trt_status load_all(trt_program *prog) {
     trt_status s;
-    size_t temp_offset = 0;
+    uint32_t temp_offset = 0;
     if ((s = open_file(prog)) != TRT_OK || (s = find_forward_plan(prog)) != TRT_OK ||
         (s = reject_delegates(prog)) != TRT_OK || (s = load_memory_plan(prog)) != TRT_OK ||
-        (s = load_values(prog)) != TRT_OK || (s = load_operators(prog)) != TRT_OK ||
-        (s = load_chain(prog)) != TRT_OK || (s = load_io(prog)) != TRT_OK ||
-        (s = reserve_workspace(prog, prog->temp_bytes, &temp_offset)) != TRT_OK)
+        (s = load_operators(prog)) != TRT_OK || (s = load_io(prog)) != TRT_OK || (s = load_chain(prog)) != TRT_OK ||
+        (s = check_io_lifetimes(prog)) != TRT_OK || (s = reserve_workspace(prog, prog->temp_bytes, &temp_offset)) != TRT_OK)
         return s;
     prog->arena_needed = prog->workspace_base + prog->workspace_used;
     if (!prog->arena || prog->arena_needed > prog->arena_len)
         return trt_fail_number(&prog->detail, TRT_ERR_ARENA_TOO_SMALL, "arena too small; bytes needed:", prog->arena_needed);
     prog->temp = prog->temp_bytes ? prog->arena + temp_offset : NULL;
+    prog->image_classifier = (uint8_t)is_image_classifier(prog);
     prepare_kernels(prog);
     return TRT_OK;
 }
@@ -434,33 +613,84 @@ trt_status trt_load(trt_program *prog, const uint8_t *pte, size_t pte_len, uint8
     return TRT_OK;
 }
 
-/* ---- inference ------------------------------------------------------------------------------------- */
+/* ---- inputs and outputs -------------------------------------------------------------------------------- */
 
-/* The image as the program's float32 input: pixel / 255, placed by the input's strides. */
-static void write_input(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES]) {
-    const trt_tensor *t = &prog->tensors[prog->input_tensor];
-    float *x = (float *)(void *)t->mutable_data;
-    for (int h = 0; h < TRT_IMAGE_SIDE; h++)
-        for (int w = 0; w < TRT_IMAGE_SIDE; w++)
-            x[h * t->strides[2] + w * t->strides[3]] = (float)image[h * TRT_IMAGE_SIDE + w] / 255.0f;
+int trt_input_count(const trt_program *prog) { return prog && prog->loaded ? prog->n_inputs : 0; }
+
+int trt_output_count(const trt_program *prog) { return prog && prog->loaded ? prog->n_outputs : 0; }
+
+static void describe(const trt_io *io, trt_tensor_info *info) {
+    memset(info, 0, sizeof *info);
+    info->dtype = io->t.dtype;
+    info->rank = io->t.rank;
+    for (int d = 0; d < io->t.rank; d++) {
+        info->sizes[d] = io->t.sizes[d];
+        info->dim_order[d] = io->t.dim_order[d];
+        info->strides[d] = io->t.strides[d];
+    }
+    info->numel = io->t.numel;
+    info->nbytes = io->t.nbytes;
+    info->elem_size = io->t.elem_size;
+    info->data = io->t.mutable_data;
+    info->has_int8 = io->has_int8;
 }
 
-static void run_instruction(trt_program *prog, const trt_instruction *ins) { ins->kernel->invoke(&ins->p, prog->temp); }
+trt_status trt_input(const trt_program *prog, int i, trt_tensor_info *info) {
+    if (!prog || !prog->loaded || i < 0 || i >= prog->n_inputs || !info) return TRT_ERR_BAD_INPUT;
+    describe(&prog->inputs[i], info);
+    return TRT_OK;
+}
 
-trt_status trt_run_prefix(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int end) {
-    if (!prog || !prog->loaded || !image || end < 0 || end > prog->n_instructions) return TRT_ERR_BAD_INPUT;
-    write_input(prog, image);
+trt_status trt_output(const trt_program *prog, int i, trt_tensor_info *info) {
+    if (!prog || !prog->loaded || i < 0 || i >= prog->n_outputs || !info) return TRT_ERR_BAD_INPUT;
+    describe(&prog->outputs[i], info);
+    return TRT_OK;
+}
+
+trt_status trt_output_int8(const trt_program *prog, int i, const int8_t **data, size_t *count) {
+    if (!prog || !prog->loaded || i < 0 || i >= prog->n_outputs || !data || !count) return TRT_ERR_BAD_INPUT;
+    const trt_io *out = &prog->outputs[i];
+    if (!out->has_int8) return TRT_ERR_BAD_INPUT;
+    *data = out->int8_in_arena ? (const int8_t *)(const void *)(prog->arena + out->int8_offset) : out->int8_const;
+    *count = out->t.numel;   /* dequantize binds input and output with the same layout */
+    return TRT_OK;
+}
+
+/* ---- inference ------------------------------------------------------------------------------------- */
+
+static void run_range(trt_program *prog, int begin, int end) {
+    trt_instruction *ins = prog->instructions;
+    if (prog->has_copies) {
+        for (int i = begin; i < end; i++) {
+            uint64_t before = prog->counter ? prog->counter() : 0;
+            ins[i].kernel->invoke(&ins[i].p, prog->temp);
+            if (ins[i].copy_bytes) memcpy(prog->arena + ins[i].copy_to, prog->arena + ins[i].copy_from, ins[i].copy_bytes);
+            if (prog->counter) ins[i].counted = (uint32_t)(prog->counter() - before);
+        }
+        return;
+    }
     if (!prog->counter) {
-        for (int i = 0; i < end; i++) run_instruction(prog, &prog->instructions[i]);
-        return TRT_OK;
+        for (int i = begin; i < end; i++) ins[i].kernel->invoke(&ins[i].p, prog->temp);
+        return;
     }
     uint64_t before = prog->counter();
-    for (int i = 0; i < end; i++) {
-        run_instruction(prog, &prog->instructions[i]);
+    for (int i = begin; i < end; i++) {
+        ins[i].kernel->invoke(&ins[i].p, prog->temp);
         uint64_t after = prog->counter();
-        prog->instructions[i].counted = (uint32_t)(after - before);
+        ins[i].counted = (uint32_t)(after - before);
         before = after;
     }
+}
+
+trt_status trt_run_calls(trt_program *prog, int begin, int end) {
+    if (!prog || !prog->loaded || begin < 0 || end < begin || end > prog->n_instructions) return TRT_ERR_BAD_INPUT;
+    run_range(prog, begin, end);
+    return TRT_OK;
+}
+
+trt_status trt_run(trt_program *prog) {
+    if (!prog || !prog->loaded) return TRT_ERR_BAD_INPUT;
+    run_range(prog, 0, prog->n_instructions);
     return TRT_OK;
 }
 
@@ -479,21 +709,43 @@ trt_status trt_instruction_profile(const trt_program *prog, int i, uint64_t *cou
 
 trt_status trt_instruction_output(const trt_program *prog, int i, const uint8_t **data, size_t *len) {
     if (!prog || !prog->loaded || i < 0 || i >= prog->n_instructions || !data || !len) return TRT_ERR_BAD_INPUT;
-    const trt_tensor *t = &prog->tensors[prog->instructions[i].output_tensor];
-    *data = t->data;
-    *len = t->nbytes;
+    *data = prog->arena + prog->instructions[i].out_offset;
+    *len = prog->instructions[i].out_bytes;
     return TRT_OK;
 }
 
-trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[TRT_MAX_OUTPUTS],
-                     float logits[TRT_MAX_OUTPUTS], int *n_out) {
-    if (!out_q || !logits || !n_out) return TRT_ERR_BAD_INPUT;
-    trt_status s = trt_run_prefix(prog, image, prog ? prog->n_instructions : 0);
-    if (s != TRT_OK) return s;
-    const trt_tensor *q = &prog->tensors[prog->output_int8_tensor], *out = &prog->tensors[prog->output_tensor];
-    /* dequantize binds input and output with the same layout, so element i matches */
-    memcpy(out_q, q->data, out->numel);
-    memcpy(logits, out->data, out->nbytes);
-    *n_out = (int)out->numel;
+/* ---- the image-classifier convenience ------------------------------------------------------------------ */
+
+/* The image as the program's float32 input: pixel / 255, placed by the input's strides (one pass
+ * when the rows are dense, as in every exported classifier: the same values, fewer instructions). */
+static void write_image(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES]) {
+    const trt_tensor *t = &prog->inputs[0].t;
+    float *x = (float *)(void *)t->mutable_data;
+    if (t->strides[3] == 1 && t->strides[2] == TRT_IMAGE_SIDE) {
+        for (int i = 0; i < TRT_IMAGE_BYTES; i++) x[i] = (float)image[i] / 255.0f;
+        return;
+    }
+    for (int h = 0; h < TRT_IMAGE_SIDE; h++)
+        for (int w = 0; w < TRT_IMAGE_SIDE; w++)
+            x[h * t->strides[2] + w * t->strides[3]] = (float)image[h * TRT_IMAGE_SIDE + w] / 255.0f;
+}
+
+trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t *out_q, float *logits,
+                     size_t capacity, size_t *n_out, size_t *n_q) {
+    if (!prog || !prog->loaded || !image || !logits || !n_out || !n_q) return TRT_ERR_BAD_INPUT;
+    if (!prog->image_classifier) return TRT_ERR_BAD_TENSOR;
+    const trt_io *out = &prog->outputs[0];
+    if (out->t.numel > capacity) return TRT_ERR_LIMIT;
+    write_image(prog, image);
+    run_range(prog, 0, prog->n_instructions);   /* trt_run's work, without its checks: all made above */
+    /* the logits in logical order (an output of a classifier is [1, n] or [n]: one order either way) */
+    memcpy(logits, out->t.data, out->t.nbytes);
+    *n_out = out->t.numel;
+    *n_q = 0;
+    if (out_q && out->has_int8) {
+        memcpy(out_q, out->int8_in_arena ? (const int8_t *)(const void *)(prog->arena + out->int8_offset) : out->int8_const,
+               out->t.numel);
+        *n_q = out->t.numel;
+    }
     return TRT_OK;
 }

@@ -1,8 +1,10 @@
 /*
  * The loaded program: static tables built by trt_load (runtime.c). Each kernel call
- * is bound to a row of the operator table and to one kernel variant (ops/).
- * Nothing here points outside the program buffer or the arena once trt_load has
- * returned TRT_OK.
+ * is bound to a row of the operator table and to one kernel variant (ops/). Values
+ * and tensors are not kept: a call's arguments are resolved from the program into
+ * the call_* tables while it is bound, and only what runs (the kernel parameters)
+ * and what the caller reads (the inputs and outputs) stays. Nothing here points
+ * outside the program buffer or the arena once trt_load has returned TRT_OK.
  */
 #ifndef TINYRPS_RUNTIME_INTERNAL_H
 #define TINYRPS_RUNTIME_INTERNAL_H
@@ -16,26 +18,41 @@
 #include "tinyrps_runtime.h"
 #include "values.h"
 
-/* Static table sizes: generous for TinyRPS-sized programs (158 values, 48 tensors, 10 calls). */
-#define TRT_MAX_VALUES 256
-#define TRT_MAX_TENSORS 80
-#define TRT_MAX_LIST_ITEMS 160
-#define TRT_MAX_OPERATORS 16
-#define TRT_MAX_INSTRUCTIONS 32
-#define TRT_MAX_MEMORY_IDS 4
+#if TRT_MAX_VALUES > 65535
+#error "TRT_MAX_VALUES above 65535: value indices are stored in 16 bits"
+#endif
+#if TRT_MAX_INSTRUCTIONS > 32767 || TRT_MAX_OPERATORS > 255 || TRT_MAX_MEMORY_IDS > 255 || \
+    TRT_MAX_INPUTS > 255 || TRT_MAX_OUTPUTS > 255 || TRT_MAX_CALL_LIST_ITEMS > 65535 || TRT_MAX_KERNEL_ARGS > 65535
+#error "a TRT_MAX_* limit is above what its table's index holds"
+#endif
 
 typedef struct {
     const trt_operator *op;            /* its row of the operator table */
     const trt_kernel_variant *kernel;  /* the variant chosen at load */
+    uint16_t out_value;                /* value index of its `out` argument */
     uint8_t operator_index;            /* into prog->operators */
-    uint16_t output_tensor;            /* tensor table index of the output */
-    int16_t input_tensor;              /* first tensor input (int8 output of a dequantize's producer) */
+    uint32_t out_offset, out_bytes;    /* the arena bytes it writes */
     uint32_t macs;                     /* multiply-accumulates per run (set by binding) */
     uint32_t counted;                  /* counter advance in the last profiled run (wraps past 2^32) */
-    size_t scratch_offset;             /* the variant's own workspace in the arena (scratch_bytes) */
-    size_t scratch_bytes;
+    uint32_t scratch_offset;           /* the variant's own workspace in the arena (scratch_bytes) */
+    uint32_t scratch_bytes;
+    /* After the call runs, copy_bytes arena bytes are copied from copy_from to copy_to: the raw
+     * int8 values of an output that a later call reuses the bytes of (0: nothing to copy). */
+    uint32_t copy_from, copy_to, copy_bytes;
     trt_params p;
 } trt_instruction;
+
+/* An input or output of the program. */
+typedef struct {
+    trt_tensor t;                      /* always memory planned */
+    uint16_t value;                    /* value index */
+    int16_t last_reader;               /* inputs: the last call reading it, -1 when none does */
+    int16_t producer;                  /* outputs: the call that writes it */
+    uint8_t has_int8;                  /* outputs: raw int8 values exist (the producer is a dequantize) */
+    uint8_t int8_in_arena;             /* 1: at int8_offset in the arena; 0: int8_const (a constant) */
+    uint32_t int8_offset;
+    const int8_t *int8_const;
+} trt_io;
 
 struct trt_program {
     int loaded;
@@ -53,18 +70,22 @@ struct trt_program {
     pte_file file;
     pte_plan plan;
 
-    uint16_t n_values, n_tensors, n_list_items, n_instructions;
-    uint8_t n_operators, n_memory_ids;
+    uint16_t n_values, n_instructions;
+    uint8_t n_operators, n_memory_ids, n_inputs, n_outputs;
+    uint8_t has_copies;        /* some call copies raw int8 values after it runs */
+    uint8_t image_classifier;  /* input 0 float32 [1, 1, 28, 28], output 0 float32: trt_infer runs it */
     size_t memory_base[TRT_MAX_MEMORY_IDS];
     size_t memory_size[TRT_MAX_MEMORY_IDS];
 
-    trt_value values[TRT_MAX_VALUES];
-    trt_tensor tensors[TRT_MAX_TENSORS];
-    int64_t list_items[TRT_MAX_LIST_ITEMS];
     const trt_operator *operators[TRT_MAX_OPERATORS];
     trt_instruction instructions[TRT_MAX_INSTRUCTIONS];
+    trt_io inputs[TRT_MAX_INPUTS];
+    trt_io outputs[TRT_MAX_OUTPUTS];
 
-    uint16_t input_tensor, output_tensor, output_int8_tensor;
+    /* The kernel call being bound: its arguments, their tensors and int-list items. */
+    trt_value call_args[TRT_MAX_KERNEL_ARGS];
+    trt_tensor call_tensors[TRT_MAX_KERNEL_ARGS];
+    int64_t call_items[TRT_MAX_CALL_LIST_ITEMS];
 
     trt_counter_fn counter;    /* per-layer profiling, NULL when off */
 

@@ -1,7 +1,8 @@
 /*
- * The loaded program's values and tensors, as trt_load resolves them: plain data
- * shared by the loader (runtime.c) and the operator bindings (ops/). Nothing here
- * points outside the program buffer or the arena once a load has succeeded.
+ * The values and tensors of the kernel call being bound, as trt_load resolves them from
+ * the program: plain data shared by the loader (runtime.c) and the operator bindings
+ * (ops/). Nothing here points outside the program buffer or the arena once a load has
+ * succeeded.
  */
 #ifndef TINYRPS_VALUES_H
 #define TINYRPS_VALUES_H
@@ -9,12 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TRT_MAX_RANK 6
-#define TRT_ALIGN 16
+#include "tinyrps_runtime.h"   /* TRT_MAX_RANK, the dtype codes (TRT_INT8, TRT_FLOAT32, ...) */
 
-/* ExecuTorch ScalarType codes used here. */
-enum { TRT_UINT8 = 0, TRT_INT8 = 1, TRT_INT16 = 2, TRT_INT32 = 3, TRT_INT64 = 4, TRT_FLOAT32 = 6,
-       TRT_FLOAT64 = 7, TRT_BOOL = 11 };
+#define TRT_ALIGN 16
 
 typedef struct {
     uint8_t dtype;
@@ -33,18 +31,19 @@ typedef struct {
 
 typedef struct {
     uint8_t kind;              /* PTE_VALUE_* */
-    uint16_t index;            /* TENSOR: tensor table index; INT_LIST: first item in list_items */
-    uint16_t count;            /* INT_LIST: items */
+    uint16_t index;            /* TENSOR: index in `tensors`; INT_LIST, TENSOR_LIST: first item in `list_items` */
+    uint16_t count;            /* INT_LIST, TENSOR_LIST: items (a TENSOR_LIST's are indices in `tensors`) */
     union {
         int64_t i;             /* INT, BOOL (0/1) */
         double d;              /* DOUBLE */
     } u;
 } trt_value;
 
-/* The value tables a kernel call's arguments index into. */
+/* One kernel call's arguments, resolved: args[i] is argument i (not value index i), its
+ * tensors and int-list items in the two tables beside it. Valid while the call is bound. */
 typedef struct {
-    const trt_value *values;
-    uint16_t n_values;
+    const trt_value *args;
+    uint16_t n_args;
     const trt_tensor *tensors;
     const int64_t *list_items;
 } trt_value_tables;

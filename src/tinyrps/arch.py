@@ -18,15 +18,13 @@ network and is not written. Named architectures are specs with a name:
 576-80-3 classifier: 4x fewer MACs and a 9x smaller classifier, whose weights the
 Ethos-U streams from DRAM on every inference).
 
-A run records its architecture in RUN/config.json (`arch`); `run_arch` reads it
-there, and a run without one is the default network.
+A run records its architecture in RUN/config.json (`arch`); tinyrps.model.load_model
+reads it there, and a checkpoint without a config.json beside it is the default network.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -203,15 +201,3 @@ def describe_arch(arch) -> dict:
     """What a run's config and a program's sidecar record of the architecture."""
     arch = arch if isinstance(arch, Arch) else parse_arch(arch)
     return {"name": arch.name, "spec": arch.spec, "macs": count_macs(arch), "params": count_params(arch)}
-
-
-def run_arch(checkpoint) -> str:
-    """The architecture a checkpoint was trained with: `arch` in the config.json beside it
-    (runs made before architectures existed have none: the default network)."""
-    config = Path(checkpoint).parent / "config.json"
-    if config.is_file():
-        try:
-            return json.loads(config.read_text()).get("arch") or DEFAULT_ARCH
-        except (json.JSONDecodeError, AttributeError):
-            pass
-    return DEFAULT_ARCH

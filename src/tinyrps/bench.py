@@ -1,5 +1,11 @@
 """Benchmarks: latency of one inference per variant, measured side by side in one process.
 
+Torch runs on one thread for the whole benchmark: on a machine of two cores, torch's
+intra-op pool and the ExecuTorch runtime's own thread pool (whose workers spin a while
+after each call) take the cores from each other, and eager calls then stalled for
+up to 160 ms (medians from 0.2 to 160 ms over runs of the same command). One image of
+these networks gains little from a second thread; a stable baseline gains everything.
+
 Every variant's device stays open; each runs single-image calls in ROUNDS warmed-up
 blocks, the variants taking turns block by block. The median is reported with its
 ratio to eager (measured side by side, so the ratio survives a noisy shared machine
@@ -14,7 +20,7 @@ import time
 
 import numpy as np
 
-from . import variants
+from . import measure, variants
 from .data import make_split
 from .devices import default_device, open_device
 from .errors import UserError
@@ -41,9 +47,35 @@ def time_block(device, image: np.ndarray, runs: int, seconds: float = 0.0, warmu
     return times
 
 
+def spread(times: list) -> dict:
+    """Median and spread of one variant's timed calls (ms): the interquartile range beside the median."""
+    q1, median, q3 = (float(v) for v in np.percentile(times, [25, 50, 75]))
+    return {"latency_ms": statistics.median(times), "runs": len(times), "q1_ms": q1, "q3_ms": q3,
+            "iqr_ms": q3 - q1, "p90_ms": float(np.percentile(times, 90))}
+
+
+def ratio_to(entry: dict, baseline: dict) -> dict:
+    """The variant's median over the baseline's, unless the baseline spreads too much to carry it:
+    a baseline whose interquartile range, relative to its median, is larger than the ratio would
+    show says nothing about that ratio (`ratio_refused` says why instead)."""
+    ratio = entry["latency_ms"] / baseline["latency_ms"]
+    relative_spread = baseline["iqr_ms"] / baseline["latency_ms"]
+    if relative_spread > ratio:
+        return {"ratio_to_eager": None,
+                "ratio_refused": f"eager's spread (IQR {relative_spread:.0%} of its median) is larger than the ratio "
+                                 f"({ratio:.3f}): run the benchmark again on a quieter machine"}
+    return {"ratio_to_eager": ratio}
+
+
 def runs_for(device, runs: int) -> int:
     """The timed runs to ask of `device`: `runs`, or fewer where the device asks for fewer."""
     return runs if device.bench_runs is None else min(runs, device.bench_runs)
+
+
+def measured_figures(pte) -> dict:
+    """The measure stage's figures of a program that a benchmark shows beside its latency."""
+    measured = measure.read(pte) or {}
+    return {key: measured[key] for key in ("vela", "firmware") if key in measured}
 
 
 def render_throughput(count: int = 3000, seed: int = 0) -> float:
@@ -68,8 +100,11 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
     device_options = device_options or {}
     image = make_split("test", 1, 1234)[0][:1]
     entries = [("eager", "eager", ckpt)] + [(n, device_override or default_device(p), p) for n, p in programs.items()]
-    result = {"runs": runs, "rounds": ROUNDS, "block_s": BLOCK_SECONDS, "variants": {}}
-    with contextlib.ExitStack() as stack, progress_bar(quiet) as bar:
+    from .artifacts import sha256_file
+    result = {"runs": runs, "rounds": ROUNDS, "block_s": BLOCK_SECONDS, "variants": {},
+              "checkpoint_sha256": sha256_file(ckpt)}
+    from .torch_settings import torch_threads
+    with contextlib.ExitStack() as stack, progress_bar(quiet) as bar, torch_threads(1):
         devices, counts, times, tasks = {}, {}, {}, {}
         for name, device_name, path in entries:
             devices[name] = stack.enter_context(open_device(device_name, path, board=board,
@@ -86,21 +121,18 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
                 times[name] += time_block(device, image, block, seconds)
                 bar.advance(tasks[name])
         for name, device_name, path in entries:
-            entry = {"device": device_name, "latency_ms": statistics.median(times[name]), "runs": len(times[name]),
-                     "p90_ms": float(np.percentile(times[name], 90))}
+            entry = {"device": device_name, **spread(times[name])}
             if devices[name].simulated_by:   # a model of the hardware: its time is not the hardware's
                 entry["simulated_by"] = devices[name].simulated_by
             if name != "eager":
-                sidecar = variants.sidecar(path)
                 entry["size_bytes"] = path.stat().st_size
-                for key in ("vela", "firmware"):
-                    if key in sidecar:
-                        entry[key] = sidecar[key]
+                entry["program_sha256"] = sha256_file(path)
+                entry.update(measured_figures(path))
             result["variants"][name] = entry
-        eager_ms = result["variants"]["eager"]["latency_ms"]
+        baseline = result["variants"]["eager"]
         for name, entry in result["variants"].items():
             if name != "eager":
-                entry["ratio_to_eager"] = entry["latency_ms"] / eager_ms
+                entry.update(ratio_to(entry, baseline))
         result["eager_size_bytes"] = ckpt.stat().st_size
         result["render_images_per_s"] = render_throughput()
     return result

@@ -11,7 +11,7 @@ import numpy as np
 
 from .errors import UserError
 from .images import read_image
-from .labels import LABELS
+from .labels import LABELS, softmax
 
 # What a folder's pictures are recognised by (the formats the reader is tested with, and kin).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".gif", ".bmp",
@@ -83,7 +83,3 @@ def result_entry(path, reading, logits: np.ndarray) -> dict:
             "logits": {label: float(v) for label, v in zip(LABELS, logits)},
             "image": reading.image}
 
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.exp(logits - logits.max())
-    return z / z.sum()

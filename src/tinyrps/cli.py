@@ -113,16 +113,23 @@ def check_model(path) -> Path:
 
 
 def check_run(run) -> Path:
+    from .artifacts import recover_for_reading
     run = Path(run)
+    recover_for_reading(run)     # a run an interrupted `tinyrps train` left beside its name is put back
     require_file(run / "model.pt", "checkpoint", f"create it with `tinyrps train --data DATA --out {run}`")
     return run
 
 
 def check_data(data, split: str) -> Path:
-    """A data folder holding the split a command reads."""
+    """A data folder holding the split a command reads (put back first if an interrupted
+    `tinyrps data` left it beside its name)."""
+    from .artifacts import read_manifest, recover_for_reading
     data = Path(data)
+    recover_for_reading(data)
     if data.is_file():
         raise UserError(f"--data {data} is a file: give the folder made by `tinyrps data --out DIR`")
+    if data.is_dir():
+        read_manifest(data, "data")        # a run folder given as data is named as such
     if not (data / f"{split}.npz").is_file():
         raise UserError(f"no {split} split in {data}: create the data set with `tinyrps data --out {data}`")
     return data
@@ -147,7 +154,7 @@ def device_options(a, device_name: str = None) -> dict:
 
 # ── stages ──────────────────────────────────────────────────────────────────
 def cmd_data(a):
-    from .pipeline import make_data
+    from .data import make_data
     make_data(check_out_folder(a.out), seed=a.seed, per_class=a.per_class, quiet=a.quiet)
 
 
@@ -159,20 +166,81 @@ def cmd_train(a):
 
 
 def cmd_export(a):
+    from .families import get_target, targets
     if a.list:
-        from .export import targets
         from .report import targets_table
         targets_table(targets())
         return
-    if not a.run or not a.target:
-        raise UserError("export needs --run RUN and --target T (see `tinyrps export --list` for targets)")
-    check_run(a.run)
-    from .export import export_target, get_target
+    if not a.target or not (a.run or a.module) or (a.run and a.module):
+        raise UserError("export needs --target T and either --run RUN or --module FILE.py:NAME "
+                        "(see `tinyrps export --list` for targets)")
     get_target(a.target)
+    options = {"system_config": a.system_config, "memory_mode": a.memory_mode}
+    if a.module:
+        pte = export_user_module(a, options)
+    else:
+        check_run(a.run)
+        for flag in ("input_shape", "input_dtype", "calibration", "out", "name"):
+            if getattr(a, flag):
+                raise UserError(f"--{flag.replace('_', '-')} is for --module; a run's program takes its shape, "
+                                "calibration and place from the run")
+        from .export import export_target
+        from .progress import console
+        with console.status(f"exporting {a.target}"):
+            pte = export_target(a.run, a.target, **options)
+    print(pte)
+
+
+def export_user_module(a, options: dict) -> Path:
+    """`export --module FILE.py:NAME`: the user's model, checked argument by argument before torch loads."""
+    from . import user_model
+    path, name = user_model.parse_module_spec(a.module)
+    inputs = user_model.parse_inputs(a.input_shape, a.input_dtype)
+    if not a.calibration:
+        raise UserError("--module needs --calibration FILE.npz (examples of the inputs) or --calibration random")
+    if a.calibration != "random":
+        require_file(a.calibration, "calibration file", "give a .npz of examples, or --calibration random")
+    if a.name is not None and not a.name.replace("-", "_").isidentifier():
+        raise UserError(f"--name {a.name} is not a file name of letters, digits, '-' and '_'")
+    out = check_out_folder(a.out or Path("."))
+    model = user_model.load_model(path, name)
+    examples = user_model.example_inputs(inputs)
+    user_model.check_model_takes(model, examples, path, name)
+    calibration = (user_model.random_calibration(inputs) if a.calibration == "random"
+                   else user_model.file_calibration(Path(a.calibration), inputs))
+    note = (f"{len(calibration)} random examples (seed {user_model.RANDOM_SEED})" if a.calibration == "random"
+            else f"{len(calibration)} examples of {Path(a.calibration).name}")
+    from .descriptor import Origin
+    from .export import export_model
     from .progress import console
     with console.status(f"exporting {a.target}"):
-        pte = export_target(a.run, a.target, system_config=a.system_config, memory_mode=a.memory_mode)
-    print(pte)
+        return export_model(model, examples, calibration, a.target, out, Origin(module=f"{path.name}:{name}",
+                            calibration=note), name=a.name, **options)
+
+
+def cmd_measure(a):
+    if bool(a.run) == bool(a.model):
+        raise UserError("measure needs --run RUN (every exported program of the run) or --model X.pte")
+    from . import measure
+    if a.model:
+        check_model(a.model)
+        from .progress import console
+        with console.status(f"measuring {Path(a.model).name}"):
+            results = {Path(a.model).stem: measure.measure(a.model, quick=a.quick)}
+    else:
+        check_run(a.run)
+        if a.target:
+            from .variants import selected
+            selected(a.run, a.target)
+        results = measure.measure_run(a.run, quiet=True, only_targets=a.target)
+        if not results:
+            raise UserError(f"{a.run} has no exported program with something to measure (Ethos-U or Cortex-M): "
+                            f"export one with `tinyrps export --run {a.run} --target cortex-m55`")
+    if a.json:
+        emit_json(results)
+    else:
+        for name, m in results.items():
+            print(f"{name}: {measure.summary_line(m) or 'nothing to measure'}")
 
 
 def cmd_eval(a):
@@ -253,14 +321,13 @@ def cmd_play(a):
     require_board_device(device_name, a.board)
     options = device_options(a, device_name).get(device_name, {})
     from .game import Game, play_interactive, play_scripted
-    # With --json, stdout carries only the rounds (JSON Lines); prompts and messages go to stderr.
-    talk = sys.stderr if a.json else sys.stdout
+    # stdout carries only the rounds (JSON Lines with --json); prompts, messages and the score go to stderr
     with open_device(device_name, a.model, board=a.board, **options) as device:
         game = Game(device, seed=a.seed)
         if moves:
-            play_scripted(game, moves, a.json, talk=talk)
+            play_scripted(game, moves, a.json, talk=sys.stderr, keep=False)
         else:
-            play_interactive(game, a.json, talk=talk)
+            play_interactive(game, a.json, talk=sys.stderr)
 
 
 def cmd_all(a):
@@ -270,6 +337,11 @@ def cmd_all(a):
 
 
 def cmd_npu_sweep(a):
+    check_run(a.run)
+    from .families import ACCELERATORS
+    unknown = [x for x in a.accelerator or () if x not in ACCELERATORS]
+    if unknown:
+        raise UserError(f"unknown accelerator {', '.join(unknown)}; valid: {', '.join(ACCELERATORS)}")
     from .npu_sweep import sweep, write_outputs
     result = sweep(a.run, quiet=a.quiet or a.json, accelerators=a.accelerator)
     written = write_outputs(result, a.run)
@@ -281,6 +353,12 @@ def cmd_npu_sweep(a):
 
 
 def cmd_tune(a):
+    check_data(a.data, "train")
+    check_out_folder(a.out)
+    from .families import get_target
+    if get_target(a.target).family != "ethos-u":
+        raise UserError(f"--target {a.target} is not an Ethos-U target: the tuner measures NPU latency "
+                        "(e.g. --target ethos-u85-128)")
     from .tune import TuneSettings, tune
     settings = TuneSettings(data=a.data, out=a.out, target=a.target, minutes=a.minutes, max_npu_ms=a.max_npu_ms,
                             max_program_bytes=a.max_program_bytes, storage=a.storage,
@@ -310,6 +388,12 @@ def arch_help() -> str:
     return ("network architecture: a name or a spec of layers joined by '-' (cN conv 3x3 to N channels, "
             f"cNs2 the same with stride 2, p 2x2 max-pool, p3 3x3 max-pool with stride 2, fN fully connected); "
             f"{named} (default: tinyrps)")
+
+
+def per_class_help() -> str:
+    from .labels import DEFAULT_PER_CLASS as d
+    return (f"training images per class; val and test scale with it "
+            f"(default: {d['train']}, with {d['val']} val and {d['test']} test)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -343,8 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write (created if missing)")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S",
                    help="random seed; the same seed gives the same images")
-    s.add_argument("--per-class", type=count, metavar="N", help="training images per class; val and test scale "
-                   "with it (default: 3000, with 300 val and 200 test)")
+    s.add_argument("--per-class", type=count, metavar="N", help=per_class_help())
 
     s = add("train", cmd_train, "train the CNN; writes RUN/model.pt and RUN/metrics.json")
     s.add_argument("--data", required=True, type=Path, metavar="DIR", help="a folder made by `tinyrps data`")
@@ -354,15 +437,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random seed of initialisation and shuffling")
     s.add_argument("--arch", default="tinyrps", metavar="ARCH", help=arch_help())
 
-    s = add("export", cmd_export, "export RUN/model.pt to an ExecuTorch program RUN/export/T.pte")
+    s = add("export", cmd_export, "export RUN/model.pt, or your own PyTorch model, to an ExecuTorch program "
+            "(RUN/export/T.pte and its descriptor T.json); ahead of time only: no firmware, no emulator")
     s.add_argument("--run", type=Path, metavar="RUN", help="a run folder made by `tinyrps train` "
-                   "(required, except with --list)")
+                   "(required, except with --module or --list)")
     s.add_argument("--target", metavar="T", help="what to build, see --list (required, except with --list)")
     s.add_argument("--list", action="store_true", help="list the targets and exit")
+    s.add_argument("--module", metavar="FILE.py:NAME", help="instead of --run: your own model, NAME an nn.Module "
+                   "class, instance or factory in FILE.py (default: none, export --run's checkpoint)")
+    s.add_argument("--input-shape", action="append", metavar="SHAPE", help="--module: the shape of an input, "
+                   "e.g. 1,3,32,32; once per input (required with --module)")
+    s.add_argument("--input-dtype", action="append", metavar="D", help="--module: the dtype of an input "
+                   "(float32, int8, uint8, int32); once per input, or once for all (default: float32)")
+    s.add_argument("--calibration", metavar="FILE.npz|random", help="--module: examples that calibrate the int8 "
+                   "quantization (arrays input0, input1, ... of N examples), or `random` (32 seeded examples; required with "
+                   "--module)")
+    s.add_argument("--out", type=Path, metavar="DIR", help="--module: folder to write NAME.pte and NAME.json "
+                   "(default: the current folder)")
+    s.add_argument("--name", metavar="NAME", help="--module: the program's file name (default: the target's)")
     s.add_argument("--system-config", metavar="C", help="Ethos-U: Vela system configuration "
                    "(default: Arm's for the accelerator, e.g. Ethos_U85_SYS_DRAM_Mid)")
     s.add_argument("--memory-mode", metavar="M", help="Ethos-U: Vela memory mode "
                    "(default: Arm's for the accelerator, e.g. Dedicated_Sram)")
+
+    s = add("measure", cmd_measure, "measure exported programs: a Cortex-M program on the firmware of its "
+            "emulated board (flash, RAM, arena, instructions per inference and per layer), an Ethos-U "
+            "program's Vela estimate; writes T.measure.json beside each")
+    s.add_argument("--run", type=Path, metavar="RUN", help="every exported program of this run "
+                   "(required, except with --model)")
+    s.add_argument("--model", type=Path, metavar="X.pte", help="instead of --run: one program (default: none)")
+    s.add_argument("--target", action="append", metavar="T", help="with --run: only this program; repeatable "
+                   "(default: every program of the run)")
+    s.add_argument("--quick", action="store_true", help="--model: only the instruction count (one emulator run)")
+    s.add_argument("--json", action="store_true", help="JSON on stdout instead of lines")
 
     s = add("eval", cmd_eval, "accuracy of eager and every exported program on the test split")
     s.add_argument("--run", required=True, type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
@@ -408,8 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", type=Path, default=Path("out"), metavar="DIR", help="folder to write")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the data and the training")
     s.add_argument("--epochs", type=count, metavar="E", help=epochs_help())
-    s.add_argument("--per-class", type=count, metavar="N", help="training images per class "
-                   "(default: 3000, with 300 val and 200 test)")
+    s.add_argument("--per-class", type=count, metavar="N", help=per_class_help())
     s.add_argument("--arch", default="tinyrps", metavar="ARCH", help=arch_help())
 
     s = add("npu-sweep", cmd_npu_sweep, "Vela's estimate of the run's network for every Ethos-U accelerator, "

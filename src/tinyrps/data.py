@@ -17,19 +17,24 @@ drawing at 4x resolution, and the rest vectorised numpy work on the batch.
 from __future__ import annotations
 
 import functools
+import io
 import os
+import tempfile
+import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-from .labels import IMAGE_SIZE, LABELS
+from .artifacts import (atomic_write_bytes, atomic_write_json, available_memory, data_info, free_disk, human_bytes, mismatch,
+                        sha256_bytes, sha256_file, staged_folder, write_manifest)
+from .errors import UserError
+from .labels import DEFAULT_PER_CLASS, IMAGE_SIZE, LABELS  # noqa: F401 (DEFAULT_PER_CLASS: read from here too)
 
 LETTERS = ("R", "P", "S")
 SPLITS = ("train", "val", "test")
-# Per-class image counts of the default data set, per split.
-DEFAULT_PER_CLASS = {"train": 6000, "val": 300, "test": 200}
 # Glyphs are rasterised on a GLYPH x GLYPH canvas, letter about GLYPH_PT tall.
 GLYPH = 96
 GLYPH_PT = 64
@@ -60,6 +65,9 @@ class Jitter:
     pen_px: tuple = (1.5, 4.0)          # stroke letters' pen width in the 28x28 image
     pen_per_height: float = 0.25        # ... and at most this fraction of the letter's height
 
+
+# Images per chunk of the vectorised steps of `render` whose intermediates are large.
+CHUNK = 1024
 
 # Blur scales down below this letter height: a 1 px blur erases a 7 px letter's strokes.
 BLUR_FULL_HEIGHT = 14.0
@@ -277,7 +285,10 @@ def render(labels: np.ndarray, rng: np.random.Generator, jitter: Jitter = Jitter
     bg = rng.uniform(*j.background, n)[:, None, None]
     sigma = rng.uniform(*j.noise_sigma, n)[:, None, None]
     invert = rng.random(n) < j.invert_prob
-    noise = rng.standard_normal((n, IMAGE_SIZE, IMAGE_SIZE)).astype(np.float32)
+    # drawn in chunks (the same numbers as one draw): float64 for a chunk only, float32 kept
+    noise = np.empty((n, IMAGE_SIZE, IMAGE_SIZE), dtype=np.float32)
+    for start in range(0, n, CHUNK):
+        noise[start:start + CHUNK] = rng.standard_normal((len(noise[start:start + CHUNK]), IMAGE_SIZE, IMAGE_SIZE))
 
     glyph = [fonts[f][k] for f, k in zip(font_idx, labels)]
     glyph_heights = np.array([g.height for g in glyph])
@@ -302,8 +313,13 @@ def render(labels: np.ndarray, rng: np.random.Generator, jitter: Jitter = Jitter
         if blur[i] > 0.25:
             img = img.filter(ImageFilter.GaussianBlur(float(blur[i])))
         alpha[i] = np.asarray(img, dtype=np.float32)
-    pixels = bg + (fg - bg) * (alpha / 255.0) + sigma * noise
-    pixels = np.clip(np.rint(pixels), 0, 255).astype(np.uint8)
+    del paths
+    # composed in chunks: the float64 intermediates of a chunk only, not of the whole split
+    pixels = np.empty((n, IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
+    for s in range(0, n, CHUNK):
+        e = s + CHUNK
+        mixed = bg[s:e] + (fg[s:e] - bg[s:e]) * (alpha[s:e] / 255.0) + sigma[s:e] * noise[s:e]
+        pixels[s:e] = np.clip(np.rint(mixed), 0, 255).astype(np.uint8)
     pixels[invert] = 255 - pixels[invert]
     return pixels
 
@@ -322,11 +338,20 @@ def probe_dir(data_dir, name: str) -> Path:
     return Path(data_dir) / f"probe-{name}"
 
 
-def save_probe_sets(data_dir, per_class: int, seed: int) -> None:
+def save_probe_sets(data_dir, per_class: int, seed: int) -> dict:
+    """Write each probe set as a data folder of its own (test split, data.json, manifest);
+    returns what the data set's data.json records of them."""
+    probes = {}
     for name in PROBES:
         folder = probe_dir(data_dir, name)
         folder.mkdir(parents=True, exist_ok=True)
-        save_split(folder / "test.npz", *probe_set(name, per_class, seed))
+        images, labels = probe_set(name, per_class, seed)
+        entry = save_split(folder / "test.npz", images, labels)
+        atomic_write_json(folder / "data.json", {"probe": name, "seed": seed, "per_class": {"test": per_class},
+                                                 "images": len(images), "splits": {"test": entry}})
+        write_manifest(folder, "data")
+        probes[name] = {"folder": folder.name, **entry}
+    return probes
 
 
 def split_rng(seed: int, split: str) -> np.random.Generator:
@@ -341,23 +366,134 @@ def make_split(split: str, per_class: int, seed: int) -> tuple:
     return render(labels, rng), labels
 
 
-def save_split(path: Path, images: np.ndarray, labels: np.ndarray) -> None:
-    tmp = path.with_name(path.name + ".tmp.npz")
+# ── split files ──────────────────────────────────────────────────────────────
+# Zip entries carry this date, not the time of writing: the same arrays give the same bytes,
+# so a data set's checksums are a function of its seed and sizes.
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+SPLIT_ARRAYS = ("images", "labels")
+
+
+def save_split(path: Path, images: np.ndarray, labels: np.ndarray) -> dict:
+    """Write a split as .npz (`images` uint8 [N,28,28], `labels` int64 [N]), whole or not at
+    all; returns what data.json records of it (file, image count, sha256)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        np.savez_compressed(tmp, images=images, labels=labels)
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
+            for key, array in zip(SPLIT_ARRAYS, (images, labels)):
+                info = zipfile.ZipInfo(f"{key}.npy", date_time=ZIP_DATE)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                with z.open(info, "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:   # a full disk, Ctrl-C: leave no half-written file behind
-        tmp.unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
         raise
+    return {"file": path.name, "images": int(len(images)), "sha256": sha256_file(path)}
 
 
-def load_split(data_dir, split: str) -> tuple:
-    path = Path(data_dir) / f"{split}.npz"
+def load_split(data_dir, split: str, info: dict = None) -> tuple:
+    """(images uint8 [N,28,28], labels int64 [N]) of a split, checked: against the checksum
+    DATA/data.json records for it (`info`: data.json as already read), and for what every
+    stage assumes of the arrays. Any problem is one line naming the file."""
+    data_dir = Path(data_dir)
+    path = data_dir / f"{split}.npz"
+    hint = f"`tinyrps data --out {data_dir}`"
+    if info is None:
+        if not path.is_file() and not (data_dir / "data.json").is_file():
+            raise UserError(f"no {split} split at {path}: create it with {hint}")
+        info, _ = data_info(data_dir)
     if not path.is_file():
-        from .errors import UserError
-        raise UserError(f"no {split} split at {path}: create it with `tinyrps data --out {data_dir}`")
-    with np.load(path) as z:
-        return z["images"], z["labels"]
+        raise UserError(f"no {split} split at {path}: create it with {hint}")
+    entry = info["splits"].get(split)
+    if entry is None:
+        raise UserError(f"{data_dir / 'data.json'} records no {split} split: make the data again with {hint}")
+    raw = path.read_bytes()
+    if sha256_bytes(raw) != entry["sha256"]:
+        raise mismatch(data_dir, path.name, str(data_dir / "data.json"), "data")
+    return split_arrays(raw, path, hint)
+
+
+def split_arrays(raw: bytes, path: Path, hint: str) -> tuple:
+    """The arrays of a split file's bytes, or one line saying what is wrong with the file."""
+    def bad(what: str) -> UserError:
+        return UserError(f"{path} {what}: make the data again with {hint}")
+    if not raw:
+        raise bad("is empty")
+    try:
+        loaded = np.load(io.BytesIO(raw), allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise bad("is a single array, not an .npz archive of images and labels")
+        with loaded as z:
+            missing = [key for key in SPLIT_ARRAYS if key not in z.files]
+            if missing:
+                raise bad(f"has no '{missing[0]}' array (it holds: {', '.join(z.files) or 'nothing'})")
+            images, labels = z["images"], z["labels"]
+    except UserError:
+        raise
+    except Exception as e:     # zipfile, zlib, numpy's format reader: whatever a damaged archive makes them raise
+        reason = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
+        raise bad(f"is not a readable .npz archive ({reason})") from None
+    size = f"[N,{IMAGE_SIZE},{IMAGE_SIZE}]"
+    if images.dtype != np.uint8 or images.ndim != 3 or images.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE):
+        raise bad(f"holds images of {images.dtype} {list(images.shape)}, not uint8 {size}")
+    if not np.issubdtype(labels.dtype, np.integer) or labels.ndim != 1:
+        raise bad(f"holds labels of {labels.dtype} {list(labels.shape)}, not integers [N]")
+    if len(images) != len(labels):
+        raise bad(f"holds {len(images)} images but {len(labels)} labels")
+    if len(images) == 0:
+        raise bad("holds no images")
+    low, high = int(labels.min()), int(labels.max())
+    if low < 0 or high >= len(LABELS):
+        wrong = low if low < 0 else high
+        raise bad(f"has label {wrong}; labels are 0 to {len(LABELS) - 1} ({', '.join(LABELS)})")
+    return images, labels.astype(np.int64, copy=False)
+
+
+# ── what a data set needs ────────────────────────────────────────────────────
+# Peak memory of rendering one image (`render`: random draws, letter masks, stroke paths,
+# the uint8 result; measured with tracemalloc, rounded up), and the most a split file takes
+# per image (the noise leaves little to compress).
+RENDER_BYTES_PER_IMAGE = 9_000
+FILE_BYTES_PER_IMAGE = IMAGE_SIZE * IMAGE_SIZE + 8 + 1
+# Memory and disk beyond the images: the font masks, the preview figure and its PNG.
+RENDER_BASE_BYTES = 64 * 2**20
+FILES_BASE_BYTES = 1 * 2**20
+
+
+def needed(sizes: dict) -> tuple:
+    """(peak memory, disk) of a data set of `sizes` (images per class, per split), probe sets included."""
+    counts = [len(LABELS) * n for n in sizes.values()] + [len(LABELS) * sizes["test"]] * len(PROBES)
+    memory = RENDER_BASE_BYTES + max(counts) * RENDER_BYTES_PER_IMAGE
+    disk = FILES_BASE_BYTES + sum(counts) * FILE_BYTES_PER_IMAGE
+    return memory, disk
+
+
+def check_resources(sizes: dict, out) -> None:
+    """Refuse, before anything is allocated or written, a data set this machine cannot hold."""
+    memory, disk = needed(sizes)
+    per_class = sizes["train"]
+    available = available_memory()
+    if available is not None and memory > available:
+        raise UserError(f"--per-class {per_class} needs about {human_bytes(memory)} of memory to render the "
+                        f"largest split, and {human_bytes(available)} is available: use a smaller --per-class "
+                        f"(at most about {largest_fitting(available, 0):,})")
+    free = free_disk(out)
+    if disk > free:
+        raise UserError(f"--per-class {per_class} writes up to {human_bytes(disk)} to {out}, and "
+                        f"{human_bytes(free)} is free there: free some space, write somewhere else, or use a "
+                        f"smaller --per-class (at most about {largest_fitting(0, free):,})")
+
+
+def largest_fitting(memory: int, disk: int) -> int:
+    """The largest training images per class whose data set fits in `memory` (or `disk`) bytes."""
+    if memory:
+        return max(0, (memory - RENDER_BASE_BYTES) // (len(LABELS) * RENDER_BYTES_PER_IMAGE))
+    # the val, test and probe splits add at most (1/10 + (1 + probes)/15) of the training images
+    share = 1 + 1 / 10 + (1 + len(PROBES)) / 15
+    return max(0, int((disk - FILES_BASE_BYTES) / (len(LABELS) * FILE_BYTES_PER_IMAGE * share)))
 
 
 def preview(images: np.ndarray, labels: np.ndarray, path: Path, columns: int = 12, rows: int = 6) -> None:
@@ -373,13 +509,52 @@ def preview(images: np.ndarray, labels: np.ndarray, path: Path, columns: int = 1
             ax.imshow(images[i], cmap="gray", vmin=0, vmax=255)
             ax.set_title(LABELS[labels[i]], fontsize=7)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
     try:
-        fig.savefig(tmp, dpi=100)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100)
     finally:
         plt.close(fig)
+    atomic_write_bytes(path, buffer.getvalue())
 
+
+# --- the data stage ------------------------------------------------------------------------
+
+def split_sizes(per_class) -> dict:
+    if per_class is None:
+        return dict(DEFAULT_PER_CLASS)
+    if per_class < 1:
+        raise UserError(f"--per-class must be at least 1, got {per_class}")
+    return {"train": per_class, "val": max(per_class // 10, 10), "test": max(per_class // 15, 10)}
+
+
+def check_seed(seed: int) -> None:
+    if seed < 0:
+        raise UserError(f"--seed must be at least 0, got {seed}")
+
+
+def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
+    """Render the data set into OUT, whole: built in a folder of its own and swapped in with
+    its manifest (tinyrps.artifacts.staged_folder), so that OUT holds the previous data set or
+    this one, never a mix. OUT/data.json records each split's sha256."""
+    out = Path(out)
+    check_seed(seed)
+    sizes = split_sizes(per_class)
+    check_resources(sizes, out)
+    start = time.perf_counter()
+    with staged_folder(out, "data") as folder:
+        splits = {}
+        for split in SPLITS:
+            images, labels = make_split(split, sizes[split], seed)
+            splits[split] = save_split(folder / f"{split}.npz", images, labels)
+            if split == "train":
+                preview(images, labels, folder / "preview.png")
+            del images, labels
+        probes = save_probe_sets(folder, sizes["test"], seed)
+        info = {"seed": seed, "per_class": sizes, "images": sum(s["images"] for s in splits.values()),
+                "splits": splits, "probes": probes,
+                "fonts": [Path(f).name if f else "Pillow built-in" for f in font_files()]}
+        atomic_write_json(folder / "data.json", info)
+    seconds = time.perf_counter() - start
+    from .progress import say
+    say(f"data: {info['images']} images in {seconds:.1f} s -> {out}", quiet)
+    return info

@@ -18,3 +18,10 @@ def require_file(path, what: str, hint: str = "") -> Path:
     if path.is_dir():
         raise UserError(f"{what} {path} is a folder, not a file{tail}")
     raise UserError(f"{what} not found: {path}{tail}")
+
+
+def one_line(error: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line, cut to `limit` characters: for a UserError that
+    quotes what a library said."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."

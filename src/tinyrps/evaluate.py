@@ -8,15 +8,18 @@ Cortex-M firmware, agreement with the int8 CPU model for Ethos-U).
 from __future__ import annotations
 
 import concurrent.futures
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from . import variants
-from .artifacts import run_config
+from .artifacts import check_run_data, sha256_file
 from .data import load_split
 from .devices import default_device, device_class, open_device
 from .errors import UserError
-from .export import EvalContext, targets
+from .families import get_family, targets
 from .labels import LABELS
 from .progress import progress_bar
 from .pte import program_family
@@ -24,6 +27,25 @@ from .torch_settings import torch_threads
 
 CHUNK = 50
 OUT_OF_PROCESS_WORKERS = 2
+
+
+@dataclass
+class EvalContext:
+    """What a family's check (its reference module's `evaluate`) sees of one program."""
+    target: str
+    pte: object                 # Path of the .pte
+    images: np.ndarray          # uint8 test images
+    labels: np.ndarray
+    logits: np.ndarray          # this program's logits on its device
+    device: object              # the open Device that produced them
+    predictions: dict           # variant name -> predicted labels of the variants evaluated before
+
+
+def family_check(target_name: str):
+    """The `evaluate` function of the target's family's reference module, or None."""
+    target = targets().get(target_name)
+    reference = get_family(target.family).reference if target else None
+    return importlib.import_module(f"tinyrps.reference.{reference}").evaluate if reference else None
 
 
 def classify_with_progress(device, images, bar, description) -> np.ndarray:
@@ -44,13 +66,16 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         raise UserError(f"--limit must be at least 1, got {limit}")
     ckpt = variants.checkpoint(run_dir)
     programs = variants.selected(run_dir, only)
-    data_dir = data_dir or run_config(run_dir)["data"]
+    # the run's own test split must be the one of the data it was trained on; another --data is the user's choice
+    data_dir = data_dir or check_run_data(run_dir, ["test"])
     images, labels = load_split(data_dir, "test")
     if limit is not None:
         images, labels = images[:limit], labels[:limit]
     device_options = device_options or {}
-    result = {"test_images": int(len(images)), "variants": {}}
-    from .export.cortex_m import replays_in_background
+    result = {"test_images": int(len(images)), "variants": {}, "data": str(data_dir),
+              "test_split_sha256": sha256_file(Path(data_dir) / "test.npz"),
+              "checkpoint_sha256": sha256_file(ckpt)}
+    from .reference.cortex_m import replays_in_background
     cortex_m = [pte for pte in programs.values() if program_family(pte) == "cortex-m"]
     with replays_in_background(cortex_m, images), progress_bar(quiet) as bar:
         with open_device("eager", ckpt) as eager:
@@ -88,7 +113,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
 
 
 def import_shared_modules_first() -> None:
-    """The families' evaluation hooks import ExecuTorch's exir (and torchao through it), in the
+    """The families' checks import ExecuTorch's exir (and torchao through it), in the
     worker threads and in this one. Two threads importing one package with circular imports
     for the first time can deadlock (importlib raises _DeadlockError), so this thread
     imports it before the workers start."""
@@ -103,12 +128,12 @@ def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predi
         agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean()) if len(images) else 0.0
         # "agreement" is with eager unless the family compares with a closer reference
         # (Ethos-U: the int8 CPU model) and says so in "agreement_with".
-        entry = {"accuracy": accuracy(logits, labels), "device": device_name,
+        entry = {"accuracy": accuracy(logits, labels), "device": device_name, "program_sha256": sha256_file(pte),
                  "agreement": agreement_eager, "agreement_with": "eager", "agreement_eager": agreement_eager,
                  "max_abs_logit_diff": float(np.abs(logits - eager_logits).max()) if len(images) else 0.0}
-        target = targets().get(name)
-        if target and target.extra_eval:
-            entry.update(target.extra_eval(EvalContext(name, pte, images, labels, logits, device, dict(predictions))))
+        check = family_check(name)
+        if check:
+            entry.update(check(EvalContext(name, pte, images, labels, logits, device, dict(predictions))))
     entry["_predictions"] = logits.argmax(1)
     return entry
 

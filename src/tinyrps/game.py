@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from .ascii_art import image_to_ascii, side_by_side
 from .data import render
 from .errors import UserError
-from .labels import LABELS
+from .labels import LABELS, softmax
 
 QUIT = {"q", "quit", "exit"}
 BEATS = {"rock": "scissors", "paper": "rock", "scissors": "paper"}
@@ -55,11 +55,6 @@ def outcome(you: str, opponent: str) -> str:
     if you == opponent:
         return "tie"
     return "win" if BEATS[you] == opponent else "lose"
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return z / z.sum(axis=-1, keepdims=True)
 
 
 class Game:
@@ -112,29 +107,46 @@ def render_round(r: Round, game: Game, number: int) -> str:
     return "\n".join(lines)
 
 
+def print_round(text: str, out) -> None:
+    """A rendered round and a blank line, written a line at a time: a round's 2 KB written as one
+    string (encoded and buffered in one piece) is a large allocation each round, and the C heap
+    then grows by some 40 bytes a round for thousands of rounds; lines are small objects that
+    Python's allocator reuses."""
+    for line in text.splitlines():
+        out.write(line + "\n")
+    out.write("\n")
+    out.flush()
+
+
 def score_line(score: dict) -> str:
     return f"you {score['win']} - {score['lose']} opponent ({score['tie']} tie{'s' if score['tie'] != 1 else ''})"
 
 
 def round_record(r: Round, game: Game) -> dict:
-    """The JSON object of one round: the contract's fields plus the device's own figures."""
-    return {**asdict(r), **game.last_stats}
+    """The JSON object of one round: the contract's fields plus the device's own figures.
+    (Not dataclasses.asdict: each call of it builds a tuple that CPython's tuple free list
+    keeps, about 100 bytes a round until that list is full after some 2,000 rounds.)"""
+    return {**vars(r), **game.last_stats}
 
 
-def play_scripted(game: Game, moves: list, as_json: bool, out=None, talk=None) -> list:
+def play_scripted(game: Game, moves: list, as_json: bool, out=None, talk=None, keep: bool = True) -> list:
     """Play the given moves. Rounds go to `out` (JSON Lines with as_json), the final score to
-    `talk` (default: `out`). Ctrl-C stops the game after printing the score so far."""
+    `talk` (default: `out`). Returns the rounds' records if `keep` (a long game printed as it
+    goes keeps none: its memory stays flat however many rounds it plays). Ctrl-C stops the
+    game after printing the score so far."""
     out = out or sys.stdout
     talk = talk or out
     records = []
     try:
         for i, move in enumerate(moves, 1):
             r = game.play_round(move)
-            records.append(round_record(r, game))
+            record = round_record(r, game)
+            if keep:
+                records.append(record)
             if as_json:
-                print(json.dumps(records[-1]), file=out, flush=True)
+                print(json.dumps(record), file=out, flush=True)
             else:
-                print(render_round(r, game, i) + "\n", file=out, flush=True)
+                print_round(render_round(r, game, i), out)
     except KeyboardInterrupt:
         end_game(game, talk, interrupted=True)
         raise
@@ -173,7 +185,7 @@ def play_interactive(game: Game, as_json: bool = False, stdin=None, out=None, ta
             if as_json:
                 print(json.dumps(round_record(r, game)), file=out, flush=True)
             else:
-                print(render_round(r, game, number) + "\n", file=out, flush=True)
+                print_round(render_round(r, game, number), out)
     except KeyboardInterrupt:
         end_game(game, talk, interrupted=True)
         raise

@@ -1,5 +1,16 @@
-"""The classes and the image size every stage agrees on; importable without torch
-(the image reader and the data renderer need them, and start-up time matters)."""
+"""The classes, the image size and the default data set size every stage agrees on;
+importable without torch or numpy (the image reader, the data renderer and the command
+line's help need them, and start-up time matters)."""
 
 LABELS = ("rock", "paper", "scissors")
 IMAGE_SIZE = 28
+# Per-class image counts of the default data set, per split.
+DEFAULT_PER_CLASS = {"train": 6000, "val": 300, "test": 200}
+
+
+def softmax(logits):
+    """Probabilities of the labels from logits [..., classes] (numpy), along the last axis."""
+    import numpy as np
+    logits = np.asarray(logits)
+    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)

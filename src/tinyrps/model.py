@@ -14,7 +14,7 @@ from torch import nn
 
 # the architecture names are re-exported: model.py is where the network is, for a reader
 from .arch import (ARCHITECTURES, DEFAULT_ARCH, Arch, arch_names, count_macs, count_params,  # noqa: F401
-                   describe_arch, feature_shape, parse_arch, run_arch)
+                   describe_arch, feature_shape, parse_arch)
 from .errors import UserError
 from .labels import IMAGE_SIZE, LABELS
 
@@ -57,13 +57,47 @@ def images_to_tensor(images) -> torch.Tensor:
 
 
 def load_model(path, arch=None) -> TinyRPS:
-    """The checkpoint at `path` in eval mode, built as `arch` (default: the run's architecture)."""
-    arch = arch or run_arch(path)
+    """The checkpoint at `path` in eval mode, built as `arch` (default: the run's architecture,
+    from the config.json beside it, which also records the checkpoint's sha256; a checkpoint
+    on its own is read as the default network). Anything wrong with the file is one line
+    naming it (UserError): truncated or not a checkpoint, not a state dict, another network."""
+    import io
+
+    from .artifacts import run_config, sha256_bytes
+    path = Path(path)
+    run = path.parent
+    config = run_config(run) if (run / "config.json").is_file() else None
+    hint = f"train it again with `tinyrps train --data DATA --out {run}`"
+    raw = path.read_bytes()
+    if config is not None and sha256_bytes(raw) != config["checkpoint_sha256"]:
+        raise UserError(f"{path} is not the checkpoint {run / 'config.json'} was written with (changed, or mixed "
+                        f"with another run's files): {hint}")
+    if not raw:
+        raise UserError(f"{path} is empty: {hint}")
+    try:
+        state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
+    except MemoryError:
+        raise
+    except Exception as e:   # torch's zip reader and unpickler: whatever a damaged file makes them raise
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:100]
+        raise UserError(f"{path} is not a PyTorch checkpoint tinyrps can read ({reason}): {hint}") from None
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        raise UserError(f"{path} holds a {type(state).__name__}, not a network's weights (a state_dict of tensors): "
+                        f"{hint}")
+    if arch is None and config is not None:
+        try:
+            arch = parse_arch(config["arch"])
+        except UserError as e:
+            raise UserError(f"{run / 'config.json'}: arch '{config['arch']}' is not an architecture ({e})") from None
+    arch = arch or DEFAULT_ARCH
     model = TinyRPS(arch)
-    state = torch.load(path, map_location="cpu", weights_only=True)
     try:
         model.load_state_dict(state)
     except RuntimeError:
-        raise UserError(f"{path} does not hold a '{arch}' network (its weights have other shapes): "
-                        f"check `arch` in {Path(path).parent / 'config.json'}") from None
+        name = arch.name if isinstance(arch, Arch) else arch
+        where = (f"check `arch` in {run / 'config.json'}" if config is not None else
+                 "with no config.json beside it, it is read as the default network: keep it in its run folder")
+        raise UserError(f"{path} does not hold a '{name}' network (its weights have other names or shapes): "
+                        f"{where}") from None
     return model.eval()

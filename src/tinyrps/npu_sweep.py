@@ -3,9 +3,9 @@
 The run's checkpoint is quantized and lowered to TOSA once (the graph the Ethos-U
 export compiles; an up-to-date export's kept `out.tosa` is used as it is). Vela then
 compiles that graph for every accelerator configuration x system config x memory
-mode of its vela.ini, in a pool of worker processes (one per core). Each accepted
-combination gives Vela's estimate, read exactly as the export reads it
-(`ethos_u.vela_summary`); each refused one is kept with Vela's reason.
+mode of its vela.ini, in a pool of two worker processes. Each accepted combination
+gives Vela's estimate, read exactly as the measure stage reads an export's
+(`tinyrps.vela.vela_summary`); each refused one is kept with Vela's reason.
 
     sweep(run_dir) -> {"tosa": {...}, "configs": [{accelerator, system_config, memory_mode,
                        inference_ms, inferences_per_s, sram_bytes, flash_bytes, dram_bytes,
@@ -21,9 +21,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .artifacts import atomic_write_json, read_sidecar, run_config, sha256_file
+from . import descriptor
+from .artifacts import atomic_write_json, run_config, sha256_file
 from .errors import UserError
-from .export import targets
+from .families import ACCELERATORS, get_family, macs_per_cycle
 from .progress import progress_bar
 
 # The configuration whose TOSA graph the sweep compiles (Vela takes it for every accelerator).
@@ -38,7 +39,7 @@ CONFIG_FIELDS = ("accelerator", "system_config", "memory_mode", "inference_ms", 
 def combinations(accelerators=None) -> list:
     """(accelerator, system config, memory mode) for each accelerator (default: all) and every
     pair that vela.ini defines."""
-    from .export.ethos_u import ACCELERATORS, vela_config_names
+    from .vela import vela_config_names
     unknown = [a for a in accelerators or () if a not in ACCELERATORS]
     if unknown:
         raise UserError(f"unknown accelerator {', '.join(unknown)}; valid: {', '.join(ACCELERATORS)}")
@@ -50,24 +51,29 @@ def combinations(accelerators=None) -> list:
 def run_tosa(run_dir: Path, work: Path) -> Path:
     """The run's int8 TOSA graph: the Ethos-U export's kept graph when it was made from the
     checkpoint as it is now, else lowered here (quantization and TOSA lowering, once)."""
-    from .export import calibration_images
-    from .export.ethos_u import TOSA_NAME, compile_spec, lower, output_to, resolve_config
-    from .model import load_model
+    import torch
+
+    from .export.ethos_u import compile_spec, lower, resolve_config
+    from .library_noise import output_to
+    from .model import INPUT_SHAPE, load_model
+    from .quantization import calibration_images, image_examples
+    from .vela import TOSA_NAME
     checkpoint = run_dir / "model.pt"
     if not checkpoint.is_file():
         raise UserError(f"no checkpoint at {checkpoint}: create it with `tinyrps train --data DATA --out {run_dir}`")
     pte = run_dir / "export" / f"{LOWERING_TARGET}.pte"
-    sidecar = read_sidecar(pte) or {}
+    described = descriptor.read(pte) if pte.is_file() else None
     kept = run_dir / "export" / LOWERING_TARGET / TOSA_NAME
-    if (pte.is_file() and kept.is_file() and sidecar.get("checkpoint_sha256") == sha256_file(checkpoint)
-            and sidecar.get("ethos_u", {}).get("tosa_sha256") == sha256_file(kept)):
+    if (described is not None and kept.is_file() and described.origin.checkpoint_sha256 == sha256_file(checkpoint)
+            and described.info.tosa_sha256 == sha256_file(kept)):
         return kept
     intermediates = work / "lowering"
     intermediates.mkdir()
     system_config, memory_mode = resolve_config(LOWERING_TARGET, {})
     spec = compile_spec(LOWERING_TARGET, system_config, memory_mode, intermediates)
     with output_to(work / "lowering.log"):
-        lower(load_model(checkpoint), calibration_images(run_config(run_dir)["data"]), spec)
+        lower(load_model(checkpoint), (torch.zeros(INPUT_SHAPE),),
+              image_examples(calibration_images(run_config(run_dir)["data"])), spec)
     return intermediates / TOSA_NAME
 
 
@@ -84,7 +90,7 @@ def compile_one(tosa: str, accelerator: str, system_config: str, memory_mode: st
     """Vela on the graph for one combination: its estimate, or the reason it refused."""
     from ethosu.vela import vela
 
-    from .export.ethos_u import vela_summary
+    from .vela import vela_summary
     key = {"accelerator": accelerator, "system_config": system_config, "memory_mode": memory_mode}
     with tempfile.TemporaryDirectory(prefix="tinyrps-vela.") as out:
         args = [f"--accelerator-config={accelerator}", "--config=Arm/vela.ini", "--output-format=raw",
@@ -110,9 +116,8 @@ def refusal_reason(error: BaseException) -> str:
 def sweep(run_dir, quiet: bool = False, workers: int = WORKERS, accelerators=None) -> dict:
     """Vela's estimate of the run's network for every Ethos-U configuration (of the given
     accelerators, default all); see the module docstring."""
-    from .export.ethos_u import macs_per_cycle, unavailable, vela_version
-    targets()
-    missing = unavailable()
+    from .vela import vela_version
+    missing = get_family("ethos-u").available()
     if missing:
         raise UserError(f"cannot sweep the Ethos-U configurations: {missing}")
     run_dir = Path(run_dir)

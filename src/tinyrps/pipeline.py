@@ -1,20 +1,40 @@
-"""The main job, `tinyrps all`: data -> train -> export -> eval -> bench -> game -> report."""
+"""The main job, `tinyrps all`: data -> train -> export -> measure -> eval -> bench -> game -> report.
+
+The job holds OUT's lock from start to end (a second `all` into OUT is refused), and takes
+each stage's previous result where it is still current, so that `all` after an interruption
+(Ctrl-C, a kill, a full disk) redoes exactly what is stale:
+
+    data     current if OUT/data holds the data set of this seed and size, whole
+    train    current if OUT/run was trained with these settings on that data, and its
+             model.pt is the checkpoint its config.json records
+    export   per target: current if the program's descriptor names that checkpoint and the
+             installed torch and executorch
+    measure  per program: current if its measurement is of its bytes (tinyrps.measure)
+    eval     current if OUT/run/eval.json is of that checkpoint, these programs' bytes and
+             that test split
+    bench    current if OUT/run/bench.json is of that checkpoint and these programs' bytes
+             (the measure stage's figures in it are taken again)
+    game     always played (a few rounds)
+
+The summary and report of an earlier job are removed before anything else changes, so
+neither ever shows the figures of another checkpoint than the one beside it.
+"""
 from __future__ import annotations
 
 import contextlib
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from . import data as data_mod
-from .artifacts import atomic_write_json
+from .artifacts import atomic_write_json, data_info, folder_lock, run_config, sha256_file
+from .data import check_seed, make_data, split_sizes
 from .errors import UserError
-from .export import export_target, targets
+from .export import export_target
+from .families import family_of_target, targets
 from .progress import console, say
 
 # The targets the main job exports (every other Ethos-U configuration and Cortex-M
@@ -24,53 +44,6 @@ MAIN_TARGETS = ("fp32", "fp32-xnnpack", "int8-xnnpack", "ethos-u55-128", "ethos-
 # Which program plays the demo rounds on each device, in order of preference.
 GAME_PROGRAMS = (("int8-xnnpack", "host"), ("ethos-u85-128", "npu-ref"), ("cortex-m55", "mcu"))
 GAME_MOVES = ("rock", "paper", "scissors")
-
-
-def split_sizes(per_class) -> dict:
-    if per_class is None:
-        return dict(data_mod.DEFAULT_PER_CLASS)
-    if per_class < 1:
-        raise UserError(f"--per-class must be at least 1, got {per_class}")
-    return {"train": per_class, "val": max(per_class // 10, 10), "test": max(per_class // 15, 10)}
-
-
-def check_seed(seed: int) -> None:
-    if seed < 0:
-        raise UserError(f"--seed must be at least 0, got {seed}")
-
-
-def check_epochs(epochs) -> None:
-    if epochs is not None and epochs < 1:
-        raise UserError(f"--epochs must be at least 1, got {epochs}")
-
-
-def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
-    out = Path(out)
-    check_seed(seed)
-    sizes = split_sizes(per_class)
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    total = 0
-    try:
-        for split in data_mod.SPLITS:
-            images, labels = data_mod.make_split(split, sizes[split], seed)
-            data_mod.save_split(out / f"{split}.npz", images, labels)
-            total += len(images)
-            if split == "train":
-                data_mod.preview(images, labels, out / "preview.png")
-        data_mod.save_probe_sets(out, sizes["test"], seed)
-    except BaseException:
-        if created:     # a folder made for a data set that was never finished is no use to anyone
-            shutil.rmtree(out, ignore_errors=True)
-        raise
-    seconds = time.perf_counter() - start
-    info = {"seed": seed, "per_class": sizes, "images": total,
-            "probes": {name: data_mod.probe_dir(out, name).name for name in data_mod.PROBES},
-            "fonts": [Path(f).name if f else "Pillow built-in" for f in data_mod.font_files()]}
-    atomic_write_json(out / "data.json", info)
-    say(f"data: {info['images']} images in {seconds:.1f} s -> {out}", quiet)
-    return info
 
 
 @contextlib.contextmanager
@@ -84,21 +57,30 @@ def stage(name: str, timings: dict, quiet: bool):
         timings[name] = round(time.perf_counter() - start, 2)
 
 
-def export_all(run_dir: Path, quiet: bool) -> tuple:
-    artifacts, skipped = {}, {}
+def export_all(run_dir: Path, checkpoint: str, quiet: bool) -> tuple:
+    """Every main target, exported again where its program is not current: (programs, skipped, exported)."""
+    artifacts, skipped, exported = {}, {}, []
     available = targets()
     for name in MAIN_TARGETS:
         target = available.get(name)
-        reason = "this target is not part of this installation" if target is None else target.unavailable()
+        reason = "this target is not part of this installation" if target is None else \
+            family_of_target(name).available()
         if reason:
             skipped[name] = reason
             say(f"  [yellow]skipped {name}: {reason}[/]", quiet)
             continue
+        pte = run_dir / "export" / f"{name}.pte"
+        if current_program(pte, checkpoint):
+            artifacts[name] = pte
+            continue
         with console.status(f"exporting {name}"):
             t = time.perf_counter()
-            artifacts[name] = str(export_target(run_dir, name))
-        say(f"  {name}: {Path(artifacts[name]).stat().st_size:,} bytes in {time.perf_counter() - t:.1f} s", quiet)
-    return artifacts, skipped
+            artifacts[name] = export_target(run_dir, name)
+            exported.append(name)
+        say(f"  {name}: {artifacts[name].stat().st_size:,} bytes in {time.perf_counter() - t:.1f} s", quiet)
+    if not exported:
+        say("  every program is current", quiet)
+    return artifacts, skipped, exported
 
 
 def play_demo(artifacts: dict, seed: int, quiet: bool) -> list:
@@ -118,41 +100,99 @@ def play_demo(artifacts: dict, seed: int, quiet: bool) -> list:
     return rounds
 
 
-def bench_in_fresh_process(run_dir: Path, quiet: bool) -> dict:
+def bench_in_fresh_process(run_dir: Path, names: list, quiet: bool) -> dict:
     """`tinyrps bench` in its own process, as a user would run it: timings taken after training
     and export in this process depend on the state those leave behind (thread pools, heap)."""
     command = [sys.executable, "-m", "tinyrps", "bench", "--run", str(run_dir), "--json"] + (["--quiet"] if quiet else [])
+    command += [arg for name in names for arg in ("--variant", name)]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if done.returncode != 0:
         raise UserError(f"the benchmark failed (exit code {done.returncode}); run `{' '.join(command[2:])}` to see why")
     return json.loads(done.stdout)
 
 
+def check_epochs(epochs) -> None:
+    if epochs is not None and epochs < 1:
+        raise UserError(f"--epochs must be at least 1, got {epochs}")
+
+
 def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False, arch: str = "tinyrps") -> dict:
-    from .evaluate import evaluate
-    from .report import bench_table, eval_table, write_report
-    from .train import TrainConfig, train
     from .arch import parse_arch
     parse_arch(arch)   # a bad spec is refused before any work
     out = Path(out)
     check_seed(seed)
     check_epochs(epochs)
     split_sizes(per_class)
+    out.mkdir(parents=True, exist_ok=True)
+    with folder_lock(out):
+        retire_results(out)
+        return _run_all(out, seed, epochs, per_class, quiet, arch)
+
+
+def retire_results(out: Path) -> None:
+    """An earlier job's summary and report go first: whatever happens next, none is left
+    beside data or a checkpoint it does not describe."""
+    for name in ("summary.json", "report.md"):
+        (out / name).unlink(missing_ok=True)
+
+
+def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) -> dict:
+    from .evaluate import evaluate
+    from .measure import measure, read as read_measurement
+    from .report import bench_table, eval_table, write_report
+    from .train import TrainConfig, train
     data_dir, run_dir = out / "data", out / "run"
-    timings, start = {}, time.perf_counter()
+    timings, reused, start = {}, [], time.perf_counter()
     with stage("data", timings, quiet):
-        data_info = make_data(data_dir, seed=seed, per_class=per_class, quiet=quiet)
+        info = current_data(data_dir, seed, split_sizes(per_class))
+        if info is None:
+            info = make_data(data_dir, seed=seed, per_class=per_class, quiet=quiet)
+        else:
+            reused.append("data")
+            say(f"  {data_dir} holds this data set already", quiet)
     with stage("train", timings, quiet):
-        metrics = train(TrainConfig(data=str(data_dir.resolve()), epochs=epochs, seed=seed, arch=arch), run_dir, quiet=quiet)
+        config = TrainConfig(data=str(data_dir.resolve()), epochs=epochs, seed=seed, arch=arch)
+        metrics = current_run(run_dir, config)
+        if metrics is None:
+            metrics = train(config, run_dir, quiet=quiet)
+        else:
+            reused.append("train")
+            say(f"  {run_dir} was trained with these settings on this data already", quiet)
+    checkpoint = sha256_file(run_dir / "model.pt")
     with stage("export", timings, quiet):
-        artifacts, skipped = export_all(run_dir, quiet)
+        artifacts, skipped, fresh = export_all(run_dir, checkpoint, quiet)
+        if not fresh:
+            reused.append("export")
+    with stage("measure", timings, quiet):
+        measurements, taken = {}, 0
+        for name, pte in artifacts.items():
+            measured = read_measurement(pte)
+            if measured is None and measure_kinds(pte):
+                with console.status(f"measuring {name}"):
+                    measured = measure(pte)
+                taken += 1
+            if measured is not None:
+                measurements[name] = measured
+        if not taken:
+            reused.append("measure")
+    programs = {name: sha256_file(path) for name, path in artifacts.items()}
     with stage("eval", timings, quiet):
-        evaluation = evaluate(run_dir, quiet=quiet)
-        atomic_write_json(run_dir / "eval.json", evaluation)
+        evaluation = current_result(run_dir / "eval.json", checkpoint, programs,
+                                    test_split_sha256=sha256_file(data_dir / "test.npz"))
+        if evaluation is None:
+            evaluation = evaluate(run_dir, only=list(artifacts), quiet=quiet)
+            atomic_write_json(run_dir / "eval.json", evaluation)
+        else:
+            reused.append("eval")
         if not quiet:
             eval_table(evaluation)
     with stage("bench", timings, quiet):
-        benchmark = bench_in_fresh_process(run_dir, quiet)
+        benchmark = current_result(run_dir / "bench.json", checkpoint, programs)
+        if benchmark is None:
+            benchmark = bench_in_fresh_process(run_dir, list(artifacts), quiet)
+        else:
+            reused.append("bench")
+            refresh_measured_figures(benchmark, artifacts)
         atomic_write_json(run_dir / "bench.json", benchmark)
         if not quiet:
             bench_table(benchmark)
@@ -164,10 +204,14 @@ def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False
         # relative to OUT, so the folder can be moved or shared
         "artifacts": {name: Path(os.path.relpath(path, out)).as_posix()
                       for name, path in {"model": run_dir / "model.pt", **artifacts}.items()},
+        "checkpoint_sha256": checkpoint,
+        "programs_sha256": programs,
         "skipped": skipped,
-        "data": data_info,
+        "reused": reused,
+        "data": info,
         "arch": metrics["arch"],
         "training": {"epochs": metrics["epochs"], "best_val_accuracy": metrics["best_val_accuracy"]},
+        "measure": measurements,
         "eval": evaluation,
         "bench": benchmark,
         "game": rounds,
@@ -177,3 +221,89 @@ def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False
     write_report(out, summary)
     say(f"[bold green]done in {timings['total']:.0f} s[/]: {out / 'report.md'}, {out / 'summary.json'}", quiet)
     return summary
+
+
+# --- what is current ---------------------------------------------------------------------------
+
+def current_data(data_dir: Path, seed: int, sizes: dict):
+    """The data set's record if DATA holds, whole, the data set of this seed and these sizes; else None."""
+    if not (data_dir / "data.json").is_file():
+        return None
+    try:
+        info, _ = data_info(data_dir)
+    except UserError:          # damaged, mixed or of an older tinyrps: made again
+        return None
+    return info if info.get("seed") == seed and info.get("per_class") == sizes else None
+
+
+def current_run(run_dir: Path, config):
+    """The run's metrics if RUN was trained with `config`'s settings on the data DATA holds now and its
+    model.pt is the checkpoint its config.json records; else None."""
+    from dataclasses import asdict
+
+    from .arch import default_epochs, parse_arch
+    if not (run_dir / "config.json").is_file() or not (run_dir / "metrics.json").is_file():
+        return None
+    try:
+        recorded = run_config(run_dir)
+        _, data_sha256 = data_info(config.data)
+    except UserError:
+        return None
+    arch = parse_arch(config.arch).name
+    wanted = {**asdict(config), "arch": arch,
+              "epochs": default_epochs(arch) if config.epochs is None else config.epochs}
+    if any(recorded.get(key) != value for key, value in wanted.items()):
+        return None
+    if recorded.get("data_identity", {}).get("data_json_sha256") != data_sha256:
+        return None
+    if recorded.get("checkpoint_sha256") != sha256_file(run_dir / "model.pt"):
+        return None
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+def current_program(pte: Path, checkpoint: str) -> bool:
+    """Whether RUN/export/T.pte was exported from this checkpoint with the installed libraries."""
+    from . import descriptor
+    from .export import versions
+    if not pte.is_file():
+        return False
+    try:
+        described = descriptor.read(pte, pte.read_bytes())
+    except UserError:
+        return False
+    return described is not None and described.origin.checkpoint_sha256 == checkpoint and \
+        described.versions == versions()
+
+
+def measure_kinds(pte: Path) -> tuple:
+    from . import descriptor
+    from .measure import measurements_for
+    return measurements_for(descriptor.read(pte).family)
+
+
+def current_result(path: Path, checkpoint: str, programs: dict, **more):
+    """A stage's earlier result (eval.json, bench.json) if it is of this checkpoint and these programs'
+    bytes (and matches `more`); else None."""
+    if not path.is_file():
+        return None
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(result, dict) or result.get("checkpoint_sha256") != checkpoint:
+        return None
+    if any(result.get(key) != value for key, value in more.items()):
+        return None
+    variants = result.get("variants", {})
+    if set(variants) != {"eager", *programs}:
+        return None
+    return result if all(variants[name].get("program_sha256") == sha for name, sha in programs.items()) else None
+
+
+def refresh_measured_figures(benchmark: dict, artifacts: dict) -> None:
+    from .bench import measured_figures
+    for name, path in artifacts.items():
+        entry = benchmark["variants"][name]
+        for key in ("vela", "firmware"):
+            entry.pop(key, None)
+        entry.update(measured_figures(path))

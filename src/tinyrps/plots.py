@@ -1,8 +1,8 @@
 """Plots written as PNG (atomically): training curves, confusion matrices, latency bars."""
 from __future__ import annotations
 
+import io
 import math
-import os
 from pathlib import Path
 
 import matplotlib
@@ -11,19 +11,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .artifacts import atomic_write_bytes  # noqa: E402
 from .labels import LABELS  # noqa: E402
 
 
 def _save(fig, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp.png")
+    """Rendered in memory, then written whole under a unique temporary name (two writers of one
+    folder never share a temporary file)."""
     try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)
-    except BaseException:   # a full disk, Ctrl-C: leave no half-written file behind
-        tmp.unlink(missing_ok=True)
-        raise
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=110)
     finally:
         plt.close(fig)
+    atomic_write_bytes(Path(path), buffer.getvalue())
 
 
 def plot_curves(history: list, path: Path) -> None:
@@ -73,7 +73,8 @@ def latency_figure(rows: list):
     ax.barh(names, ms, color=[f"C{i}" for i in range(len(rows))])
     for i, r in enumerate(rows):
         ratio = r.get("ratio_to_eager", 1.0)
-        ax.text(ms[i], i, f"  {_figure(ms[i])} ms ({_figure(ratio)}x eager)", va="center", fontsize=8)
+        versus = f" ({_figure(ratio)}x eager)" if ratio is not None else ""
+        ax.text(ms[i], i, f"  {_figure(ms[i])} ms{versus}", va="center", fontsize=8)
     ax.set(xscale="log", xlabel="median latency of one inference (ms, log scale)")
     ax.invert_yaxis()
     for _ in range(2):   # the layout and the room the labels need depend on each other
@@ -190,7 +191,8 @@ def plot_npu_sweep(configs: list, path: Path) -> None:
 
 def npu_family_of(config: dict) -> str:
     """'ethos-u85-128' -> 'Ethos-U85'."""
-    return config["accelerator"].rsplit("-", 1)[0].replace("ethos-u", "Ethos-U")
+    from .families import npu_family
+    return npu_family(config["accelerator"]).replace("ethos-u", "Ethos-U")
 
 
 def memory_note(configs: list) -> str:

@@ -1,4 +1,4 @@
-"""Facts about a .pte file: is it one, does its sidecar describe it, which hardware does it need.
+"""Facts about a .pte file: is it one, which hardware family does it need.
 
 The program's flatbuffer is read here directly (only the fields needed: the first
 execution plan's delegates and operators) rather than through ExecuTorch's
@@ -7,22 +7,15 @@ seconds before a user sees a first answer.
 """
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Optional
 
-from .artifacts import read_sidecar
 from .errors import UserError, require_file
 
 # File identifier of an ExecuTorch program flatbuffer (bytes 4..8): "ET" and the format
 # version. ET12 is what this ExecuTorch writes and the only one the firmware's reader
 # (firmware/src/pte_reader.c) accepts, so the host refuses the others too.
 PTE_FILE_IDENTIFIER = b"ET12"
-# The families a program can belong to, as sidecars name them.
-FAMILIES = ("host", "ethos-u", "cortex-m")
-
 # Field slots in executorch/exir/_serialize/program.fbs.
 PROGRAM_EXECUTION_PLAN = 1
 PLAN_OPERATORS = 6
@@ -62,32 +55,13 @@ def program_contents(data: bytes, path="program") -> ProgramContents:
         raise UserError(f"{path} is a corrupted ExecuTorch program: export it again with `tinyrps export`") from None
 
 
-def checked_sidecar(path, program: bytes) -> Optional[dict]:
-    """The sidecar T.json of program T.pte, or None if it has none.
-
-    A sidecar is trusted only for the program it was written with: one whose sha256 is not
-    the program's (the .pte was replaced or changed after the export) is refused."""
-    path = Path(path)
-    sidecar = read_sidecar(path)
-    if sidecar is None:
-        return None
-    if sidecar.get("sha256") != hashlib.sha256(program).hexdigest():
-        raise UserError(f"{path.name} does not match its sidecar {path.with_suffix('.json').name} (the sidecar's "
-                        f"sha256 is not the program's: one of them was replaced): export the program again "
-                        f"with `tinyrps export`")
-    family = sidecar.get("family")
-    if family is not None and family not in FAMILIES:
-        raise UserError(f"the sidecar {path.with_suffix('.json').name} names an unknown family '{family}' "
-                        f"(valid: {', '.join(FAMILIES)}): export the program again with `tinyrps export`")
-    return sidecar
-
-
 def program_family(path) -> str:
-    """'host', 'ethos-u' or 'cortex-m': from the sidecar if it matches the program, else from the program."""
+    """'host', 'ethos-u' or 'cortex-m': from the descriptor if it describes the program, else from the program."""
+    from . import descriptor
     program = read_program(path)
-    sidecar = checked_sidecar(path, program)
-    if sidecar and sidecar.get("family"):
-        return sidecar["family"]
+    described = descriptor.read(path, program)
+    if described is not None:
+        return described.family
     return family_of_program(program, path)
 
 

@@ -22,10 +22,14 @@ def _sentence(text: str) -> str:
 
 
 def targets_table(targets: dict) -> None:
-    rows = []
+    from .families import get_family
+    rows, missing = [], {}
     for name, target in targets.items():
-        missing = target.unavailable()
-        rows.append([name, target.family, target.default_device, target.description + (f" [{missing}]" if missing else "")])
+        family = get_family(target.family)
+        if family.name not in missing:
+            missing[family.name] = family.available()
+        note = f" [{missing[family.name]}]" if missing[family.name] else ""
+        rows.append([name, target.family, family.default_device, target.description + note])
     print_table("export targets", ["target", "family", "runs on", "what"], rows, text_columns=4, unwrapped=3)
 
 
@@ -79,7 +83,7 @@ def eval_table(result: dict) -> None:
                 EVAL_HEADER, eval_rows(result))
 
 
-BENCH_HEADER = ["variant", "device", "timed on", "median ms", "× eager", "runs", "size"]
+BENCH_HEADER = ["variant", "device", "timed on", "median ms", "IQR ms", "× eager", "runs", "size"]
 
 
 def timed_on(v: dict) -> str:
@@ -92,11 +96,20 @@ SIMULATION_NOTE = ("Rows timed on a simulator or emulator (the TOSA reference mo
                    "hardware: the NPU's time is Vela's estimate, and a Cortex-M core's work its instruction count.")
 
 
+def iqr(v: dict) -> str:
+    return f"{v['iqr_ms']:.4f}" if "iqr_ms" in v else ""
+
+
+def ratio_cell(v: dict) -> str:
+    """The ratio to eager, or why it is not shown (eager's spread too large to carry it)."""
+    return "spread" if v.get("ratio_to_eager") is None else f"{v['ratio_to_eager']:.3f}"
+
+
 def bench_rows(result: dict) -> list:
     rows = []
     for name, v in result["variants"].items():
-        rows.append([name, v["device"], timed_on(v), f"{v['latency_ms']:.4f}",
-                     "1" if name == "eager" else f"{v['ratio_to_eager']:.3f}", f"{v['runs']:,}",
+        rows.append([name, v["device"], timed_on(v), f"{v['latency_ms']:.4f}", iqr(v),
+                     "1" if name == "eager" else ratio_cell(v), f"{v['runs']:,}",
                      f"{v.get('size_bytes', result.get('eager_size_bytes', 0)):,} B"])
     return rows
 
@@ -273,7 +286,7 @@ def write_report(out: Path, summary: dict) -> None:
         parts += npu_layers_section(out, be, rel)
     if firmware:
         parts += ["### Cortex-M firmware on emulated boards",
-                  f"Each program on its board in QEMU, measured at export on the same images: {FIRMWARE_UNITS} "
+                  f"Each program on its board in QEMU, measured by the measure stage on the same images: {FIRMWARE_UNITS} "
                   f"(one image, `play --device mcu`, median). {QEMU_COUNTS}.",
                   markdown_table(FIRMWARE_HEADER, firmware)]
         for title, rows in layer_tables(be):

@@ -1,7 +1,10 @@
 """Training: Adam + cross-entropy on the synthetic train split, best checkpoint by val accuracy.
 
-Writes RUN/model.pt (a plain state_dict), RUN/config.json (how the run was made),
-RUN/metrics.json (per epoch), RUN/curves.png and RUN/confusion.png (test split).
+Writes RUN/model.pt (a plain state_dict), RUN/config.json (how the run was made: the
+settings, the identity of the data it was trained on, the checkpoint's sha256),
+RUN/metrics.json (per epoch), RUN/curves.png and RUN/confusion.png (test split). The run
+folder is built beside RUN and swapped in whole when training is done
+(tinyrps.artifacts.staged_folder): a failed or interrupted training leaves RUN as it was.
 Deterministic for a seed on a given machine: seeded init and shuffling, deterministic
 kernels, a fixed thread count.
 """
@@ -17,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .artifacts import atomic_write_bytes, atomic_write_json
+from .artifacts import atomic_write_bytes, atomic_write_json, data_identity, data_info, sha256_file, staged_folder
 from .data import load_split
 from .errors import UserError
 from .arch import default_epochs, describe_arch, parse_arch
@@ -98,26 +101,28 @@ def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = 
     if config.epochs < 1:
         raise UserError(f"--epochs must be at least 1, got {config.epochs}")
     out = Path(out_dir)
-    splits = {name: load_split(config.data, name) for name in (("train", "val", "test") if test_split
-                                                               else ("train", "val"))}
-    out.mkdir(parents=True, exist_ok=True)
-    # first: the checkpoints written while training must never sit beside another run's architecture
-    atomic_write_json(out / "config.json", asdict(config))
-    # torch's global settings are changed for the training only, not for what runs after it
-    with deterministic(config.seed, THREADS):
-        history, best_acc, model = fit(config, arch, splits["train"], splits["val"], out, quiet)
-        metrics = {"config": asdict(config), "arch": describe_arch(arch), "epochs": history,
-                   "best_val_accuracy": best_acc}
+    with staged_folder(out, "run") as folder:
+        info, info_sha256 = data_info(config.data)
+        splits = {name: load_split(config.data, name, info) for name in (("train", "val", "test") if test_split
+                                                                         else ("train", "val"))}
+        # torch's global settings are changed for the training only, not for what runs after it
+        with deterministic(config.seed, THREADS):
+            history, best_acc, model = fit(config, arch, splits["train"], splits["val"], folder, quiet)
+            identity = data_identity(info, info_sha256)
+            metrics = {"config": asdict(config), "arch": describe_arch(arch), "data": identity, "epochs": history,
+                       "best_val_accuracy": best_acc}
+            if test_split:
+                test_x, test_y = splits["test"]
+                test_loss, test_acc, test_logits = evaluate_split(model, test_x, test_y)
+                metrics.update(test_loss=test_loss, test_accuracy=test_acc)
+        atomic_write_json(folder / "config.json", {**asdict(config), "data_identity": identity,
+                                                   "checkpoint_sha256": sha256_file(folder / "model.pt")})
+        atomic_write_json(folder / "metrics.json", metrics)
+        from .plots import plot_confusion, plot_curves
+        plot_curves(history, folder / "curves.png")
         if test_split:
-            test_x, test_y = splits["test"]
-            test_loss, test_acc, test_logits = evaluate_split(model, test_x, test_y)
-            metrics.update(test_loss=test_loss, test_accuracy=test_acc)
-    atomic_write_json(out / "metrics.json", metrics)
-    from .plots import plot_confusion, plot_curves
-    plot_curves(history, out / "curves.png")
-    if test_split:
-        plot_confusion(test_y, test_logits.argmax(1), out / "confusion.png",
-                       title=f"test split, accuracy {test_acc:.2%}")
+            plot_confusion(test_y, test_logits.argmax(1), folder / "confusion.png",
+                           title=f"test split, accuracy {test_acc:.2%}")
     say(f"best val accuracy {best_acc:.2%}" + (f", test accuracy {metrics['test_accuracy']:.2%}" if test_split else "")
         + f" -> {out / 'model.pt'}", quiet)
     return metrics

@@ -8,7 +8,7 @@ briefly (the validation split picks its checkpoint; the test split is never
 read), exported for the NPU target and for the Cortex-M55, and measured:
 
     val_accuracy       int8, the target program's TOSA graph on the validation split (npu-ref)
-    npu_ms, sram_bytes Vela's estimate for the target (from the program's sidecar)
+    npu_ms, sram_bytes Vela's estimate for the target (the measure stage's)
     program_bytes      size of the target's .pte
     mcu_instructions   Cortex-M55 instructions per inference, on the emulated board
 
@@ -41,7 +41,7 @@ from typing import Optional
 
 from .arch import TUNED_EPOCHS
 from .artifacts import atomic_write_json
-from .errors import UserError
+from .errors import UserError, one_line
 from .progress import console, progress_bar, say
 
 STUDY_NAME = "tinyrps-tune"
@@ -124,7 +124,7 @@ def storage_for(settings: TuneSettings):
     try:
         return optuna.storages.RDBStorage(url)
     except Exception as e:  # noqa: BLE001 - a bad URL, a missing driver, an unreachable server
-        raise UserError(f"cannot open the study storage {url}: {one_line(e)}") from None
+        raise UserError(f"cannot open the study storage {url}: {one_line(e, 200)}") from None
 
 
 def open_study(settings: TuneSettings):
@@ -183,7 +183,7 @@ def evaluate_candidate(arch: str, run_dir: Path, settings: TuneSettings, status)
     npu_pte = export_target(run_dir, settings.target)
     status("int8 accuracy on npu-ref")
     val_accuracy = npu_accuracy(npu_pte, settings.data, "val")
-    status(f"export {MCU_TARGET} and measure")
+    status(f"export {MCU_TARGET} and count its instructions")
     mcu_pte = export_target(run_dir, MCU_TARGET)
     return candidate_figures(arch, npu_pte, mcu_pte, val_accuracy)
 
@@ -198,15 +198,18 @@ def npu_accuracy(pte: Path, data_dir: Path, split: str) -> float:
 
 
 def candidate_figures(arch: str, npu_pte: Path, mcu_pte: Path, val_accuracy: float) -> dict:
-    from .artifacts import read_sidecar
+    """A candidate's figures from the measure stage: Vela's estimate of the NPU program, and the
+    Cortex-M55 program's instructions per inference (one QEMU run, the quick measurement)."""
     from .arch import describe_arch
-    npu, mcu = read_sidecar(npu_pte), read_sidecar(mcu_pte)
+    from .measure import measure
+    vela = measure(npu_pte)["vela"]
+    firmware = measure(mcu_pte, quick=True)["firmware"]
     described = describe_arch(arch)
-    return {"arch": described["spec"], "val_accuracy": val_accuracy, "npu_ms": npu["vela"]["inference_ms"],
-            "sram_bytes": npu["vela"]["sram_bytes"], "program_bytes": npu["size_bytes"],
-            "mcu_instructions": mcu["firmware"]["instructions_per_inference"],
+    return {"arch": described["spec"], "val_accuracy": val_accuracy, "npu_ms": vela["inference_ms"],
+            "sram_bytes": vela["sram_bytes"], "program_bytes": npu_pte.stat().st_size,
+            "mcu_instructions": firmware["instructions_per_inference"],
             "macs": described["macs"], "params": described["params"],
-            "utilisation_total": npu["vela"]["utilisation_total"], "run": str(npu_pte.parent.parent)}
+            "utilisation_total": vela["utilisation_total"], "run": str(npu_pte.parent.parent)}
 
 
 def objective(settings: TuneSettings, status_line):
@@ -265,12 +268,14 @@ def tune(settings: TuneSettings, quiet: bool = False) -> dict:
 
 
 def check_settings(settings: TuneSettings) -> None:
-    from .export import get_target
-    from .export.ethos_u import unavailable
+    from .families import family_of_target, get_target
+    from .measure import measurements_for
     target = get_target(settings.target)
     if target.family != "ethos-u":
         raise UserError(f"--target must be an Ethos-U target (e.g. ethos-u85-128), not {settings.target}")
-    missing = unavailable() or get_target(MCU_TARGET).unavailable()
+    mcu_family = family_of_target(MCU_TARGET)
+    missing = family_of_target(settings.target).available() or mcu_family.available() or \
+        next(filter(None, (m.missing() for m in measurements_for(mcu_family.name))), None)
     if missing:
         raise UserError(f"cannot tune: {missing}")
     if not (settings.data / "train.npz").is_file():
@@ -435,6 +440,3 @@ def write_outputs(result: dict, out: Path) -> None:
     plot_tune(result["candidates"], result["pareto"], result.get("best"), out / TUNE_PLOT)
 
 
-def one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text if len(text) <= 200 else text[:197] + "..."

@@ -141,12 +141,14 @@ def test_without_images_the_runner_has_the_program_baked_in(u85, fake_tools, sem
 
 
 def copy_program(model, folder, **vela):
-    """The program and its sidecar in another folder, with some of Vela's figures changed."""
+    """The program, its descriptor and its measurement in another folder, with some of Vela's figures changed."""
+    from tinyrps import measure
     folder.mkdir(parents=True, exist_ok=True)
     copy = Path(shutil.copy(model, folder / model.name))
-    sidecar = json.loads(model.with_suffix(".json").read_text())
-    sidecar["vela"].update(vela)
-    copy.with_suffix(".json").write_text(json.dumps(sidecar))
+    shutil.copy(model.with_suffix(".json"), copy.with_suffix(".json"))
+    measured = measure.read(model) or measure.measure(model)
+    measured["vela"].update(vela)
+    measure.path_of(copy).write_text(json.dumps(measured))
     return copy
 
 

@@ -6,9 +6,8 @@ import pytest
 
 from tinyrps.devices import DEVICES, device_class
 from tinyrps.devices.base import Device
-from tinyrps.devices.families import FAMILY_DEVICES, FAMILY_NEEDS, family_default_device
-from tinyrps.export import targets
-from tinyrps.pte import FAMILIES
+from tinyrps.errors import UserError
+from tinyrps.families import FAMILIES
 
 
 class Plain(Device):
@@ -25,6 +24,19 @@ def test_a_device_reports_nothing_by_default():
     assert device.bench_runs is None
     assert device.int8_outputs is None and device.last_int8 is None
     assert device.last_stats() == {}
+    assert device.inputs is None and device.outputs is None
+
+
+def test_a_device_without_tensors_says_which_devices_run_them():
+    with pytest.raises(UserError, match="runs image classifiers only .*--device native or --device mcu"):
+        Plain().run([np.zeros((1, 1, 28, 28), np.float32)])
+    with pytest.raises(UserError, match="--device native or --device mcu"):
+        Plain().run_batch([np.zeros((2, 1, 1, 28, 28), np.float32)])
+
+
+def test_the_firmware_devices_run_any_programs_tensors():
+    for name in ("mcu", "native"):
+        assert device_class(name)._run_batch is not Device._run_batch, name
 
 
 @pytest.mark.parametrize("name", list(DEVICES))
@@ -42,11 +54,6 @@ def test_the_firmware_devices_report_their_int8_outputs_and_few_bench_runs():
 
 
 def test_every_family_has_devices_that_exist():
-    assert tuple(FAMILY_DEVICES) == FAMILIES and set(FAMILY_NEEDS) == set(FAMILIES)
-    for devices in FAMILY_DEVICES.values():
-        assert devices and set(devices) <= set(DEVICES)
-
-
-def test_every_target_defaults_to_its_familys_device():
-    for target in targets().values():
-        assert target.default_device == family_default_device(target.family), target.name
+    for family in FAMILIES:
+        assert family.devices and set(family.devices) <= set(DEVICES), family.name
+        assert family.default_device == family.devices[0]

@@ -2,8 +2,6 @@
 semihosting batch), bit-exact with the reference; bad programs give one clear error."""
 from __future__ import annotations
 
-import hashlib
-import json
 
 import numpy as np
 import pytest
@@ -21,7 +19,7 @@ def mcu(cortex_m_pte):
 
 
 def test_classify_is_bit_exact_with_the_reference(mcu, cortex_m_pte, test_images):
-    from tinyrps.export.cortex_m import reference_int8
+    from tinyrps.reference.cortex_m import reference_int8
     images = test_images[0][:6]
     logits = mcu.classify(images)
     assert logits.shape == (6, 3) and logits.dtype == np.float32
@@ -94,18 +92,17 @@ def test_not_a_program(tmp_path):
 
 
 def test_host_program_is_refused(exported, tmp_path):
-    """A program for the host CPU (no sidecar to tell): the firmware itself refuses it."""
+    """A program for the host CPU (no descriptor to tell): the firmware itself refuses it."""
     program = tmp_path / "fp32.pte"
     program.write_bytes(exported("fp32").read_bytes())
     message = one_line_user_error(program)
     assert "does not run on the firmware" in message and "cortex-m55" in message
 
 
-def test_sidecar_of_another_family_points_to_its_device(cortex_m_pte, tmp_path):
+def test_descriptor_of_another_family_points_to_its_device(cortex_m_pte, exported, descriptor_like, tmp_path):
     program = tmp_path / "npu.pte"
     program.write_bytes(cortex_m_pte.read_bytes())
-    sidecar = {"family": "ethos-u", "sha256": hashlib.sha256(program.read_bytes()).hexdigest()}
-    program.with_suffix(".json").write_text(json.dumps(sidecar))
+    descriptor_like(program, exported("ethos-u85-128"))
     assert "--device npu-ref" in one_line_user_error(program)
 
 

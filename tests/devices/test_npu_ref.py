@@ -1,5 +1,4 @@
 """npu-ref: the TOSA graph compiled for an Ethos-U program, run in the TOSA reference model."""
-import json
 import shutil
 
 import numpy as np
@@ -8,7 +7,7 @@ import torch
 
 from tinyrps.data import load_split
 from tinyrps.devices import open_device
-from tinyrps.devices.npu_ref import quantize
+from tinyrps.reference.ethos_u import quantize
 from tinyrps.errors import UserError
 from tinyrps.model import images_to_tensor
 
@@ -39,12 +38,12 @@ def test_npu_ref_agrees_with_the_int8_cpu_program(exported, trained_run, test_se
 
 
 def test_eval_agreement_without_an_evaluated_int8_program(exported, test_set, npu_logits):
-    """Without int8-xnnpack's predictions at hand, the eval hook builds the int8 CPU reference itself."""
-    from tinyrps.export import EvalContext
-    from tinyrps.export.ethos_u import extra_eval, int8_cpu_predictions
+    """Without int8-xnnpack's predictions at hand, the family's check builds the int8 CPU reference itself."""
+    from tinyrps.evaluate import EvalContext
+    from tinyrps.reference.ethos_u import evaluate, int8_cpu_predictions
     images, labels = test_set
     pte = exported("ethos-u85-128")
-    result = extra_eval(EvalContext("ethos-u85-128", pte, images, labels, npu_logits, None, {}))
+    result = evaluate(EvalContext("ethos-u85-128", pte, images, labels, npu_logits, None, {}))
     assert result["agreement_with"].startswith("int8-xnnpack recipe") and result["agreement"] >= 0.99
     # the stand-in predicts what the int8-xnnpack program predicts
     with open_device("host", exported("int8-xnnpack")) as cpu:
@@ -55,27 +54,28 @@ def test_eval_agreement_without_an_evaluated_int8_program(exported, test_set, np
 def test_npu_ref_computes_the_quantized_model_to_the_last_step(exported, trained_run, test_set, npu_logits):
     """The Ethos-U recipe's own PT2E model on the CPU differs from the NPU graph by rounding only."""
     from executorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
+    from tinyrps import descriptor
     from tinyrps.artifacts import run_config
-    from tinyrps.export import calibration_images
     from tinyrps.export.ethos_u import compile_spec
-    from tinyrps.export.host import pt2e_quantize
     from tinyrps.model import load_model
+    from tinyrps.quantization import calibration_images, image_examples, pt2e_quantize
     pte = exported("ethos-u85-128")
-    sidecar = json.loads(pte.with_suffix(".json").read_text())
+    output_scale = descriptor.read(pte).info.quantization["output"]["scale"]
     spec = compile_spec("ethos-u85-128", "Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram", trained_run / "unused")
     quantizer = EthosUQuantizer(spec).set_global(get_symmetric_quantization_config(is_per_channel=True))
-    module = pt2e_quantize(load_model(trained_run / "model.pt"), quantizer,
-                           calibration_images(run_config(trained_run)["data"]))
+    examples = image_examples(calibration_images(run_config(trained_run)["data"]))
+    module = pt2e_quantize(load_model(trained_run / "model.pt"), quantizer, examples, examples[0])
     with torch.no_grad():
         cpu = np.concatenate([module(x.unsqueeze(0)).numpy() for x in images_to_tensor(test_set[0])])
-    steps = np.abs(npu_logits - cpu) / sidecar["quantization"]["output"]["scale"]
+    steps = np.abs(npu_logits - cpu) / output_scale
     assert steps.max() <= 1.01
     assert (steps < 0.01).mean() >= 0.9
 
 
 def test_stats_carry_vela_estimate(exported, test_set):
+    from tinyrps import measure
     pte = exported("ethos-u85-128")
-    vela = json.loads(pte.with_suffix(".json").read_text())["vela"]
+    vela = measure.measure(pte)["vela"]
     with open_device("npu-ref", pte) as device:
         device.classify(test_set[0][:2])
         stats = device.last_stats()
@@ -123,5 +123,5 @@ def test_npu_ref_runs_only_the_graph_compiled_for_the_program(exported, tmp_path
     with pytest.raises(UserError, match="missing"):
         open_device("npu-ref", pte)
     pte.with_suffix(".json").unlink()
-    with pytest.raises(UserError, match="sidecar"):
+    with pytest.raises(UserError, match="descriptor"):
         open_device("npu-ref", pte)

@@ -1,4 +1,4 @@
-"""Cortex-M export targets and the Python reference the firmware is checked against."""
+"""Cortex-M export targets and the Python reference (tinyrps.reference.cortex_m) the firmware is checked against."""
 from __future__ import annotations
 
 import json
@@ -6,11 +6,14 @@ import json
 import numpy as np
 import pytest
 
+from tinyrps import descriptor
 from tinyrps.data import load_split
 from tinyrps.devices.base import Device
-from tinyrps.export import BuildContext, EvalContext, get_target, targets
-from tinyrps.export import cortex_m
+from tinyrps.evaluate import EvalContext, family_check
+from tinyrps.export import BuildContext, cortex_m
+from tinyrps.families import get_family, targets
 from tinyrps.firmware.operators import runtime_operators
+from tinyrps.reference import cortex_m as reference
 
 # What the lowering emits for the default network, in the program's order (the runtime runs more).
 CORTEX_M_OPERATORS = [
@@ -21,40 +24,52 @@ CORTEX_M_OPERATORS = [
 ]
 
 
-def test_cores_are_registered_for_the_firmware_devices():
+def test_cores_are_targets_of_the_cortex_m_family_run_by_the_firmware_devices():
     for name in ("cortex-m4", "cortex-m33", "cortex-m55", "cortex-m85"):
-        target = targets()[name]
-        assert target.family == "cortex-m" and target.default_device == "mcu"
-        assert target.extra_eval is cortex_m.compare_with_reference
-        assert target.unavailable() is None
+        assert targets()[name].family == "cortex-m"
+        assert family_check(name) is reference.evaluate
+    assert get_family("cortex-m").devices == ("mcu", "native")
 
 
 def test_exported_program_uses_only_cmsis_nn_operators(exported):
     pte = exported("cortex-m55")
-    sidecar = json.loads(pte.with_suffix(".json").read_text())
-    assert sidecar["family"] == "cortex-m" and sidecar["core"] == "cortex-m55"
-    assert sidecar["operators"] == CORTEX_M_OPERATORS
-    assert sidecar["reference"]["checked_against_edge_program_images"] == cortex_m.SELF_CHECK_IMAGES
-    assert cortex_m.program_operators(pte.read_bytes()) == CORTEX_M_OPERATORS
+    described = descriptor.read(pte, pte.read_bytes())
+    assert described.family == "cortex-m" and described.info.core == "cortex-m55"
+    assert list(described.info.operators) == CORTEX_M_OPERATORS
+    assert described.info.reference["checked_against_edge_program_examples"] == cortex_m.SELF_CHECK_EXAMPLES
+    assert list(cortex_m.program_operators(pte.read_bytes())) == CORTEX_M_OPERATORS
     assert set(CORTEX_M_OPERATORS) <= {op.qualified for op in runtime_operators()}
+    assert [(t.dtype, t.shape) for t in described.inputs] == [("float32", (1, 1, 28, 28))]
+    assert [(t.dtype, t.shape) for t in described.outputs] == [("float32", (1, 3))]
+
+
+def test_the_export_needs_no_firmware_tools(exported):
+    """Export is ahead of time only: nothing of the firmware build or QEMU runs, and the descriptor
+    holds no measured figure."""
+    raw = json.loads(exported("cortex-m55").with_suffix(".json").read_text())
+    assert "firmware" not in raw and "firmware" not in raw["cortex_m"]
 
 
 @pytest.mark.slow
 def test_export_checks_its_reference_against_the_edge_program(monkeypatch, tmp_path):
     """Every export replays the serialized program and compares it with the edge program's module
     (the reference ExecuTorch defines); a disagreement stops the export."""
+    import torch
     from torch import nn
-    from tinyrps.data import make_split
-    images = make_split("test", 3, 1)[0]
-    model = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 13 * 13, 3)).eval()
-    ctx = BuildContext(model=model, calibration=images, workdir=tmp_path, options={})
-    result = cortex_m.build_cortex_m(ctx, "cortex-m55")
-    assert result.info["reference"]["checked_against_edge_program_images"] == len(images)
 
-    real_replay = cortex_m.replay_int8
-    monkeypatch.setattr(cortex_m, "replay_int8", lambda prog, imgs: real_replay(prog, imgs) + np.int8(1))
+    from tinyrps.data import make_split
+    from tinyrps.quantization import image_examples
+    examples = image_examples(make_split("test", 3, 1)[0])
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 13 * 13, 3)).eval()
+    ctx = BuildContext(target=targets()["cortex-m55"], model=model, example_inputs=(torch.zeros(1, 1, 28, 28),),
+                       calibration=examples, calibration_note="3 test images", workdir=tmp_path, options={})
+    result = cortex_m.build("cortex-m55", ctx)
+    assert result.info.reference["checked_against_edge_program_examples"] == len(examples)
+
+    real_replay = cortex_m.replay
+    monkeypatch.setattr(cortex_m, "replay", lambda prog, inputs: [o + np.float32(1) for o in real_replay(prog, inputs)])
     with pytest.raises(RuntimeError, match="does not replay like its edge program"):
-        cortex_m.build_cortex_m(ctx, "cortex-m55")
+        cortex_m.build("cortex-m55", ctx)
 
 
 class FakeDevice(Device):
@@ -71,16 +86,16 @@ class FakeDevice(Device):
 def test_eval_hook_compares_the_devices_last_outputs(exported, data_dir):
     pte = exported("cortex-m55")
     images = load_split(data_dir, "test")[0][:20]
-    reference = cortex_m.reference_int8(pte, images)
+    expected = reference.reference_int8(pte, images)
     earlier = np.full((7, 3), 99, np.int8)   # outputs of images classified before: ignored
-    hook = get_target("cortex-m55").extra_eval
+    hook = family_check("cortex-m55")
 
     def run(device):
         return hook(EvalContext("cortex-m55", pte, images, None, None, device, {}))
 
-    assert run(FakeDevice(history=np.concatenate([earlier, reference])))["bit_exact"] is True
-    assert run(FakeDevice(last=reference))["bit_exact"] is True
-    wrong = reference.copy()
+    assert run(FakeDevice(history=np.concatenate([earlier, expected])))["bit_exact"] is True
+    assert run(FakeDevice(last=expected))["bit_exact"] is True
+    wrong = expected.copy()
     wrong[5, 1] += 1
     assert run(FakeDevice(history=wrong)) | {} == {"bit_exact": False, "mismatches": 1, "images": 20,
                                                      "max_abs_diff_lsb": 1,
@@ -93,7 +108,7 @@ def test_reference_refuses_a_corrupted_program(tmp_path):
     bad = tmp_path / "bad.pte"
     bad.write_bytes(b"\x10\0\0\0ET12" + b"\xff" * 40)
     with pytest.raises(UserError, match="corrupted ExecuTorch .pte"):
-        cortex_m.reference_int8(bad, np.zeros((1, 28, 28), np.uint8))
+        reference.reference_int8(bad, np.zeros((1, 28, 28), np.uint8))
 
 
 def test_reference_in_a_worker_thread_leaves_the_thread_count_alone(exported, monkeypatch):
@@ -113,10 +128,10 @@ def test_reference_in_a_worker_thread_leaves_the_thread_count_alone(exported, mo
     monkeypatch.setattr(torch, "set_num_threads", recording)
     images = make_split("test", 1, 2)[0]
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="worker") as pool:
-        in_worker = pool.submit(cortex_m.reference_int8, exported("cortex-m55"), images).result()
+        in_worker = pool.submit(reference.reference_int8, exported("cortex-m55"), images).result()
     assert resized_by == []
     threads = torch.get_num_threads()
-    in_main = cortex_m.reference_int8(exported("cortex-m55"), images)
+    in_main = reference.reference_int8(exported("cortex-m55"), images)
     assert set(resized_by) <= {threading.main_thread().name} and torch.get_num_threads() == threads
     np.testing.assert_array_equal(in_worker, in_main)
 
@@ -127,8 +142,24 @@ def test_identical_programs_are_replayed_once_in_a_worker_process(exported, test
     twin = tmp_path / "twin.pte"
     twin.write_bytes(pte.read_bytes())
     images = test_images[0][:4]
-    with cortex_m.replays_in_background([pte, twin], images):
-        assert len(cortex_m._background) == 1
-        from_worker = cortex_m.reference_int8(twin, images)
-    assert not cortex_m._background
-    assert np.array_equal(from_worker, cortex_m.replay_int8(cortex_m.parse_program(pte.read_bytes()), images))
+    with reference.replays_in_background([pte, twin], images):
+        assert len(reference._background) == 1
+        from_worker = reference.reference_int8(twin, images)
+    assert not reference._background
+    assert np.array_equal(from_worker, reference.replay_int8(reference.parse_program(pte.read_bytes()), images))
+
+
+def test_the_replay_takes_any_inputs_and_gives_every_output(exported, test_images):
+    """The generic form: inputs as the program declares them, every output in its own dtype; for
+    an RPS program the outputs are the dequantized int8 the classifier check uses."""
+    pte = exported("cortex-m55")
+    images = test_images[0][:3]
+    (logits,) = reference.replay_many(pte, reference.rps_inputs(images))
+    assert logits.shape == (3, 1, 3) and logits.dtype == np.float32
+    int8 = reference.replay_int8(reference.parse_program(pte.read_bytes()), images)
+    described = descriptor.read(pte)
+    assert described.outputs[0].shape == (1, 3)
+    assert not np.array_equal(logits.reshape(3, 3), int8.astype(np.float32))   # dequantized, not raw
+    from tinyrps.errors import UserError
+    with pytest.raises(UserError, match="takes 1 inputs, 2 were given"):
+        reference.replay(pte, [np.zeros((1, 1, 28, 28), np.float32)] * 2)

@@ -1,4 +1,4 @@
-"""Ethos-U export: one NPU delegate, Vela's estimate in the sidecar, clear failures."""
+"""Ethos-U export: one NPU delegate, the descriptor, Vela's estimate in the measurement, clear failures."""
 import csv
 import hashlib
 import json
@@ -7,14 +7,13 @@ import shutil
 import numpy as np
 import pytest
 
+from tinyrps import descriptor, measure, vela as vela_module
 from tinyrps.errors import UserError
-from tinyrps.export import export_target, get_target, targets
+from tinyrps.evaluate import EvalContext, family_check
+from tinyrps.export import ethos_u, export_target
+from tinyrps.families import ACCELERATORS, get_family, get_target, targets
 from tinyrps.model import count_macs
-
-# Through the registry, as the CLI loads it (importing the family module first would
-# register its targets ahead of the host ones).
-targets()
-from tinyrps.export import ethos_u  # noqa: E402
+from tinyrps.reference import ethos_u as reference
 
 NPU_TARGETS = ("ethos-u85-128", "ethos-u55-128")
 # Exports through Vela, or PT2E quantization: outside `make test-fast`.
@@ -22,18 +21,23 @@ slow = pytest.mark.slow
 BOUNDARY = {"quantized_decomposed::quantize_per_tensor.out", "quantized_decomposed::dequantize_per_tensor.out"}
 
 
-def sidecar_of(pte):
-    return json.loads(pte.with_suffix(".json").read_text())
+def described(pte):
+    return descriptor.read(pte, pte.read_bytes())
+
+
+def vela_of(pte) -> dict:
+    """The measure stage's Vela figures of the program (measured here if not yet)."""
+    return (measure.read(pte) or measure.measure(pte))["vela"]
 
 
 def test_every_accelerator_configuration_of_vela_is_a_target():
     from ethosu.vela.architecture_features import Accelerator
-    assert ethos_u.ACCELERATORS == tuple(Accelerator.member_list())
-    for name in ethos_u.ACCELERATORS:
+    assert ACCELERATORS == tuple(Accelerator.member_list())
+    for name in ACCELERATORS:
         target = targets()[name]
-        assert (target.family, target.default_device) == ("ethos-u", "npu-ref")
-        assert set(target.options) == {"system_config", "memory_mode"} and target.extra_eval
-        assert target.unavailable() is None
+        assert target.family == "ethos-u" and get_family("ethos-u").default_device == "npu-ref"
+        assert set(target.options) == {"system_config", "memory_mode"} and family_check(name) is reference.evaluate
+    assert get_family("ethos-u").available() is None
 
 
 def test_unknown_target_lists_the_valid_ones():
@@ -58,7 +62,7 @@ def test_the_whole_network_is_one_ethos_u_delegate(target, exported):
     plan = deserialize_pte_binary(pte.read_bytes()).program.execution_plan[0]
     assert [d.id for d in plan.delegates] == ["EthosUBackend"]
     assert {f"{op.name}.{op.overload}" for op in plan.operators} == BOUNDARY
-    delegation = sidecar_of(pte)["delegation"]
+    delegation = described(pte).info.delegation
     assert delegation["subgraphs"] == 1 and set(delegation["cpu_ops"]) == BOUNDARY
     assert pte.stat().st_size <= 440_000
 
@@ -67,9 +71,9 @@ def test_the_whole_network_is_one_ethos_u_delegate(target, exported):
 @pytest.mark.parametrize("target,clock_hz,system_config,memory_mode", [
     ("ethos-u85-128", 1_000_000_000, "Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram"),
     ("ethos-u55-128", 500_000_000, "Ethos_U55_High_End_Embedded", "Shared_Sram")])
-def test_sidecar_holds_vela_estimate(target, clock_hz, system_config, memory_mode, exported):
-    vela = sidecar_of(exported(target))["vela"]
-    assert set(ethos_u.VELA_FIELDS) <= set(vela)
+def test_the_measurement_holds_vela_s_estimate(target, clock_hz, system_config, memory_mode, exported):
+    vela = vela_of(exported(target))
+    assert set(vela_module.VELA_FIELDS) <= set(vela)
     assert (vela["accelerator"], vela["system_config"], vela["memory_mode"], vela["clock_hz"]) == \
         (target, system_config, memory_mode, clock_hz)
     assert 0 < vela["npu_cycles"] <= vela["total_cycles"]
@@ -86,26 +90,26 @@ def test_sidecar_holds_vela_estimate(target, clock_hz, system_config, memory_mod
 
 @slow
 @pytest.mark.parametrize("target", NPU_TARGETS)
-def test_sidecar_figures_come_from_vela_summary_and_kept_files_belong_to_the_program(target, exported, trained_run):
+def test_vela_figures_come_from_its_summary_and_kept_files_belong_to_the_program(target, exported):
     pte = exported(target)
-    sidecar = sidecar_of(pte)
-    kept = {name: trained_run / rel for name, rel in sidecar["files"].items()}
+    d = described(pte)
+    kept = {name: pte.parent / rel for name, rel in d.files.items()}
     assert set(kept) == {"out.tosa", "vela_per_layer.csv", "vela_summary.csv", "vela.log"}
     with open(kept["vela_summary.csv"], newline="") as f:
         row = next(csv.DictReader(f))
-    assert int(float(row["cycles_npu"])) == sidecar["vela"]["npu_cycles"]
-    assert int(float(row["nn_macs"])) == sidecar["vela"]["macs"]
+    assert int(float(row["cycles_npu"])) == vela_of(pte)["npu_cycles"]
+    assert int(float(row["nn_macs"])) == vela_of(pte)["macs"]
     with open(kept["vela_per_layer.csv"], newline="") as f:
         assert {r["Target"] for r in csv.DictReader(f)} == {"NPU"}
-    assert hashlib.sha256(kept["out.tosa"].read_bytes()).hexdigest() == sidecar["ethos_u"]["tosa_sha256"]
+    assert hashlib.sha256(kept["out.tosa"].read_bytes()).hexdigest() == d.info.tosa_sha256
 
 
 @slow
 def test_program_records_its_io_quantization_and_no_build_paths(exported, trained_run):
     pte = exported("ethos-u85-128")
     program = pte.read_bytes()
-    quantization = sidecar_of(pte)["quantization"]
-    assert {k: quantization[k] for k in ("input", "output")} == ethos_u.io_quantization(program)
+    quantization = described(pte).info.quantization
+    assert {k: quantization[k] for k in ("input", "output")} == reference.io_quantization(program)
     # input: [0, 1] onto the full int8 range
     assert quantization["input"]["zero_point"] == -128
     assert quantization["input"]["scale"] == pytest.approx(1 / 255, rel=0.02)
@@ -140,36 +144,37 @@ def test_operators_that_fell_back_to_the_cpu_are_named():
 
 
 @slow
-def test_vela_table_lists_exported_npu_programs(exported, trained_run):
-    pte = exported("ethos-u85-128")
-    rows = {row["target"]: row for row in ethos_u.vela_table(trained_run)}
-    row = rows["ethos-u85-128"]
-    vela = sidecar_of(pte)["vela"]
-    assert row["size_bytes"] == pte.stat().st_size
-    assert (row["inference_ms"], row["inferences_per_s"], row["sram_bytes"], row["utilisation"]) == \
-        (vela["inference_ms"], vela["inferences_per_s"], vela["sram_bytes"], vela["utilisation"])
-    assert all(name.startswith("ethos-u") for name in rows)
-
-
-@slow
-def test_extra_eval_uses_the_int8_cpu_predictions_it_is_given(exported):
-    from tinyrps.export import EvalContext
+def test_the_check_uses_the_int8_cpu_predictions_it_is_given(exported):
     pte = exported("ethos-u85-128")
     logits = np.eye(3, dtype=np.float32)[[0, 1, 2, 2]]
     ctx = EvalContext("ethos-u85-128", pte, np.zeros((4, 28, 28), np.uint8), np.zeros(4, np.int64), logits, None,
                       {"int8-xnnpack": np.array([0, 1, 2, 0])})
-    result = ethos_u.extra_eval(ctx)
-    assert result["agreement"] == 0.75 and result["agreement_with"] == "int8-xnnpack"
-    assert result["npu_estimate_ms"] == sidecar_of(pte)["vela"]["inference_ms"]
+    result = reference.evaluate(ctx)
+    assert result == {"agreement": 0.75, "agreement_with": "int8-xnnpack"}
+
+
+def test_a_stale_measurement_is_never_read(exported, tmp_path):
+    """The measurement records the program it measured: for other bytes it is no measurement."""
+    pte = tmp_path / "u85.pte"
+    shutil.copy(exported("ethos-u85-128"), pte)
+    shutil.copy(exported("ethos-u85-128").with_suffix(".json"), pte.with_suffix(".json"))
+    shutil.copytree(exported("ethos-u85-128").with_suffix(""), tmp_path / "u85")
+    raw = json.loads(pte.with_suffix(".json").read_text())
+    raw["files"] = {name: path.replace("ethos-u85-128/", "u85/") for name, path in raw["files"].items()}
+    pte.with_suffix(".json").write_text(json.dumps(raw))
+    measured = measure.measure(pte)
+    assert measure.read(pte) == measured and measured["program_sha256"] == hashlib.sha256(pte.read_bytes()).hexdigest()
+    pte.write_bytes(pte.read_bytes() + b"\0")
+    assert measure.read(pte) is None
 
 
 # ── per-layer profile and memory placement ───────────────────────────────────
 @slow
 @pytest.mark.parametrize("target", NPU_TARGETS)
-def test_sidecar_has_a_per_layer_profile_that_adds_up(target, exported):
-    vela = sidecar_of(exported(target))["vela"]
+def test_vela_s_per_layer_profile_adds_up(target, exported):
+    vela = vela_of(exported(target))
     layers = vela["layers"]
-    assert layers and all(set(layer) == set(ethos_u.LAYER_FIELDS) for layer in layers)
+    assert layers and all(set(layer) == set(vela_module.LAYER_FIELDS) for layer in layers)
     assert sum(layer["total_cycles"] for layer in layers) == pytest.approx(vela["total_cycles"], rel=0.05)
     assert sum(layer["macs"] for layer in layers) == pytest.approx(vela["macs"], rel=0.01)
     for layer in layers:
@@ -184,7 +189,7 @@ def test_sidecar_has_a_per_layer_profile_that_adds_up(target, exported):
 def test_the_big_classifier_layer_waits_on_dram(exported):
     """Default model, U85 with weights in DRAM: the 3136x128 layer's weights stream from DRAM, so
     most of its cycles are memory waits, and it is the slowest layer."""
-    vela = sidecar_of(exported("ethos-u85-128"))["vela"]
+    vela = vela_of(exported("ethos-u85-128"))
     slowest = max(vela["layers"], key=lambda layer: layer["total_cycles"])
     assert slowest["macs"] == 64 * 7 * 7 * 128
     assert slowest["npu_cycles"] < slowest["total_cycles"] / 2
@@ -193,15 +198,14 @@ def test_the_big_classifier_layer_waits_on_dram(exported):
 
 @slow
 def test_sram_only_counts_the_weights_as_sram(trained_run, tmp_path):
-    """Vela books the weights of Sram_Only as on-chip flash; they sit in SRAM, and the sidecar says so."""
+    """Vela books the weights of Sram_Only as on-chip flash; they sit in SRAM, and the measurement says so."""
     run = tmp_path / "run"
     run.mkdir()
     for name in ("model.pt", "config.json"):
         shutil.copy(trained_run / name, run / name)
     pte = export_target(run, "ethos-u85-128", memory_mode="Sram_Only")
-    sidecar = sidecar_of(pte)
-    vela = sidecar["vela"]
-    with open(run / sidecar["files"]["vela_summary.csv"], newline="") as f:
+    vela = vela_of(pte)
+    with open(pte.parent / described(pte).files["vela_summary.csv"], newline="") as f:
         row = next(csv.DictReader(f))
     on_chip_flash = float(row["on_chip_flash_memory_used"]) * 1024
     assert on_chip_flash > 300_000   # Vela's own booking
@@ -215,7 +219,7 @@ def test_sram_only_counts_the_weights_as_sram(trained_run, tmp_path):
     ("Ethos_U85_SYS_DRAM_Mid", "Sram_Only", "Sram"), ("Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram_384KB", "Dram"),
     ("Ethos_U55_High_End_Embedded", "Shared_Sram", "OffChipFlash"), ("Ethos_U85_SYS_Flash_Low", "Sram_Only", "Sram")])
 def test_weights_memory_follows_vela_ini(system_config, memory_mode, where):
-    assert ethos_u.weights_memory(system_config, memory_mode) == where
+    assert vela_module.weights_memory(system_config, memory_mode) == where
 
 
 # ── the fast architecture on the NPU ─────────────────────────────────────────
@@ -225,11 +229,11 @@ def test_fast_architecture_is_one_delegate_and_much_faster(exported, exported_fa
     pte = exported_fast("ethos-u85-128")
     plan = deserialize_pte_binary(pte.read_bytes()).program.execution_plan[0]
     assert [d.id for d in plan.delegates] == ["EthosUBackend"]
-    sidecar, default = sidecar_of(pte), sidecar_of(exported("ethos-u85-128"))
-    assert sidecar["arch"]["name"] == "fast" and default["arch"]["name"] == "tinyrps"
-    vela = sidecar["vela"]
+    fast, default = described(pte), described(exported("ethos-u85-128"))
+    assert fast.origin.arch["name"] == "fast" and default.origin.arch["name"] == "tinyrps"
+    vela = vela_of(pte)
     # Vela does not count the taps that fall on the strided convolutions' padding
     assert vela["macs"] == pytest.approx(count_macs("fast"), rel=0.05)
     # the issue's targets for fast on U85-128 (Vela 5.1, default configuration)
     assert vela["inference_ms"] <= 0.060 and vela["sram_bytes"] <= 48 * 1024 and pte.stat().st_size <= 110_000
-    assert vela["inference_ms"] * 3 < default["vela"]["inference_ms"]
+    assert vela["inference_ms"] * 3 < vela_of(exported("ethos-u85-128"))["inference_ms"]

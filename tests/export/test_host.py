@@ -38,23 +38,25 @@ def test_program_round_trips_through_the_runtime_and_agrees_with_eager(target, e
 
 
 @pytest.mark.parametrize("target", HOST_TARGETS)
-def test_sidecar_describes_the_program(target, exported, trained_run):
+def test_the_descriptor_describes_the_program(target, exported, trained_run):
+    from tinyrps import descriptor
     pte = exported(target)
-    meta = json.loads(pte.with_suffix(".json").read_text())
-    assert meta["target"] == target
-    assert meta["labels"] == ["rock", "paper", "scissors"]
-    assert meta["input"]["shape"] == [1, 1, 28, 28] and meta["input"]["dtype"] == "float32"
-    assert meta["size_bytes"] == pte.stat().st_size
-    assert meta["sha256"] == sha256_file(pte)
-    assert meta["checkpoint_sha256"] == sha256_file(trained_run / "model.pt")
-    assert meta["versions"]["executorch"].startswith("1.5.1")
-    assert meta["versions"]["torch"].startswith("2.13.0")
+    d = descriptor.read(pte, pte.read_bytes())
+    assert (d.target, d.family) == (target, "host")
+    assert d.labels == ("rock", "paper", "scissors")
+    assert [(t.dtype, t.shape, t.convention) for t in d.inputs] == [("float32", (1, 1, 28, 28), "uint8 image / 255")]
+    assert [(t.dtype, t.shape) for t in d.outputs] == [("float32", (1, 3))]
+    assert d.size_bytes == pte.stat().st_size and d.sha256 == sha256_file(pte)
+    assert d.origin.checkpoint_sha256 == sha256_file(trained_run / "model.pt")
+    assert d.versions["executorch"].startswith("1.5.1") and d.versions["torch"].startswith("2.13.0")
+    assert json.loads(pte.with_suffix(".json").read_text())["descriptor_version"] == descriptor.DESCRIPTOR_VERSION
 
 
 def test_int8_program_is_small_and_fully_delegated(exported):
-    meta = json.loads(exported("int8-xnnpack").with_suffix(".json").read_text())
-    assert meta["size_bytes"] <= 450_000
-    assert meta["delegation"]["subgraphs"] == 1 and meta["delegation"]["cpu_ops"] == []
+    from tinyrps import descriptor
+    d = descriptor.read(exported("int8-xnnpack"))
+    assert d.size_bytes <= 450_000
+    assert d.info.delegation["subgraphs"] == 1 and d.info.delegation["cpu_ops"] == []
 
 
 def test_export_leaves_no_temporary_files(exported):
@@ -77,12 +79,9 @@ def test_failed_build_keeps_the_previous_program(trained_run, exported, monkeypa
     before = pte.read_bytes()
     from tinyrps.export import host
 
-    def broken(ctx):
+    def broken(target, ctx):
         raise RuntimeError("lowering failed")
-    monkeypatch.setattr(host, "build_fp32_xnnpack", broken)
-    from tinyrps import export
-    monkeypatch.setitem(export.TARGETS, "fp32-xnnpack",
-                        export.Target("fp32-xnnpack", "host", "broken", broken, "host"))
+    monkeypatch.setattr(host, "build", broken)
     with pytest.raises(RuntimeError):
         export_target(trained_run, "fp32-xnnpack")
     assert pte.read_bytes() == before

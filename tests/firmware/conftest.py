@@ -56,6 +56,27 @@ def images() -> np.ndarray:
     return make_split("test", 100, IMAGE_SEED)[0]
 
 
+@pytest.fixture(scope="session")
+def generic_pte(tmp_path_factory):
+    """generic_pte(name, core) -> Path of a program of generic_programs.PROGRAMS for a core (cortex-m55, -m33,
+    -m4), exported once (and kept across runs)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import fixture_cache
+    import generic_programs
+    cores = ("cortex-m55", "cortex-m33", "cortex-m4")
+    key = fixture_cache.fixture_key("generic-programs", sorted(generic_programs.PROGRAMS), cores,
+                                    files=[Path(generic_programs.__file__)])
+
+    def build(out: Path) -> None:
+        for name in generic_programs.PROGRAMS:
+            for core in cores:
+                (out / f"{name}-{core}.pte").write_bytes(generic_programs.export(name, core))
+    folder = fixture_cache.cached_folder("generic-programs", key, build, tmp_path_factory.mktemp("generic"))
+    return lambda name, core: folder / f"{name}-{core}.pte"
+
+
 class NativeTools:
     """Running the native firmware tools (handed to tests by the `native` fixture)."""
 
@@ -68,16 +89,27 @@ class NativeTools:
 
     @staticmethod
     def run(tool: Path, pte: Path, images: np.ndarray, work: Path) -> tuple:
-        """int8 outputs [N, n] and float32 logits [N, n] of `tinyrps-native run`."""
+        """int8 outputs [N, n] and float32 logits [N, n] of `tinyrps-native infer` (the image classifier's
+        convenience, trt_infer)."""
         images_file, out_file = work / "images.u8", work / "out.bin"
         np.ascontiguousarray(images, np.uint8).tofile(images_file)
-        summary = json.loads(NativeTools.tool(tool, "run", pte, images_file, out_file).stdout)
+        summary = json.loads(NativeTools.tool(tool, "infer", pte, images_file, out_file).stdout)
         n, n_out = summary["images"], summary["outputs"]
         raw = out_file.read_bytes()
         assert len(raw) == n * n_out * 5
         int8 = np.frombuffer(raw, np.int8, n * n_out).reshape(n, n_out)
         logits = np.frombuffer(raw, "<f4", n * n_out, offset=n * n_out).reshape(n, n_out)
         return int8, logits
+
+
+    @staticmethod
+    def layers(tool: Path, pte: Path, images: np.ndarray, work: Path) -> tuple:
+        """`tinyrps-native layers` on images as the classifier's float32 input (x / 255): its summary and
+        the bytes it wrote."""
+        samples, out = work / "samples.bin", work / "layers.bin"
+        (np.ascontiguousarray(images, np.uint8).astype(np.float32) / np.float32(255)).tofile(samples)
+        summary = json.loads(NativeTools.tool(tool, "layers", pte, samples, out).stdout)
+        return summary, out.read_bytes()
 
 
 @pytest.fixture(scope="session")

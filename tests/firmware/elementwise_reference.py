@@ -1,10 +1,10 @@
-"""The Python reference replay of tinyrps.export.cortex_m, for the programs it does not take yet.
+"""The Python reference replay of tinyrps.reference.cortex_m, for one program it does not take yet.
 
-`cortex_m._Replay` replays a .pte with ExecuTorch's Python operators; two things of the
-elementwise programs are beyond it: a `Tensor[]` argument (aten::cat's tensors) and an out
-variant whose functional form is not the default overload (aten::squeeze_copy.dims_out is
-squeeze_copy.dims). This subclass adds both -- still calling the same Python operators on the
-same memory plan -- so every kernel call of those programs can be compared too.
+`_Replay` replays a .pte with ExecuTorch's Python operators, calling each operator's default
+overload; an out variant whose functional form is another overload is beyond it
+(aten::squeeze_copy.dims_out is squeeze_copy.dims, not squeeze_copy(self)). This subclass calls
+that overload -- still the same Python operators on the same memory plan -- so every kernel call
+of those programs can be compared too.
 """
 from __future__ import annotations
 
@@ -13,17 +13,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tinyrps.export import cortex_m
-from tinyrps.model import images_to_tensor
+from tinyrps.reference import cortex_m as reference
 
 
-class Replay(cortex_m._Replay):
-    def _value(self, index: int):
-        val = self.prog.values[index].val
-        if type(val).__name__ == "TensorList":
-            return [self._tensor(self.prog.values[i].val) for i in val.items]
-        return super()._value(index)
-
+class Replay(reference._Replay):
     def _execute(self, call) -> None:
         name, overload = self.prog.operators[call.op_index]
         if not overload.endswith("_out"):
@@ -40,20 +33,25 @@ class Replay(cortex_m._Replay):
 
 
 def replay_layers(pte: Path, image_uint8: np.ndarray) -> list:
-    """(operator, output bytes) of every kernel call, as cortex_m.replay_layers gives them."""
-    cortex_m._register_operators()
-    replay = Replay(cortex_m.parse_program(Path(pte).read_bytes()), record=True)
+    """(operator, output bytes) of every kernel call on one image, as reference.replay_layers gives them."""
+    reference.register_operators()
+    replay = Replay(reference.parse_program(Path(pte).read_bytes()), record=True)
     with torch.no_grad():
-        replay.run(images_to_tensor(image_uint8[None])[0])
+        replay.run([reference.rps_inputs(image_uint8[None])[0][0]])
     return replay.layers
 
 
 def reference_int8(pte: Path, images: np.ndarray) -> np.ndarray:
-    """int8 outputs [N, n] of the replay, as cortex_m.reference_int8 gives them."""
-    cortex_m._register_operators()
-    prog = cortex_m.parse_program(Path(pte).read_bytes())
+    """int8 outputs [N, n] of the replay (the final dequantize's input), as reference.reference_int8 gives them."""
+    reference.register_operators()
+    prog = reference.parse_program(Path(pte).read_bytes())
+    rows = []
     with torch.no_grad():
-        return np.stack([Replay(prog).run(x) for x in images_to_tensor(images)])
+        for x in reference.rps_inputs(images)[0]:
+            replay = Replay(prog)
+            replay.run([x])
+            rows.append(replay.last_dequantized)
+    return np.stack(rows)
 
 
 def edited_program(pte: Path, operator: str, ints: dict | None = None, doubles: dict | None = None,

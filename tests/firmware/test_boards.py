@@ -2,7 +2,6 @@
 program of each core runs on its own board (or, with --board, on another), bit-exact."""
 from __future__ import annotations
 
-import json
 import subprocess
 
 import numpy as np
@@ -33,6 +32,9 @@ def test_port_memory_map_matches_the_board_table(board, firmware_elf_path):
         assert symbols["__model_base"] == spec.model_address
         assert symbols["__model_max_size"] == spec.model_max_bytes
         assert sections[".boot_args"][0] == spec.descriptor_address
+        # the arena takes the RAM region's rest, up to its end
+        assert symbols["__arena_end"] == spec.descriptor_address + spec.ram_bytes
+        assert symbols["__arena_start"] == sections[".arena"][0] and sections[".arena"][1] >= 256 * 1024
         assert elf.read_bytes().count(board.encode()) >= 1      # the name `info` reports
 
 
@@ -56,7 +58,7 @@ def test_a_firmware_image_of_another_board_is_refused(cortex_m_pte, test_images)
 
 
 def test_every_core_with_a_target_has_a_board():
-    from tinyrps.export.cortex_m import CORES as EXPORTED_CORES
+    from tinyrps.families import CORTEX_M_CORES as EXPORTED_CORES
     assert set(boards.CORE_BOARDS) == set(EXPORTED_CORES)
     assert boards.board_for_core("cortex-m85").name == "mps3-an547"      # no M85 machine in QEMU 7.2
     with pytest.raises(UserError, match="unknown board 'mps2-an999'; valid boards: mps3-an547"):
@@ -64,25 +66,25 @@ def test_every_core_with_a_target_has_a_board():
 
 
 @pytest.mark.parametrize("core,board,kernels", CORES)
-def test_program_runs_on_its_cores_board(exported, test_images, core, board, kernels):
-    from tinyrps.export.cortex_m import reference_int8
+def test_program_runs_on_its_cores_board(exported, measured, test_images, core, board, kernels):
+    from tinyrps.reference.cortex_m import reference_int8
     pte = exported(core)
-    firmware = json.loads(pte.with_suffix(".json").read_text())["firmware"]
+    firmware = measured(pte)["firmware"]
     assert (firmware["board"], firmware["core"], firmware["kernels"]) == (board, core, kernels)
     images = test_images[0][:3]
     with open_device("mcu", pte) as device:
         device.classify(images)
         assert device.info.board == board and device.last_stats()["board"] == board
         assert np.array_equal(device.last_int8, reference_int8(pte, images))
-        # the serial count is the one the export measured on the same board (same firmware build)
+        # the serial count is the one the measure stage took on the same board (same firmware build)
         # (the counts vary with the image only in data-dependent branches: well under 1 %)
         served = device.last_stats()["instructions"]
         assert abs(served - firmware["instructions_per_inference"]) <= 0.01 * firmware["instructions_per_inference"]
 
 
 @pytest.mark.parametrize("core", [c for c, _, _ in CORES[1:]])
-def test_sidecar_has_layers_and_the_plain_c_count(exported, core):
-    firmware = json.loads(exported(core).with_suffix(".json").read_text())["firmware"]
+def test_the_measurement_has_layers_and_the_plain_c_count(exported, measured, core):
+    firmware = measured(exported(core))["firmware"]
     total = firmware["instructions_per_inference"]
     assert abs(sum(layer["instructions"] for layer in firmware["layers"]) - total) <= 0.05 * total
     assert firmware["instructions_per_inference_plain_c"] > 0
@@ -95,9 +97,9 @@ def heavy(op: str) -> bool:
 
 
 @pytest.mark.parametrize("core,board,kernels", CORES)
-def test_each_heavy_layer_ran_the_cores_fastest_kernels(exported, core, board, kernels):
-    """The sidecar's kernels are what the runtime bound, per layer (the batch's profile block)."""
-    firmware = json.loads(exported(core).with_suffix(".json").read_text())["firmware"]
+def test_each_heavy_layer_ran_the_cores_fastest_kernels(exported, measured, core, board, kernels):
+    """The measurement's kernels are what the runtime bound, per layer (the batch's profile block)."""
+    firmware = measured(exported(core))["firmware"]
     layers = firmware["layers"]
     assert sum(heavy(layer["op"]) for layer in layers) == 7      # 3 convolutions, 2 pools, 2 linear layers
     assert {layer["kernels"] for layer in layers if heavy(layer["op"])} == {kernels} == {firmware["kernels"]}
@@ -113,7 +115,7 @@ def test_the_plain_c_build_binds_c_for_every_call(exported, test_images, core, b
     assert len(batch.layers) == 10 and {layer["kernels"] for layer in batch.layers} == {"c"}
 
 
-def test_board_option_overrides_the_sidecar(exported, test_images):
+def test_board_option_overrides_the_descriptors_core(exported, test_images):
     pte = exported("cortex-m4")
     with open_device("mcu", pte, board="mps2-an505", transport="batch") as device:
         device.classify(test_images[0][:2])

@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 FUZZ = REPO / "scripts" / "fuzz.py"
-TARGETS = ("pte", "link-frame", "batch-input")
+TARGETS = ("pte", "link-frame", "link-tensor-io", "batch-input")
 SMOKE_SECONDS = 5
 
 

@@ -1,6 +1,6 @@
 """The device link: the frame codec on the host, and the firmware in QEMU answering good
-and bad frames (garbage, cut frames, bad CRC, wrong lengths, wrong image sizes) while
-it keeps serving."""
+and bad frames (garbage, cut frames, bad CRC, wrong lengths, wrong image sizes, tensor
+requests outside the program's tensors) while it keeps serving."""
 from __future__ import annotations
 
 import hashlib
@@ -109,8 +109,9 @@ class ScriptedPort:
 
 
 def info_payload(protocol: int = link.PROTOCOL_VERSION) -> bytes:
-    return link.INFO_LAYOUT.pack(protocol, link.INFO_LAYOUT.size, b"0.1.0", b"mps3-an547", bytes(32), 1000, 1, 0,
-                                 65536, 42048, 8192, 2000, 123, b"")
+    return link.INFO_LAYOUT.pack(PROTOCOL=protocol, SIZE=link.INFO_LAYOUT.size, FIRMWARE="0.1.0", BOARD="mps3-an547",
+                                 MODEL_BYTES=1000, MODEL_SOURCE=1, ARENA_CAPACITY=65536, ARENA_NEEDED=42048,
+                                 STACK_SIZE=8192, STACK_USED=2000, BOOT_INSTRUCTIONS=123)
 
 
 def test_frames_decoded_after_the_wanted_one_are_kept():
@@ -123,7 +124,7 @@ def test_frames_decoded_after_the_wanted_one_are_kept():
 
 
 def test_info_of_another_protocol_version_is_refused():
-    with pytest.raises(LinkError, match="protocol version 2.*rebuild"):
+    with pytest.raises(LinkError, match=f"protocol version {link.PROTOCOL_VERSION + 1}.*rebuild"):
         link.parse_info(info_payload(protocol=link.PROTOCOL_VERSION + 1))
 
 
@@ -160,6 +161,7 @@ def still_serving(device: DeviceLink) -> None:
 
 
 def test_info_describes_the_loaded_program(server, cortex_m_pte):
+    from tinyrps.firmware import c_facts
     info = server.link.info()
     assert info.protocol == link.PROTOCOL_VERSION
     assert info.board == "mps3-an547" and info.firmware
@@ -169,6 +171,11 @@ def test_info_describes_the_loaded_program(server, cortex_m_pte):
     assert info.loaded, info.load_detail
     assert 0 < info.arena_needed <= info.arena_capacity
     assert 0 < info.stack_used < info.stack_size
+    # the program's inputs and outputs, and the build's limits (the header's defaults)
+    (image,), (logits,) = info.inputs, info.outputs
+    assert (image.dtype, image.shape, image.has_int8) == (np.float32, (1, 1, 28, 28), False)
+    assert (logits.dtype, logits.shape, logits.has_int8) == (np.float32, (1, 3), True)
+    assert info.limits == c_facts.limits()
 
 
 def test_echo_carries_any_bytes_including_sync_words(server):
@@ -272,3 +279,83 @@ def test_random_noise_never_stops_the_firmware(server):
     device.send_raw(noise)
     assert device.echo(b"survived", timeout=20) == b"survived"
     assert device.info().loaded
+
+
+# ---- tensor requests ----
+
+def test_generic_run_gives_what_infer_gives(server, test_images):
+    """WRITE the image as the float32 input (image encoding), RUN, READ logits and raw int8 values."""
+    info = server.link.info()
+    image = test_images[0][2]
+    x = (image.astype(np.float32) / np.float32(255)).reshape(1, 1, 28, 28)
+    assert link.image_pixels(info.inputs[0], x) == image.tobytes()
+    result = server.link.run_tensors([x], info.inputs, info.outputs)
+    served = server.link.infer(image)
+    assert np.array_equal(result.int8[0].reshape(-1), served.int8)
+    assert np.array_equal(result.outputs[0].reshape(-1).view(np.uint32), served.logits.view(np.uint32))
+    # the same input written as raw float32 (four frames) runs the same
+    x_raw = x.copy()
+    x_raw[0, 0, 0, 0] = np.float32(0.3)          # not a pixel: the raw encoding
+    assert link.image_pixels(info.inputs[0], x_raw) is None
+    again = server.link.run_tensors([x_raw], info.inputs, info.outputs)
+    assert again.outputs[0].shape == (1, 3) and again.instructions > 1_000_000
+
+
+def request_error(device: DeviceLink, command: int, payload: bytes, code: int):
+    with pytest.raises(DeviceError) as raised:
+        device.request(command, payload, timeout=5)
+    assert raised.value.code == code, raised.value
+    return raised.value
+
+
+@pytest.mark.parametrize("command,payload,code,value", [
+    (link.CMD_TENSOR, link.TENSOR_REQUEST.pack(KIND=link.TENSOR_INPUT, INDEX=1), 11, 1),
+    (link.CMD_TENSOR, link.TENSOR_REQUEST.pack(KIND=7, INDEX=0), 11, 0),
+    (link.CMD_TENSOR, b"\0", 6, 1),
+    (link.CMD_WRITE, link.WRITE_HEADER.pack(INDEX=1) + bytes(4), 11, 1),                      # no input 1
+    (link.CMD_WRITE, link.WRITE_HEADER.pack(FIRST=783) + bytes(8), 11, 783),                  # past the end
+    (link.CMD_WRITE, link.WRITE_HEADER.pack(FIRST=5000) + bytes(4), 11, 5000),
+    (link.CMD_WRITE, link.WRITE_HEADER.pack() + bytes(6), 6, 6),                               # 1.5 floats
+    (link.CMD_WRITE, link.WRITE_HEADER.pack(ENCODING=9) + bytes(4), 11, 9),
+    (link.CMD_WRITE, bytes(3), 6, 3),
+    (link.CMD_RUN, b"x", 6, 1),
+    (link.CMD_READ, link.READ_REQUEST.pack(INDEX=1), 11, 1),
+    (link.CMD_READ, link.READ_REQUEST.pack(PART=2), 11, 2),
+    (link.CMD_READ, link.READ_REQUEST.pack(FIRST=4), 11, 4),
+    (link.CMD_READ, link.READ_REQUEST.pack()[:5], 6, 5),
+], ids=["tensor-index", "tensor-kind", "tensor-size", "write-index", "write-past-end", "write-far", "write-half",
+        "write-encoding", "write-short", "run-payload", "read-index", "read-part", "read-past-end", "read-short"])
+def test_tensor_requests_outside_the_program_are_refused(server, command, payload, code, value):
+    error = request_error(server.link, command, payload, code)
+    assert error.value == value
+    still_serving(server.link)
+
+
+def test_a_run_carries_the_last_piece_and_the_outputs_that_fit(server, test_images):
+    """An image classifier's inference in one exchange: the pixels in the RUN request, the logits and raw int8
+    values in its reply; the same as infer's."""
+    image = test_images[0][4]
+    piece = link.WRITE_HEADER.pack(ENCODING=link.ENCODING_IMAGE) + image.tobytes()
+    reply = server.link.request(link.CMD_RUN, piece).payload
+    head = link.RUN_REPLY.unpack(reply)
+    assert head["STATUS"] == 0 and head["OUTPUTS"] == 1 and len(reply) == link.RUN_REPLY.size + 12 + 3
+    served = server.link.infer(image)
+    assert reply[link.RUN_REPLY.size:link.RUN_REPLY.size + 12] == served.logits.tobytes()
+    assert reply[link.RUN_REPLY.size + 12:] == served.int8.tobytes()
+    error = request_error(server.link, link.CMD_RUN, link.WRITE_HEADER.pack(FIRST=784) + bytes(4), 11)
+    assert error.value == 784
+
+
+def test_reads_and_writes_at_an_offset(server, test_images):
+    """Elements from an offset: a read from the last element, an empty read at the end."""
+    info = server.link.info()
+    x = (test_images[0][3].astype(np.float32) / np.float32(255)).reshape(1, 1, 28, 28)
+    server.link.run_tensors([x], info.inputs, info.outputs)
+    reply = server.link.request(link.CMD_READ, link.READ_REQUEST.pack(FIRST=2)).payload
+    head = link.READ_REPLY.unpack(reply)
+    assert (head["FIRST"], head["TOTAL"], len(reply)) == (2, 3, link.READ_REPLY.size + 4)
+    reply = server.link.request(link.CMD_READ, link.READ_REQUEST.pack(PART=link.PART_INT8, FIRST=3)).payload
+    assert len(reply) == link.READ_REPLY.size
+    written = server.link.request(link.CMD_WRITE, link.WRITE_HEADER.pack(ENCODING=link.ENCODING_IMAGE, FIRST=780)
+                                  + bytes(4)).payload
+    assert link.WRITE_REPLY.unpack(written) == {"FIRST": 780, "COUNT": 4}

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tinyrps.devices import open_device
-from tinyrps.export import EvalContext, get_target
-from tinyrps.export.cortex_m import compare_int8, reference_int8
+from tinyrps.evaluate import EvalContext, family_check
+from tinyrps.reference.cortex_m import compare_int8, reference_int8
 
 
 def final_dequantize(pte) -> tuple:
@@ -24,7 +24,7 @@ def test_native_device_is_bit_exact_on_300_images(m55_pte, images):
     reference = reference_int8(m55_pte, images)
     with open_device("native", m55_pte) as device:
         logits = np.concatenate([device.classify(images[i:i + 50]) for i in range(0, len(images), 50)])
-        result = get_target("cortex-m55").extra_eval(EvalContext("cortex-m55", m55_pte, images, None, logits,
+        result = family_check("cortex-m55")(EvalContext("cortex-m55", m55_pte, images, None, logits,
                                                                   device, {}))
         assert device.int8_outputs.shape == (len(images), 3)
         np.testing.assert_array_equal(device.last_int8, reference[-50:])

@@ -8,8 +8,6 @@ multiples of four, and both linear forms (MVE kernel sums on M55, bias on M4/M33
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch
@@ -18,6 +16,8 @@ from torch import nn
 from tinyrps.data import make_split
 from tinyrps.export import cortex_m
 from tinyrps.firmware.operators import runtime_operators
+from tinyrps.quantization import image_examples
+from tinyrps.reference import cortex_m as reference
 
 
 def small_models() -> dict:
@@ -51,17 +51,19 @@ def test_small_model_matches_the_edge_program_and_its_replay(model_name, core, s
                                                              tmp_path):
     torch.manual_seed(sum(map(ord, model_name + core)))
     model = small_models()[model_name]().eval()
-    edge = cortex_m.lower_to_edge(model, small_images, core)
-    expected = cortex_m.edge_reference_int8(edge.exported_program(), small_images)
-    program = edge.to_executorch().buffer
+    lowered = cortex_m.lower_images(model, small_images, core)
+    expected = np.concatenate([out.numpy() for example in image_examples(small_images)
+                               for out in cortex_m.edge_outputs(lowered.edge_program, example)])
+    program = lowered.program
     pte = tmp_path / f"{model_name}.pte"
     pte.write_bytes(program)
     assert set(cortex_m.program_operators(program)) <= {op.qualified for op in runtime_operators()}
 
-    replayed = cortex_m.reference_int8(pte, small_images)
-    native_int8, _ = native.run(native_tool, pte, small_images, tmp_path)
-    np.testing.assert_array_equal(replayed, expected)
-    np.testing.assert_array_equal(native_int8, expected)
+    (replayed,) = reference.replay_many(pte, reference.rps_inputs(small_images))
+    native_int8, native_logits = native.run(native_tool, pte, small_images, tmp_path)
+    np.testing.assert_array_equal(replayed.reshape(expected.shape), expected)
+    np.testing.assert_array_equal(native_logits, expected)
+    np.testing.assert_array_equal(native_int8, reference.reference_int8(pte, small_images))
     assert len(np.unique(expected)) > 3, "degenerate outputs would not test the arithmetic"
 
 
@@ -69,12 +71,10 @@ def test_small_model_matches_the_edge_program_and_its_replay(model_name, core, s
 def test_every_layer_output_is_bit_exact(target, exported, images, native, native_tool, tmp_path):
     pte = exported(target)
     sample = images[::60][:5]
-    sample.tofile(tmp_path / "images.u8")
-    summary = json.loads(native.tool(native_tool, "layers", pte, tmp_path / "images.u8", tmp_path / "layers.bin").stdout)
-    raw = (tmp_path / "layers.bin").read_bytes()
+    summary, raw = native.layers(native_tool, pte, sample, tmp_path)
     pos = 0
     for i, image in enumerate(sample):
-        for call, (name, expected) in zip(summary["calls"], cortex_m.replay_layers(pte, image)):
+        for call, (name, expected) in zip(summary["calls"], reference.replay_layers(pte, image)):
             got = raw[pos:pos + call["bytes"]]
             pos += call["bytes"]
             assert call["name"] == name

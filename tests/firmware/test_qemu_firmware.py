@@ -41,15 +41,30 @@ def wait_gone(pid: int, seconds: float = 5.0) -> bool:
     return False
 
 
+class Served:
+    """One inference over the serial link, run on the program's tensors (write, run, read)."""
+
+    def __init__(self, result):
+        self.int8 = result.int8[0].reshape(-1)
+        self.logits = result.outputs[0].reshape(-1)
+        self.instructions = result.instructions
+
+
 @pytest.fixture(scope="module")
 def serial_results(cortex_m_pte, firmware_elf_path, test_images):
     with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
-        results = [server.link.infer(image) for image in test_images[0]]
+        info = server.link.info()
+        inputs = qemu.images_as_input(test_images[0])
+        results = [Served(server.link.run_tensors([x], info.inputs, info.outputs)) for x in inputs]
+        # the image-classifier command computes the same
+        inferred = [server.link.infer(image) for image in test_images[0]]
+    assert [r.int8.tolist() for r in results] == [r.int8.tolist() for r in inferred]
+    assert np.array_equal(np.stack([r.logits for r in results]), np.stack([r.logits for r in inferred]))
     return results
 
 
 def test_serial_round_trip_is_bit_exact_with_the_reference(serial_results, cortex_m_pte, test_images):
-    from tinyrps.export.cortex_m import reference_int8
+    from tinyrps.reference.cortex_m import reference_int8
     device_int8 = np.stack([r.int8 for r in serial_results])
     assert np.array_equal(device_int8, reference_int8(cortex_m_pte, test_images[0]))
 
@@ -74,7 +89,7 @@ def test_batch_agrees_with_the_serial_link(serial_results, cortex_m_pte, firmwar
 
 def test_batch_of_nothing(cortex_m_pte, firmware_elf_path):
     batch = qemu.run_batch(cortex_m_pte, np.zeros((0, 28, 28), np.uint8), elf=firmware_elf_path)
-    assert batch.int8.shape[0] == 0
+    assert batch.int8.shape[0] == 0 and batch.outputs[0].shape == (0, 1, 3)
 
 
 def test_batch_rejects_a_corrupted_program(cortex_m_pte, firmware_elf_path, tmp_path, test_images):
@@ -91,24 +106,47 @@ def test_batch_timeout_stops_qemu(cortex_m_pte, firmware_elf_path, test_images):
     assert set(qemu._live_processes) == before
 
 
-def batch_file(count: int, trailer_magic: bytes = b"TRPE", trailer_records: int = None, version: int = None,
-               header_count: int = None, profile_layers: int = 2, variant: bytes = b"dsp") -> bytes:
-    """A well-formed batch output file of `count` records, unless told otherwise."""
-    header = qemu.BATCH_HEADER.pack(b"TRPO", qemu.BATCH_VERSION if version is None else version, 144,
-                                    qemu.BATCH_RECORD.size, count if header_count is None else header_count, 0, 42048,
-                                    65536, 1000, 5, bytes(32), b"", b"mps2-an505")
-    record = qemu.BATCH_RECORD.pack(0, 3, 2_000_000, *([1, -2, 3] + [0] * 13), *([0.5] * 16))
-    profile = qemu.BATCH_PROFILE_HEADER.pack(b"TRPL", profile_layers, qemu.BATCH_LAYER.size, count) \
-        + qemu.BATCH_LAYER.pack(b"cortex_m::quantized_conv2d", variant, 1000, 1_500_000 * count) \
-        + qemu.BATCH_LAYER.pack(b"cortex_m::quantized_linear", b"c", 10, 499_000 * count)
-    trailer = struct.pack("<4sIII", trailer_magic, 2000, 8192, count if trailer_records is None else trailer_records)
-    return header.ljust(144, b"\0") + record * count + profile + trailer
+def description(dtype_code: int, shape: tuple, int8: bool = False) -> bytes:
+    from tinyrps.firmware.tensors import description_layout
+    numel = int(np.prod(shape))
+    size = {0: 1, 1: 1, 3: 4, 6: 4}[dtype_code]
+    return description_layout().pack(DTYPE=dtype_code, RANK=len(shape), FLAGS=int(int8), NUMEL=numel,
+                                     NBYTES=numel * size, SIZES=list(shape), DIM_ORDER=bytes(range(len(shape))))
+
+
+def batch_file(count: int, trailer_magic: str = "TRPE", trailer_records: int = None, version: int = None,
+               header_count: int = None, profile_layers: int = 2, variant: str = "dsp", record_bytes: int = None,
+               max_calls: int = 64) -> bytes:
+    """A well-formed batch results file of `count` records, unless told otherwise: one float32 [1, 4] input,
+    outputs float32 [1, 3] (with raw int8 values) and int32 [2]."""
+    tensors = description(6, (1, 4)) + description(6, (1, 3), int8=True) + description(3, (2,))
+    header = qemu.BATCH_HEADER.pack(MAGIC="TRPO", VERSION=qemu.BATCH_VERSION if version is None else version,
+                                    HEADER_BYTES=qemu.BATCH_HEADER.size + len(tensors),
+                                    RECORD_BYTES=record_bytes or qemu.BATCH_RECORD.size + 12 + 3 + 8,
+                                    COUNT=count if header_count is None else header_count, ARENA_NEEDED=42048,
+                                    ARENA_CAPACITY=65536, PROGRAM_BYTES=1000, BOOT_INSTRUCTIONS=5, BOARD="mps2-an505",
+                                    INPUTS=1, OUTPUTS=2, SAMPLE_BYTES=16, LIMIT_COUNT=3, LIMITS=[65535, 32, max_calls])
+    record = qemu.BATCH_RECORD.pack(INSTRUCTIONS=2_000_000) + np.float32([0.5, 1, -1]).tobytes() \
+        + np.int8([1, -2, 3]).tobytes() + np.int32([7, -8]).tobytes()
+    profile = qemu.BATCH_PROFILE_HEADER.pack(MAGIC="TRPL", LAYERS=profile_layers, LAYER_BYTES=qemu.BATCH_LAYER.size,
+                                             SAMPLES=count) \
+        + qemu.BATCH_LAYER.pack(OPERATOR="cortex_m::quantized_conv2d", VARIANT=variant, MACS=1000,
+                                INSTRUCTIONS=1_500_000 * count) \
+        + qemu.BATCH_LAYER.pack(OPERATOR="cortex_m::quantized_linear", VARIANT="c", MACS=10,
+                                INSTRUCTIONS=499_000 * count)
+    trailer = qemu.BATCH_TRAILER.pack(MAGIC=trailer_magic, STACK_USED=2000, STACK_SIZE=8192,
+                                      RECORDS=count if trailer_records is None else trailer_records)
+    return header + tensors + record * count + profile + trailer
 
 
 def test_batch_parser_reads_a_well_formed_file(tmp_path):
     result = qemu._parse_batch(batch_file(2), 0, "", tmp_path / "m.pte", 2, 0.1)
     assert result.int8.tolist() == [[1, -2, 3]] * 2 and result.stack_used == 2000
-    assert result.board == "mps2-an505"
+    assert result.logits.tolist() == [[0.5, 1, -1]] * 2
+    assert [o.shape for o in result.outputs] == [(2, 1, 3), (2, 2)] and result.outputs_int8[1] is None
+    assert result.outputs[1].dtype == np.int32 and result.outputs[1].tolist() == [[7, -8]] * 2
+    assert result.board == "mps2-an505" and result.limits["TRT_MAX_INSTRUCTIONS"] == 64
+    assert [s.shape for s in result.inputs] == [(1, 4)]
     assert result.layers == [
         {"op": "cortex_m::quantized_conv2d", "kernels": "dsp", "macs": 1000, "instructions": 1_500_000},
         {"op": "cortex_m::quantized_linear", "kernels": "c", "macs": 10, "instructions": 499_000}]
@@ -122,16 +160,19 @@ def test_batch_parser_refuses_a_cut_profile(tmp_path):
 
 
 @pytest.mark.parametrize("damage,message", [
-    ({"version": qemu.BATCH_VERSION - 1}, "version 2 .* reads version 3"),
-    ({"header_count": 3}, "header counts 3 images, 2 were sent"),
+    ({"version": qemu.BATCH_VERSION - 1}, f"version {qemu.BATCH_VERSION - 1}, this host reads version "
+                                          f"{qemu.BATCH_VERSION}"),
+    ({"header_count": 3}, "header counts 3 samples, 2 were sent"),
     ({"profile_layers": 3}, "damaged per-layer profile"),                 # more layers than the block holds
     ({"profile_layers": 1}, "bytes too many"),                           # fewer: a layer left over
-    ({"profile_layers": qemu.BATCH_MAX_LAYERS + 1}, "33 kernel calls"),
-    ({"variant": b"neon"}, "unknown kernel variant 'neon'"),
-    ({"trailer_magic": b"XXXX"}, "trailer"),
+    ({"profile_layers": 65}, "65 kernel calls of at most 64"),           # more than the firmware's limit
+    ({"max_calls": 1}, "2 kernel calls of at most 1"),
+    ({"variant": "neon"}, "unknown kernel variant 'neon'"),
+    ({"trailer_magic": "XXXX"}, "trailer"),
     ({"trailer_records": 1}, "trailer"),
-], ids=["version", "header-count", "layers-over", "layers-under", "layers-limit", "variant", "trailer-magic",
-        "trailer-records"])
+    ({"record_bytes": 40}, "disagree on the file layout"),               # not what the outputs take
+], ids=["version", "header-count", "layers-over", "layers-under", "layers-limit", "firmware-limit", "variant",
+        "trailer-magic", "trailer-records", "record-size"])
 def test_batch_parser_refuses_a_damaged_file(tmp_path, damage, message):
     with pytest.raises(UserError, match=message):
         qemu._parse_batch(batch_file(2, **damage), 0, "", tmp_path / "m.pte", 2, 0.1)
@@ -241,11 +282,14 @@ def _firmware_with_a_trap_in(elf, function: str, out):
 
 
 def test_cpu_fault_is_reported_and_qemu_ends(cortex_m_pte, firmware_elf_path, test_images, tmp_path):
+    # the image command's trt_infer and the batch's trt_run (which trt_infer may have inlined)
     trapped = _firmware_with_a_trap_in(firmware_elf_path, "trt_infer", tmp_path / "trapped.elf")
+    trapped = _firmware_with_a_trap_in(trapped, "trt_run", tmp_path / "trapped.elf")
     with qemu.FirmwareServer(cortex_m_pte, elf=trapped) as server:
         assert server.link.info().loaded
         with pytest.raises(LinkError, match=r"crashed during 'infer': cpu fault: pc=0x"):
             server.link.infer(test_images[0][0])
         server.process.wait(5)          # the firmware resets; -no-reboot ends QEMU
     with pytest.raises(UserError, match="a CPU fault"):
-        qemu.run_batch(cortex_m_pte, test_images[0][:1], elf=trapped)
+        qemu.run_batch(cortex_m_pte, test_images[0][:1], elf=trapped)   # its inputs from an empty batch: no run
+

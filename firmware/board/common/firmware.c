@@ -1,7 +1,7 @@
 /*
  * Boot-time work and one inference: find the program in the model slot, hash
- * it, load it into the runtime with the static arena, and run it with the
- * board's instruction counter around it (and, per kernel call, inside it).
+ * it, load it into the runtime with the arena, and run it with the board's
+ * instruction counter around it (and, per kernel call, inside it).
  */
 #include "firmware.h"
 
@@ -10,13 +10,12 @@
 #include "board.h"
 #include "port.h"
 
-#ifndef TINYRPS_ARENA_BYTES
-#define TINYRPS_ARENA_BYTES (96u * 1024u)
-#endif
+/* The arena: the board's RAM after the boot descriptor, data, bss and stack, up to the end of
+ * the port's RAM region (sections.ld, .arena). A program gets as much of it as its memory plan
+ * needs; the measurement counts that, not the region (src/tinyrps/firmware/measure.py). */
+extern uint8_t __arena_start[], __arena_end[];
 
-/* The runtime's activations (the program's memory plan) and its tables: both
- * static, sized at build time (CMake options of the same names). */
-static uint8_t arena[TINYRPS_ARENA_BYTES] __attribute__((aligned(16)));
+/* The runtime's tables: static, sized by the runtime's limits (tinyrps_runtime.h). */
 static trt_program_storage program_storage;
 
 void text_copy(char *field, size_t size, const char *text)
@@ -31,10 +30,10 @@ const char *firmware_board_name(void) { return PORT_BOARD_NAME; }
 
 static void load_program(firmware_state *fw)
 {
-    fw->arena_capacity = sizeof arena;
+    fw->arena_capacity = (size_t)(__arena_end - __arena_start);
     fw->program = trt_program_init(&program_storage);
-    fw->load_status = trt_load(fw->program, fw->model.bytes, fw->model.length, arena, sizeof arena, fw->load_detail,
-                               sizeof fw->load_detail);
+    fw->load_status = trt_load(fw->program, fw->model.bytes, fw->model.length, __arena_start, fw->arena_capacity,
+                               fw->load_detail, sizeof fw->load_detail);
     /* Reported even when the arena is too small, so the message can say how much. */
     fw->arena_needed = trt_arena_needed(fw->program);
     if (fw->load_status != TRT_OK && fw->load_detail[0] == '\0')
@@ -54,11 +53,41 @@ void firmware_boot(firmware_state *fw)
     fw->boot_instructions = instructions > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)instructions;
 }
 
-trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[TRT_MAX_OUTPUTS],
-                          float logits[TRT_MAX_OUTPUTS], int *n_out, uint64_t *instructions)
+trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[FIRMWARE_MAX_LOGITS],
+                          float logits[FIRMWARE_MAX_LOGITS], size_t *n_out, uint64_t *instructions)
+{
+    size_t n_q = 0;
+    board_counter_start();
+    trt_status status = trt_infer(fw->program, image, out_q, logits, FIRMWARE_MAX_LOGITS, n_out, &n_q);
+    *instructions = board_counter_instructions();
+    if (status == TRT_OK && n_q != *n_out)
+        status = TRT_ERR_BAD_TENSOR; /* a classifier's output without raw int8 values */
+    return status;
+}
+
+trt_status firmware_run(firmware_state *fw, uint64_t *instructions)
 {
     board_counter_start();
-    trt_status status = trt_infer(fw->program, image, out_q, logits, n_out);
+    trt_status status = trt_run(fw->program);
     *instructions = board_counter_instructions();
     return status;
 }
+
+/* ---- the program's tensors, for the link's requests ---- */
+
+static int program_input(void *context, int index, trt_tensor_info *t)
+{
+    return trt_input((const trt_program *)context, index, t) == TRT_OK ? 0 : -1;
+}
+
+static int program_output(void *context, int index, trt_tensor_info *t, const int8_t **int8)
+{
+    size_t count;
+    if (trt_output((const trt_program *)context, index, t) != TRT_OK)
+        return -1;
+    if (trt_output_int8((const trt_program *)context, index, int8, &count) != TRT_OK)
+        *int8 = NULL;
+    return 0;
+}
+
+const link_tensors firmware_tensors = {&program_storage, program_input, program_output};

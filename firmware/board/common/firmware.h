@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "link_tensor_io.h"
 #include "model_slot.h"
 #include "sha256.h"
 #include "tinyrps_runtime.h"
@@ -26,8 +27,8 @@ typedef struct {
     trt_program *program;
     trt_status load_status;
     char load_detail[LOAD_DETAIL_BYTES];
-    size_t arena_capacity;
-    size_t arena_needed; /* 0 unless the program loaded */
+    size_t arena_capacity; /* the board's RAM after everything else (the linker's .arena) */
+    size_t arena_needed;   /* what the program needs, also when it did not fit (0: not a program) */
     uint32_t boot_instructions;
 } firmware_state;
 
@@ -36,9 +37,20 @@ typedef struct {
  * is on: every kernel call's share of the SysTick count is recorded. */
 void firmware_boot(firmware_state *fw);
 
-/* One inference with its instruction count; returns the runtime's status. */
-trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[TRT_MAX_OUTPUTS],
-                          float logits[TRT_MAX_OUTPUTS], int *n_out, uint64_t *instructions);
+/* One inference of the program on its inputs as written (trt_run) with its instruction count;
+ * returns the runtime's status. */
+trt_status firmware_run(firmware_state *fw, uint64_t *instructions);
+
+/* The program's tensors for the device link's requests (link_tensor_io.h). */
+extern const link_tensors firmware_tensors;
+
+/* Logits an image classifier's inference reports at most (the serial link's and the batch's
+ * image records hold this many). */
+#define FIRMWARE_MAX_LOGITS 16
+
+/* One image-classifier inference (trt_infer) with its instruction count; returns the runtime's status. */
+trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[FIRMWARE_MAX_LOGITS],
+                          float logits[FIRMWARE_MAX_LOGITS], size_t *n_out, uint64_t *instructions);
 
 /* The board's name (e.g. "mps3-an547"), as reported by `info` and the batch header. */
 const char *firmware_board_name(void);

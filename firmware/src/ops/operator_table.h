@@ -13,6 +13,10 @@
  *            it runs (temp_bytes: one region, shared by all calls, sized for the largest);
  *            invoke runs it.
  *
+ * A kernel writes nothing of the memory plan but its call's `out` tensor (beside its own
+ * workspace and the shared working memory): the loader's lifetime checks of the program's
+ * inputs and outputs rely on it (runtime.c, check_io_lifetimes).
+ *
  * The rows are operators.def: adding an operator is a row there and its own ops/ and kernels/
  * files. Adding a variant: one line in the operator's variant list and its kernel file.
  */
@@ -33,8 +37,11 @@ typedef union {
 #undef TRT_OPERATOR
 } trt_params;
 
+/* The names a variant's `isa` may have, fastest first (the host tools read this list). */
+#define TRT_KERNEL_VARIANT_NAMES "mve dsp c"
+
 typedef struct {
-    const char *isa;                                        /* "mve", "dsp" or "c" */
+    const char *isa;                                        /* one of TRT_KERNEL_VARIANT_NAMES */
     int (*accepts)(const trt_params *p);                    /* NULL: every call the bind step admits */
     size_t (*scratch_bytes)(const trt_params *p);           /* NULL: no workspace of its own */
     void (*prepare)(trt_params *p, void *scratch);          /* NULL: nothing to precompute */

@@ -18,6 +18,7 @@ docs/fvp.md has the same steps by hand.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import tempfile
@@ -28,7 +29,8 @@ import numpy as np
 
 from ..errors import UserError
 from ..labels import IMAGE_SIZE, LABELS
-from .prerequisites import FVPS, check_all, find_fvp, find_toolchain, missing_prerequisites_message, npu_family
+from ..families import npu_family
+from .prerequisites import FVPS, check_all, find_fvp, find_toolchain, missing_prerequisites_message
 from .runner_build import build_environment, build_runner, flatc_path, refuse_paths_with_spaces
 from .runner_output import cycle_counts, output_file, parse_runner_output, problems, read_output_tensor
 from .simulate import fvp_command, refuse_unsafe_folder, run_fvp, semihosting_cmd_line, semihosting_parameters
@@ -47,23 +49,31 @@ Target = namedtuple("Target", "model root settings fvp workdir env")
 # --- the program --------------------------------------------------------------------------------
 
 def program_settings(model) -> dict:
-    """Accelerator, system config and memory mode of an Ethos-U program, from its sidecar."""
-    from ..artifacts import read_sidecar
+    """Accelerator, system config and memory mode of an Ethos-U program, from its descriptor, and
+    the SRAM Vela plans for it (the measure stage's figure, taken here if it was not yet)."""
+    from .. import descriptor
     from ..pte import family_of_program, read_program
     model = Path(model)
-    family = family_of_program(read_program(model), model)
+    program = read_program(model)
+    family = family_of_program(program, model)
     if family != "ethos-u":
         raise UserError(f"{model.name} is a {family} program: the FVP flow runs Ethos-U programs; "
                         f"export one with `tinyrps export --target ethos-u85-128`")
-    sidecar = read_sidecar(model) or {}
-    settings = sidecar.get("ethos_u")
-    if not settings or "sram_bytes" not in sidecar.get("vela", {}):
-        raise UserError(f"{model.with_suffix('.json')} (the program's sidecar) is missing or incomplete: "
-                        f"export the program again")
+    described = descriptor.read(model, program)
+    if described is None:
+        raise UserError(f"{descriptor.path_of(model)} (the program's descriptor) is missing: export the program again")
+    settings = dataclasses.asdict(described.info)
     if npu_family(settings["accelerator"]) not in FVPS:
         raise UserError(f"there is no Corstone FVP flow for {settings['accelerator']} in ExecuTorch's runner; "
                         f"export an ethos-u85-* (Corstone-320) or ethos-u55-* (Corstone-300) target")
-    return {**settings, "sram_bytes": sidecar["vela"]["sram_bytes"]}
+    return {**settings, "sram_bytes": vela_figures(model)["sram_bytes"]}
+
+
+def vela_figures(model: Path) -> dict:
+    """Vela's estimate of the program: its measurement, taken now if there is none for these bytes."""
+    from .. import measure
+    measured = measure.read(model) or measure.measure(model, only=("vela",))
+    return measured["vela"]
 
 
 def check_memory_fits(model: Path, settings: dict) -> None:
@@ -188,8 +198,9 @@ def npu_ref_logits(model: Path, images: np.ndarray) -> np.ndarray:
 
 def output_step(model: Path) -> float:
     """One step of the program's output quantization: how far two NPU results may differ."""
-    from ..artifacts import read_sidecar
-    return (read_sidecar(model) or {}).get("quantization", {}).get("output", {}).get("scale", 0.0)
+    from .. import descriptor
+    described = descriptor.read(model)
+    return described.info.quantization["output"]["scale"] if described is not None else 0.0
 
 
 def agreement(logits: np.ndarray, expected: np.ndarray, step: float) -> dict:
@@ -200,7 +211,7 @@ def agreement(logits: np.ndarray, expected: np.ndarray, step: float) -> dict:
 
 def image_entry(path: Path, logits: np.ndarray, counts: dict, log: Path, expected: np.ndarray, step: float) -> dict:
     """One image's result in the form `classify --json` uses, with the FVP's cycle counts."""
-    from ..game import softmax
+    from ..labels import softmax
     probs = softmax(np.asarray(logits, np.float32))
     return {"path": str(path), "label": LABELS[int(probs.argmax())], "confidence": float(probs.max()),
             "probabilities": {label: float(v) for label, v in zip(LABELS, probs)},
@@ -211,11 +222,10 @@ def image_entry(path: Path, logits: np.ndarray, counts: dict, log: Path, expecte
 
 
 def ones_report(t: Target, elf: Path, log: Path, parsed: dict) -> dict:
-    from ..artifacts import read_sidecar
     white = np.full((1, IMAGE_SIZE, IMAGE_SIZE), 255, np.uint8)  # the runner's input of ones
     expected = npu_ref_logits(t.model, white)[0]
     logits = np.array(parsed["logits"], np.float32)
-    vela = (read_sidecar(t.model) or {}).get("vela", {})
+    vela = vela_figures(t.model)
     return {
         "model": str(t.model), "target": t.settings["accelerator"], "fvp": str(t.fvp), "elf": str(elf),
         "log": str(log), "input": "ones (an all-white image), the runner's built-in input",

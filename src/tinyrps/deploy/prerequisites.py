@@ -14,6 +14,8 @@ from collections import namedtuple
 from pathlib import Path
 from typing import Optional
 
+from ..families import npu_family
+
 Check = namedtuple("Check", "name ok detail")
 
 # NPU family -> (FVP binary, folder name used by ExecuTorch's setup.sh, board prefix of the FVP parameters)
@@ -41,10 +43,6 @@ def executorch_release() -> str:
     """The ExecuTorch release that made the programs, e.g. '1.5.1'."""
     from executorch.version import __version__
     return __version__.split("+")[0]
-
-
-def npu_family(accelerator: str) -> str:
-    return accelerator.rsplit("-", 1)[0]
 
 
 def check_all(accelerator: str, root: Path, fvp=None, toolchain=None) -> list:

@@ -12,7 +12,8 @@ import subprocess
 from pathlib import Path
 
 from ..errors import UserError
-from .prerequisites import FVPS, npu_family
+from ..families import npu_family
+from .prerequisites import FVPS
 
 # The FVP truncates a longer semihosting command line.
 SEMIHOSTING_CMD_LINE_LIMIT = 256

@@ -9,7 +9,6 @@ import importlib
 from pathlib import Path
 
 from ..errors import UserError, require_file
-from .families import family_default_device
 
 # name -> (module, class, what it runs)
 DEVICES = {
@@ -44,11 +43,12 @@ def open_device(name: str, model, **options) -> Device:
 
 
 def default_device(pte) -> str:
-    """The device that runs this program by default, from its sidecar or its contents."""
+    """The device that runs this program by default, from its descriptor or its contents."""
+    from ..families import get_family
     from ..pte import program_family
     if Path(pte).suffix == ".pt":
         return "eager"
-    return family_default_device(program_family(pte))
+    return get_family(program_family(pte)).default_device
 
 
 def require_board_device(device_name: str, board) -> None:

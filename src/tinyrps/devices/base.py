@@ -1,25 +1,48 @@
-"""The inference-device interface: uint8 images in, float32 logits out.
+"""The inference-device interface: uint8 images in, float32 logits out; and, on the devices that run
+the firmware's runtime, any program's tensors in and out.
 
 Every way of running the model (PyTorch, the ExecuTorch runtime, the TOSA
 reference model, the firmware on an emulated MCU, the firmware's C runtime built
 for the host) is a Device. Devices may hold resources (a runtime, a QEMU process),
 so they are context managers and must be closed.
+
+`classify` takes the image classifiers of this project. `run` (one inference) and
+`run_batch` (arrays with a leading N) take any program the device runs: one array per
+input, of its dtype and shape (`inputs`, TensorSpecs), and give every output in its own
+dtype and shape with its raw int8 values where it has them (the int8 tensor the
+dequantize that wrote it read). The firmware devices (`native`, `mcu`) implement them,
+and their `classify` is `run_batch` on the images as the program's float32 input.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
 from ..errors import UserError
 from ..labels import IMAGE_SIZE, LABELS
-from ..pte import checked_sidecar, family_of_program
-from .families import FAMILY_DEVICES, FAMILY_NEEDS
+from ..families import get_family
+from ..pte import family_of_program
+
+
+@dataclass
+class RunResult:
+    """What `run` and `run_batch` give: per output of the program, its values in the output's dtype and shape
+    ([N, *shape] from run_batch), and its raw int8 values (same shape) or None where it has none."""
+    outputs: list
+    int8: list
+    #: instructions of each inference where the device counts them ([N] from run_batch), else None
+    instructions: Optional[np.ndarray] = None
+    stats: dict = field(default_factory=dict)
 
 
 class Device:
     #: registry name, e.g. "host"
     name = "?"
+    #: the program's inputs and outputs (tinyrps.firmware.tensors.TensorSpec), on devices that run tensors
+    inputs: Optional[tuple] = None
+    outputs: Optional[tuple] = None
 
     def classify(self, images: np.ndarray) -> np.ndarray:
         """uint8 [N,28,28] -> float32 logits [N, classes]."""
@@ -56,6 +79,54 @@ class Device:
     def _classify_batch(self, images: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    # ---- any program's tensors ----
+
+    def run(self, inputs) -> RunResult:
+        """One inference: one array per input of the program, of its exact dtype and shape."""
+        from ..firmware.tensors import check_inputs
+        arrays = check_inputs(self._input_specs(), inputs, self._program_name(), batched=False)
+        result = self.run_batch([a[None] for a in arrays])
+        return RunResult([o[0] for o in result.outputs], [None if q is None else q[0] for q in result.int8],
+                         None if result.instructions is None else int(result.instructions[0]), result.stats)
+
+    def run_batch(self, inputs) -> RunResult:
+        """N inferences: one array [N, *shape] per input of the program, of its dtype."""
+        from ..firmware.tensors import check_inputs
+        specs = self._input_specs()
+        arrays = check_inputs(specs, inputs, self._program_name(), batched=True)
+        if not len(arrays[0]):
+            return RunResult([np.zeros((0, *s.shape), s.dtype) for s in self.outputs],
+                             [np.zeros((0, *s.shape), np.int8) if s.has_int8 else None for s in self.outputs],
+                             np.zeros(0, np.int64))
+        return self._run_batch(arrays)
+
+    def _run_batch(self, arrays: list) -> RunResult:
+        raise NotImplementedError
+
+    def _input_specs(self) -> tuple:
+        if self.inputs is None:
+            raise UserError(f"device '{self.name}' runs image classifiers only (classify); run a program's tensors "
+                            "with --device native or --device mcu")
+        return self.inputs
+
+    def _program_name(self) -> str:
+        path = getattr(self, "model_path", None)
+        return path.name if path is not None else "the program"
+
+    def _classify_by_run(self, images: np.ndarray) -> tuple:
+        """An image classifier on run_batch: the images as its float32 input (x / 255), its output 0 as logits
+        [N, classes] and their raw int8 values (None where there are none)."""
+        from ..firmware.tensors import images_as_input, is_image_classifier
+        if not is_image_classifier(list(self._input_specs()), list(self.outputs)):
+            got = ", ".join(spec.describe() for spec in self.inputs)
+            raise UserError(f"{self._program_name()} is not an image classifier (it takes {got}, not one float32 "
+                            "[1, 1, 28, 28] image and float32 logits): run it with run() instead of classify")
+        result = self.run_batch([images_as_input(images)])
+        logits, int8 = result.outputs[0], result.int8[0]
+        rows = len(images)
+        return (logits.reshape(rows, -1).astype(np.float32),
+                None if int8 is None else int8.reshape(rows, -1), result)
+
     def describe(self) -> str:
         """One line for the game and tables, e.g. 'ExecuTorch runtime (XNNPACK)'."""
         return self.name
@@ -71,21 +142,25 @@ class Device:
 
 
 def require_family(model_path, family: str, device_name: str, program: bytes, sidecar_only: bool = False):
-    """Refuse a program of another family in one line that names the devices that can run it.
+    """Refuse a program of another family in one line that names the devices that can run it;
+    return the program's descriptor (None for a program without one).
 
-    A sidecar that does not describe `program` (the program's bytes) is refused first, on
+    A descriptor that does not describe `program` (the program's bytes) is refused first, on
     every device. The family comes from the program's contents; with sidecar_only, from
-    the sidecar alone, and a program without one is left to the device to judge."""
-    sidecar = checked_sidecar(model_path, program)
+    the descriptor alone, and a program without one is left to the device to judge."""
+    from .. import descriptor
+    described = descriptor.read(model_path, program)
     if sidecar_only:
-        actual = (sidecar or {}).get("family", family)
+        actual = described.family if described is not None else family
     else:
         actual = family_of_program(program, model_path)
     if actual != family:
         article = "an" if actual[0] in "aeiou" else "a"
-        raise UserError(f"{model_path.name} is {article} {actual} program: it needs {FAMILY_NEEDS[actual]}, which device "
+        other = get_family(actual)
+        raise UserError(f"{model_path.name} is {article} {actual} program: it needs {other.needs}, which device "
                         f"'{device_name}' does not have; run it with --device "
-                        f"{' or --device '.join(FAMILY_DEVICES[actual])}")
+                        f"{' or --device '.join(other.devices)}")
+    return described
 
 
 def check_images(images) -> np.ndarray:

@@ -18,6 +18,8 @@ class EagerDevice(Device):
             raise UserError(f"device 'eager' runs the PyTorch checkpoint (model.pt), not {model_path.name}")
         try:
             self.model = load_model(model_path)
+        except UserError:   # load_model names the file and what is wrong with it
+            raise
         except Exception as e:
             raise UserError(f"{model_path} is not a TinyRPS checkpoint ({type(e).__name__}): train one with `tinyrps train`") from None
 

@@ -2,28 +2,33 @@
 
 Opening the device boots the firmware once with the program in its model slot and
 checks, with `info`, that the firmware holds exactly this file (SHA-256), that the
-program loaded and that the firmware is the board's. Each image is then one `infer`
-request on the UART.
+program loaded and that the firmware is the board's; `info` also describes the
+program's inputs and outputs. run_batch (any program's tensors) writes each sample's
+inputs, runs it and reads every output and its raw int8 values over the UART, in
+pieces of one frame; classify is run_batch on the images as the program's float32
+input (they travel as their uint8 pixels: the link's image encoding). Every reply is
+checked: one that breaks the protocol, or non-finite logits, is "the board's reply is
+invalid: ...".
 
-Board (option `board`): the program's sidecar names the board its core runs on
-(`firmware.board`: mps3-an547 for cortex-m55 and cortex-m85, mps2-an505 for
+Board (option `board`): the program's descriptor names its core, and the core its board
+(mps3-an547 for cortex-m55 and cortex-m85, mps2-an505 for
 cortex-m33, mps2-an386 for cortex-m4); `board` overrides it, e.g. to run a
 cortex-m4 program on the Cortex-M33.
 
 Transport (option `transport`):
-- "serial" (default): every image over the serial link, as a board on a serial
+- "serial" (default): every sample over the serial link, as a board on a serial
   line would be used. `play` and `classify` use this.
-- "batch": each classify call is one extra QEMU boot that reads the images and
-  writes the outputs over semihosting: the same firmware and arithmetic, without
-  the UART's ~0.1 s per image. For bulk evaluation.
-- "auto": batch from BATCH_THRESHOLD images up, serial below.
+- "batch": each call is one extra QEMU boot that reads the samples and writes the
+  outputs over semihosting: the same firmware and arithmetic, without the UART's
+  ~0.1 s per image. For bulk evaluation.
+- "auto": batch from BATCH_THRESHOLD samples up, serial below.
 
 Option `port` (e.g. "/dev/ttyACM0"): talk to a real board running the firmware,
 with its program already flashed, instead of booting QEMU (serial transport only).
 
 `last_int8` holds the raw int8 outputs of the last classify call (for the
 bit-exactness check), `int8_outputs` those of every call since opening, and
-`last_stats()` the instruction count and link time of the last inference.
+`last_stats()` the instruction count (of trt_run) and link time of the last inference.
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ import numpy as np
 from ..errors import UserError
 from ..labels import LABELS
 from ..pte import read_program
-from .base import Device, check_images, require_family
+from .base import Device, RunResult, check_images, require_family
 
 TRANSPORTS = ("serial", "batch", "auto")
 CORE_NAMES = {"cortex-m55": "Cortex-M55", "cortex-m33": "Cortex-M33", "cortex-m4": "Cortex-M4"}
@@ -74,6 +79,7 @@ class McuDevice(Device):
         except BaseException:
             self.close()
             raise
+        self.inputs, self.outputs = self.info.inputs, self.info.outputs
         self.last_int8 = np.zeros((0, len(LABELS)), np.int8)
         self._int8_chunks = []
         self._stats = {}
@@ -107,10 +113,19 @@ class McuDevice(Device):
 
     def classify(self, images) -> np.ndarray:
         images = check_images(images)
-        if self._use_batch(len(images)):
-            int8, logits = self._classify_by_batch(images)
-        else:
-            int8, logits = self._classify_by_serial(images)
+        if not len(images):
+            n_out = self.outputs[0].numel if self.outputs else len(LABELS)
+            self.last_int8 = np.zeros((0, n_out), np.int8)
+            return np.zeros((0, n_out), np.float32)
+        logits, int8, _ = self._classify_by_run(images)
+        if int8 is None:
+            raise UserError(f"{self.model_path.name}'s output 0 has no raw int8 values (its last kernel call is not "
+                            "a dequantize_per_tensor): classify needs them; run it with run() instead")
+        bad = ~np.isfinite(logits).all(axis=1)
+        if bad.any():
+            from ..firmware.link import BoardReplyError
+            raise BoardReplyError(f"the logits of image {int(np.argmax(bad))} are not finite "
+                                  f"({logits[int(np.argmax(bad))].tolist()}); a dequantized output always is")
         self.last_int8 = int8
         self._int8_chunks.append(int8)
         return logits
@@ -118,30 +133,34 @@ class McuDevice(Device):
     def _use_batch(self, count: int) -> bool:
         return self.transport == "batch" or (self.transport == "auto" and count >= BATCH_THRESHOLD)
 
-    def _classify_by_serial(self, images: np.ndarray) -> tuple:
-        int8_rows, logit_rows = [], []
-        for image in images:
-            result = self.link.infer(image)
-            int8_rows.append(result.int8)
-            logit_rows.append(result.logits)
+    def _run_batch(self, arrays: list) -> RunResult:
+        return self._run_by_batch(arrays) if self._use_batch(len(arrays[0])) else self._run_by_serial(arrays)
+
+    def _run_by_serial(self, arrays: list) -> RunResult:
+        runs = []
+        for n in range(len(arrays[0])):
+            result = self.link.run_tensors([a[n] for a in arrays], self.inputs, self.outputs)
+            runs.append(result)
             self._stats = {"instructions": int(result.instructions), "link_ms": round(result.link_ms, 2),
                            "transport": "serial"}
-        n_out = len(int8_rows[0]) if int8_rows else len(self.last_int8[0]) if len(self.last_int8) else len(LABELS)
-        return (np.array(int8_rows, np.int8).reshape(-1, n_out),
-                np.array(logit_rows, np.float32).reshape(-1, n_out))
+        outputs = [np.stack([r.outputs[k] for r in runs]) for k in range(len(self.outputs))]
+        int8 = [np.stack([r.int8[k] for r in runs]) if spec.has_int8 else None for k, spec in enumerate(self.outputs)]
+        return RunResult(outputs, int8, np.array([r.instructions for r in runs], np.int64), dict(self._stats))
 
-    def _classify_by_batch(self, images: np.ndarray) -> tuple:
+    def _run_by_batch(self, arrays: list) -> RunResult:
         from ..firmware.qemu import run_batch
         start = time.perf_counter()
-        result = run_batch(self.model_path, images, elf=self.elf, board=self.board.name)
+        result = run_batch(self.model_path, arrays, elf=self.elf, board=self.board.name, specs=self.inputs)
         if result.model_sha256 != self.model_sha256:
             raise UserError(f"the firmware batch ran a different program than {self.model_path.name}; "
                             "the model slot was not loaded correctly")
-        if len(images):
-            self._stats = {"instructions": int(result.instructions[-1]),
-                           "link_ms": round((time.perf_counter() - start) * 1000.0 / len(images), 2),
-                           "transport": "batch"}
-        return result.int8, result.logits
+        if tuple(result.output_specs) != tuple(self.outputs):
+            raise UserError(f"the firmware batch describes the outputs of {self.model_path.name} otherwise than its "
+                            "serial link: rebuild the firmware")
+        self._stats = {"instructions": int(result.instructions[-1]),
+                       "link_ms": round((time.perf_counter() - start) * 1000.0 / len(arrays[0]), 2),
+                       "transport": "batch"}
+        return RunResult(result.outputs, result.outputs_int8, result.instructions, dict(self._stats))
 
     def last_stats(self) -> dict:
         """Of the last inference: `instructions` on the board's core, `link_ms` the request's
@@ -165,12 +184,12 @@ class McuDevice(Device):
 
 
 def program_board(model_path: Path, board: str = None):
-    """The board to run a program on: `board` if given, else the one its sidecar names (the
-    firmware section's, else its core's), else the default board."""
-    from ..artifacts import read_sidecar
+    """The board to run a program on: `board` if given, else the board of the core its descriptor
+    names, else the default board."""
+    from .. import descriptor
     from ..firmware.boards import DEFAULT_BOARD, CORE_BOARDS, get_board
     if board:
         return get_board(board)
-    sidecar = read_sidecar(model_path) or {}
-    named = (sidecar.get("firmware") or {}).get("board") or CORE_BOARDS.get(sidecar.get("core"), DEFAULT_BOARD)
-    return get_board(named)
+    described = descriptor.read(model_path)
+    core = described.info.core if described is not None and described.family == "cortex-m" else None
+    return get_board(CORE_BOARDS.get(core, DEFAULT_BOARD))

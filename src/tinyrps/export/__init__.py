@@ -1,37 +1,51 @@
-"""Export: the trained checkpoint -> ExecuTorch .pte programs, one per target.
+"""Export: a PyTorch model -> an ExecuTorch .pte program and its descriptor, purely ahead of time.
 
-A target is a named recipe (`Target.build`) registered by its family module:
-`host` (portable and XNNPACK programs for the host CPU), `ethos_u` (int8 delegated
-to an Arm Ethos-U NPU through TOSA and Vela) and `cortex_m` (int8 with CMSIS-NN
-operators for the bare-metal firmware). `export_target` is the one driver: it
-loads the checkpoint and calibration images, runs the recipe, and writes
-RUN/export/T.pte, its sidecar RUN/export/T.json and any kept intermediates in
-RUN/export/T/, each atomically.
+The export quantizes, lowers and serialises, nothing else: it needs neither a cross
+toolchain nor an emulator, and what a program's figures are (footprint, instructions,
+Vela's estimate) is the measure stage's (tinyrps.measure).
+
+The targets and their families are the records of tinyrps.families; each family's
+recipes module here (`host`, `ethos_u`, `cortex_m`) has `build(target, ctx) -> BuildResult`.
+Two drivers share one writer:
+
+    export_target(run, target)        a training run's checkpoint -> RUN/export/T.pte
+    export_model(model, inputs, ...)  any nn.Module with example inputs (`tinyrps export --module`)
+
+Each writes T.pte, its descriptor T.json (tinyrps.descriptor) and any kept intermediates in
+T/, each atomically (a temporary name, then a rename), the program first: an interrupted
+export never leaves a half-written program, and a descriptor always describes the program
+beside it.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
-import numpy as np
-
-from ..artifacts import atomic_write_bytes, atomic_write_json, run_config, sha256_file
+from .. import descriptor as descriptors
+from ..artifacts import atomic_write_bytes, check_run_data, folder_lock, sha256_file
+from ..descriptor import Origin, ProgramDescriptor, TensorSpec
 from ..errors import UserError
-from ..model import INPUT_SHAPE, LABELS, TinyRPS, describe_arch, load_model
+from ..families import Target, family_of_target, get_family, get_target, targets  # noqa: F401 (re-exported)
+from ..labels import LABELS
 
-# How many training images calibrate post-training quantization.
-CALIBRATION_IMAGES = 256
+# What the RPS programs' input and output are, for the descriptor.
+RPS_INPUT_CONVENTION = "uint8 image / 255"
+RPS_OUTPUT_CONVENTION = "logits of " + ", ".join(LABELS)
 
 
 @dataclass
 class BuildContext:
-    model: TinyRPS              # float model in eval mode
-    calibration: np.ndarray     # uint8 [N,28,28] training images
+    target: Target
+    model: object               # torch.nn.Module in eval mode
+    example_inputs: tuple       # one example per program input (batch of one)
+    calibration: list           # input tuples that calibrate post-training quantization
+    calibration_note: str       # what they are, for the descriptor
     workdir: Path               # scratch folder for intermediates (deleted afterwards unless kept)
     options: dict               # target options from the command line (e.g. system_config)
 
@@ -39,136 +53,125 @@ class BuildContext:
 @dataclass
 class BuildResult:
     program: bytes                               # the .pte
-    info: dict = field(default_factory=dict)     # merged into the sidecar JSON
-    keep: dict = field(default_factory=dict)     # name -> file in workdir, kept in RUN/export/T/
+    info: object                                 # the family's descriptor record (tinyrps.families)
+    keep: dict = field(default_factory=dict)     # name -> file in workdir, kept in T/
 
 
-@dataclass
-class EvalContext:
-    """What a family's extra evaluation sees of one variant."""
-    target: str
-    pte: Path
-    images: np.ndarray          # uint8 test images
-    labels: np.ndarray
-    logits: np.ndarray          # this variant's logits on its device
-    device: object              # the open Device that produced them
-    predictions: dict           # variant name -> predicted labels of variants evaluated before
+def recipes(target: Target):
+    return importlib.import_module(f"{__name__}.{get_family(target.family).recipes}")
 
 
-@dataclass(frozen=True)
-class Target:
-    name: str
-    family: str                 # "host", "ethos-u" or "cortex-m"
-    description: str
-    build: Callable[[BuildContext], BuildResult]
-    default_device: str
-    options: tuple = ()         # names of the command-line options this target takes
-    extra_eval: Optional[Callable[[EvalContext], dict]] = None
-    # returns None when the target can be built here, else a line saying what is missing
-    unavailable: Callable[[], Optional[str]] = lambda: None
+def check_buildable(target: Target) -> None:
+    missing = get_family(target.family).available()
+    if missing:
+        raise UserError(f"cannot build target '{target.name}': {missing}")
 
 
-TARGETS: dict = {}
+def check_options(target: Target, options: dict) -> dict:
+    given = {k: v for k, v in options.items() if v is not None}
+    unknown = set(given) - set(target.options)
+    if unknown:
+        named = ", ".join("--" + name.replace("_", "-") for name in sorted(unknown))   # as typed on the command line
+        raise UserError(f"target '{target.name}' does not take {named}")
+    return given
 
 
-def register(target: Target) -> Target:
-    TARGETS[target.name] = target
-    return target
+def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
+    """Build one target from RUN/model.pt and write RUN/export/T.{pte,json}; return the .pte path."""
+    from ..arch import describe_arch
+    from ..model import INPUT_SHAPE, load_model
+    from ..quantization import calibration_images, image_examples, rps_calibration_note
+    import torch
+
+    run_dir = Path(run_dir)
+    target = get_target(target_name)
+    check_buildable(target)
+    given = check_options(target, options)
+    checkpoint = run_dir / "model.pt"
+    if not checkpoint.is_file():
+        raise UserError(f"no checkpoint at {checkpoint}: create it with `tinyrps train --data DATA --out {run_dir}`")
+    # calibration comes from the training split the run was trained on, unless --data names another
+    data_dir = Path(data_dir) if data_dir else check_run_data(run_dir, ["train"])
+    # the programs go into RUN/export: a retraining must not swap the run meanwhile (it would drop them)
+    with folder_lock(run_dir):
+        model = load_model(checkpoint)
+        images = calibration_images(data_dir)
+        origin = Origin(checkpoint_sha256=sha256_file(checkpoint), arch=describe_arch(model.arch),
+                        calibration=rps_calibration_note(len(images)))
+        return write_program(target, model, (torch.zeros(INPUT_SHAPE),), image_examples(images), origin,
+                             run_dir / "export", given, labels=LABELS,
+                             conventions=([RPS_INPUT_CONVENTION], [RPS_OUTPUT_CONVENTION]))
 
 
-def _load_families() -> None:
-    from . import host  # noqa: F401
-    for name in ("ethos_u", "cortex_m"):
-        try:
-            __import__(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
+def export_model(model, example_inputs: tuple, calibration: list, target_name: str, out_dir, origin: Origin,
+                 name: Optional[str] = None, labels=None, **options) -> Path:
+    """Build one target from any nn.Module: OUT/NAME.{pte,json} (NAME defaults to the target's name)."""
+    target = get_target(target_name)
+    check_buildable(target)
+    given = check_options(target, options)
+    return write_program(target, model.eval(), tuple(example_inputs), list(calibration), origin, Path(out_dir),
+                         given, labels=labels, name=name)
 
 
-_families_loaded = False
-FAMILY_ORDER = ("host", "ethos-u", "cortex-m")
+def write_program(target: Target, model, example_inputs: tuple, calibration: list, origin: Origin, out_dir: Path,
+                  options: dict, labels=None, name: Optional[str] = None, conventions=None) -> Path:
+    """Run the target's recipe in a scratch folder and write the program, its descriptor and its kept files."""
+    name = name or target.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=out_dir) as work:
+        ctx = BuildContext(target=target, model=model, example_inputs=example_inputs, calibration=calibration,
+                           calibration_note=origin.calibration, workdir=Path(work), options=options)
+        result = recipes(target).build(target.name, ctx)
+        pte = out_dir / f"{name}.pte"
+        files = keep_files(result.keep, out_dir / name, Path(work))
+        inputs, outputs = program_io(result.program, conventions)
+        described = ProgramDescriptor(
+            target=target.name, family=target.family, description=target.description,
+            size_bytes=len(result.program), sha256=hashlib.sha256(result.program).hexdigest(),
+            inputs=inputs, outputs=outputs, labels=tuple(labels) if labels else None, origin=origin,
+            versions=versions(), files=files, info=result.info)
+        # the program first, then the descriptor that describes it
+        atomic_write_bytes(pte, result.program)
+        descriptors.write(pte, described)
+    return pte
 
 
-def targets() -> dict:
-    """Every registered target, host programs first (registration order within a family)."""
-    global _families_loaded
-    if not _families_loaded:
-        _families_loaded = True
-        _load_families()
-    return dict(sorted(TARGETS.items(), key=lambda kv: FAMILY_ORDER.index(kv[1].family)))
+def keep_files(keep: dict, keep_dir: Path, work: Path) -> dict:
+    """Move the kept intermediates into T/ in one rename; returns name -> path relative to the program's folder."""
+    if not keep:
+        return {}
+    staging = work / ".kept"
+    staging.mkdir()
+    for name, src in keep.items():
+        shutil.copy2(src, staging / name)
+    shutil.rmtree(keep_dir, ignore_errors=True)
+    os.replace(staging, keep_dir)
+    return {name: f"{keep_dir.name}/{name}" for name in keep}
 
 
-def get_target(name: str) -> Target:
-    all_targets = targets()
-    if name not in all_targets:
-        raise UserError(f"unknown target '{name}'; valid targets: {', '.join(all_targets)}")
-    return all_targets[name]
+DTYPE_NAMES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 6: "float32", 7: "float64", 11: "bool"}
 
 
-def calibration_images(data_dir, count: int = CALIBRATION_IMAGES) -> np.ndarray:
-    from ..data import load_split
-    images, _ = load_split(data_dir, "train")
-    return images[:count]
+def program_io(program: bytes, conventions=None) -> tuple:
+    """(inputs, outputs) of the program's forward method as TensorSpecs, from the serialized program."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    plan = deserialize_pte_binary(program).program.execution_plan[0]
+    conventions = conventions or ([], [])
+
+    def specs(indices, notes):
+        out = []
+        for k, index in enumerate(indices):
+            t = plan.values[index].val
+            if type(t).__name__ != "Tensor":
+                raise UserError(f"the program's input/output {k} is not a tensor ({type(t).__name__}): "
+                                "tinyrps runs programs whose inputs and outputs are tensors")
+            out.append(TensorSpec(DTYPE_NAMES.get(t.scalar_type, f"scalar type {t.scalar_type}"),
+                                  tuple(int(s) for s in t.sizes), notes[k] if k < len(notes) else ""))
+        return tuple(out)
+    return specs(plan.inputs, conventions[0]), specs(plan.outputs, conventions[1])
 
 
 def versions() -> dict:
     import torch
     from executorch.version import __version__ as et_version
     return {"torch": torch.__version__, "executorch": et_version}
-
-
-def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
-    """Build one target from RUN/model.pt and write RUN/export/T.{pte,json}; return the .pte path."""
-    run_dir = Path(run_dir)
-    target = get_target(target_name)
-    missing = target.unavailable()
-    if missing:
-        raise UserError(f"cannot build target '{target_name}': {missing}")
-    checkpoint = run_dir / "model.pt"
-    if not checkpoint.is_file():
-        raise UserError(f"no checkpoint at {checkpoint}: create it with `tinyrps train --data DATA --out {run_dir}`")
-    data_dir = Path(data_dir) if data_dir else Path(run_config(run_dir)["data"])
-    unknown = set(k for k, v in options.items() if v is not None) - set(target.options)
-    if unknown:
-        named = ", ".join("--" + name.replace("_", "-") for name in sorted(unknown))   # as typed on the command line
-        raise UserError(f"target '{target_name}' does not take {named}")
-    out_dir = run_dir / "export"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{target_name}.", dir=out_dir) as work:
-        model = load_model(checkpoint)
-        ctx = BuildContext(model=model, calibration=calibration_images(data_dir),
-                           workdir=Path(work), options={k: v for k, v in options.items() if v is not None})
-        result = target.build(ctx)
-        pte = out_dir / f"{target_name}.pte"
-        kept = {}
-        if result.keep:
-            keep_dir = out_dir / target_name
-            staging = Path(work) / ".kept"
-            staging.mkdir()
-            for name, src in result.keep.items():
-                shutil.copy2(src, staging / name)
-                kept[name] = str((keep_dir / name).relative_to(run_dir))
-            shutil.rmtree(keep_dir, ignore_errors=True)
-            os.replace(staging, keep_dir)
-        sidecar = {
-            "target": target.name,
-            "family": target.family,
-            "description": target.description,
-            "default_device": target.default_device,
-            "labels": list(LABELS),
-            "arch": describe_arch(model.arch),
-            "input": {"shape": list(INPUT_SHAPE), "dtype": "float32", "range": [0.0, 1.0],
-                      "from": "uint8 image / 255"},
-            "size_bytes": len(result.program),
-            "sha256": hashlib.sha256(result.program).hexdigest(),
-            "checkpoint_sha256": sha256_file(checkpoint),
-            "versions": versions(),
-            "files": kept,
-            **result.info,
-        }
-        # the program first, then the sidecar that describes it
-        atomic_write_bytes(pte, result.program)
-        atomic_write_json(pte.with_suffix(".json"), sidecar)
-    return pte
-

@@ -1,8 +1,11 @@
 """The emulated Cortex-M boards the firmware has a port for (firmware/board/<name>/).
 
-Each board is one QEMU machine and one core. The addresses here are the host's half of
-the port's memory map (its linker script): where QEMU's loader puts the program and the
-boot descriptor. `tests/firmware/test_boards.py` checks them against the built firmware.
+Each board is one QEMU machine and one core. What the port's sources say -- the core
+(port.cmake), the SysTick clock (port.h), where the program and the boot descriptor go and
+how much RAM there is (the linker script) -- is read from them (c_facts.port), so it is
+written once; this table adds what only the host needs: the QEMU machine, the fastest kernel
+variant the core's ISA allows, the reduced-ISA builds. `tests/firmware/test_boards.py` checks
+the port facts against the built firmware.
 """
 from __future__ import annotations
 
@@ -15,25 +18,53 @@ from ..errors import UserError
 class Board:
     name: str                  # the port folder, the firmware's `info` board name
     machine: str               # qemu-system-arm -M
-    core: str                  # -mcpu of the firmware (the export target's core)
     fast_kernels: str          # the kernel variant the core's ISA allows: "mve" or "dsp"
-    model_address: int         # start of the port's MODEL region: the .pte, unchanged
-    model_max_bytes: int       # __model_max_size
-    descriptor_address: int    # start of the port's RAM region: the boot descriptor
-    systick_hz: int            # SysTick's clock: one tick is 1e9 / systick_hz instructions
     description: str
     # more firmware builds for this board: kernel set -> -mcpu with ISA extensions switched off
     # (the M55 without MVE runs the DSP kernels: each variant tested on one board)
     reduced_isa: tuple = ()
 
+    @property
+    def _port(self):
+        from .c_facts import port
+        return port(self.name)
+
+    @property
+    def core(self) -> str:
+        """-mcpu of the firmware (the export target's core): the port's PORT_CORE."""
+        return self._port.core
+
+    @property
+    def model_address(self) -> int:
+        """Start of the port's MODEL region: the .pte, unchanged."""
+        return self._port.model_address
+
+    @property
+    def model_max_bytes(self) -> int:
+        """__model_max_size."""
+        return self._port.model_max_bytes
+
+    @property
+    def descriptor_address(self) -> int:
+        """Start of the port's RAM region: the boot descriptor."""
+        return self._port.ram_address
+
+    @property
+    def ram_bytes(self) -> int:
+        """The port's RAM region: data, bss, stack and the runtime's arena."""
+        return self._port.ram_bytes
+
+    @property
+    def systick_hz(self) -> int:
+        """SysTick's clock: one tick is 1e9 / systick_hz instructions."""
+        return self._port.systick_hz
+
 
 BOARDS = {b.name: b for b in (
-    Board("mps3-an547", "mps3-an547", "cortex-m55", "mve", 0x60000000, 64 << 20, 0x20000000, 32_000_000,
-          "Arm MPS3 AN547: SSE-300 with a Cortex-M55 (Helium/MVE)", reduced_isa=(("dsp", "cortex-m55+nomve"),)),
-    Board("mps2-an505", "mps2-an505", "cortex-m33", "dsp", 0x80000000, 16 << 20, 0x38000000, 20_000_000,
-          "Arm MPS2+ AN505: Cortex-M33 (DSP), booting Secure"),
-    Board("mps2-an386", "mps2-an386", "cortex-m4", "dsp", 0x21000000, 16 << 20, 0x20000000, 25_000_000,
-          "Arm MPS2+ AN386: Cortex-M4 (DSP)"),
+    Board("mps3-an547", "mps3-an547", "mve", "Arm MPS3 AN547: SSE-300 with a Cortex-M55 (Helium/MVE)",
+          reduced_isa=(("dsp", "cortex-m55+nomve"),)),
+    Board("mps2-an505", "mps2-an505", "dsp", "Arm MPS2+ AN505: Cortex-M33 (DSP), booting Secure"),
+    Board("mps2-an386", "mps2-an386", "dsp", "Arm MPS2+ AN386: Cortex-M4 (DSP)"),
 )}
 
 DEFAULT_BOARD = "mps3-an547"

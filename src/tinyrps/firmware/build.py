@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from .sources import PACKAGED_DIR, source_files
+from .c_facts import limit_names
+from .sources import firmware_dir, source_files
 
 APT_HOST = "apt-get install --no-install-recommends cmake gcc libc6-dev"
 APT_ARM = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
@@ -81,26 +82,23 @@ class FirmwareBuild:
         return self.executables[name]
 
 
-def firmware_dir() -> Path:
-    """The firmware sources: the copy an installed wheel carries inside this package, else
-    firmware/ of the checkout this package runs from (development, editable install)."""
-    package = Path(__file__).resolve().parent
-    candidates = (package / PACKAGED_DIR, package.parents[2] / "firmware")
-    for root in candidates:
-        if (root / "CMakeLists.txt").is_file():
-            return root
-    raise UserError(f"firmware sources not found (looked in {' and '.join(map(str, candidates))}): "
-                    f"reinstall tinyrps from its wheel, or run it from a checkout of the repository")
+def build_firmware(kind: str = "native", limits: dict = None) -> FirmwareBuild:
+    """Build (if sources changed) and return the executables of one firmware kind.
 
-
-def build_firmware(kind: str = "native") -> FirmwareBuild:
-    """Build (if sources changed) and return the executables of one firmware kind."""
+    limits: the runtime's table limits to build with instead of its header's defaults, e.g.
+    {"TRT_MAX_INSTRUCTIONS": 128} (a build of its own, beside the default one)."""
     if kind not in KINDS:
         raise UserError(f"unknown firmware build '{kind}'; valid: {', '.join(KINDS)}")
     spec = KINDS[kind]
     source = firmware_dir()
     _check_tools(kind, spec)
     args = list(spec.cmake_args)
+    known = limit_names() if limits else ()
+    for name, value in sorted((limits or {}).items()):
+        if name not in known or not isinstance(value, int) or value < 1:
+            raise UserError(f"a runtime limit is one of {', '.join(known)} with a positive int value, not "
+                            f"{name}={value!r}")
+        args.append(f"-D{name}={value}")
     if spec.cross:
         toolchain = source / TOOLCHAIN_FILE
         if not toolchain.is_file():

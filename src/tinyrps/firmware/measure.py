@@ -7,10 +7,12 @@
 
 - flash_bytes: what a board stores: the firmware's code, read-only data and .data
   initialisers (from the ELF's sections) plus the .pte itself.
-- ram_bytes: .data + .bss + stack (+ the 16-byte boot descriptor), with the runtime's
-  arena counted at the size the program's memory plan needs (the firmware reserves a
-  fixed, larger arena: `ram_bytes_reserved` is the RAM the built image actually takes).
-- instructions_per_inference: the firmware's own count around trt_infer, under
+- ram_bytes: .data + .bss + stack (+ the 16-byte boot descriptor), plus the runtime's
+  arena at the size this program needs (trt_arena_needed: its memory plan, the kernels'
+  workspace and working memory). The firmware gives the arena all the RAM left after the
+  rest (the linker's .arena section, up to the end of the port's RAM region), so a
+  larger program needs no other build: `ram_bytes_reserved` is that whole RAM.
+- instructions_per_inference: the firmware's own count around trt_run, under
   QEMU's -icount shift=0 (1 instruction = 1 ns, counted by SysTick: exact to one
   tick, 1e9 / SysTick Hz instructions). Run twice on the same images; the counts must
   be identical, or this raises. QEMU counts instructions, not cycles.
@@ -40,8 +42,9 @@ from .boards import DEFAULT_BOARD, Board, get_board, kernels_name
 # ELF32 section header flags and types
 SHF_ALLOC = 0x2
 SHT_NOBITS = 8
-# The firmware's RAM sections (firmware/board/common/sections.ld).
+# The firmware's RAM sections (firmware/board/common/sections.ld) besides the arena, which takes the rest.
 RAM_SECTIONS = (".boot_args", ".data", ".bss", ".stack")
+ARENA_SECTION = ".arena"
 
 # One image per class, rendered with this seed: fixed inputs for the instruction count.
 MEASURE_SEED = 2024
@@ -49,6 +52,31 @@ MEASURE_SEED = 2024
 # Kernel calls that do the model's work: each has a variant for every ISA, so the fast build
 # must bind the core's fastest for them (quantize, dequantize and copies have fewer variants).
 HEAVY_OPERATORS = ("conv", "linear", "pool")
+
+
+def measure_program(pte, described, quick: bool = False) -> dict:
+    """The measure stage's `firmware` figures of a Cortex-M program: measured on the emulated board
+    of the core its descriptor names. `quick` (for a search): the instruction count only."""
+    from .boards import board_for_core
+    core = described.info.core
+    board = board_for_core(core)
+    if quick:
+        return quick_count(pte, board.name)
+    figures = measure_firmware(pte, board.name)
+    if board.core != core:
+        figures["note"] = (f"QEMU 7.2 has no {core} board: measured on the {board.core} of the {board.name} "
+                           "(the same Armv8.1-M MVE instruction set); the counts are that core's")
+    return figures
+
+
+def quick_count(pte, board: str) -> dict:
+    """Instructions per inference with the fastest kernels, from one QEMU run: what a search needs."""
+    from .qemu import firmware_elf, run_batch
+    spec = get_board(board)
+    result = run_batch(Path(pte), measurement_images(), elf=firmware_elf(board, "fast"), board=board)
+    return {"board": spec.name, "core": spec.core, "kernels": spec.fast_kernels,
+            "instructions_per_inference": int(np.median(result.instructions)), "arena_bytes": result.arena_needed,
+            "quick": True}
 
 
 def measure_firmware(pte, board: str = DEFAULT_BOARD) -> dict:
@@ -77,7 +105,10 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD) -> dict:
     instructions = int(np.median(first.instructions))
     instructions_c = int(np.median(plain_c.instructions))
     macs = sum(layer["macs"] for layer in first.layers)
-    ram_needed = footprint["ram_reserved"] - first.arena_capacity + first.arena_needed
+    if footprint["arena"] != first.arena_capacity:
+        raise UserError(f"the {board} firmware reports an arena of {first.arena_capacity} bytes, its ELF's "
+                        f"{ARENA_SECTION} section is {footprint['arena']} bytes: rebuild the firmware")
+    ram_needed = footprint["ram_static"] + first.arena_needed
     return {
         "board": spec.name,
         "core": spec.core,
@@ -102,6 +133,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD) -> dict:
         "program_bytes": program_bytes,
         "arena_reserved_bytes": first.arena_capacity,
         "ram_bytes_reserved": footprint["ram_reserved"],
+        "ram_static_bytes": footprint["ram_static"],
         "boot_instructions": first.boot_instructions,
         "emulator": f"qemu-system-arm -M {spec.machine} ({spec.core}), -icount shift=0: counts instructions, "
                     "not cycles",
@@ -173,7 +205,9 @@ def memory_footprint(sections: dict) -> dict:
         "bss": size_of(".bss"),
         "stack": size_of(".stack"),
         "flash_image": stored,                      # code + rodata + .data initialisers
-        "ram_reserved": size_of(*RAM_SECTIONS),     # boot descriptor + data + bss + stack
+        "ram_static": size_of(*RAM_SECTIONS),       # boot descriptor + data + bss + stack
+        "arena": size_of(ARENA_SECTION),            # the rest of RAM
+        "ram_reserved": size_of(*RAM_SECTIONS, ARENA_SECTION),
     }
 
 

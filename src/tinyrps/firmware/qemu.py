@@ -4,9 +4,9 @@ Two ways to run it, one firmware image per board (firmware/board/<board>, built 
 
 - `FirmwareServer`: boots once with a program and serves requests on its UART,
   which QEMU puts on a loopback TCP socket; `server.link` is a DeviceLink.
-- `run_batch`: boots with a program and a file of images, runs them all and
-  exits, exchanging files over semihosting (fast: no UART in the way). It also
-  brings back the per-layer instruction profile.
+- `run_batch`: boots with a program and a samples file (every input of each
+  sample), runs them all and exits, exchanging files over semihosting (fast: no
+  UART in the way). It also brings back the per-layer instruction profile.
 
 QEMU runs with `-icount shift=0`: one guest instruction is one nanosecond of
 virtual time, so the firmware's SysTick-based instruction counts are exact and
@@ -19,10 +19,10 @@ without cleaning up. Every wait has a timeout.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import tempfile
 import threading
@@ -34,32 +34,33 @@ from typing import Optional
 import numpy as np
 
 from ..errors import UserError
+from . import c_facts
 from .boards import DEFAULT_BOARD, firmware_kind, get_board
 from .link import DeviceLink, LinkError
+from .tensors import (check_inputs, description_layout, images_as_input, parse_description, result_bytes,
+                      samples_file_bytes, split_results)
 
 QEMU = "qemu-system-arm"
 INSTALL_HINT = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
 FIRMWARE_EXECUTABLE = "tinyrps_fw.elf"
 
 # The boot descriptor (firmware/board/common/model_slot.h), at the start of the board's RAM.
-DESCRIPTOR_MAGIC = 0x42505254       # "TRPB"
-MODE_SERVE = 0
-MODE_BATCH = 1
+DESCRIPTOR_MAGIC = c_facts.define("BOOT_DESCRIPTOR_MAGIC")       # "TRPB"
+MODE_SERVE = c_facts.define("BOOT_MODE_SERVE")
+MODE_BATCH = c_facts.define("BOOT_MODE_BATCH")
 
-# Batch files (firmware/board/common/batch.c).
-BATCH_MAGIC = b"TRPO"
-BATCH_VERSION = 3
-BATCH_HEADER = struct.Struct("<4sIIIIiIIII32s48s16s")  # then zero padding to header bytes
-BATCH_HEADER_BYTES = 144
-BATCH_RECORD = struct.Struct("<iIQ16b16f")
-BATCH_PROFILE_MAGIC = b"TRPL"
-BATCH_PROFILE_HEADER = struct.Struct("<4sIII")         # magic, layers, layer bytes, images
-BATCH_LAYER = struct.Struct("<40s8sQQ")                # operator, kernel variant, MACs per inference, instructions summed
-BATCH_MAX_LAYERS = 32                                  # the runtime's limit on kernel calls
-KERNEL_VARIANTS = ("mve", "dsp", "c")                  # what trt_instruction_variant names
-BATCH_TRAILER_MAGIC = b"TRPE"
-BATCH_TRAILER = struct.Struct("<4sIII")                # magic, stack used, stack size, records
-BATCH_EXIT_CODES = {1: "bad arguments or file I/O", 2: "the program did not load", 3: "a CPU fault"}
+# Batch files (firmware/protocol/batch_format.h).
+BATCH_VERSION = c_facts.define("BATCH_VERSION")
+BATCH_MAGIC = c_facts.define("BATCH_HEADER_ID").encode()
+BATCH_PROFILE_MAGIC = c_facts.define("BATCH_PROFILE_ID").encode()
+BATCH_TRAILER_MAGIC = c_facts.define("BATCH_TRAILER_ID").encode()
+BATCH_HEADER = c_facts.layout("BATCH_HEADER_FIELDS", "BATCH_HEADER_FIXED_BYTES")   # then the tensor descriptions
+BATCH_RECORD = c_facts.layout("BATCH_RECORD_FIELDS", "BATCH_RECORD_HEADER_BYTES")  # then the outputs
+BATCH_PROFILE_HEADER = c_facts.layout("BATCH_PROFILE_FIELDS", "BATCH_PROFILE_HEADER_BYTES")
+BATCH_LAYER = c_facts.layout("BATCH_LAYER_FIELDS", "BATCH_LAYER_BYTES")
+BATCH_TRAILER = c_facts.layout("BATCH_TRAILER_FIELDS", "BATCH_TRAILER_BYTES")
+KERNEL_VARIANTS = c_facts.kernel_variants()                       # what trt_instruction_variant names
+BATCH_EXIT_CODES = {code: text for code, text in c_facts.named_values("BATCH_EXIT_LIST").items() if code}
 
 BOOT_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 3.0
@@ -272,9 +273,9 @@ class FirmwareServer:
 
 @dataclass
 class BatchResult:
-    int8: np.ndarray              # [N, n_out] raw int8 outputs
-    logits: np.ndarray            # [N, n_out] float32
-    instructions: np.ndarray      # [N] instructions per inference
+    outputs: list                 # per output of the program: [N, *shape] in its dtype
+    outputs_int8: list            # per output: its raw int8 values [N, *shape], or None where it has none
+    instructions: np.ndarray      # [N] instructions per inference (trt_run)
     model_sha256: str
     model_bytes: int
     arena_needed: int
@@ -285,23 +286,72 @@ class BatchResult:
     wall_s: float                 # QEMU start to exit
     board: str = DEFAULT_BOARD    # the firmware's own board name
     # per kernel call, in chain order: {"op", "kernels" (the variant the runtime bound), "macs" (per inference),
-    # "instructions" (mean per image)}
+    # "instructions" (mean per sample)}
     layers: list = field(default_factory=list)
+    inputs: tuple = ()            # TensorSpec of each input and output, as the firmware describes them
+    output_specs: tuple = ()
+    limits: dict = field(default_factory=dict)   # the firmware build's TRT_MAX_* limits
+
+    @property
+    def int8(self) -> np.ndarray:
+        """An image classifier's raw int8 outputs [N, classes] (output 0's)."""
+        return _rows(self.outputs_int8[0])
+
+    @property
+    def logits(self) -> np.ndarray:
+        """An image classifier's float32 logits [N, classes] (output 0)."""
+        return _rows(self.outputs[0])
 
 
-def run_batch(pte, images: np.ndarray, elf: Optional[Path] = None, timeout: Optional[float] = None,
-              board: str = DEFAULT_BOARD) -> BatchResult:
-    """Run uint8 images [N,28,28] through the firmware in one QEMU boot of `board`, files over semihosting."""
+def _rows(a: np.ndarray) -> np.ndarray:
+    """[N, ...] -> [N, elements of one]."""
+    return a.reshape(len(a), int(np.prod(a.shape[1:], dtype=np.int64)))
+
+
+def run_batch(pte, samples, elf: Optional[Path] = None, timeout: Optional[float] = None,
+              board: str = DEFAULT_BOARD, specs: Optional[tuple] = None) -> BatchResult:
+    """Run samples through the firmware in one QEMU boot of `board`, files over semihosting.
+
+    samples: one array [N, *input shape] per input of the program, in its dtype; or, for an image
+    classifier, uint8 images [N, 28, 28] (its float32 input x / 255). specs: the program's input
+    TensorSpecs if known (the device has them from `info`); else one empty batch asks the firmware."""
     pte = Path(pte)
-    images = np.ascontiguousarray(images, dtype=np.uint8)
     elf = elf or firmware_elf(board)
-    timeout = timeout if timeout is not None else BOOT_TIMEOUT_S + BATCH_SECONDS_PER_IMAGE * len(images)
+    if specs is None:
+        specs = program_inputs(pte, elf, board)
+    if isinstance(samples, np.ndarray) and samples.dtype == np.uint8 and samples.ndim == 3:
+        samples = [images_as_input(samples)]
+    samples = check_inputs(list(specs), samples, pte.name, batched=True)
+    count = len(samples[0])
+    timeout = timeout if timeout is not None else BOOT_TIMEOUT_S + BATCH_SECONDS_PER_IMAGE * count
+    result = _boot_batch(pte, elf, board, samples, specs, timeout)
+    if tuple(result.inputs) != tuple(specs):
+        raise UserError(f"the firmware describes the inputs of {pte.name} as "
+                        f"{', '.join(s.describe() for s in result.inputs)}; they were given as "
+                        f"{', '.join(s.describe() for s in specs)}: rebuild the firmware")
+    return result
+
+
+_input_specs: dict = {}
+
+
+def program_inputs(pte: Path, elf: Path, board: str) -> tuple:
+    """The input TensorSpecs of a program, as the firmware describes them: an empty batch (cached per
+    program bytes and firmware image)."""
+    key = (hashlib.sha256(Path(pte).read_bytes()).hexdigest(), str(elf), Path(elf).stat().st_mtime_ns)
+    if key not in _input_specs:
+        _input_specs[key] = _boot_batch(Path(pte), elf, board, [], (), BOOT_TIMEOUT_S).inputs
+    return _input_specs[key]
+
+
+def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, timeout: float) -> BatchResult:
+    count = len(samples[0]) if samples else 0
     with tempfile.TemporaryDirectory(prefix="tinyrps-batch.") as work:
         work = Path(work)
-        images.tofile(work / "images.bin")
+        (work / "samples.bin").write_bytes(samples_file_bytes(list(specs), samples))
         command = qemu_command(elf, pte, MODE_BATCH, board) + [
             "-serial", "null",
-            "-semihosting-config", "enable=on,target=native,arg=tinyrps_fw,arg=images.bin,arg=outputs.bin"]
+            "-semihosting-config", "enable=on,target=native,arg=tinyrps_fw,arg=samples.bin,arg=results.bin"]
         start = time.perf_counter()
         process = _start_process(command, work / "qemu.log", cwd=work)
         try:
@@ -312,95 +362,103 @@ def run_batch(pte, images: np.ndarray, elf: Optional[Path] = None, timeout: Opti
         finally:
             _stop_process(process)
         wall = time.perf_counter() - start
-        output = work / "outputs.bin"
+        output = work / "results.bin"
         raw = output.read_bytes() if output.is_file() else b""
         said = _stderr_summary(work / "qemu.log")
-    result = _parse_batch(raw, status, said, pte, len(images), wall)
+    result = _parse_batch(raw, status, said, pte, count, wall)
     if result.board != board:
         raise UserError(f"{Path(elf).name} is the firmware of {result.board or 'another board'}, not of {board}: "
                         f"use the {board} build (firmware_elf('{board}'))")
     return result
 
 
-_RECORD_DTYPE = np.dtype([("status", "<i4"), ("n_out", "<u4"), ("instructions", "<u8"), ("int8", "i1", 16),
-                          ("logits", "<f4", 16)])
-
-
 def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall: float) -> BatchResult:
     header = _batch_header(raw, status, said, pte)
-    if header["load_status"] != 0:
-        detail = header["load_detail"] or f"status {header['load_status']}"
+    if header["LOAD_STATUS"] != 0:
+        detail = header["LOAD_DETAIL"] or f"status {header['LOAD_STATUS']}"
         raise UserError(f"{pte.name} does not run on the firmware ({detail}): export a Cortex-M program "
                         "with `tinyrps export --target cortex-m55` (or another cortex-m target)")
     if status != 0:
         raise UserError(f"the firmware batch on {pte.name} failed: {BATCH_EXIT_CODES.get(status, f'exit {status}')}"
                         + (f" ({said})" if said else ""))
     mismatch = f"the firmware batch on {pte.name} wrote a results file that does not parse"
-    if header["count"] != count:
-        raise UserError(f"{mismatch}: its header counts {header['count']} images, {count} were sent; rebuild the "
+    if header["COUNT"] != count:
+        raise UserError(f"{mismatch}: its header counts {header['COUNT']} samples, {count} were sent; rebuild the "
                         "firmware")
-    body = raw[BATCH_HEADER_BYTES:]
-    records_size = count * BATCH_RECORD.size
-    if header["record_bytes"] != BATCH_RECORD.size or len(body) < records_size + BATCH_TRAILER.size:
-        raise UserError(f"{mismatch} ({len(body)} bytes of results for {count} images); rebuild the firmware "
-                        "(host and firmware disagree on the file layout)")
-    records = np.frombuffer(body[:records_size], dtype=_RECORD_DTYPE)
-    failed = records["status"] != 0
-    if failed.any():
-        raise UserError(f"the firmware refused image {int(np.argmax(failed))} of the batch "
-                        f"(runtime status {int(records['status'][failed][0])})")
-    layers, profile_size = _batch_profile(body[records_size:len(body) - BATCH_TRAILER.size], count, mismatch)
+    inputs, outputs = header["inputs"], header["outputs"]
+    results = result_bytes(outputs)
+    body = raw[header["HEADER_BYTES"]:]
+    records_size = count * header["RECORD_BYTES"]
+    if header["RECORD_BYTES"] != BATCH_RECORD.size + results or len(body) < records_size + BATCH_TRAILER.size:
+        raise UserError(f"{mismatch} ({len(body)} bytes of results for {count} samples of {header['RECORD_BYTES']} "
+                        "bytes); rebuild the firmware (host and firmware disagree on the file layout)")
+    records = np.frombuffer(body[:records_size], np.uint8).reshape(count, header["RECORD_BYTES"])
+    heads = [BATCH_RECORD.unpack(bytes(row[:BATCH_RECORD.size])) for row in records]
+    failed = [i for i, h in enumerate(heads) if h["STATUS"] != 0]
+    if failed:
+        raise UserError(f"the firmware refused sample {failed[0]} of the batch "
+                        f"(runtime status {heads[failed[0]]['STATUS']})")
+    values, int8 = split_results(records[:, BATCH_RECORD.size:], list(outputs))
+    layers, profile_size = _batch_profile(body[records_size:len(body) - BATCH_TRAILER.size], count, mismatch,
+                                          header["limits"])
     if records_size + profile_size + BATCH_TRAILER.size != len(body):
         raise UserError(f"{mismatch}: {len(body) - records_size - profile_size - BATCH_TRAILER.size} bytes too many; "
                         "rebuild the firmware")
-    magic, stack_used, stack_size, trailer_records = BATCH_TRAILER.unpack(body[-BATCH_TRAILER.size:])
-    if magic != BATCH_TRAILER_MAGIC or trailer_records != count:
-        raise UserError(f"the firmware batch on {pte.name} ends with a damaged trailer ({magic!r}, "
-                        f"{trailer_records} records for {count} images): the file was cut short or overwritten; "
+    trailer = BATCH_TRAILER.unpack(body[-BATCH_TRAILER.size:])
+    if trailer["MAGIC"].encode() != BATCH_TRAILER_MAGIC or trailer["RECORDS"] != count:
+        raise UserError(f"the firmware batch on {pte.name} ends with a damaged trailer ({trailer['MAGIC']!r}, "
+                        f"{trailer['RECORDS']} records for {count} samples): the file was cut short or overwritten; "
                         "run it again")
-    n_out = int(records["n_out"][0]) if count else 3
-    return BatchResult(records["int8"][:, :n_out].copy(), records["logits"][:, :n_out].astype(np.float32),
-                       records["instructions"].astype(np.int64), header["sha256"], header["model_bytes"],
-                       header["arena_needed"], header["arena_capacity"], header["boot_instructions"],
-                       stack_used, stack_size, wall, header["board"], layers)
+    instructions = np.array([h["INSTRUCTIONS"] for h in heads], np.int64)
+    return BatchResult(values, int8, instructions, header["SHA256"].hex(), header["PROGRAM_BYTES"],
+                       header["ARENA_NEEDED"], header["ARENA_CAPACITY"], header["BOOT_INSTRUCTIONS"],
+                       trailer["STACK_USED"], trailer["STACK_SIZE"], wall, header["BOARD"], layers, inputs, outputs,
+                       header["limits"])
 
 
-def _batch_profile(raw: bytes, count: int, mismatch: str) -> tuple:
-    """The per-layer profile block: ([{op, kernels, macs, instructions (mean per image)}], its size in bytes)."""
+def _batch_profile(raw: bytes, count: int, mismatch: str, limits: dict) -> tuple:
+    """The per-layer profile block: ([{op, kernels, macs, instructions (mean per sample)}], its size in bytes)."""
     if len(raw) < BATCH_PROFILE_HEADER.size:
         raise UserError(f"{mismatch}: no per-layer profile; rebuild the firmware")
-    magic, n_layers, layer_bytes, images = BATCH_PROFILE_HEADER.unpack_from(raw)
-    size = BATCH_PROFILE_HEADER.size + n_layers * layer_bytes
-    if (magic != BATCH_PROFILE_MAGIC or layer_bytes != BATCH_LAYER.size or images != count
-            or n_layers > BATCH_MAX_LAYERS or len(raw) < size):
-        raise UserError(f"{mismatch}: a damaged per-layer profile ({n_layers} kernel calls, {images} images for "
-                        f"{count}); rebuild the firmware")
+    profile = BATCH_PROFILE_HEADER.unpack(raw)
+    n_layers, size = profile["LAYERS"], BATCH_PROFILE_HEADER.size + profile["LAYERS"] * profile["LAYER_BYTES"]
+    max_calls = limits.get("TRT_MAX_INSTRUCTIONS", 0)
+    if (profile["MAGIC"].encode() != BATCH_PROFILE_MAGIC or profile["LAYER_BYTES"] != BATCH_LAYER.size
+            or profile["SAMPLES"] != count or n_layers > max_calls or len(raw) < size):
+        raise UserError(f"{mismatch}: a damaged per-layer profile ({n_layers} kernel calls of at most {max_calls}, "
+                        f"{profile['SAMPLES']} samples for {count}); rebuild the firmware")
     layers = []
     for i in range(n_layers):
-        name, variant, macs, total = BATCH_LAYER.unpack_from(raw, BATCH_PROFILE_HEADER.size + i * BATCH_LAYER.size)
-        if _text(variant) not in KERNEL_VARIANTS:
-            raise UserError(f"{mismatch}: kernel call {i} ran an unknown kernel variant {_text(variant)!r} "
+        layer = BATCH_LAYER.unpack(raw, BATCH_PROFILE_HEADER.size + i * BATCH_LAYER.size)
+        if layer["VARIANT"] not in KERNEL_VARIANTS:
+            raise UserError(f"{mismatch}: kernel call {i} ran an unknown kernel variant {layer['VARIANT']!r} "
                             f"(known: {', '.join(KERNEL_VARIANTS)}); rebuild the firmware")
-        layers.append({"op": _text(name), "kernels": _text(variant), "macs": int(macs),
-                       "instructions": round(total / count) if count else 0})
+        layers.append({"op": layer["OPERATOR"], "kernels": layer["VARIANT"], "macs": int(layer["MACS"]),
+                       "instructions": round(layer["INSTRUCTIONS"] / count) if count else 0})
     return layers, size
-
-
-def _text(raw: bytes) -> str:
-    return raw.split(b"\0", 1)[0].decode("ascii", "replace")
 
 
 def _batch_header(raw: bytes, status: int, said: str, pte: Path) -> dict:
     if len(raw) < BATCH_HEADER.size or raw[:4] != BATCH_MAGIC:
         why = BATCH_EXIT_CODES.get(status, f"exit status {status}")
         raise UserError(f"the firmware batch on {pte.name} produced no results ({why})" + (f": {said}" if said else ""))
-    (_magic, version, header_bytes, record_bytes, count, load_status, arena_needed, arena_capacity, model_bytes,
-     boot_instructions, sha, detail, board) = BATCH_HEADER.unpack_from(raw)
-    if version != BATCH_VERSION or header_bytes != BATCH_HEADER_BYTES:
-        raise UserError(f"the firmware wrote batch results of version {version} ({header_bytes}-byte header), this "
-                        f"host reads version {BATCH_VERSION} ({BATCH_HEADER_BYTES} bytes): rebuild the firmware from "
-                        "the same sources as the host")
-    return {"count": count, "record_bytes": record_bytes, "load_status": load_status,
-            "arena_needed": arena_needed, "arena_capacity": arena_capacity, "model_bytes": model_bytes,
-            "boot_instructions": boot_instructions, "sha256": sha.hex(),
-            "load_detail": _text(detail), "board": _text(board)}
+    header = BATCH_HEADER.unpack(raw)
+    if header["VERSION"] != BATCH_VERSION:
+        raise UserError(f"the firmware wrote batch results of version {header['VERSION']}, this host reads version "
+                        f"{BATCH_VERSION}: rebuild the firmware from the same sources as the host")
+    described = header["INPUTS"] + header["OUTPUTS"]
+    desc = description_layout()
+    if header["HEADER_BYTES"] != BATCH_HEADER.size + described * desc.size or len(raw) < header["HEADER_BYTES"]:
+        raise UserError(f"the firmware batch on {pte.name} wrote a damaged header ({header['HEADER_BYTES']} bytes for "
+                        f"{described} tensor descriptions); rebuild the firmware")
+    try:
+        specs = [parse_description(raw[BATCH_HEADER.size + k * desc.size:BATCH_HEADER.size + (k + 1) * desc.size])
+                 for k in range(described)]
+    except ValueError as e:
+        raise UserError(f"the firmware batch on {pte.name} describes a tensor that does not add up ({e}); "
+                        "rebuild the firmware") from None
+    names = c_facts.limit_names()
+    header["limits"] = {names[i] if i < len(names) else f"limit {i}": header["LIMITS"][i]
+                        for i in range(min(header["LIMIT_COUNT"], len(header["LIMITS"])))}
+    header["inputs"], header["outputs"] = tuple(specs[:header["INPUTS"]]), tuple(specs[header["INPUTS"]:])
+    return header

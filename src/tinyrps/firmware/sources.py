@@ -2,8 +2,9 @@
 
 One definition for the two places that need it: the build, which hashes exactly these
 files into its cache key, and the wheel (setup.py loads this file on its own, so it
-imports nothing from the package), which ships exactly these files. An installed
-package therefore gets the same key as the checkout it was built from.
+imports nothing from the package at import time), which ships exactly these files. An
+installed package therefore gets the same key as the checkout it was built from. Where
+the sources are (firmware_dir) is here too: the build and the C facts (c_facts) read them.
 """
 from __future__ import annotations
 
@@ -24,3 +25,16 @@ def source_files(root: Path) -> list:
             continue
         found.append(path)
     return found
+
+
+def firmware_dir() -> Path:
+    """The firmware sources: the copy an installed wheel carries inside this package, else
+    firmware/ of the checkout this package runs from (development, editable install)."""
+    package = Path(__file__).resolve().parent
+    candidates = (package / PACKAGED_DIR, package.parents[2] / "firmware")
+    for root in candidates:
+        if (root / "CMakeLists.txt").is_file():
+            return root
+    from ..errors import UserError     # here: setup.py loads this file on its own, outside the package
+    raise UserError(f"firmware sources not found (looked in {' and '.join(map(str, candidates))}): "
+                    f"reinstall tinyrps from its wheel, or run it from a checkout of the repository")

@@ -1,0 +1,151 @@
+"""The measure stage: what tools measure or estimate of an exported program, in a file of its own.
+
+The export says what a program is (its descriptor, T.json); this stage says what it costs,
+in T.measure.json beside it, recording the sha256 of the program it measured, so a figure is
+never shown for another program than the one it was taken of:
+
+    {"measurement_version": 1, "program": "T.pte", "program_sha256": "...", "target": "T",
+     "<kind>": {...}, ...}
+
+Each kind of measurement is one row of MEASUREMENTS: the families it applies to, what it
+needs on this machine (a cheap check that says what to install) and the function that
+takes it. Today:
+
+    firmware  (cortex-m) the program on the tinyrps firmware of its core's emulated board in
+              QEMU: flash, RAM, arena, instructions per inference and per kernel call, boot
+              (tinyrps.firmware.measure); QEMU counts instructions, not cycles
+    vela      (ethos-u)  Vela's performance estimate, read from the summary and per-layer
+              tables the export kept beside the program (tinyrps.vela)
+
+Adding a measurement is one row and its function, here.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from . import descriptor as descriptors
+from .artifacts import atomic_write_json
+from .errors import UserError
+
+MEASUREMENT_VERSION = 1
+VERSION_KEY = "measurement_version"
+SUFFIX = ".measure.json"
+FIRMWARE_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "cmake")
+
+
+def _firmware_tools_missing() -> Optional[str]:
+    from .firmware.build import APT_ARM
+    missing = [tool for tool in FIRMWARE_TOOLS if shutil.which(tool) is None]
+    if missing:
+        return (f"measuring a Cortex-M program needs {', '.join(missing)}, which "
+                f"{'is' if len(missing) == 1 else 'are'} not installed: {APT_ARM} cmake")
+    return None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    name: str                                   # its key in the measurement file
+    families: tuple                             # the families whose programs it measures
+    what: str
+    function: str                               # "module:function" (pte, descriptor, quick) -> dict
+    missing: Callable[[], Optional[str]] = lambda: None
+
+
+MEASUREMENTS = (
+    Measurement("firmware", ("cortex-m",), "the program on the firmware of its core's emulated board (QEMU)",
+                "tinyrps.firmware.measure:measure_program", _firmware_tools_missing),
+    Measurement("vela", ("ethos-u",), "Vela's estimate of the NPU's time and memory",
+                "tinyrps.vela:measure_program"),
+)
+
+
+def measurements_for(family: str) -> tuple:
+    return tuple(m for m in MEASUREMENTS if family in m.families)
+
+
+def path_of(pte) -> Path:
+    pte = Path(pte)
+    return pte.with_name(pte.stem + SUFFIX)
+
+
+def measure(pte, quick: bool = False, only: Optional[tuple] = None) -> dict:
+    """Take every measurement of the program's family (or those named in `only`), write them to
+    T.measure.json and return them. `quick`: only what a search needs (the firmware's instruction
+    count, one run of the fastest kernels), not the whole profile."""
+    from .pte import read_program
+    pte = Path(pte)
+    program = read_program(pte)
+    described = descriptors.read(pte, program)
+    if described is None:
+        raise UserError(f"{pte.name} has no descriptor ({descriptors.path_of(pte).name}): export it with "
+                        "`tinyrps export` to measure it")
+    kinds = [m for m in measurements_for(described.family) if only is None or m.name in only]
+    for m in kinds:
+        missing = m.missing()
+        if missing:
+            raise UserError(missing)
+    result = {VERSION_KEY: MEASUREMENT_VERSION, "program": pte.name,
+              "program_sha256": hashlib.sha256(program).hexdigest(), "target": described.target}
+    for m in kinds:
+        module, function = m.function.split(":")
+        result[m.name] = getattr(importlib.import_module(module), function)(pte, described, quick=quick)
+    atomic_write_json(path_of(pte), result)
+    return result
+
+
+def read(pte) -> Optional[dict]:
+    """The measurements of T.pte, or None when there are none for the program as it is now (none
+    taken, or taken of other bytes: a program exported again must be measured again)."""
+    pte = Path(pte)
+    path = path_of(pte)
+    if not path.is_file() or not pte.is_file():
+        return None
+    try:
+        raw = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UserError(f"{path} (the measurements of {pte.name}) is corrupt: measure again with "
+                        f"`tinyrps measure --model {pte}`") from None
+    if not isinstance(raw, dict) or raw.get(VERSION_KEY) != MEASUREMENT_VERSION:
+        raise UserError(f"{path} is not a measurement file of version {MEASUREMENT_VERSION}: measure again with "
+                        f"`tinyrps measure --model {pte}`")
+    if raw.get("program_sha256") != hashlib.sha256(pte.read_bytes()).hexdigest():
+        return None
+    return raw
+
+
+def measure_run(run_dir, quiet: bool = False, only_targets=None) -> dict:
+    """Measure every exported program of a run whose family has measurements: target -> measurements."""
+    from .variants import exported
+    from .progress import say
+    results = {}
+    for name, pte in exported(run_dir).items():
+        if only_targets and name not in only_targets:
+            continue
+        described = descriptors.read(pte)
+        if described is None or not measurements_for(described.family):
+            continue
+        from .progress import console
+        with console.status(f"measuring {name}"):
+            results[name] = measure(pte)
+        say(f"  {name}: {summary_line(results[name])}", quiet)
+    return results
+
+
+def summary_line(m: dict) -> str:
+    """One line of a program's headline figures."""
+    parts = []
+    if "firmware" in m:
+        fw = m["firmware"]
+        parts.append(f"{fw['instructions_per_inference']:,} instructions per inference on {fw['board']} "
+                     f"({fw['kernels']} kernels; QEMU counts instructions, not cycles), arena {fw['arena_bytes']:,} B, "
+                     f"flash {fw['flash_bytes']:,} B")
+    if "vela" in m:
+        v = m["vela"]
+        parts.append(f"Vela: {v['inference_ms']:.4f} ms, SRAM {v['sram_bytes'] / 1024:.1f} KiB")
+    return "; ".join(parts)

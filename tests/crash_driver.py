@@ -1,0 +1,123 @@
+"""Runs tinyrps commands and stops them at a chosen change to the file system.
+
+Started once by tests/test_crash_consistency.py; it imports tinyrps and its libraries,
+then reads one JSON command per line on stdin and answers one JSON line on stdout. Each
+command runs in a child forked from this process (so it starts in milliseconds, with the
+libraries already imported), through tinyrps.cli.main as `tinyrps ARGS` would. An audit
+hook (sys.addaudithook) counts the child's changes to the file system (a file opened for
+writing, a rename, a removal, a new folder, a link, the renameat2 exchange of two folders) and,
+with "kill_at": K, sends the child a real signal just before its K-th change: SIGKILL
+(the process dies there, as in a crash or power loss) or SIGINT (Ctrl-C). With
+"after_s": T the signal comes from this process after T seconds instead, wherever the
+child is. "no_exchange" makes the child swap folders the way file systems without
+renameat2(RENAME_EXCHANGE) do.
+
+A command: {"argv": [...], "stdout": PATH, "stderr": PATH, "kill_at": K, "signal": "SIGINT",
+"after_s": T, "no_exchange": false, "log": false}. The answer: {"rc": exit code (-N for a
+signal), "events": changes made (when the child got to report), "log": [[event, path]...]}.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+CHANGES = {"os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.link", "os.symlink", "os.chmod", "os.truncate",
+           "shutil.rmtree", "tinyrps.exchange"}
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def is_change(event: str, args: tuple) -> bool:
+    if event in CHANGES:
+        return True
+    if event == "open":
+        path, mode, flags = args
+        if isinstance(path, int):           # os.fdopen of a file already opened
+            return False
+        return (isinstance(mode, str) and any(c in mode for c in "wxa+")) or bool((flags or 0) & WRITE_FLAGS)
+    return False
+
+
+def child(command: dict, report) -> None:
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    for fd, key in ((1, "stdout"), (2, "stderr")):
+        out = os.open(command[key], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(out, fd)
+    kill_at, signum = command.get("kill_at"), getattr(signal, command.get("signal") or "SIGKILL")
+    log = [] if command.get("log") else None
+    count = [0]
+
+    def hook(event, args):
+        if not is_change(event, args):
+            return
+        count[0] += 1
+        if log is not None:
+            log.append([event, str(args[0]) if args else ""])
+        if count[0] == kill_at:
+            os.kill(os.getpid(), signum)
+
+    import tinyrps.artifacts
+    exchange = tinyrps.artifacts.exchange
+
+    def audited_exchange(a, b):      # a foreign call raises no audit event of its own
+        sys.audit("tinyrps.exchange", str(a), str(b))
+        return False if command.get("no_exchange") else exchange(a, b)
+    tinyrps.artifacts.exchange = audited_exchange
+    from tinyrps.cli import main
+    sys.addaudithook(hook)
+    try:
+        rc = main(command["argv"])
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else 1
+    os.write(report, json.dumps({"events": count[0], "log": log}).encode())
+    os.close(report)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)
+
+
+def serve() -> None:
+    # everything a command imports, imported once here (no threads are started by these)
+    import matplotlib.pyplot  # noqa: F401
+    import torch  # noqa: F401
+    import torch._inductor  # noqa: F401 (what torch.use_deterministic_algorithms imports, 3 s)
+
+    import tinyrps.cli
+    import tinyrps.pipeline  # noqa: F401
+    import tinyrps.plots  # noqa: F401
+    import tinyrps.train  # noqa: F401
+    tinyrps.cli.build_parser()
+    threads = len(os.listdir("/proc/self/task"))
+    print(json.dumps({"ready": True, "threads": threads}), flush=True)
+    for line in sys.stdin:
+        command = json.loads(line)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            try:
+                child(command, write_end)
+            finally:
+                os._exit(99)
+        os.close(write_end)
+        if command.get("after_s") is not None:
+            time.sleep(command["after_s"])
+            os.kill(pid, getattr(signal, command.get("signal") or "SIGKILL"))
+        chunks = []
+        while True:
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+        report = json.loads(b"".join(chunks) or b"{}")
+        print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "events": report.get("events"),
+                          "log": report.get("log")}), flush=True)
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,463 @@
+"""`tinyrps data` and `tinyrps train` stopped at any instant: by Ctrl-C (SIGINT) or killed (SIGKILL,
+as a crash or a power loss would stop them), just before each of their changes to the file
+system in turn (tests/crash_driver.py counts them with an audit hook) or at a moment in
+time. Afterwards every folder is byte for byte as it was before, or as a clean run
+leaves it: never a mix, never a half-written file.
+
+- Ctrl-C: the whole folder around the target (hidden names included) is exactly as before
+  or exactly as after a clean run: nothing is left behind, and a new --out whose stage was
+  stopped leaves no folder.
+- SIGKILL: the process cannot tidy up. The target is as before, as after a clean run, or
+  (cut between the two renames of a swap, on a file system without renameat2's exchange)
+  missing; a reader then gets the old or the new result whole (or, for a new --out, "no
+  data set"), never a mix, and after the next writer's recovery the folder is as before or
+  as after a clean run (a new --out may keep the empty parent folders it made).
+- Two writers into one folder: one result and one clear message, or both succeed one
+  after the other; never a temporary-file error.
+- A full disk (a file-size limit): one line, the old run as it was, no new folder.
+
+The short version (not slow) stops each stage at 24 points spread over its run; the long
+one at every change, with both signals, for a new and an existing --out, with and
+without renameat2, and at moments spread over the run's time.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+DRIVER = Path(__file__).with_name("crash_driver.py")
+PER_CLASS = "4"
+WORKERS = 2           # trials run two at a time, each in its own folder
+BUSY = re.compile(r"^tinyrps: error: .+ is being written by tinyrps \(pid \d+\) since \d\d:\d\d; "
+                  r"wait or choose another folder$")
+
+
+# ── the driver ───────────────────────────────────────────────────────────────
+class Driver:
+    """One crash_driver.py process: runs a tinyrps command in a forked child, maybe stopping it."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.count = folder, 0
+        self.proc = subprocess.Popen([sys.executable, str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env={**os.environ, "COLUMNS": "120"})
+        assert json.loads(self.proc.stdout.readline())["ready"]
+
+    def run(self, argv, **options) -> dict:
+        self.count += 1
+        out, err = self.folder / f"{self.count}.out", self.folder / f"{self.count}.err"
+        self.proc.stdin.write(json.dumps({"argv": [str(a) for a in argv], "stdout": str(out), "stderr": str(err),
+                                          **options}) + "\n")
+        self.proc.stdin.flush()
+        result = json.loads(self.proc.stdout.readline())
+        result["stderr"] = err.read_text()
+        return result
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def drivers(tmp_path_factory):
+    started = [Driver(tmp_path_factory.mktemp(f"driver{i}")) for i in range(WORKERS)]
+    yield started
+    for driver in started:
+        driver.close()
+
+
+# ── snapshots ────────────────────────────────────────────────────────────────
+def tree(folder: Path) -> dict:
+    """Every file (with its sha256) and folder under `folder`, hidden ones included."""
+    found = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs:
+            found[os.path.relpath(os.path.join(root, name), folder) + "/"] = None
+        for name in files:
+            path = os.path.join(root, name)
+            found[os.path.relpath(path, folder)] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return found
+
+
+def target_tree(area: Path, target: str):
+    return tree(area / target) if (area / target).is_dir() else None
+
+
+# ── scenarios ────────────────────────────────────────────────────────────────
+@dataclass
+class Scenario:
+    """A stage run into `target` (relative to an area folder) from the area's `pristine` state."""
+    stage: str
+    target: str
+    argv: list                      # "{target}" stands for the target's path
+    pristine: Path
+    before: dict = field(default_factory=dict)      # the whole area before
+    clean: dict = field(default_factory=dict)       # the whole area after a clean run
+    events: int = 0
+    events_without_exchange: int = 0
+    swap: int = 0                   # the change that swaps the folders (renameat2's exchange, or a rename)
+    swap_without_exchange: int = 0  # the second rename, the stage's to the target's name
+    seconds: float = 0.0
+
+    def command(self, area: Path) -> list:
+        return [str(a).replace("{target}", str(area / self.target)) for a in self.argv]
+
+    def area(self, work: Path, name: str) -> Path:
+        area = work / name
+        shutil.rmtree(area, ignore_errors=True)
+        shutil.copytree(self.pristine, area, symlinks=True)
+        return area
+
+    def part(self, snapshot: dict, prefix: str = None) -> dict:
+        prefix = (prefix or self.target).rstrip("/") + "/"
+        return {k[len(prefix):]: v for k, v in snapshot.items() if k.startswith(prefix) and k != prefix}
+
+
+def swap_change(log: list, target: Path, no_exchange: bool = False) -> int:
+    """The number of the change that puts the staged folder at the target's name."""
+    stage = f"{target.parent}/.{target.name}.stage-"
+    for number, (event, path) in enumerate(log, 1):
+        renames_stage = event == "os.rename" and path.startswith(stage) and "/" not in path[len(stage):]
+        if renames_stage or (event == "tinyrps.exchange" and not no_exchange):
+            return number
+    raise AssertionError(f"no swap among the changes: {log}")
+
+
+def prepare(scenario: Scenario, driver: Driver, work: Path) -> Scenario:
+    scenario.before = tree(scenario.pristine)
+    area = scenario.area(work, f"clean-{scenario.stage}-{scenario.pristine.name}")
+    start = time.perf_counter()
+    result = driver.run(scenario.command(area), log=True)
+    scenario.seconds = time.perf_counter() - start
+    assert result["rc"] == 0, result["stderr"]
+    scenario.events, scenario.clean = result["events"], tree(area)
+    scenario.swap = swap_change(result["log"], area / scenario.target)
+    area = scenario.area(work, f"clean-nx-{scenario.stage}-{scenario.pristine.name}")
+    result = driver.run(scenario.command(area), no_exchange=True, log=True)
+    assert result["rc"] == 0 and tree(area) == scenario.clean, result["stderr"]
+    scenario.events_without_exchange = result["events"]
+    scenario.swap_without_exchange = swap_change(result["log"], area / scenario.target, no_exchange=True)
+    assert scenario.clean != scenario.before
+    return scenario
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("crash")
+
+
+@pytest.fixture(scope="module")
+def shared_data(drivers, work):
+    """The data set every training scenario reads (and must leave untouched)."""
+    folder = work / "shared-data"
+    result = drivers[0].run(["data", "--out", folder, "--per-class", PER_CLASS, "--seed", "1", "--quiet"])
+    assert result["rc"] == 0, result["stderr"]
+    return folder
+
+
+@pytest.fixture(scope="module")
+def data_scenarios(drivers, work) -> dict:
+    new = work / "pristine-data-new"
+    new.mkdir()
+    existing = work / "pristine-data-existing"
+    existing.mkdir()
+    result = drivers[0].run(["data", "--out", existing / "out", "--per-class", PER_CLASS, "--seed", "2", "--quiet"])
+    assert result["rc"] == 0, result["stderr"]
+    (existing / "out" / "notes.txt").write_text("a file of the user's, kept across runs\n")
+    argv = ["data", "--out", "{target}", "--per-class", PER_CLASS, "--seed", "1", "--quiet"]
+    return {"new": prepare(Scenario("data", "new/sub/out", argv, new), drivers[0], work),
+            "existing": prepare(Scenario("data", "out", argv, existing), drivers[0], work)}
+
+
+@pytest.fixture(scope="module")
+def train_scenarios(drivers, work, shared_data) -> dict:
+    new = work / "pristine-train-new"
+    new.mkdir()
+    existing = work / "pristine-train-existing"
+    existing.mkdir()
+    result = drivers[0].run(["train", "--data", shared_data, "--out", existing / "out", "--epochs", "1",
+                             "--seed", "2", "--quiet"])
+    assert result["rc"] == 0, result["stderr"]
+    (existing / "out" / "export").mkdir()
+    (existing / "out" / "export" / "fp32.pte").write_bytes(b"a program exported from the previous model")
+    (existing / "out" / "notes.txt").write_text("a file of the user's, kept across runs\n")
+    argv = ["train", "--data", shared_data, "--out", "{target}", "--epochs", "1", "--seed", "1", "--quiet"]
+    return {"new": prepare(Scenario("train", "new/sub/out", argv, new), drivers[0], work),
+            "existing": prepare(Scenario("train", "out", argv, existing), drivers[0], work)}
+
+
+# ── one stopped run and what must hold after it ──────────────────────────────
+def read_result(stage: str, target: Path) -> None:
+    """Read the target through the readers the later stages use: everything, checked."""
+    from tinyrps.artifacts import check_run_data, data_info, run_config
+    from tinyrps.data import PROBES, SPLITS, load_split, probe_dir
+    from tinyrps.model import load_model
+    if stage == "data":
+        info, _ = data_info(target)
+        for split in SPLITS:
+            load_split(target, split, info)
+        for name in PROBES:
+            load_split(probe_dir(target, name), "test")
+    else:
+        run_config(target)
+        load_model(target / "model.pt")
+        check_run_data(target)
+
+
+def stopped_run(scenario: Scenario, driver: Driver, work: Path, name: str, sig: str, kill_at=None,
+                after_s=None, no_exchange=False) -> str:
+    from tinyrps.artifacts import folder_lock, recover
+    from tinyrps.errors import UserError
+    area = scenario.area(work, name)
+    result = driver.run(scenario.command(area), signal=sig, kill_at=kill_at, after_s=after_s, no_exchange=no_exchange)
+    where = f"{scenario.stage} {name} ({sig} {'at change ' + str(kill_at) if kill_at else f'after {after_s} s'})"
+    assert "Traceback" not in result["stderr"], where + result["stderr"]
+    states = (scenario.part(scenario.before), scenario.part(scenario.clean))
+    if sig == "SIGINT":
+        assert result["rc"] in (0, 130), (where, result)
+        if result["rc"] == 130:
+            assert result["stderr"].strip().splitlines()[-1] == "tinyrps: interrupted", (where, result["stderr"])
+        assert tree(area) in (scenario.before, scenario.clean), where     # nothing mixed, nothing left behind
+        return "clean" if tree(area) == scenario.clean else "before"
+    assert result["rc"] in (0, -9), (where, result)
+    found = target_tree(area, scenario.target)
+    before_empty = not states[0]
+    assert found in states or found is None, where
+    try:
+        read_result(scenario.stage, area / scenario.target)
+    except UserError as e:      # only a new --out that never got its result has nothing to read
+        assert before_empty and "no " in str(e), (where, str(e))
+    after_reading = target_tree(area, scenario.target)
+    assert after_reading in states or (after_reading is None and before_empty), where
+    if (area / scenario.target).parent.is_dir():
+        with folder_lock(area / scenario.target):      # what the next writer does first
+            recover(area / scenario.target)
+    final = tree(area)
+    if final != scenario.clean:     # a killed stage cannot remove the empty parent folders it made for a new --out
+        final = {k: v for k, v in final.items() if k not in ("new/", "new/sub/") or k in scenario.before}
+    assert final in (scenario.before, scenario.clean), (where, sorted(set(final) ^ set(scenario.before)))
+    return "clean" if final == scenario.clean else "before"
+
+
+def spread(count: int, events: int) -> list:
+    """`count` change numbers spread evenly over 1..events, the last change (the swap's end) included."""
+    if count >= events:
+        return list(range(1, events + 1))
+    return sorted({round(1 + i * (events - 1) / (count - 1)) for i in range(count)})
+
+
+def run_trials(scenarios: dict, drivers, work: Path, trials: list) -> dict:
+    """trials: (scenario key, name, options); run two at a time; returns the outcome of each."""
+    idle = queue.Queue()
+    for driver in drivers:
+        idle.put(driver)
+
+    def one(trial):
+        key, name, options = trial
+        driver = idle.get()
+        try:
+            return stopped_run(scenarios[key], driver, work, name, **options)
+        finally:
+            idle.put(driver)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(drivers)) as pool:
+        futures = {trial[1]: pool.submit(one, trial) for trial in trials}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def short_trials(scenario: dict) -> list:
+    """24 stops: at changes spread over the run of an existing folder (12 SIGKILL, 8 SIGINT), the
+    swap itself among them, with renameat2's exchange and without it (cut between its two
+    renames); two of each signal for a new --out."""
+    existing, new = scenario["existing"], scenario["new"]
+    trials = [("existing", f"kill-{k}", dict(sig="SIGKILL", kill_at=k)) for k in spread(10, existing.events)]
+    trials += [("existing", f"kill-swap-{existing.swap}", dict(sig="SIGKILL", kill_at=existing.swap)),
+               ("existing", f"kill-nx-{existing.swap_without_exchange}",
+                dict(sig="SIGKILL", kill_at=existing.swap_without_exchange, no_exchange=True))]
+    trials += [("existing", f"int-{k}", dict(sig="SIGINT", kill_at=k)) for k in spread(8, existing.events)]
+    trials += [("new", f"new-kill-{k}", dict(sig="SIGKILL", kill_at=k)) for k in (new.events // 2, new.swap)]
+    trials += [("new", f"new-int-{k}", dict(sig="SIGINT", kill_at=k)) for k in (2, new.events - 1)]
+    assert len({name for _, name, _ in trials}) == len(trials)
+    return trials
+
+
+def long_trials(scenario: dict) -> list:
+    trials = []
+    for key, s in scenario.items():
+        for sig in ("SIGKILL", "SIGINT"):
+            trials += [(key, f"{key}-{sig}-{k}", dict(sig=sig, kill_at=k)) for k in range(1, s.events + 1)]
+            trials += [(key, f"{key}-{sig}-nx-{k}", dict(sig=sig, kill_at=k, no_exchange=True))
+                       for k in range(max(1, s.swap_without_exchange - 4), s.events_without_exchange + 1)]
+            trials += [(key, f"{key}-{sig}-t{i}", dict(sig=sig, after_s=round(s.seconds * i / 10, 3)))
+                       for i in range(1, 10)]
+    return trials
+
+
+def assert_both_outcomes_seen(outcomes: dict) -> None:
+    """Stops early keep the old result, stops after the swap have the new one: both must occur,
+    or the stops did not span the run."""
+    assert set(outcomes.values()) == {"before", "clean"}, outcomes
+
+
+# ── the tests ────────────────────────────────────────────────────────────────
+def test_data_stopped_anywhere_leaves_the_old_data_set_or_the_new_one(drivers, work, data_scenarios):
+    trials = short_trials(data_scenarios)
+    assert len(trials) >= 20
+    assert_both_outcomes_seen(run_trials(data_scenarios, drivers, work, trials))
+
+
+def test_train_stopped_anywhere_leaves_the_old_run_or_the_new_one(drivers, work, train_scenarios, shared_data):
+    data_before = tree(shared_data)
+    trials = short_trials(train_scenarios)
+    assert len(trials) >= 20
+    assert_both_outcomes_seen(run_trials(train_scenarios, drivers, work, trials))
+    assert tree(shared_data) == data_before       # training only reads its data
+
+
+@pytest.mark.slow     # every change, both signals, both kinds of --out, both swaps: some 250 stopped runs
+def test_data_stopped_at_every_change(drivers, work, data_scenarios):
+    assert_both_outcomes_seen(run_trials(data_scenarios, drivers, work, long_trials(data_scenarios)))
+
+
+@pytest.mark.slow
+def test_train_stopped_at_every_change(drivers, work, train_scenarios, shared_data):
+    data_before = tree(shared_data)
+    assert_both_outcomes_seen(run_trials(train_scenarios, drivers, work, long_trials(train_scenarios)))
+    assert tree(shared_data) == data_before
+
+
+def test_a_kept_file_of_the_old_folder_is_in_the_new_one(data_scenarios, train_scenarios):
+    """What the stage does not own (a user's file, a run's exported programs) survives a new run."""
+    for scenario in (data_scenarios["existing"], train_scenarios["existing"]):
+        assert scenario.clean["out/notes.txt"] == scenario.before["out/notes.txt"]
+    run = train_scenarios["existing"]
+    assert run.clean["out/export/fp32.pte"] == run.before["out/export/fp32.pte"]
+    assert run.clean["out/model.pt"] != run.before["out/model.pt"]
+
+
+# ── two writers at once ──────────────────────────────────────────────────────
+def start(*args) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "tinyrps", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "120"})
+
+
+def two_at_once(first: list, second: list, delay: float) -> list:
+    a = start(*first)
+    time.sleep(delay)
+    b = start(*second)
+    return [(p.wait(timeout=600), p.communicate()[1]) for p in (a, b)]
+
+
+def check_two_writers(results: list) -> None:
+    codes = sorted(rc for rc, _ in results)
+    for rc, err in results:
+        assert ".tmp" not in err and "No such file" not in err and "Traceback" not in err, err
+        if rc == 2:
+            assert len(err.strip().splitlines()) == 1 and BUSY.match(err.strip()), err
+    assert codes in ([0, 0], [0, 2]), results
+
+
+@pytest.mark.parametrize("delay", [0.0, 1.5])
+def test_two_data_runs_into_one_folder(tmp_path, delay):
+    out = tmp_path / "data"
+    seeds = (3, 4)
+    results = two_at_once(["data", "--out", out, "--per-class", "30", "--seed", seeds[0], "--quiet"],
+                          ["data", "--out", out, "--per-class", "30", "--seed", seeds[1], "--quiet"], delay)
+    check_two_writers(results)
+    from tinyrps.artifacts import check_manifest, data_info
+    check_manifest(out, "data")
+    info, _ = data_info(out)
+    winners = [seed for seed, (rc, _) in zip(seeds, results) if rc == 0]
+    assert info["seed"] == winners[-1] if len(winners) == 1 else info["seed"] in seeds
+    assert sorted(os.listdir(tmp_path)) == ["data"]          # no lock, no staged folder left
+
+
+def test_two_trainings_into_one_folder(tmp_path, data_dir):
+    run = tmp_path / "run"
+    results = two_at_once(["train", "--data", data_dir, "--out", run, "--epochs", "1", "--seed", "1", "--quiet"],
+                          ["train", "--data", data_dir, "--out", run, "--epochs", "1", "--seed", "2", "--quiet"], 0.5)
+    check_two_writers(results)
+    from tinyrps.artifacts import check_manifest, run_config
+    from tinyrps.model import load_model
+    check_manifest(run, "run")
+    assert run_config(run)["seed"] in (1, 2)
+    load_model(run / "model.pt")
+    assert sorted(os.listdir(tmp_path)) == ["run"]
+
+
+def test_a_writer_that_was_killed_leaves_a_lock_the_next_one_takes_over(tmp_path):
+    out = tmp_path / "data"
+    proc = start("data", "--out", out, "--per-class", "3000", "--quiet")
+    lock = tmp_path / ".data.lock"
+    deadline = time.time() + 60
+    while not (lock.is_file() and lock.read_text()) and time.time() < deadline:
+        time.sleep(0.05)
+    assert json.loads(lock.read_text())["pid"] == proc.pid
+    proc.kill()
+    proc.wait()
+    assert lock.exists() and any(".data.stage-" in n for n in os.listdir(tmp_path))    # what a kill leaves
+    done = subprocess.run([sys.executable, "-m", "tinyrps", "data", "--out", out, "--per-class", "4", "--quiet"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(tmp_path)) == ["data"]
+
+
+def test_a_second_writer_is_told_who_holds_the_folder(tmp_path, cli):
+    from tinyrps.artifacts import folder_lock
+    out = tmp_path / "data"
+    with folder_lock(out):
+        res = cli("data", "--out", out, "--per-class", "4")
+    assert res.returncode == 2 and BUSY.match(res.stderr.strip()), res.stderr
+    assert f"(pid {os.getpid()})" in res.stderr and time.strftime("%H:") in res.stderr
+    assert not out.exists() and os.listdir(tmp_path) == []
+
+
+# ── a full disk ──────────────────────────────────────────────────────────────
+def small_files():
+    """Writes past 64 KB fail with EFBIG, as writes to a full disk fail with ENOSPC."""
+    import resource
+    import signal
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)      # a failed write, not a killed process
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+
+def on_a_full_disk(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tinyrps", *map(str, args)], capture_output=True, text=True,
+                          preexec_fn=small_files, env=os.environ)
+
+
+def assert_full_disk_line(res) -> None:
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "File too large" in res.stderr and "free some space" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_full_disk_during_training_leaves_the_old_run_as_it_was(tmp_path, trained_run):
+    """The finding: the old model.pt with a new config.json, or a run folder with only config.json."""
+    from tinyrps.data import make_data
+    data_dir = tmp_path / "data"
+    make_data(data_dir, seed=0, per_class=4, quiet=True)
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run, ignore=shutil.ignore_patterns("export"))
+    before = tree(tmp_path)
+    assert_full_disk_line(on_a_full_disk("train", "--data", data_dir, "--out", run, "--epochs", "1", "--seed", "7",
+                                         "--quiet"))
+    assert tree(tmp_path) == before
+    assert_full_disk_line(on_a_full_disk("train", "--data", data_dir, "--out", tmp_path / "new", "--epochs", "1",
+                                         "--quiet"))
+    assert tree(tmp_path) == before                 # no folder holding only config.json
+
+
+def test_a_full_disk_during_the_main_job_leaves_no_empty_out_folder(tmp_path):
+    assert_full_disk_line(on_a_full_disk("all", "--out", tmp_path / "out", "--per-class", "200", "--epochs", "1",
+                                         "--quiet"))
+    assert os.listdir(tmp_path) == []
