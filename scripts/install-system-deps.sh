@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages the firmware needs, where missing: the Arm cross
 # toolchain with newlib, QEMU's Arm system emulator, CMake, a host C compiler, and
-# clang with libFuzzer for the fuzz targets (firmware/fuzz/).
+# clang with libFuzzer for the fuzz targets (firmware/fuzz/), and Chromium with its
+# WebDriver for the browser test of `tinyrps serve` (tests/test_serve.py).
 set -euo pipefail
 
 need=()
@@ -12,6 +13,8 @@ command -v cmake >/dev/null || need+=(cmake)
 command -v gcc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 command -v clang-16 >/dev/null || need+=(clang-16)
+command -v chromium >/dev/null || need+=(chromium)
+command -v chromedriver >/dev/null || need+=(chromium-driver)
 dpkg-query -W -f='${Status}' libclang-rt-16-dev 2>/dev/null | grep -q "install ok installed" || need+=(libclang-rt-16-dev)
 
 [ ${#need[@]} -eq 0 ] && exit 0

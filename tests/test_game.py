@@ -197,3 +197,9 @@ def test_a_long_game_keeps_its_memory_flat(exported, mode):
         proc.wait()
     growth = marks[total] - marks[WARM_UP]
     assert growth <= FLAT_KB, f"{growth} KB more after {ROUNDS} rounds ({marks})"
+
+
+def test_an_unmeasured_npu_program_says_so():
+    from tinyrps.game import describe_stats
+    assert describe_stats({"npu_estimate_ms": None}) == "Ethos-U estimate: not measured (tinyrps measure --model X.pte)"
+    assert describe_stats({"npu_estimate_ms": 0.2071}) == "Ethos-U estimate (Vela) 0.207 ms"

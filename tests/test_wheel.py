@@ -78,6 +78,13 @@ def test_the_wheel_carries_the_firmware_sources(wheel):
     assert {n for n in names if n.startswith("tinyrps/firmware/sources/")} == checkout
 
 
+def test_the_wheel_carries_the_page_of_serve(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    web = REPO / "src" / "tinyrps" / "web"
+    assert {f"tinyrps/web/{p.name}" for p in web.iterdir() if p.is_file()} <= names
+    assert {"tinyrps/web/index.html", "tinyrps/web/app.js", "tinyrps/web/style.css"} <= names
+
+
 def test_installed_package_runs_the_firmware_devices_from_anywhere(installed, exported, tmp_path):
     elsewhere, cache = tmp_path / "elsewhere", tmp_path / "cache"
     elsewhere.mkdir()

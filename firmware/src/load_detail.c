@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#if TRT_LOAD_DETAIL
+
 static void append(trt_detail *d, size_t *used, const char *text, size_t len) {
     if (!d || !d->text || d->size == 0) return;
     while (len-- > 0 && *used + 1 < d->size) d->text[(*used)++] = *text++;
@@ -19,6 +21,10 @@ trt_status trt_fail_named(trt_detail *d, trt_status status, const char *reason, 
     return status;
 }
 
+trt_status trt_fail_text(trt_detail *d, trt_status status, const char *reason, const char *name) {
+    return trt_fail_named(d, status, reason, name, strlen(name));
+}
+
 trt_status trt_fail(trt_detail *d, trt_status status, const char *reason) {
     return trt_fail_named(d, status, reason, NULL, 0);
 }
@@ -32,3 +38,4 @@ trt_status trt_fail_number(trt_detail *d, trt_status status, const char *reason,
     } while (n && len < sizeof digits);
     return trt_fail_named(d, status, reason, digits + sizeof digits - len, len);
 }
+#endif

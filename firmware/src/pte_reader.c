@@ -181,7 +181,7 @@ uint8_t fb_vector_u8(const fb_buffer *fb, const fb_vector *v, uint32_t index) {
 
 trt_status pte_read_extended_header(const uint8_t *data, size_t len, pte_extended_header *h) {
     memset(h, 0, sizeof *h);
-    if (len < EH_POS + EH_MIN_LEN || memcmp(data + EH_POS, "eh00", 4) != 0) return TRT_OK;
+    if (len < EH_POS + EH_MIN_LEN || !pte_text_is(data + EH_POS, 4, "eh00")) return TRT_OK;
     h->present = 1;
     h->header_len = rd32(data + EH_POS + 4);
     h->program_size = rd64(data + EH_POS + 8);
@@ -236,7 +236,7 @@ trt_status pte_open(const uint8_t *data, size_t len, pte_file *f) {
     trt_status s;
     memset(f, 0, sizeof *f);
     if (data == NULL || len < 8) return TRT_ERR_TRUNCATED;
-    if (memcmp(data + 4, "ET12", 4) != 0) return TRT_ERR_BAD_MAGIC;
+    if (!pte_text_is(data + 4, 4, "ET12")) return TRT_ERR_BAD_MAGIC;
     f->whole.data = data;
     f->whole.len = len;
     f->flat.data = data;
@@ -335,7 +335,7 @@ trt_status pte_value_at(const pte_file *f, const pte_plan *p, uint32_t index, pt
     case PTE_VALUE_INT:
         return fb_i64(fb, &val, SCALAR_VALUE, 0, &out->int_val);
     case PTE_VALUE_BOOL: {
-        uint8_t b;
+        uint8_t b = 0;
         s = fb_u8(fb, &val, SCALAR_VALUE, 0, &b);
         out->bool_val = b != 0;
         return s;

@@ -16,6 +16,15 @@
 
 #include "tinyrps_runtime.h"
 
+/* The n bytes at `bytes` are exactly the NUL-terminated `text`. (The runtime compares names itself: it
+ * needs nothing of the C library but memcpy and memset.) */
+static inline int pte_text_is(const void *bytes, size_t n, const char *text) {
+    const char *b = (const char *)bytes;
+    for (size_t i = 0; i < n; i++)
+        if (text[i] == '\0' || b[i] != text[i]) return 0;
+    return text[n] == '\0';
+}
+
 /* ---- FlatBuffer primitives -------------------------------------------------------------- */
 
 typedef struct {

@@ -16,8 +16,8 @@
 
 #define MAX_PLANNED_BYTES ((size_t)1 << 30)
 
-_Static_assert(sizeof(struct trt_program) <= TRT_PROGRAM_STORAGE_BYTES,
-               "TRT_PROGRAM_STORAGE_BYTES is too small for struct trt_program");
+/* TRT_PROGRAM_STORAGE_BYTES must hold the tables (a negative array size fails the build: C99). */
+typedef char trt_program_storage_bytes_too_small[sizeof(struct trt_program) <= TRT_PROGRAM_STORAGE_BYTES ? 1 : -1];
 
 /* ---- small helpers ------------------------------------------------------------------------------ */
 
@@ -329,14 +329,17 @@ static trt_status bind_instruction(trt_program *prog, trt_instruction *ins, int1
      * (trt_need_output); a kernel writes nothing else of the memory plan (operator_table.h) */
     if (n_args < 2 || prog->call_args[n_args - 2].kind != PTE_VALUE_TENSOR ||
         !prog->call_tensors[n_args - 2].in_arena)
-        return trt_fail_named(&prog->detail, TRT_ERR_MALFORMED, "the out argument is not a planned tensor in",
-                              ins->op->name, strlen(ins->op->name));
+        return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "the out argument is not a planned tensor in",
+                             ins->op->name);
     const trt_tensor *out = &prog->call_tensors[n_args - 2];
     ins->out_value = (uint16_t)args[n_args - 2];
     ins->out_offset = (uint32_t)out->arena_offset;
     ins->out_bytes = out->nbytes;
     note_input_reads(prog, k, args, n_args);
     ins->kernel = trt_choose_variant(ins->op, &ins->p);
+    if (!ins->kernel)
+        return trt_fail_text(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "no kernel variant of this build takes the call of",
+                             ins->op->name);
     size_t scratch = ins->kernel->scratch_bytes ? ins->kernel->scratch_bytes(&ins->p) : 0;
     ins->scratch_bytes = (uint32_t)scratch;
     if (scratch && (s = reserve_workspace(prog, scratch, &ins->scratch_offset)) != TRT_OK) return s;
@@ -386,19 +389,19 @@ static trt_status load_chain(trt_program *prog) {
 
 static trt_status io_tensors(trt_program *prog, const fb_vector *list, const char *what, uint32_t limit,
                              const char *limit_reason, trt_io *table, uint8_t *count) {
-    if (list->count == 0) return trt_fail_named(&prog->detail, TRT_ERR_BAD_TENSOR, "the program has no", what, strlen(what));
+    if (list->count == 0) return trt_fail_text(&prog->detail, TRT_ERR_BAD_TENSOR, "the program has no", what);
     if (list->count > limit) return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, limit_reason, list->count);
     for (uint32_t k = 0; k < list->count; k++) {
         int32_t v = fb_vector_i32(&prog->file.flat, list, k);
         pte_value value;
         trt_status s = read_value(prog, v, &value);
         if (s != TRT_OK) return s;
-        if (value.kind != PTE_VALUE_TENSOR) return trt_fail_named(&prog->detail, TRT_ERR_MALFORMED, "not a tensor:", what, strlen(what));
+        if (value.kind != PTE_VALUE_TENSOR) return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "not a tensor:", what);
         trt_io *io = &table[k];
         memset(io, 0, sizeof *io);
         if ((s = resolve_tensor(prog, &value.tensor, &io->t)) != TRT_OK) return s;
         if (!io->t.in_arena || io->t.numel == 0)
-            return trt_fail_named(&prog->detail, TRT_ERR_BAD_TENSOR, "not a non-empty planned tensor:", what, strlen(what));
+            return trt_fail_text(&prog->detail, TRT_ERR_BAD_TENSOR, "not a non-empty planned tensor:", what);
         io->value = (uint16_t)v;
         io->last_reader = -1;
         io->producer = -1;
@@ -538,7 +541,7 @@ static trt_status find_forward_plan(trt_program *prog) {
     for (uint32_t i = 0; i < prog->file.execution_plans.count; i++) {
         trt_status s = pte_plan_at(&prog->file, i, &prog->plan);
         if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad execution plan");
-        if (prog->plan.name_len == 7 && memcmp(prog->plan.name, "forward", 7) == 0) {
+        if (pte_text_is(prog->plan.name, prog->plan.name_len, "forward")) {
             if (prog->plan.values.count > TRT_MAX_VALUES)
                 return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "values above TRT_MAX_VALUES:", prog->plan.values.count);
             prog->n_values = (uint16_t)prog->plan.values.count;

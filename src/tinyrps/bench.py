@@ -136,3 +136,49 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
         result["eager_size_bytes"] = ckpt.stat().st_size
         result["render_images_per_s"] = render_throughput()
     return result
+
+
+def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=None, options=None) -> dict:
+    """One program of any kind, alone: the median latency of one inference on its device (`run` on
+    seeded samples of its declared inputs; the measure stage's samples for a Cortex-M program), and
+    the measure stage's figures of it (for a Cortex-M program: instructions per inference and per
+    kernel call on its emulated board; taken now if the program has no current measurement)."""
+    from pathlib import Path
+
+    from . import descriptor
+    from .devices import default_device, open_device
+    from .firmware.measure import measurement_inputs
+    from .measure import measure as take, measurements_for
+    from .torch_settings import torch_threads
+    if runs < 1:
+        raise UserError(f"--runs must be at least 1, got {runs}")
+    pte = Path(pte)
+    described = descriptor.read(pte, pte.read_bytes())
+    if described is None:
+        raise UserError(f"{pte.name} has no descriptor ({descriptor.path_of(pte).name}): export it with "
+                        "`tinyrps export` to benchmark it alone")
+    device_name = device_name or default_device(pte)
+    samples = measurement_inputs(described)
+    if isinstance(samples, np.ndarray):            # the RPS images, as the program's float input
+        from .firmware.tensors import images_as_input
+        samples = [images_as_input(samples)]
+    with torch_threads(1), open_device(device_name, pte, board=board, **(options or {})) as device:
+        if device.inputs is None:
+            raise UserError(f"device '{device_name}' runs image classifiers only: benchmark {pte.name} "
+                            "with --device native, mcu or host")
+        count = runs_for(device, runs)
+        one = [a[:1] for a in samples]
+        device.run_batch(one)                       # warm up
+        times = []
+        for _ in range(count):
+            start = time.perf_counter()
+            device.run_batch(one)
+            times.append((time.perf_counter() - start) * 1000)
+        entry = {"device": device_name, **spread(times), "size_bytes": pte.stat().st_size,
+                 "program_sha256": descriptor.read(pte).sha256}
+        if device.simulated_by:
+            entry["simulated_by"] = device.simulated_by
+    if measurements_for(described.family):
+        measured = measure.read(pte) or take(pte)
+        entry.update({key: measured[key] for key in ("vela", "firmware") if key in measured})
+    return {"runs": count, "rounds": 1, "block_s": 0.0, "variants": {pte.stem: entry}}

@@ -300,16 +300,68 @@ def print_classification(report: dict, show: bool) -> None:
 
 
 def cmd_bench(a):
-    check_run(a.run)
+    if bool(a.run) == bool(a.model):
+        raise UserError("bench needs --run RUN (every variant of a run, side by side) or --model X.pte (one program)")
+    if a.etdump is not None and not a.model:
+        raise UserError("--etdump is for --model X.pte (one Cortex-M program's per-layer profile)")
     options = device_options(a)
-    from .bench import bench
-    result = bench(a.run, runs=a.runs, only=a.variant, device_override=a.device, quiet=a.quiet or a.json,
-                   board=a.board, device_options=options)
+    if a.model:
+        check_model(a.model)
+        if a.variant:
+            raise UserError("--variant is for --run; --model names the one program")
+        from .bench import bench_program
+        result = bench_program(a.model, runs=a.runs, device_name=a.device, quiet=a.quiet or a.json, board=a.board,
+                               options=options.get(a.device or "mcu", {}))
+        if a.etdump is not None:
+            write_profile(a.model, result, a.etdump)
+    else:
+        check_run(a.run)
+        from .bench import bench
+        result = bench(a.run, runs=a.runs, only=a.variant, device_override=a.device, quiet=a.quiet or a.json,
+                       board=a.board, device_options=options)
     if a.json:
         emit_json(result)
     else:
         from .report import bench_table
         bench_table(result)
+
+
+def write_profile(model, result: dict, path) -> None:
+    """--etdump: the measured per-layer profile (the firmware's instructions per kernel call) as an ETDump
+    file for ExecuTorch's Inspector."""
+    (entry,) = result["variants"].values()
+    firmware = entry.get("firmware")
+    if not firmware or not firmware.get("layers"):
+        raise UserError(f"{Path(model).name} has no per-layer profile (only Cortex-M programs are profiled, on "
+                        "their emulated board): --etdump needs one")
+    from .etdump import write_etdump
+    write_etdump(path, firmware["layers"], program=model)
+    print(f"ETDump: {path} (open it with executorch.devtools.Inspector; times are instructions, not cycles)",
+          file=sys.stderr)
+
+
+def cmd_run(a):
+    check_model(a.model)
+    require_file(a.inputs, "inputs file", "save the inputs with numpy.savez(path, input0=...)")
+    check_out_file(a.out)
+    from .devices import default_device, require_board_device
+    device_name = a.device or ("mcu" if a.port else default_device(a.model))
+    require_board_device(device_name, a.board)
+    from .run_program import run_file
+    summary = run_file(a.model, a.inputs, a.out, device_name, board=a.board,
+                       options=device_options(a, device_name).get(device_name, {}))
+    if a.json:
+        emit_json(summary)
+    else:
+        shapes = ", ".join(f"{name} {o['dtype']} {o['shape']}" for name, o in summary["outputs"].items())
+        print(f"{summary['samples']} sample(s) of {Path(a.model).name} on {summary['runs_on']}: {shapes} -> {a.out}")
+
+
+def check_out_file(out) -> Path:
+    out = Path(out)
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder: give a file name, e.g. {out / 'outputs.npz'}")
+    return out
 
 
 def cmd_play(a):
@@ -323,11 +375,23 @@ def cmd_play(a):
     from .game import Game, play_interactive, play_scripted
     # stdout carries only the rounds (JSON Lines with --json); prompts, messages and the score go to stderr
     with open_device(device_name, a.model, board=a.board, **options) as device:
-        game = Game(device, seed=a.seed)
+        game = Game(device, seed=a.seed, opponent=a.opponent)
         if moves:
             play_scripted(game, moves, a.json, talk=sys.stderr, keep=False)
         else:
             play_interactive(game, a.json, talk=sys.stderr)
+
+
+def cmd_serve(a):
+    if not a.run and not a.model:
+        raise UserError("serve needs --run RUN (every program of the run) or --model X.pte; both repeatable")
+    runs = [check_run(run) for run in a.run or ()]
+    models = [check_model(model) for model in a.model or ()]
+    if a.device == "eager":
+        raise UserError("--device eager runs a checkpoint; serve runs exported programs: choose another device")
+    from .serve import serve
+    serve(runs, models, device=a.device, board=a.board, port=a.port, host=a.host, http_port=a.http_port,
+          open_browser=a.open)
 
 
 def cmd_all(a):
@@ -380,6 +444,15 @@ def cmd_deploy_fvp(a):
     emit_json(result)
 
 
+def cmd_deploy_library(a):
+    check_model(a.model)
+    from .deploy.library import check_name, check_out, summary_lines, write_library
+    check_name(a.name)
+    check_out(a.out)
+    manifest = write_library(a.model, a.out, a.name)
+    print("\n".join(summary_lines(manifest, a.out)))
+
+
 # ── parser ──────────────────────────────────────────────────────────────────
 def arch_help() -> str:
     from .arch import ARCHITECTURES, count_macs, count_params
@@ -400,6 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .arch import TUNED_EPOCHS, epochs_help
     from .devices import device_names
     from .firmware.boards import BOARDS
+    from .opponents import OPPONENTS
     p = Parser(prog="tinyrps", formatter_class=HelpWithDefaults,
                description="A tiny rock-paper-scissors classifier, from PyTorch to Arm microcontrollers.",
                epilog=f"Errors: one line on stderr and exit code {EXIT_USER_ERROR} for a user error; "
@@ -491,8 +565,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--show", action="store_true", help="print the 28x28 image the model saw, as ASCII art")
     s.add_argument("--json", action="store_true", help="one JSON object: model, device and a result per picture")
 
-    s = add("bench", cmd_bench, "median latency of one inference per variant, side by side")
-    s.add_argument("--run", required=True, type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
+    s = add("bench", cmd_bench, "median latency of one inference per variant, side by side; or one program's "
+            "latency and per-layer instructions")
+    s.add_argument("--run", type=Path, metavar="RUN", help="a run folder made by `tinyrps train` "
+                   "(required, except with --model)")
+    s.add_argument("--model", type=Path, metavar="X.pte", help="instead of --run: one program of any kind "
+                   "(default: none)")
+    s.add_argument("--etdump", type=Path, metavar="PATH", help="with --model: write the per-layer profile as an "
+                   "ExecuTorch ETDump file (default: none)")
     s.add_argument("--runs", type=count, default=200, metavar="N", help="timed single-image calls per variant "
                    "(at least; the mcu takes at most 20)")
     s.add_argument("--variant", action="append", metavar="T",
@@ -500,6 +580,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_device(s, "every program")
     add_board(s)
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of tables")
+
+    s = add("run", cmd_run, "any program's raw outputs for inputs from a .npz file (native, mcu or host)")
+    s.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a program made by `tinyrps export`")
+    s.add_argument("--inputs", required=True, type=Path, metavar="IN.npz",
+                   help="one array per input: input0, input1, ... (one sample, or N samples [N, *shape])")
+    s.add_argument("--out", required=True, type=Path, metavar="OUT.npz",
+                   help="the outputs: output0, ..., their raw int8 values (output0_int8) and instructions where the "
+                   "device reports them")
+    add_device(s, "the program")
+    add_board(s)
+    s.add_argument("--json", action="store_true", help="a JSON summary on stdout instead of a line")
 
     s = add("play", cmd_play, "play rock-paper-scissors; the model reads both moves")
     s.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a program made by `tinyrps export`")
@@ -509,7 +600,22 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: ask for each move)")
     s.add_argument("--seed", type=seed_number, metavar="S",
                    help="seed of the opponent's moves and the drawings (default: different every game)")
+    s.add_argument("--opponent", choices=OPPONENTS, default="random", help="how the opponent picks its move: at "
+                   "random, or adaptive (predicts your next move from your history and plays what beats it)")
     s.add_argument("--json", action="store_true", help="one JSON object per round on stdout (JSON Lines)")
+
+    s = add("serve", cmd_serve, "play in a web browser: draw your move, see what the model sees on each device")
+    s.add_argument("--run", type=Path, action="append", metavar="RUN", help="serve every exported program of this "
+                   "run; repeatable (required, unless --model)")
+    s.add_argument("--model", type=Path, action="append", metavar="X.pte",
+                   help="serve this program; repeatable (default: none, only the runs' programs)")
+    add_device(s, "the programs of its family")
+    add_board(s)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on; another than this machine's "
+                   "loopback lets other machines play")
+    s.add_argument("--http-port", type=whole_number(0, 65535), default=8000, metavar="N",
+                   help="TCP port to listen on; 0 takes any free port")
+    s.add_argument("--open", action="store_true", help="open the page in the web browser")
 
     s = add("all", cmd_all, "the whole pipeline: data, train, export, eval, bench, game, report")
     s.add_argument("--out", type=Path, default=Path("out"), metavar="DIR", help="folder to write")
@@ -565,6 +671,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="classify this PNG/JPEG on the FVP; repeatable (default: none, the runner's input of ones)")
     f.add_argument("--workdir", type=Path, help="build and log folder (default: next to the .pte, MODEL.fvp/)")
     f.add_argument("--timeout", type=int, default=600, help="FVP time limit per run, seconds (default 600)")
+    f = dsub.add_parser("library", formatter_class=HelpWithDefaults,
+                        help="write a Cortex-M program as a C library for your own firmware (CMake and Make)",
+                        description="write a Cortex-M program as a C99 library for your own firmware: the program, "
+                                    "the runtime's part it needs, an API of its own, CMake and Make files, an example")
+    f.set_defaults(func=cmd_deploy_library)
+    f.add_argument("--model", required=True, type=Path, metavar="X.pte", help="a Cortex-M program")
+    f.add_argument("--out", required=True, type=Path, metavar="DIR", help="the library's folder (new, or one written "
+                   "by this command before, which is replaced)")
+    f.add_argument("--name", default="tinyrps_model", metavar="NAME",
+                   help="a C identifier: the prefix of the library's names and its file names")
     return p
 
 

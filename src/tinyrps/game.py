@@ -1,8 +1,9 @@
 """The terminal rock-paper-scissors game.
 
-Each round renders an image of your move and of a random opponent move with the
-data renderer, classifies both on the chosen device, and decides the winner by
-the *predicted* labels: the model is the referee, so a misread move counts as read.
+Each round renders an image of your move and of the opponent's move (random, or
+adaptive: tinyrps.opponents) with the data renderer, classifies both on the chosen
+device, and decides the winner by the *predicted* labels: the model is the referee, so
+a misread move counts as read.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .ascii_art import image_to_ascii, side_by_side
 from .data import render
 from .errors import UserError
 from .labels import LABELS, softmax
+from .opponents import make_opponent
 
 QUIT = {"q", "quit", "exit"}
 BEATS = {"rock": "scissors", "paper": "rock", "scissors": "paper"}
@@ -58,15 +60,16 @@ def outcome(you: str, opponent: str) -> str:
 
 
 class Game:
-    def __init__(self, device, seed=None):
+    def __init__(self, device, seed=None, opponent: str = "random"):
         self.device = device
         self.rng = np.random.default_rng(seed)
+        self.opponent = make_opponent(opponent, self.rng)
         self.score = {"win": 0, "lose": 0, "tie": 0}
         self.last_images = None
         self.last_stats = {}
 
     def play_round(self, you: str) -> Round:
-        opponent = LABELS[self.rng.integers(len(LABELS))]
+        opponent = self.opponent.move()
         images = render(np.array([LABELS.index(you), LABELS.index(opponent)]), self.rng)
         start = time.perf_counter()
         logits = self.device.classify(images)
@@ -76,6 +79,7 @@ class Game:
         result = Round(you, LABELS[pred[0]], float(probs[0, pred[0]]), opponent, LABELS[pred[1]],
                        float(probs[1, pred[1]]), outcome(LABELS[pred[0]], LABELS[pred[1]]), latency_ms)
         self.score[result.outcome] += 1
+        self.opponent.observe(you)
         self.last_images = images
         self.last_stats = self.device.last_stats()
         return result
@@ -84,7 +88,9 @@ class Game:
 def describe_stats(stats: dict) -> str:
     parts = []
     if "npu_estimate_ms" in stats:
-        parts.append(f"Ethos-U estimate (Vela) {stats['npu_estimate_ms']:.3f} ms")
+        estimate = stats["npu_estimate_ms"]
+        parts.append(f"Ethos-U estimate (Vela) {estimate:.3f} ms" if estimate is not None
+                     else "Ethos-U estimate: not measured (tinyrps measure --model X.pte)")
     if "instructions" in stats:
         parts.append(f"{stats['instructions']:,} instructions on the MCU")
     if "link_ms" in stats:

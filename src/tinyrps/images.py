@@ -25,6 +25,7 @@ Only numpy and Pillow: reading an image must not pay for torch.
 """
 from __future__ import annotations
 
+import io
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,9 +85,19 @@ class Reading:
 
 
 # ── opening ──────────────────────────────────────────────────────────────────
+class ImageTooLarge(UserError):
+    """The picture has more pixels than the reader takes (a web upload answers 413 for it)."""
+
+
 def read_image(path) -> Reading:
     """A picture file -> Reading. Problems with the file raise UserError with one clear line."""
     return read_letter(open_gray(path))
+
+
+def read_image_bytes(data: bytes, name: str) -> Reading:
+    """A picture's bytes (an upload) -> Reading, read as read_image reads a file; `name` stands
+    for the file in the messages."""
+    return read_letter(_decode_gray(io.BytesIO(data), name))
 
 
 def open_gray(path) -> np.ndarray:
@@ -96,26 +107,31 @@ def open_gray(path) -> np.ndarray:
         raise UserError(f"{path} is a folder, not an image")
     if not path.exists():
         raise UserError(f"image not found: {path}")
+    return _decode_gray(path, path)
+
+
+def _decode_gray(source, name) -> np.ndarray:
+    """open_gray of a path or a binary file object; `name` is what the messages call it."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(path) as img:
+            with Image.open(source) as img:
                 if img.width * img.height > MAX_PIXELS:
-                    raise _too_large(path, f"{img.width}x{img.height} pixels")
+                    raise _too_large(name, f"{img.width}x{img.height} pixels")
                 img.draft(img.mode, (WORK_SIDE, WORK_SIDE))   # JPEG: decode at a reduced scale, much faster
                 return _to_gray(_upright(img))
     except Image.DecompressionBombError:
-        raise _too_large(path, "more pixels than Pillow will decode") from None
+        raise _too_large(name, "more pixels than Pillow will decode") from None
     except UnidentifiedImageError:
-        raise UserError(f"{path} is not an image Pillow can read (use PNG, JPEG, WebP, TIFF, GIF or BMP)") from None
+        raise UserError(f"{name} is not an image Pillow can read (use PNG, JPEG, WebP, TIFF, GIF or BMP)") from None
     except PermissionError:
-        raise UserError(f"cannot read {path}: permission denied") from None
+        raise UserError(f"cannot read {name}: permission denied") from None
     except (OSError, ValueError, SyntaxError) as e:     # what Pillow raises for a damaged file
-        raise UserError(f"{path} is a damaged or truncated image ({e}); save it again") from None
+        raise UserError(f"{name} is a damaged or truncated image ({e}); save it again") from None
 
 
-def _too_large(path, what: str) -> UserError:
-    return UserError(f"{path} is too large ({what}; at most {MAX_PIXELS:,} pixels): scale it down first")
+def _too_large(name, what: str) -> UserError:
+    return ImageTooLarge(f"{name} is too large ({what}; at most {MAX_PIXELS:,} pixels): scale it down first")
 
 
 def _upright(img: Image.Image) -> Image.Image:

@@ -4,6 +4,9 @@ line's help need them, and start-up time matters)."""
 
 LABELS = ("rock", "paper", "scissors")
 IMAGE_SIZE = 28
+# How an RPS program's input and output are read (the program descriptor records them).
+RPS_INPUT_CONVENTION = "uint8 image / 255"
+RPS_OUTPUT_CONVENTION = "logits of " + ", ".join(LABELS)
 # Per-class image counts of the default data set, per split.
 DEFAULT_PER_CLASS = {"train": 6000, "val": 300, "test": 200}
 

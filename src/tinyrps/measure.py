@@ -55,11 +55,15 @@ class Measurement:
     what: str
     function: str                               # "module:function" (pte, descriptor, quick) -> dict
     missing: Callable[[], Optional[str]] = lambda: None
+    # what else the figures depend on besides the program's bytes ("module:function" -> str), recorded
+    # with them: figures taken with another firmware are not the firmware's of today
+    fingerprint: Optional[str] = None
 
 
 MEASUREMENTS = (
     Measurement("firmware", ("cortex-m",), "the program on the firmware of its core's emulated board (QEMU)",
-                "tinyrps.firmware.measure:measure_program", _firmware_tools_missing),
+                "tinyrps.firmware.measure:measure_program", _firmware_tools_missing,
+                fingerprint="tinyrps.firmware.build:sources_fingerprint"),
     Measurement("vela", ("ethos-u",), "Vela's estimate of the NPU's time and memory",
                 "tinyrps.vela:measure_program"),
 )
@@ -93,15 +97,22 @@ def measure(pte, quick: bool = False, only: Optional[tuple] = None) -> dict:
     result = {VERSION_KEY: MEASUREMENT_VERSION, "program": pte.name,
               "program_sha256": hashlib.sha256(program).hexdigest(), "target": described.target}
     for m in kinds:
-        module, function = m.function.split(":")
-        result[m.name] = getattr(importlib.import_module(module), function)(pte, described, quick=quick)
+        result[m.name] = _resolve(m.function)(pte, described, quick=quick)
+        if m.fingerprint:
+            result.setdefault("fingerprints", {})[m.name] = _resolve(m.fingerprint)()
     atomic_write_json(path_of(pte), result)
     return result
 
 
+def _resolve(reference: str):
+    module, function = reference.split(":")
+    return getattr(importlib.import_module(module), function)
+
+
 def read(pte) -> Optional[dict]:
     """The measurements of T.pte, or None when there are none for the program as it is now (none
-    taken, or taken of other bytes: a program exported again must be measured again)."""
+    taken, taken of other bytes, or with another firmware: a program exported again, or a firmware
+    changed, must be measured again)."""
     pte = Path(pte)
     path = path_of(pte)
     if not path.is_file() or not pte.is_file():
@@ -116,6 +127,9 @@ def read(pte) -> Optional[dict]:
                         f"`tinyrps measure --model {pte}`")
     if raw.get("program_sha256") != hashlib.sha256(pte.read_bytes()).hexdigest():
         return None
+    for m in MEASUREMENTS:
+        if m.name in raw and m.fingerprint and raw.get("fingerprints", {}).get(m.name) != _resolve(m.fingerprint)():
+            return None            # taken with another firmware than today's
     return raw
 
 

@@ -102,7 +102,9 @@ def iqr(v: dict) -> str:
 
 def ratio_cell(v: dict) -> str:
     """The ratio to eager, or why it is not shown (eager's spread too large to carry it)."""
-    return "spread" if v.get("ratio_to_eager") is None else f"{v['ratio_to_eager']:.3f}"
+    if v.get("ratio_to_eager") is not None:
+        return f"{v['ratio_to_eager']:.3f}"
+    return "spread" if v.get("ratio_refused") else ""
 
 
 def bench_rows(result: dict) -> list:
@@ -115,9 +117,12 @@ def bench_rows(result: dict) -> list:
 
 
 def bench_table(result: dict) -> None:
-    print_table(f"latency of one inference: median over {result['rounds']} warmed-up blocks per variant, "
-                f"taking turns; data renderer {result['render_images_per_s']:,.0f} images/s",
-                BENCH_HEADER, bench_rows(result), text_columns=3, unwrapped=2)
+    if "render_images_per_s" in result:
+        title = (f"latency of one inference: median over {result['rounds']} warmed-up blocks per variant, "
+                 f"taking turns; data renderer {result['render_images_per_s']:,.0f} images/s")
+    else:
+        title = f"latency of one inference: median of {result['runs']} timed calls after a warm-up"
+    print_table(title, BENCH_HEADER, bench_rows(result), text_columns=3, unwrapped=2)
     if any(v.get("simulated_by") for v in result["variants"].values()):
         out_console.print(SIMULATION_NOTE)
     vela, firmware = vela_rows(result), firmware_rows(result)

@@ -268,3 +268,25 @@ def lower_network(name: str, core: str, seed: int = DEFAULT_SEED, strict: bool =
     """The network as an ExecuTorch Cortex-M program for `core` (a CortexMProgram)."""
     from .export.cortex_m import lower
     return lower(build(name, seed), example_inputs(name), calibration_inputs(name), core, strict=strict)
+
+
+def export_network(name: str, core: str, out_dir, seed: int = DEFAULT_SEED):
+    """The network exported for `core` as OUT/NAME-CORE.pte with its descriptor, through the export's own
+    driver (the program is checked against its edge program, as every export is)."""
+    from .descriptor import Origin
+    from .export import export_model
+    origin = Origin(module=f"tinyrps.zoo:{name} (seed {seed})",
+                    calibration=f"{CALIBRATION_INPUTS} float32 N(0, 1) input tuples (seed {CALIBRATION_SEED})")
+    return export_model(build(name, seed), example_inputs(name), calibration_inputs(name), core, out_dir,
+                        origin, name=f"{name}-{core}")
+
+
+# Random inputs on which a network's program is checked bit for bit, on every device.
+BIT_EXACT_INPUTS = 64
+BIT_EXACT_SEED = 3
+
+
+def bit_exact_inputs(name: str, count: int = BIT_EXACT_INPUTS) -> list:
+    """One array [count, *shape] per input of the network: what its programs are checked on."""
+    tuples = random_inputs(name, count, seed=BIT_EXACT_SEED)
+    return [torch.stack([t[k] for t in tuples]).numpy() for k in range(len(tuples[0]))]

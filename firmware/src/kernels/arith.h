@@ -19,8 +19,9 @@ static inline int64_t trt_wrap64(uint64_t u) { return u <= INT64_MAX ? (int64_t)
 static inline int32_t trt_add_wrap(int32_t a, int32_t b) { return trt_wrap32((uint32_t)a + (uint32_t)b); }
 
 /* Right shifts of negative int64 values are arithmetic (flooring) on every compiler this code
- * supports; C11 leaves it implementation-defined, so check it at compile time. */
-_Static_assert((-1 >> 1) == -1 && ((int64_t)-3 >> 1) == -2, "arithmetic right shift required");
+ * supports; C leaves it implementation-defined, so check it at compile time (in C99's terms:
+ * a negative array size fails the build). */
+typedef char trt_arithmetic_right_shift_required[(-1 >> 1) == -1 && ((int64_t)-3 >> 1) == -2 ? 1 : -1];
 
 /* Rounding right shift by n in [1, 31], half away from zero, of an int32 value (the same
  * steps as the int64 form below, in 32 bits: what every exported program's layers need). */

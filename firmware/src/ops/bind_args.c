@@ -8,13 +8,14 @@
 #include "bind_args.h"
 
 #include <math.h>
-#include <string.h>
 
 /* ---- argument access ----------------------------------------------------------------------- */
 
+#if TRT_LOAD_DETAIL
 trt_status trt_bad_arg(const trt_call *c, trt_status status, const char *what) {
-    return trt_fail_named(c->detail, status, what, c->op, strlen(c->op));
+    return trt_fail_text(c->detail, status, what, c->op);
 }
+#endif
 
 trt_status trt_arg_value(const trt_call *c, uint32_t i, const trt_value **v) {
     /* the loader resolved every argument of the call, in order (values.h) */

@@ -30,7 +30,14 @@ typedef struct {
     const char *op;            /* for error messages */
 } trt_call;
 
+#if TRT_LOAD_DETAIL
 trt_status trt_bad_arg(const trt_call *c, trt_status status, const char *what);
+#else
+static inline trt_status trt_bad_arg(const trt_call *c, trt_status status, const char *what) {
+    (void)c, (void)what;
+    return status;
+}
+#endif
 
 /* Scalars and lists. */
 trt_status trt_arg_value(const trt_call *c, uint32_t i, const trt_value **v);

@@ -1,8 +1,6 @@
 /* The operator table (operator_table.h): the rows of operators.def and the variant choice. */
 #include "operator_table.h"
 
-#include <string.h>
-
 #define TRT_OPERATOR(symbol, name, overload, parameters)                                      \
     const char trt_op_name_##symbol[] = name, trt_op_overload_##symbol[] = overload;
 #include "operators.def"
@@ -16,14 +14,10 @@ static const trt_operator *const OPERATORS[] = {
 
 #define N_OPERATORS ((int)(sizeof OPERATORS / sizeof OPERATORS[0]))
 
-static int same_text(const char *known, const char *text, uint32_t len) {
-    return strlen(known) == len && memcmp(known, text, len) == 0;
-}
-
 const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,
                                       uint32_t overload_len) {
     for (int i = 0; i < N_OPERATORS; i++)
-        if (same_text(OPERATORS[i]->name, name, name_len) && same_text(OPERATORS[i]->overload, overload, overload_len))
+        if (pte_text_is(name, name_len, OPERATORS[i]->name) && pte_text_is(overload, overload_len, OPERATORS[i]->overload))
             return OPERATORS[i];
     return NULL;
 }
@@ -33,7 +27,8 @@ int trt_operator_count(void) { return N_OPERATORS; }
 const trt_operator *trt_operator_at(int i) { return i >= 0 && i < N_OPERATORS ? OPERATORS[i] : NULL; }
 
 const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_params *p) {
-    for (uint8_t i = 0; i + 1 < op->n_variants; i++)
+    /* plain C, last, has no `accepts`: it takes every call its bind admits */
+    for (uint8_t i = 0; i < op->n_variants; i++)
         if (!op->variants[i].accepts || op->variants[i].accepts(p)) return &op->variants[i];
-    return &op->variants[op->n_variants - 1];   /* plain C takes every call its bind admits */
+    return NULL;   /* a build without plain C (a deploy library's) and no variant that takes the call */
 }

@@ -66,7 +66,8 @@ const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const
 int trt_operator_count(void);
 const trt_operator *trt_operator_at(int i);
 
-/* The variant a bound call runs with: the fastest one that accepts it (never NULL). */
+/* The variant a bound call runs with: the fastest one that accepts it; never NULL while the
+ * operator has its plain-C variant (a deploy library may leave it out on the core: NULL then). */
 const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_params *p);
 
 /* The operators (ops/<operator>.c) and their names (operator_table.c), from operators.def. */

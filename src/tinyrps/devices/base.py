@@ -8,7 +8,7 @@ so they are context managers and must be closed.
 
 `classify` takes the image classifiers of this project. `run` (one inference) and
 `run_batch` (arrays with a leading N) take any program the device runs: one array per
-input, of its dtype and shape (`inputs`, TensorSpecs), and give every output in its own
+input, of its dtype and shape (`inputs`, TensorLayouts), and give every output in its own
 dtype and shape with its raw int8 values where it has them (the int8 tensor the
 dequantize that wrote it read). The firmware devices (`native`, `mcu`) implement them,
 and their `classify` is `run_batch` on the images as the program's float32 input.
@@ -40,7 +40,7 @@ class RunResult:
 class Device:
     #: registry name, e.g. "host"
     name = "?"
-    #: the program's inputs and outputs (tinyrps.firmware.tensors.TensorSpec), on devices that run tensors
+    #: the program's inputs and outputs (tinyrps.firmware.tensors.TensorLayout), on devices that run tensors
     inputs: Optional[tuple] = None
     outputs: Optional[tuple] = None
 
@@ -106,7 +106,7 @@ class Device:
     def _input_specs(self) -> tuple:
         if self.inputs is None:
             raise UserError(f"device '{self.name}' runs image classifiers only (classify); run a program's tensors "
-                            "with --device native or --device mcu")
+                            "with --device native or --device mcu (Cortex-M programs) or --device host")
         return self.inputs
 
     def _program_name(self) -> str:

@@ -15,9 +15,8 @@ import sys
 import numpy as np
 
 from ..errors import UserError
-from ..model import images_to_tensor
 from ..pte import program_contents, read_program
-from .base import Device, require_family
+from .base import Device, RunResult, require_family
 
 
 def runtime_extension():
@@ -32,8 +31,11 @@ class HostDevice(Device):
     batch_size = 1  # the programs are exported with a static batch of one
 
     def __init__(self, model_path, **_):
+        from pathlib import Path
+        self.model_path = Path(model_path)
         program = read_program(model_path)
-        require_family(model_path, "host", self.name, program)
+        described = require_family(self.model_path, "host", self.name, program)
+        self.inputs, self.outputs = io_layouts(described)
         runtime = runtime_extension()
         # The runtime uses the program's bytes in place: keep them (and the Program) alive with the method.
         self._program_bytes = program
@@ -42,17 +44,37 @@ class HostDevice(Device):
                 self._program = runtime._load_program_from_buffer(
                     program, program_verification=runtime.Verification.Minimal)
                 self.method = self._program.load_method("forward")
-                self._classify_batch(np.zeros((1, 28, 28), np.uint8))  # first run probes the CPU
+                if self.inputs is not None:   # the first run probes the CPU
+                    self._run_batch([np.zeros((1, *t.shape), t.dtype) for t in self.inputs])
         except (RuntimeError, ValueError) as e:  # what the extension raises for a program it cannot run
             raise UserError(f"{model_path} could not be loaded by the ExecuTorch runtime ({e}); export it again") from None
         backends = sorted({d.replace("Backend", "") for d in program_contents(program, model_path).delegates})
         self._describe = "ExecuTorch runtime" + (f" ({', '.join(backends)})" if backends else " (portable kernels)")
 
     def _classify_batch(self, images: np.ndarray) -> np.ndarray:
+        from ..model import images_to_tensor
         return self.method(images_to_tensor(images))[0].numpy()
+
+    def _run_batch(self, arrays: list) -> RunResult:
+        import torch
+        rows = [[o.numpy().copy() for o in self.method([torch.from_numpy(np.ascontiguousarray(a[n])) for a in arrays])]
+                for n in range(len(arrays[0]))]
+        return RunResult([np.stack([row[k] for row in rows]) for k in range(len(rows[0]))], [None] * len(rows[0]))
 
     def describe(self) -> str:
         return self._describe
+
+
+def io_layouts(described) -> tuple:
+    """The program's inputs and outputs as tensors in logical order (the runtime's pybindings take and give
+    contiguous tensors), from its descriptor; (None, None) for a program without one."""
+    if described is None:
+        return None, None
+    from ..firmware.tensors import TensorLayout
+
+    def layout(spec):
+        return TensorLayout(np.dtype(spec.dtype).newbyteorder("<"), spec.shape, tuple(range(len(spec.shape))))
+    return tuple(layout(t) for t in described.inputs), tuple(layout(t) for t in described.outputs)
 
 
 @contextlib.contextmanager

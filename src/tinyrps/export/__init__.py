@@ -32,11 +32,7 @@ from ..artifacts import atomic_write_bytes, check_run_data, folder_lock, sha256_
 from ..descriptor import Origin, ProgramDescriptor, TensorSpec
 from ..errors import UserError
 from ..families import Target, family_of_target, get_family, get_target, targets  # noqa: F401 (re-exported)
-from ..labels import LABELS
-
-# What the RPS programs' input and output are, for the descriptor.
-RPS_INPUT_CONVENTION = "uint8 image / 255"
-RPS_OUTPUT_CONVENTION = "logits of " + ", ".join(LABELS)
+from ..labels import LABELS, RPS_INPUT_CONVENTION, RPS_OUTPUT_CONVENTION
 
 
 @dataclass

@@ -119,6 +119,16 @@ def build_firmware(kind: str = "native", limits: dict = None) -> FirmwareBuild:
     return FirmwareBuild(kind, build_dir, _executables(build_dir))
 
 
+def sources_fingerprint() -> str:
+    """The sha256 of every firmware source (path and bytes): what a measurement of the firmware records,
+    so that a figure taken with other sources is not shown for today's."""
+    source = firmware_dir()
+    h = hashlib.sha256()
+    for path in source_files(source):
+        h.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def build_root() -> Path:
     """Where firmware builds live: the user's cache, never a source tree."""
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

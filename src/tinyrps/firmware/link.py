@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import UserError
 from . import c_facts
-from .tensors import TensorSpec, parse_description
+from .tensors import TensorLayout, parse_description
 
 
 def _define(name: str):
@@ -132,7 +132,7 @@ class Info:
     load_detail: str
     input_count: int = 0       # the loaded program's inputs
     output_count: int = 0      # and outputs
-    inputs: tuple = ()         # TensorSpec of each input (TENSOR; DeviceLink.info asks for them)
+    inputs: tuple = ()         # TensorLayout of each input (TENSOR; DeviceLink.info asks for them)
     outputs: tuple = ()        # and of each output
     limits: dict = field(default_factory=dict)   # the firmware build's TRT_MAX_* limits
 
@@ -340,7 +340,7 @@ class DeviceLink:
             raise BoardReplyError("an input is described as having raw int8 values (only outputs have them)")
         return Info(**{**info.__dict__, "inputs": inputs, "outputs": outputs})
 
-    def tensor(self, kind: int, index: int, timeout: Optional[float] = None) -> TensorSpec:
+    def tensor(self, kind: int, index: int, timeout: Optional[float] = None) -> TensorLayout:
         payload = self.request(CMD_TENSOR, TENSOR_REQUEST.pack(KIND=kind, INDEX=index), timeout=timeout).payload
         try:
             return parse_description(payload)
@@ -360,7 +360,7 @@ class DeviceLink:
     def echo(self, data: bytes, timeout: Optional[float] = None) -> bytes:
         return self.request(CMD_ECHO, data, timeout=timeout).payload
 
-    def write_input(self, index: int, spec: TensorSpec, array: np.ndarray, timeout: Optional[float] = None) -> None:
+    def write_input(self, index: int, spec: TensorLayout, array: np.ndarray, timeout: Optional[float] = None) -> None:
         """Input `index` (an array of its spec's shape and dtype), in pieces of one frame each."""
         for piece in input_pieces(index, spec, array):
             self.write_piece(piece, timeout)
@@ -404,7 +404,7 @@ class DeviceLink:
                                   f"it says it carries take {needed}")
         return d["INSTRUCTIONS"], outputs
 
-    def read_output(self, index: int, spec: TensorSpec, part: int = PART_VALUES,
+    def read_output(self, index: int, spec: TensorLayout, part: int = PART_VALUES,
                     timeout: Optional[float] = None) -> np.ndarray:
         """Output `index` (or, with PART_INT8, its raw int8 values) in logical order, in pieces."""
         dtype = spec.dtype if part == PART_VALUES else np.dtype(np.int8)
@@ -521,7 +521,7 @@ class Piece:
     payload: bytes
 
 
-def input_pieces(index: int, spec: TensorSpec, array: np.ndarray) -> list:
+def input_pieces(index: int, spec: TensorLayout, array: np.ndarray) -> list:
     """The WRITE requests that put input `index` in full, one frame each. A float32 tensor whose every value is
     a uint8 over 255 (an image) travels as those bytes, a quarter of the size."""
     pixels = image_pixels(spec, array)
@@ -536,7 +536,7 @@ def input_pieces(index: int, spec: TensorSpec, array: np.ndarray) -> list:
             for first in range(0, spec.numel, per_frame)]
 
 
-def image_pixels(spec: TensorSpec, array: np.ndarray) -> Optional[bytes]:
+def image_pixels(spec: TensorLayout, array: np.ndarray) -> Optional[bytes]:
     """A float32 tensor whose every value is exactly (float32)v / 255 for a uint8 v, bit for bit: those v in
     memory order (the link's image encoding, which the firmware turns back into the same floats); else None."""
     if spec.dtype != np.float32:

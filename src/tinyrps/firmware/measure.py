@@ -60,27 +60,30 @@ def measure_program(pte, described, quick: bool = False) -> dict:
     from .boards import board_for_core
     core = described.info.core
     board = board_for_core(core)
+    samples = measurement_inputs(described)
     if quick:
-        return quick_count(pte, board.name)
-    figures = measure_firmware(pte, board.name)
+        return quick_count(pte, board.name, samples)
+    figures = measure_firmware(pte, board.name, samples)
     if board.core != core:
         figures["note"] = (f"QEMU 7.2 has no {core} board: measured on the {board.core} of the {board.name} "
                            "(the same Armv8.1-M MVE instruction set); the counts are that core's")
     return figures
 
 
-def quick_count(pte, board: str) -> dict:
+def quick_count(pte, board: str, samples=None) -> dict:
     """Instructions per inference with the fastest kernels, from one QEMU run: what a search needs."""
     from .qemu import firmware_elf, run_batch
     spec = get_board(board)
-    result = run_batch(Path(pte), measurement_images(), elf=firmware_elf(board, "fast"), board=board)
+    samples = measurement_images() if samples is None else samples
+    result = run_batch(Path(pte), samples, elf=firmware_elf(board, "fast"), board=board)
     return {"board": spec.name, "core": spec.core, "kernels": spec.fast_kernels,
             "instructions_per_inference": int(np.median(result.instructions)), "arena_bytes": result.arena_needed,
             "quick": True}
 
 
-def measure_firmware(pte, board: str = DEFAULT_BOARD) -> dict:
-    """Measure a Cortex-M .pte (path or bytes) on `board`'s firmware; see the module docstring."""
+def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None) -> dict:
+    """Measure a Cortex-M .pte (path or bytes) on `board`'s firmware; see the module docstring.
+    samples: the inputs to count on (default: the RPS measurement images)."""
     from .qemu import firmware_elf, run_batch
 
     spec = get_board(board)
@@ -88,7 +91,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD) -> dict:
         pte_path = _as_file(pte, Path(work))
         elf, elf_c = firmware_elf(board, "fast"), firmware_elf(board, "c")
         sections = elf_sections(elf)
-        images = measurement_images()
+        images = measurement_images() if samples is None else samples
         # three QEMU runs, two at a time (QEMU is single-threaded; the machine has two cores)
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             runs = [pool.submit(run_batch, pte_path, images, elf=e, board=board) for e in (elf, elf, elf_c)]
@@ -178,6 +181,29 @@ def check_variants(board: Board, build: str, layers: list, expected: str) -> Non
 def measurement_images() -> np.ndarray:
     from ..data import render
     return render(np.array([0, 1, 2]), np.random.default_rng(MEASURE_SEED))
+
+
+# Inputs of a program that is not an RPS classifier: this many seeded samples per measurement.
+MEASURE_SAMPLES = 3
+
+
+def measurement_inputs(described):
+    """What the instruction count runs on: the RPS measurement images for the RPS classifiers (their
+    input is a uint8 image / 255), else MEASURE_SAMPLES seeded samples of each declared input
+    (floats standard normal, integers uniform over the dtype's range)."""
+    from ..labels import RPS_INPUT_CONVENTION
+    if [t.convention for t in described.inputs] == [RPS_INPUT_CONVENTION]:
+        return measurement_images()
+    rng = np.random.default_rng(MEASURE_SEED)
+    samples = []
+    for t in described.inputs:
+        dtype = np.dtype(t.dtype)
+        if dtype.kind == "f":
+            samples.append(rng.standard_normal((MEASURE_SAMPLES, *t.shape)).astype(dtype))
+        else:
+            info = np.iinfo(dtype)
+            samples.append(rng.integers(info.min, int(info.max) + 1, (MEASURE_SAMPLES, *t.shape)).astype(dtype))
+    return samples
 
 
 def _as_file(pte, work: Path) -> Path:

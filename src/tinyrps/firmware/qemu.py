@@ -288,7 +288,7 @@ class BatchResult:
     # per kernel call, in chain order: {"op", "kernels" (the variant the runtime bound), "macs" (per inference),
     # "instructions" (mean per sample)}
     layers: list = field(default_factory=list)
-    inputs: tuple = ()            # TensorSpec of each input and output, as the firmware describes them
+    inputs: tuple = ()            # TensorLayout of each input and output, as the firmware describes them
     output_specs: tuple = ()
     limits: dict = field(default_factory=dict)   # the firmware build's TRT_MAX_* limits
 
@@ -314,7 +314,7 @@ def run_batch(pte, samples, elf: Optional[Path] = None, timeout: Optional[float]
 
     samples: one array [N, *input shape] per input of the program, in its dtype; or, for an image
     classifier, uint8 images [N, 28, 28] (its float32 input x / 255). specs: the program's input
-    TensorSpecs if known (the device has them from `info`); else one empty batch asks the firmware."""
+    TensorLayouts if known (the device has them from `info`); else one empty batch asks the firmware."""
     pte = Path(pte)
     elf = elf or firmware_elf(board)
     if specs is None:
@@ -336,7 +336,7 @@ _input_specs: dict = {}
 
 
 def program_inputs(pte: Path, elf: Path, board: str) -> tuple:
-    """The input TensorSpecs of a program, as the firmware describes them: an empty batch (cached per
+    """The input TensorLayouts of a program, as the firmware describes them: an empty batch (cached per
     program bytes and firmware image)."""
     key = (hashlib.sha256(Path(pte).read_bytes()).hexdigest(), str(elf), Path(elf).stat().st_mtime_ns)
     if key not in _input_specs:

@@ -2,7 +2,7 @@
 
 The firmware's runtime keeps each input and output in its own memory order (its dim_order:
 the logical dimensions from outermost to innermost in memory); the device link, the batch
-files and `tinyrps-native` move those bytes as they are. `TensorSpec` turns a numpy array
+files and `tinyrps-native` move those bytes as they are. `TensorLayout` turns a numpy array
 of the logical shape into them and back. The description's layout and the dtype codes come
 from the firmware's headers (c_facts).
 """
@@ -18,7 +18,7 @@ from . import c_facts
 
 
 @dataclass(frozen=True)
-class TensorSpec:
+class TensorLayout:
     dtype: np.dtype            # little-endian
     shape: tuple               # logical
     dim_order: tuple           # logical dims from outermost to innermost in memory
@@ -62,7 +62,7 @@ def numpy_dtype(code: int) -> np.dtype:
     return np.dtype(known[code][0]).newbyteorder("<")
 
 
-def parse_description(raw: bytes) -> TensorSpec:
+def parse_description(raw: bytes) -> TensorLayout:
     """A tensor description (firmware/protocol/tensor_desc.h). ValueError if it is not a consistent one."""
     layout = description_layout()
     if len(raw) != layout.size:
@@ -78,15 +78,15 @@ def parse_description(raw: bytes) -> TensorSpec:
     shape, order = tuple(d["SIZES"][:rank]), tuple(d["DIM_ORDER"][:rank])
     if any(s < 0 for s in shape) or sorted(order) != list(range(rank)):
         raise ValueError(f"shape {list(shape)} with dim order {list(order)}")
-    spec = TensorSpec(dtype, shape, order, bool(d["FLAGS"] & c_facts.define("TENSOR_DESC_HAS_INT8")))
+    spec = TensorLayout(dtype, shape, order, bool(d["FLAGS"] & c_facts.define("TENSOR_DESC_HAS_INT8")))
     if d["NUMEL"] != spec.numel or d["NBYTES"] != spec.nbytes:
         raise ValueError(f"{d['NUMEL']} elements in {d['NBYTES']} bytes for {spec.describe()}")
     return spec
 
 
-def spec_from_json(entry: dict) -> TensorSpec:
+def spec_from_json(entry: dict) -> TensorLayout:
     """A tensor of `tinyrps-native info`."""
-    return TensorSpec(np.dtype(entry["dtype"]).newbyteorder("<"), tuple(entry["shape"]), tuple(entry["dim_order"]),
+    return TensorLayout(np.dtype(entry["dtype"]).newbyteorder("<"), tuple(entry["shape"]), tuple(entry["dim_order"]),
                       bool(entry.get("int8", False)))
 
 

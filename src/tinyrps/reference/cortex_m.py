@@ -91,15 +91,29 @@ def replay(program, inputs: list) -> list:
 def replay_many(program, inputs: list) -> list:
     """Like `replay`, over inputs with a leading batch axis: one array per program input, each
     [N, *shape]; returns one array per output, each [N, *shape]."""
+    return replay_many_with_int8(program, inputs)[0]
+
+
+def replay_many_with_int8(program, inputs: list) -> tuple:
+    """(outputs, int8): `replay_many`'s outputs, and per output written by a dequantize_per_tensor the
+    int8 tensor that call read, [N, *shape] (None for an output no dequantize wrote): what a runtime
+    reports as an output's raw values."""
     prog = _program(program)
     count = len(inputs[0]) if inputs else 0
     register_operators()
+    outputs, int8 = [], []
     with _one_thread(), torch.no_grad():
-        runs = [_Replay(prog).run([x[i] for x in inputs]) for i in range(count)]
+        for i in range(count):
+            replayer = _Replay(prog)
+            outputs.append(replayer.run([x[i] for x in inputs]))
+            int8.append([replayer.dequantized.get(index) for index in prog.outputs])
     shapes = [tuple(prog.tensor(i).sizes) for i in prog.outputs]
     dtypes = [NP_DTYPES[prog.tensor(i).scalar_type] for i in prog.outputs]
-    return [np.stack([run[k] for run in runs]) if runs else np.zeros((0, *shapes[k]), dtypes[k])
-            for k in range(len(shapes))]
+    stacked = [np.stack([run[k] for run in outputs]) if outputs else np.zeros((0, *shapes[k]), dtypes[k])
+               for k in range(len(shapes))]
+    stacked_int8 = [None if not int8 or int8[0][k] is None else np.stack([q[k] for q in int8])
+                    for k in range(len(shapes))]
+    return stacked, stacked_int8
 
 
 def rps_inputs(images_uint8: np.ndarray) -> list:

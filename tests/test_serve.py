@@ -1,0 +1,558 @@
+"""`tinyrps serve`: the API (Starlette's TestClient on the real application and devices), the
+server as a process, a real browser drawing on the page, the emulated board's queue and its
+restart, and the adaptive opponent."""
+from __future__ import annotations
+
+import base64
+import importlib.util
+import io
+import json
+import struct
+import threading
+import urllib.request
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def browser_script():
+    spec = importlib.util.spec_from_file_location("serve_browser", REPO / "scripts" / "serve_browser.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sb = browser_script()
+R_PNG = sb.draw_letter_png("R")
+
+
+def blank_png(side: int = 256) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (side, side), "white").save(buf, "PNG")
+    return buf.getvalue()
+
+
+def huge_png(width: int = 12000, height: int = 9000) -> bytes:
+    """A PNG whose header says width x height (108 MP, above the reader's limit and below Pillow's): its
+    pixels are never decoded."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+
+
+def decoded(data_url: str) -> np.ndarray:
+    assert data_url.startswith("data:image/png;base64,")
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(data_url.split(",", 1)[1]))))
+
+
+def files_of(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+# ── the application in process ───────────────────────────────────────────────
+class Served:
+    """A Game on programs, its application and a TestClient, closed on exit."""
+
+    def __init__(self, models=(), runs=(), reader_workers=0, warm=False, **options):
+        from starlette.testclient import TestClient
+
+        from tinyrps.serve import Game, collect_programs, create_app
+        self.programs = collect_programs(runs, models, **options)
+        self.game = Game(self.programs, reader_workers=reader_workers, warm=warm)
+        self.client = TestClient(create_app(self.game, allowed_hosts=["testserver"]))
+
+    def play(self, picture=R_PNG, tab="tab-0001", **query):
+        return self.client.post("/api/play", params={"tab": tab, **query}, content=picture,
+                                headers={"content-type": "image/png", "x-picture-name": "drawing.png"})
+
+    def __enter__(self):
+        self.client.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.client.__exit__(*exc)
+        self.game.close()
+
+
+@pytest.fixture(scope="module")
+def host_pte(exported):
+    return exported("int8-xnnpack")
+
+
+@pytest.fixture(scope="module")
+def host_server(host_pte):
+    with Served([host_pte]) as served:
+        yield served
+
+
+def test_the_page_and_its_files_are_served_from_the_package_with_no_outside_address(host_server):
+    page = host_server.client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    for name, kind in (("app.js", "text/javascript"), ("style.css", "text/css")):
+        asset = host_server.client.get(f"/{name}")
+        assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind)
+        assert "http://" not in asset.text and "https://" not in asset.text, name
+    assert "http://" not in page.text and "https://" not in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert page.headers["x-content-type-options"] == "nosniff"
+    for control in ('id="clear"', 'id="play"', 'id="choose"', 'for="program"', 'for="opponent"'):
+        assert control in page.text
+
+
+def test_programs_lists_every_program_with_its_device(trained_run, exported):
+    for target in ("int8-xnnpack", "ethos-u85-128", "cortex-m55"):
+        exported(target)
+    with Served(runs=[trained_run]) as served:
+        info = served.client.get("/api/programs").json()
+    devices = {p["target"]: p["device"] for p in info["programs"]}
+    assert devices["int8-xnnpack"] == "host" and devices["ethos-u85-128"] == "npu-ref"
+    assert devices["cortex-m55"] == "mcu"
+    assert info["default"] == "int8-xnnpack" and info["opponents"] == ["random", "adaptive"]
+    assert {"upload_bytes", "pixels"} <= set(info["limits"])
+    label = next(p["label"] for p in info["programs"] if p["target"] == "cortex-m55")
+    assert "Cortex-M55" in label and "mps3-an547" in label
+
+
+def test_a_drawn_move_answers_every_field(host_server, host_pte):
+    from tinyrps.game import outcome
+    from tinyrps.images import read_image_bytes
+    from tinyrps.labels import LABELS
+    answer = host_server.play(tab="fields-tab-1", opponent="random")
+    assert answer.status_code == 200, answer.text
+    a = answer.json()
+    seen = read_image_bytes(R_PNG, "drawing.png")
+    you = a["you"]
+    assert you["letter_found"] and you["label"] == "rock" and 0.5 < you["confidence"] <= 1
+    assert set(you["probabilities"]) == set(LABELS) and abs(sum(you["probabilities"].values()) - 1) < 1e-6
+    assert np.array_equal(decoded(you["image"]), seen.image), "the preview is not what the model saw"
+    theirs = a["opponent"]
+    assert theirs["move"] in LABELS and theirs["strategy"] == "random" and theirs["label"] in LABELS
+    assert theirs["label"] == max(theirs["probabilities"], key=theirs["probabilities"].get)
+    assert decoded(theirs["image"]).shape == (28, 28)
+    assert a["outcome"] == outcome(you["label"], theirs["label"])
+    assert a["round"] == 1 and sum(a["score"].values()) == 1 and a["score"][a["outcome"]] == 1
+    assert a["program"]["id"] == "int8-xnnpack" and a["program"]["device"] == "host"
+    assert a["runs_on"].startswith("ExecuTorch runtime")
+    assert a["stats"]["host_ms"] > 0 and a["stats"]["read_ms"] > 0 and a["notice"] is None
+    names = [f["name"] for f in a["figures"]]
+    assert names == ["host latency", "picture read"] and all(f["note"] for f in a["figures"])
+    second = host_server.play(tab="fields-tab-1").json()
+    assert second["round"] == 2 and sum(second["score"].values()) == 2
+
+
+def test_no_letter_found_plays_no_round(host_server):
+    a = host_server.play(blank_png(), tab="blank-tab-1").json()
+    assert a["you"]["letter_found"] is False and a["you"]["label"] is None and a["you"]["confidence"] is None
+    assert a["opponent"] is None and a["outcome"] is None and a["round"] is None
+    assert a["score"] == {"win": 0, "lose": 0, "tie": 0}
+    assert decoded(a["you"]["image"]).shape == (28, 28)
+
+
+def test_the_score_is_kept_per_tab_and_a_new_game_resets_it(host_server):
+    for _ in range(2):
+        host_server.play(tab="tab-a-0001")
+    other = host_server.play(tab="tab-b-0001").json()
+    assert other["round"] == 1 and sum(other["score"].values()) == 1
+    reset = host_server.client.post("/api/new-game", params={"tab": "tab-a-0001"})
+    assert reset.json()["score"] == {"win": 0, "lose": 0, "tie": 0}
+    assert host_server.play(tab="tab-a-0001").json()["round"] == 1
+
+
+def test_a_non_image_gets_400_with_the_message_of_classify(host_server, tmp_path):
+    from tinyrps.errors import UserError
+    from tinyrps.images import read_image
+    for name, data in (("notes.png", b"these are words, not pixels"), ("cut.png", R_PNG[:len(R_PNG) // 2])):
+        answer = host_server.client.post("/api/play", params={"tab": "errors-tab-1"}, content=data,
+                                         headers={"x-picture-name": name})
+        assert answer.status_code == 400, answer.text
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(UserError) as classify_said:
+            read_image(tmp_path / name)
+        assert answer.json()["error"] == str(classify_said.value).replace(str(tmp_path / name), name)
+    assert "not an image Pillow can read" in host_server.client.post(
+        "/api/play", params={"tab": "errors-tab-1"}, content=b"words").json()["error"]
+
+
+def test_too_large_uploads_get_413_with_the_readers_message(host_server):
+    from tinyrps.images import MAX_PIXELS
+    from tinyrps.serve import MAX_UPLOAD_BYTES
+    answer = host_server.play(huge_png(), tab="large-tab-1")
+    assert answer.status_code == 413
+    assert answer.json()["error"] == (f"drawing.png is too large (12000x9000 pixels; at most {MAX_PIXELS:,} pixels): "
+                                      "scale it down first")
+    answer = host_server.play(b"\0" * (MAX_UPLOAD_BYTES + 1), tab="large-tab-1")
+    assert answer.status_code == 413 and "too large" in answer.json()["error"]
+    assert f"at most {MAX_UPLOAD_BYTES:,} bytes" in answer.json()["error"]
+
+
+def test_bad_requests_get_400_in_one_line(host_server):
+    cases = {"unknown program 'tpu'": dict(program="tpu"), "unknown opponent 'psychic'": dict(opponent="psychic"),
+             "tab must be": dict(tab="../../etc")}
+    for needle, query in cases.items():
+        answer = host_server.play(**query)
+        assert answer.status_code == 400 and needle in answer.json()["error"], (query, answer.text)
+        assert "\n" not in answer.json()["error"]
+    empty = host_server.play(b"", tab="empty-tab-1")
+    assert empty.status_code == 400 and "no picture" in empty.json()["error"]
+    assert host_server.client.get("/api/play").status_code == 405
+    assert host_server.client.get("/", headers={"host": "evil.example"}).status_code == 400
+
+
+def test_a_picture_name_is_a_name_never_a_path():
+    from tinyrps.serve import picture_name
+    assert picture_name("../../home/me/photo.jpg") == "photo.jpg"
+    assert picture_name("C:\\Users\\me\\pic.png") == "pic.png"
+    assert picture_name(None) == picture_name("") == picture_name("////") == "the picture"
+    assert picture_name("<script>x.png") == "scriptx.png"
+
+
+def test_the_server_writes_nothing_into_the_run(trained_run, exported):
+    exported("int8-xnnpack")
+    exported("ethos-u85-128")
+    before = files_of(trained_run)
+    with Served(runs=[trained_run], warm=True) as served:
+        for program in ("int8-xnnpack", "ethos-u85-128"):
+            assert served.play(program=program, tab="write-tab-1").status_code == 200
+    assert files_of(trained_run) == before
+
+
+def test_the_npu_reference_reports_vela_estimate_from_the_measurement(exported):
+    from tinyrps import measure
+    pte = exported("ethos-u85-128")
+    measure.path_of(pte).unlink(missing_ok=True)
+    with Served([pte]) as served:
+        a = served.play(tab="npu-tab-0001").json()
+    assert a["you"]["label"] == "rock" and a["program"]["device"] == "npu-ref"
+    figures = {f["name"]: f for f in a["figures"]}
+    vela = figures["Ethos-U85-128 time (Vela estimate)"]
+    assert vela["value"] == "not measured" and "tinyrps measure" in vela["note"]
+    assert "not the NPU's speed" in figures["TOSA reference model on this CPU"]["note"]
+    measure.measure(pte, only=("vela",))
+    with Served([pte]) as served:
+        a = served.play(tab="npu-tab-0001").json()
+    ms = measure.read(pte)["vela"]["inference_ms"]
+    assert a["stats"]["npu_estimate_ms"] == ms
+    assert {f["name"]: f for f in a["figures"]}["Ethos-U85-128 time (Vela estimate)"]["value"].startswith(f"{ms:.3f} ms")
+
+
+def test_pictures_are_read_in_worker_processes_the_same_way(host_pte):
+    with Served([host_pte], reader_workers=2) as served:
+        a = served.play(tab="workers-tab-1").json()
+        assert served.play(b"words", tab="workers-tab-1").status_code == 400
+        assert served.play(huge_png(), tab="workers-tab-1").status_code == 413
+    from tinyrps.images import read_image_bytes
+    assert np.array_equal(decoded(a["you"]["image"]), read_image_bytes(R_PNG, "x").image)
+
+
+def test_a_reader_that_dies_fails_that_picture_only(host_pte):
+    import os
+    import signal
+    with Served([host_pte], reader_workers=1) as served:
+        assert served.play(tab="reader-tab-1").status_code == 200
+        (worker,) = served.game.reader._pool._processes.values()
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(10)
+        failed = served.play(tab="reader-tab-1")
+        assert failed.status_code == 400 and "stopped the picture reader" in failed.json()["error"], failed.text
+        again = served.play(tab="reader-tab-1")
+        assert again.status_code == 200 and again.json()["you"]["label"] == "rock"
+
+
+# ── the command ───────────────────────────────────────────────────────────────
+def test_serve_refuses_bad_arguments_in_one_line(cli, trained_run, exported, host_pte):
+    exported("cortex-m55")
+    exported("cortex-m33")
+    cases = {("--model", host_pte, "--device", "native"): "no program served here runs on --device native",
+             ("--model", host_pte, "--port", "/dev/ttyACM0"): "--port is for the mcu device",
+             ("--model", host_pte, "--board", "mps2-an505"): "--board is for the mcu device",
+             ("--run", trained_run, "--port", "/dev/ttyACM0"): "one board with one program",
+             ("--model", host_pte, "--device", "eager"): "--device eager runs a checkpoint",
+             (): "serve needs --run RUN"}
+    for args, needle in cases.items():
+        res = cli("serve", *args)
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, res.stderr)
+
+
+def test_the_server_starts_answers_and_stops_on_ctrl_c(host_pte):
+    with sb.ServerProcess("--model", host_pte) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(server.url + "api/programs", timeout=30) as r:
+            assert json.load(r)["programs"][0]["id"] == "int8-xnnpack"
+        request = urllib.request.Request(server.url + "api/play?tab=process-tab-1", data=R_PNG, method="POST")
+        with urllib.request.urlopen(request, timeout=60) as r:
+            assert json.load(r)["you"]["label"] == "rock"
+        busy = sb.ServerProcess("--model", host_pte)
+        busy.args[-1] = server.url.rsplit(":", 1)[1].strip("/")          # the port already taken
+        res = __import__("subprocess").run(busy.args, capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2 and "cannot listen on 127.0.0.1" in res.stderr, res.stderr
+        status = server.stop()
+    assert status == 130 and server.stderr_lines[-1] == "tinyrps: interrupted", server.stderr_lines
+    assert not any("Traceback" in line for line in server.stderr_lines)
+
+
+def test_listening_beyond_this_machine_warns_in_one_line(host_pte):
+    with sb.ServerProcess("--model", host_pte, "--host", "0.0.0.0") as server:
+        with urllib.request.urlopen(server.url + "api/programs", timeout=30) as r:
+            assert r.status == 200
+    warnings = [line for line in server.stderr_lines if "warning" in line]
+    assert len(warnings) == 1 and "--host 0.0.0.0" in warnings[0]
+
+
+# ── the opponents ─────────────────────────────────────────────────────────────
+def play_against(strategy: str, player, rounds: int, seed: int) -> dict:
+    from tinyrps.game import outcome
+    from tinyrps.opponents import make_opponent
+    opponent = make_opponent(strategy, np.random.default_rng(seed))
+    tally = {"win": 0, "lose": 0, "tie": 0}                      # the opponent's results
+    for i in range(rounds):
+        theirs, yours = opponent.move(), player(i)
+        tally[outcome(theirs, yours)] += 1
+        opponent.observe(yours)
+    return tally
+
+
+def test_the_adaptive_opponent_beats_a_fixed_pattern():
+    pattern = ["rock", "rock", "paper"]
+    for seed in range(5):
+        assert play_against("adaptive", lambda i: pattern[i % 3], 300, seed)["win"] >= 0.7 * 300
+    assert play_against("random", lambda i: pattern[i % 3], 300, 0)["win"] < 0.5 * 300   # the test can fail
+
+
+def test_the_adaptive_opponent_does_no_worse_than_even_against_a_random_player():
+    """Against uniform moves every strategy wins and loses a third each; wins - losses over n
+    rounds then has mean 0 and standard deviation sqrt(2n/3). A strategy that gave moves away
+    would fall below -3 standard deviations (a fair one does so with probability 0.13 %)."""
+    from tinyrps.labels import LABELS
+    rounds = 3000
+    for seed in range(3):
+        player = np.random.default_rng(1000 + seed)
+        moves = [LABELS[k] for k in player.integers(3, size=rounds)]
+        tally = play_against("adaptive", lambda i: moves[i], rounds, seed)
+        assert tally["win"] - tally["lose"] >= -3 * np.sqrt(2 * rounds / 3), tally
+
+
+def test_the_adaptive_opponent_never_sees_the_move_it_answers():
+    from tinyrps.opponents import make_opponent
+    opponent = make_opponent("adaptive", np.random.default_rng(0))
+    for move in ["rock", "paper"] * 5:
+        opponent.observe(move)
+    first = opponent.move()
+    state = json.dumps({k: {str(c): v.tolist() for c, v in t.items()} for k, t in opponent.counts.items()})
+    assert opponent.move() in ("rock", "paper", "scissors") and first == "paper"   # it expects rock next
+    assert json.dumps({k: {str(c): v.tolist() for c, v in t.items()}
+                       for k, t in opponent.counts.items()}) == state, "move() changed what it learned"
+
+
+def test_play_takes_the_adaptive_opponent(cli, host_pte):
+    moves = ["rock", "rock", "paper"] * 10
+    res = cli("play", "--model", host_pte, "--moves", ",".join(moves), "--opponent", "adaptive", "--seed", "0",
+              "--json")
+    assert res.returncode == 0, res.stderr
+    rounds = [json.loads(line) for line in res.stdout.splitlines()]
+    from tinyrps.opponents import BEATEN_BY
+    from tinyrps.labels import LABELS
+    answered = [r["opponent"] == LABELS[BEATEN_BY[LABELS.index(r["you"])]] for r in rounds[9:]]
+    assert sum(answered) >= 0.7 * len(answered), rounds
+    bad = cli("play", "--model", host_pte, "--moves", "r", "--opponent", "psychic")
+    assert bad.returncode == 2 and "psychic" in bad.stderr
+
+
+# ── the emulated Cortex-M55 (slow: QEMU) ──────────────────────────────────────
+@pytest.fixture
+def m55_server(cortex_m_pte):
+    with Served([cortex_m_pte], warm=True) as served:
+        served.slot = served.game.slots["cortex-m55"]
+        yield served
+
+
+@pytest.mark.slow
+def test_mcu_moves_queue_in_order_one_at_a_time(m55_server):
+    slot = m55_server.slot
+    slot.warm().result(120)
+    device = slot.device
+    calls, submitted, ran, lock = [], [], [], threading.Lock()
+    real_classify, real_submit = device.classify, slot.submit
+
+    def classify(images):
+        with lock:
+            calls.append(("start", threading.get_ident()))
+        try:
+            return real_classify(images)
+        finally:
+            with lock:
+                calls.append(("end", threading.get_ident()))
+
+    def submit(job):
+        n = len(submitted)
+        submitted.append(n)
+
+        def numbered(d):
+            ran.append(n)
+            return job(d)
+        return real_submit(numbered)
+    device.classify, slot.submit = classify, submit
+    answers = [None] * 4
+
+    def one(i):
+        answers[i] = m55_server.play(tab=f"queue-tab-{i:04d}")
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert all(a is not None and a.status_code == 200 for a in answers), [a and a.text for a in answers]
+    assert [kind for kind, _ in calls] == ["start", "end"] * 8, "device calls overlapped"
+    assert ran == submitted == [0, 1, 2, 3]
+    a = answers[0].json()
+    assert a["you"]["label"] == "rock" and a["stats"]["instructions"] > 0 and a["stats"]["link_ms"] > 0
+    names = [f["name"] for f in a["figures"]]
+    assert names[:2] == ["instructions on the Cortex-M55", "serial round trip"]
+    assert "instructions, not cycles" in a["figures"][0]["note"]
+
+
+@pytest.mark.slow
+def test_a_killed_qemu_is_restarted_and_the_next_move_succeeds(m55_server):
+    first = m55_server.play(tab="kill-tab-0001")
+    assert first.status_code == 200, first.text
+    qemu = m55_server.slot.device.server.process
+    qemu.kill()
+    qemu.wait(10)
+    after = m55_server.play(tab="kill-tab-0001")
+    assert after.status_code == 200, after.text
+    a = after.json()
+    assert "QEMU exited" in a["notice"] and "started again" in a["notice"]
+    assert a["you"]["probabilities"] == first.json()["you"]["probabilities"]
+    assert m55_server.slot.device.server.process.pid != qemu.pid
+    assert m55_server.play(tab="kill-tab-0001").json()["notice"] is None
+
+
+@pytest.mark.slow
+def test_qemu_dying_during_a_move_fails_that_move_only(m55_server):
+    assert m55_server.play(tab="crash-tab-001").status_code == 200
+    device = m55_server.slot.device
+    real = device.classify
+
+    def dies_first(images):
+        device.server.process.kill()
+        return real(images)
+    device.classify = dies_first
+    failed = m55_server.play(tab="crash-tab-001")
+    assert failed.status_code == 503 and "started again" in failed.json()["error"], failed.text
+    assert "\n" not in failed.json()["error"]
+    again = m55_server.play(tab="crash-tab-001")
+    assert again.status_code == 200 and again.json()["you"]["label"] == "rock"
+
+
+# ── a real browser (slow) ─────────────────────────────────────────────────────
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    try:
+        sb.require_browser()
+    except sb.BrowserMissing as e:
+        pytest.fail(str(e), pytrace=False)
+    driver = sb.start_browser(tmp_path_factory.mktemp("chromium-profile"))
+    yield driver
+    driver.quit()
+
+
+SENT_PNG = "return window.tinyrpsLastUpload"
+
+
+def check_preview(browser, seen: dict) -> None:
+    """The preview is the 28x28 image the model saw of the drawing sent, shown upscaled with sharp pixels."""
+    from tinyrps.images import read_image_bytes
+    sent = base64.b64decode(browser.execute_script(SENT_PNG).split(",", 1)[1])
+    assert Image.open(io.BytesIO(sent)).size == (sb.UPLOAD_SIDE, sb.UPLOAD_SIDE)
+    expected = read_image_bytes(sent, "drawing.png").image
+    preview = seen["preview"]
+    assert (preview["width"], preview["height"]) == (28, 28) and preview["shown"] >= 4 * 28
+    assert preview["rendering"] in ("pixelated", "crisp-edges")
+    assert np.array_equal(np.array(preview["gray"], np.uint8).reshape(28, 28), expected)
+
+
+@pytest.mark.slow
+def test_a_letter_drawn_in_the_browser_is_played_on_the_host_and_the_emulated_m55(browser, host_pte, cortex_m_pte,
+                                                                                   tmp_path):
+    with sb.ServerProcess("--model", host_pte, "--model", cortex_m_pte) as server:
+        sb.open_page(browser, server.url)
+        sb.draw_on_canvas(browser, "R")
+        seen = sb.play(browser)
+        assert not seen["error"], seen["error"]
+        assert seen["you"].startswith("rock") and " vs " in seen["outcome"], seen
+        assert "host latency" in seen["figures"] and seen["history_rows"] == 1
+        check_preview(browser, seen)
+
+        sb.choose_program(browser, "cortex-m55")
+        browser.find_element("id", "clear").click()
+        sb.draw_on_canvas(browser, "R", pointer="mouse")
+        seen = sb.play(browser)
+        assert not seen["error"], seen["error"]
+        assert seen["you"].startswith("rock") and "Cortex-M55" in seen["runs_on"], seen
+        assert "instructions on the Cortex-M55" in seen["figures"] and "not cycles" in seen["figures"]
+        assert "serial round trip" in seen["figures"] and seen["history_rows"] == 2
+        check_preview(browser, seen)
+        shot = sb.screenshot(browser, tmp_path / "serve-cortex-m55.png")
+        assert Image.open(shot).size[0] >= 900
+        print(f"screenshot: {shot}")
+        qemus = [pid for pid in children(server.process.pid) if "qemu-system-arm" in command_of(pid)]
+        assert qemus, "the Cortex-M55 is not running in QEMU"
+    assert server.process.returncode == 130
+    assert not [pid for pid in qemus if Path(f"/proc/{pid}").exists()], "Ctrl-C left QEMU running"
+
+
+def children(pid: int) -> list:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
+
+
+def command_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+def test_the_page_works_by_keyboard_at_360_px(browser, host_pte):
+    with sb.ServerProcess("--model", host_pte) as server:
+        # a phone's viewport (a desktop window has a minimum width above 360 px)
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": 360, "height": 800, "deviceScaleFactor": 1, "mobile": True})
+        try:
+            sb.open_page(browser, server.url)
+            width = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+            assert width[1] == 360 and width[0] <= 360, f"the page scrolls sideways at 360 px: {width}"
+            play_by_keyboard(browser)
+        finally:
+            browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def play_by_keyboard(browser) -> None:
+    """The controls in tab order, and Play pressed with Enter."""
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+    sb.draw_on_canvas(browser, "P")
+    browser.execute_script("document.getElementById('program').focus()")
+    focused = [browser.switch_to.active_element.get_attribute("id")]
+    for _ in range(3):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        focused.append(browser.switch_to.active_element.get_attribute("id"))
+    assert focused == ["program", "opponent", "clear", "play"], focused
+    answers = "return document.body.dataset.answers || '0'"
+    before = browser.execute_script(answers)
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    WebDriverWait(browser, 60).until(lambda b: b.execute_script(answers) != before)
+    assert sb.shown(browser)["you"].startswith("paper")
