@@ -48,6 +48,7 @@ def user_errors(missing: Path, a_file: Path) -> dict:
         "npu-sweep": ["npu-sweep", "--run", str(missing)],
         "tune": ["tune", "--data", str(missing), "--out", str(missing)],
         "deploy fvp": ["deploy", "fvp", "--model", str(missing), "--executorch-root", str(missing)],
+        "deploy library": ["deploy", "library", "--model", str(missing), "--out", str(missing)],
         "a bad number": ["eval", "--run", str(missing), "--limit", "0"],
     }
 

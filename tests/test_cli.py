@@ -171,12 +171,12 @@ def test_port_is_for_the_mcu_only(cli, exported):
 # ── errors: what the user can fix is one line, a bug is a traceback ────────────
 def run_main(monkeypatch, capsys, error, argv=("data", "--out", "somewhere")):
     """tinyrps.cli.main with the data stage replaced by one that raises `error`."""
-    import tinyrps.pipeline
+    import tinyrps.data
     from tinyrps.cli import main
 
     def fail(*_, **__):
         raise error
-    monkeypatch.setattr(tinyrps.pipeline, "make_data", fail)
+    monkeypatch.setattr(tinyrps.data, "make_data", fail)
     code = main(list(argv))
     return code, capsys.readouterr().err
 

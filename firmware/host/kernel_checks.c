@@ -2,9 +2,10 @@
  * tinyrps-kernel-checks [SEED [ROUNDS]]: the kernels below the operator table, on the host.
  *
  * - Differential: the DSP kernels (here on the portable model of the DSP instructions)
- *   against the plain-C kernels on random, awkward shapes -- odd channel counts, padding
- *   wider than the kernel, strides, dilation, rectangular windows, every offset -- so the
- *   sanitizer build walks their code paths with sizes no exported model has.
+ *   against the plain-C kernels on random, awkward shapes -- odd channel counts, groups, depth
+ *   multipliers, padding wider than the kernel, strides, dilation, rectangular windows,
+ *   transposed convolutions, every offset, biases large enough for the general requantization
+ *   -- so the sanitizer build walks their code paths with sizes no exported model has.
  * - The portable DSP model against the instructions' definitions.
  * - Defined results: NaN and infinities in quantize_per_tensor.
  * - trt_program_extent on hand-made extended headers.
@@ -32,7 +33,9 @@ static uint64_t next_random(void) {   /* xorshift64 */
     rng ^= rng << 17;
     return rng;
 }
-static int32_t pick(int32_t lo, int32_t hi) { return lo + (int32_t)(next_random() % (uint64_t)(hi - lo + 1)); }
+static int32_t pick(int32_t lo, int32_t hi) {
+    return (int32_t)(lo + (int64_t)(next_random() % (uint64_t)((int64_t)hi - lo + 1)));
+}
 
 static void check(int ok, const char *what, long round) {
     checks++;
@@ -59,12 +62,12 @@ static void requant_params(int32_t *mult, int32_t *shift, int32_t n) {
     }
 }
 
-static void conv_geometry(trt_conv_params *p, int depthwise) {
+enum { CONV, DEPTHWISE, TRANSPOSE };
+
+static void conv_geometry(trt_conv_params *p, int kind) {
     p->batches = pick(1, 2);
     p->in_h = pick(1, 9);
     p->in_w = pick(1, 9);
-    p->in_c = depthwise ? 1 : pick(1, 20);
-    p->out_c = depthwise ? pick(1, 19) : pick(1, 9);
     p->kernel_h = pick(1, 4);
     p->kernel_w = pick(1, 4);
     p->stride_h = pick(1, 3);
@@ -73,9 +76,23 @@ static void conv_geometry(trt_conv_params *p, int depthwise) {
     p->pad_w = pick(0, 5);
     p->dilation_h = pick(0, 3) == 0 ? 2 : 1;
     p->dilation_w = pick(0, 3) == 0 ? 2 : 1;
-    p->kernel_c = p->in_c;
-    p->groups = 1;
-    p->depth_multiplier = depthwise ? p->out_c : 0;
+    if (kind == DEPTHWISE) {   /* the one-input-channel first layer, or any channel count and multiplier */
+        p->in_c = pick(0, 2) == 0 ? 1 : pick(2, 20);
+        p->depth_multiplier = p->in_c == 1 ? pick(1, 19) : pick(1, 3);
+        p->out_c = p->in_c * p->depth_multiplier;
+        p->kernel_c = 1;
+        p->groups = p->in_c;
+    } else {
+        p->groups = kind == CONV && pick(0, 3) == 0 ? pick(2, 3) : 1;
+        p->kernel_c = pick(1, kind == CONV ? 7 : 20);
+        p->in_c = p->kernel_c * p->groups;
+        p->out_c = p->groups * pick(1, 5);
+        p->depth_multiplier = 0;
+    }
+    if (kind == TRANSPOSE) {   /* the reference admits only groups 1 */
+        p->groups = 1;
+        p->kernel_c = p->in_c;
+    }
     p->input_offset = pick(0, 4) == 0 ? pick(-255, 255) : pick(-127, 128);
     p->output_offset = pick(-128, 127);
     p->activation_min = pick(-128, 0);
@@ -87,24 +104,35 @@ static int32_t extent(int32_t in, int32_t k, int32_t s, int32_t pad, int32_t d) 
     return span < 0 ? 0 : span / s + 1;
 }
 
-/* One random convolution (or depthwise) through C and DSP; 1 if the DSP kernel took it. */
-static int conv_round(long round, int depthwise) {
+static int32_t transposed_extent(int32_t in, int32_t k, int32_t s, int32_t pad, int32_t d, int32_t output_padding) {
+    return (in - 1) * s - 2 * pad + d * (k - 1) + output_padding + 1;
+}
+
+/* One random convolution, depthwise or transposed convolution through C and DSP; 1 if a DSP kernel took it. */
+static int conv_round(long round, int kind) {
     trt_conv_params p;
     memset(&p, 0, sizeof p);
-    conv_geometry(&p, depthwise);
-    p.out_h = extent(p.in_h, p.kernel_h, p.stride_h, p.pad_h, p.dilation_h);
-    p.out_w = extent(p.in_w, p.kernel_w, p.stride_w, p.pad_w, p.dilation_w);
+    conv_geometry(&p, kind);
+    if (kind == TRANSPOSE) {
+        p.out_h = transposed_extent(p.in_h, p.kernel_h, p.stride_h, p.pad_h, p.dilation_h, pick(0, p.stride_h - 1));
+        p.out_w = transposed_extent(p.in_w, p.kernel_w, p.stride_w, p.pad_w, p.dilation_w, pick(0, p.stride_w - 1));
+    } else {
+        p.out_h = extent(p.in_h, p.kernel_h, p.stride_h, p.pad_h, p.dilation_h);
+        p.out_w = extent(p.in_w, p.kernel_w, p.stride_w, p.pad_w, p.dilation_w);
+    }
     if (p.out_h < 1 || p.out_w < 1) return 0;
     const size_t in_n = (size_t)p.batches * p.in_h * p.in_w * p.in_c;
-    const size_t w_n = depthwise ? (size_t)p.kernel_h * p.kernel_w * p.out_c
-                                 : (size_t)p.out_c * p.kernel_h * p.kernel_w * p.in_c;
+    const size_t w_n = kind == DEPTHWISE ? (size_t)p.kernel_h * p.kernel_w * p.out_c
+                                         : (size_t)p.out_c * p.kernel_h * p.kernel_w * p.kernel_c;
     const size_t out_n = (size_t)p.batches * p.out_h * p.out_w * p.out_c;
     int8_t *in = aligned(in_n), *w = aligned(w_n), *out_c = aligned(out_n), *out_d = aligned(out_n);
     int32_t *bias = aligned(sizeof(int32_t) * p.out_c), *mult = aligned(sizeof(int32_t) * p.out_c),
             *shift = aligned(sizeof(int32_t) * p.out_c);
     fill_s8(in, in_n);
     fill_s8(w, w_n);
-    for (int32_t i = 0; i < p.out_c; i++) bias[i] = pick(-20000, 20000);
+    /* now and then a bias so large that the DSP kernels must take the general requantization */
+    const int32_t bias_range = pick(0, 5) == 0 ? 1 << 30 : 20000;
+    for (int32_t i = 0; i < p.out_c; i++) bias[i] = pick(-bias_range, bias_range);
     requant_params(mult, shift, p.out_c);
     p.input = in;
     p.weights = w;
@@ -116,27 +144,36 @@ static int conv_round(long round, int depthwise) {
     trt_conv_params c = p;
     trt_conv_prepare_sums(&c, sums);
     c.output = out_c;
-    if (depthwise) trt_depthwise_conv2d_c(&c);
+    if (kind == DEPTHWISE) trt_depthwise_conv2d_c(&c);
+    else if (kind == TRANSPOSE) trt_transpose_conv2d_c(&c);
     else trt_conv2d_c(&c);
     trt_conv_params d = p;
     d.output = out_d;
-    if (depthwise && trt_depthwise_dsp_accepts(&d)) {
-        void *scratch = aligned(trt_depthwise_dsp_scratch_bytes(&d)), *temp = aligned(trt_depthwise_dsp_temp_bytes(&d));
-        trt_depthwise_dsp_prepare(&d, scratch);
-        trt_depthwise_conv2d_dsp(&d, temp);
-        check(memcmp(out_c, out_d, out_n) == 0, "DSP depthwise conv equals plain C", round);
-        free(scratch);
-        free(temp);
-        took = 1;
-    } else if (!depthwise && trt_conv2d_dsp_accepts(&d)) {
-        void *temp = aligned(trt_conv2d_dsp_temp_bytes(&d));
-        d.tap_sums = c.tap_sums;
-        d.folded_bias = c.folded_bias;
-        trt_conv2d_dsp(&d, temp);
-        check(memcmp(out_c, out_d, out_n) == 0, "DSP conv2d equals plain C", round);
-        free(temp);
-        took = 1;
+#define DSP_KERNEL(name, run, what)                                                                             \
+    do {                                                                                                       \
+        trt_conv_params e = p;                                                                                 \
+        e.output = out_d;                                                                                      \
+        if (name##_accepts(&e)) {                                                                              \
+            void *scratch = aligned(name##_scratch_bytes(&e)), *temp = aligned(name##_temp_bytes(&e));        \
+            memset(out_d, 0x5A, out_n);                                                                        \
+            name##_prepare(&e, scratch);                                                                       \
+            run(&e, temp);                                                                                     \
+            check(memcmp(out_c, out_d, out_n) == 0, what, round);                                             \
+            free(scratch);                                                                                     \
+            free(temp);                                                                                        \
+            took = 1;                                                                                          \
+        }                                                                                                      \
+    } while (0)
+    if (kind == DEPTHWISE) {
+        DSP_KERNEL(trt_depthwise_dsp, trt_depthwise_conv2d_dsp, "DSP one-channel depthwise conv equals plain C");
+        DSP_KERNEL(trt_depthwise_channels_dsp, trt_depthwise_channels_dsp, "DSP depthwise conv equals plain C");
+    } else if (kind == TRANSPOSE) {
+        DSP_KERNEL(trt_transpose_conv2d_dsp, trt_transpose_conv2d_dsp, "DSP transposed conv equals plain C");
+    } else {
+        DSP_KERNEL(trt_conv2d_dsp, trt_conv2d_dsp, "DSP conv2d equals plain C");
     }
+#undef DSP_KERNEL
+    (void)d;
     free(sums);
     free(in);
     free(w);
@@ -160,7 +197,9 @@ static void linear_round(long round) {
     int32_t *terms = aligned(sizeof(int32_t) * p.out_features);
     fill_s8(in, in_n);
     fill_s8(w, w_n);
-    for (int32_t i = 0; i < p.out_features; i++) terms[i] = pick(-100000, 100000);
+    /* now and then terms so large that the DSP kernel takes the general requantization */
+    const int32_t range = pick(0, 4) == 0 ? INT32_MAX : 100000;
+    for (int32_t i = 0; i < p.out_features; i++) terms[i] = pick(-range, range);
     p.input = in;
     p.weights = w;
     if (pick(0, 1)) p.kernel_sum = terms;   /* the MVE form */
@@ -176,8 +215,11 @@ static void linear_round(long round) {
     trt_linear_prepare_sums(&p, sums);
     p.output = out_c;
     trt_linear_c(&p);
+    void *dsp_sums = aligned(trt_linear_dsp_scratch_bytes(&p));
+    trt_linear_dsp_prepare(&p, dsp_sums);
     p.output = out_d;
     trt_linear_dsp(&p, temp);
+    free(dsp_sums);
     check(memcmp(out_c, out_d, out_n) == 0, "DSP linear equals plain C", round);
     free(sums);
     free(temp);
@@ -283,17 +325,18 @@ static void program_extents(void) {
 int main(int argc, char **argv) {
     if (argc > 1) rng = strtoull(argv[1], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
     long rounds = argc > 2 ? strtol(argv[2], NULL, 10) : 400;
-    long conv_dsp = 0, depthwise_dsp = 0;
+    long conv_dsp = 0, depthwise_dsp = 0, transpose_dsp = 0;
     for (long r = 0; r < rounds; r++) {
-        conv_dsp += conv_round(r, 0);
-        depthwise_dsp += conv_round(r, 1);
+        conv_dsp += conv_round(r, CONV);
+        depthwise_dsp += conv_round(r, DEPTHWISE);
+        transpose_dsp += conv_round(r, TRANSPOSE);
         linear_round(r);
         pool_round(r);
         dsp_model_round(r);
     }
     quantize_special_values();
     program_extents();
-    printf("{\"checks\": %ld, \"failures\": %ld, \"rounds\": %ld, \"conv_dsp\": %ld, \"depthwise_dsp\": %ld}\n", checks,
-           failures, rounds, conv_dsp, depthwise_dsp);
+    printf("{\"checks\": %ld, \"failures\": %ld, \"rounds\": %ld, \"conv_dsp\": %ld, \"depthwise_dsp\": %ld, "
+           "\"transpose_dsp\": %ld}\n", checks, failures, rounds, conv_dsp, depthwise_dsp, transpose_dsp);
     return failures ? 1 : 0;
 }

@@ -97,4 +97,11 @@ static inline int32_t trt_sum_s8(const int8_t *a, int32_t n) {
     return s;
 }
 
+/* sum of |a[i]| over n values `stride` bytes apart (load time: bounds of accumulators) */
+static inline int64_t trt_abs_sum_s8(const int8_t *a, int32_t n, int32_t stride) {
+    int64_t s = 0;
+    for (int32_t i = 0; i < n; i++, a += stride) s += *a < 0 ? -(int64_t)*a : *a;
+    return s;
+}
+
 #endif

@@ -32,4 +32,12 @@
 #endif
 #endif
 
+/* Helium's floating-point half (__ARM_FEATURE_MVE bit 1: the M55 and M85 with their FPU), for
+ * the kernels that compute in float32 as the reference does. */
+#if TRT_HAVE_MVE && (__ARM_FEATURE_MVE & 2)
+#define TRT_HAVE_MVE_FLOAT 1
+#else
+#define TRT_HAVE_MVE_FLOAT 0
+#endif
+
 #endif

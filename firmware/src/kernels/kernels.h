@@ -21,6 +21,8 @@
 #define TRT_MAX_REDUCTION 65536
 /* Largest depthwise window (kernel_h * kernel_w), e.g. 11x11; the bind steps reject larger. */
 #define TRT_MAX_DEPTHWISE_TAPS 121
+/* Largest transposed-convolution window (kernel_h * kernel_w); the bind step rejects larger. */
+#define TRT_MAX_TRANSPOSE_TAPS 121
 
 typedef struct {
     const float *input;
@@ -54,6 +56,9 @@ typedef struct {
     const int32_t *tap_sums;
     const int32_t *folded_bias;
     const int8_t *packed_weights;
+    int32_t small_accumulators;   /* prepared: every channel's accumulator stays below 2^30 (dsp_requantize.h) */
+    const int8_t *vector_weights; /* prepared by the Helium convolution for windows of at most 64 bytes:
+                                   * [out_c rounded up to even][window rounded up to 16], zero-filled */
     int8_t *output;               /* [batches, out_h, out_w, out_c] */
     int32_t batches, in_h, in_w, in_c;
     int32_t out_h, out_w, out_c;
@@ -73,6 +78,17 @@ typedef struct {
     int32_t activation_min, activation_max;
 } trt_max_pool_params;
 
+/* quantized_avg_pool2d: the reference's float32 steps (kernels/c/avg_pool2d.c). */
+typedef struct {
+    const int8_t *input;          /* [batches, in_h, in_w, channels] */
+    int8_t *output;               /* [batches, out_h, out_w, channels] */
+    const float *dequantized;     /* workspace [256]: ((float)q - zero_point) * scale at q + 128 */
+    int32_t batches, in_h, in_w, channels, out_h, out_w;
+    int32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+    int32_t zero_point;
+    float scale;                  /* (float)(multiplier * 2^shift / 2^31) */
+} trt_avg_pool_params;
+
 typedef struct {
     const int8_t *input;          /* [rows, depth] */
     const int8_t *weights;        /* [out_features, depth] */
@@ -84,7 +100,20 @@ typedef struct {
     int32_t input_offset, filter_offset, output_offset;
     int32_t multiplier, shift;
     int32_t activation_min, activation_max;
+    int32_t kernel_sum_fits;      /* prepared (Helium): the kernel_sum form's sum fits int32 for every input */
+    int32_t small_accumulators;   /* prepared (DSP): every accumulator stays below 2^30 (dsp_requantize.h) */
 } trt_linear_params;
+
+/* quantized_batch_matmul: per batch, a linear layer in bias form (kernels/batch_matmul.h). */
+typedef struct {
+    trt_linear_params product;    /* one batch: lhs [M, K] times rhs_transposed [N, K]^T; pointers set per batch */
+    const int8_t *lhs;            /* [batches, M, K] */
+    const int8_t *rhs;            /* [batches, N, K]: a constant or an activation */
+    int8_t *output;               /* [batches, M, N] */
+    const int32_t *rhs_sums;      /* constant rhs with an lhs offset: [batches, N] row sums, prepared at load */
+    int32_t batches;
+    int rhs_constant;
+} trt_batch_matmul_params;
 
 #define TRT_COPY_MAX_RANK 6
 typedef struct {

@@ -45,3 +45,18 @@ void trt_linear_prepare_sums(trt_linear_params *p, void *scratch) {
     for (int32_t o = 0; o < p->out_features; o++) sums[o] = trt_sum_s8(p->weights + (size_t)o * p->depth, p->depth);
     p->weight_sums = sums;
 }
+
+int64_t trt_linear_accumulator_bound(const trt_linear_params *p, int32_t o) {
+    const int8_t *w = p->weights + (size_t)o * p->depth;
+    int64_t bound = 128 * trt_abs_sum_s8(w, p->depth, 1);
+    bound += 128 * (int64_t)p->depth * (p->filter_offset < 0 ? -(int64_t)p->filter_offset : p->filter_offset);
+    if (p->kernel_sum) {
+        bound += p->kernel_sum[o] < 0 ? -(int64_t)p->kernel_sum[o] : p->kernel_sum[o];
+    } else {
+        /* input_offset * (sum w + depth * filter_offset) + bias, the terms of the bias form */
+        const int64_t io = p->input_offset < 0 ? -(int64_t)p->input_offset : p->input_offset;
+        bound += io * (trt_abs_sum_s8(w, p->depth, 1) + (int64_t)p->depth * (p->filter_offset < 0 ? -(int64_t)p->filter_offset : p->filter_offset));
+        if (p->bias) bound += p->bias[o] < 0 ? -(int64_t)p->bias[o] : p->bias[o];
+    }
+    return bound;
+}

@@ -21,4 +21,8 @@ void trt_conv_prepare_sums(trt_conv_params *p, void *scratch);
 size_t trt_linear_sums_bytes(const trt_linear_params *p);
 void trt_linear_prepare_sums(trt_linear_params *p, void *scratch);
 
+/* The largest |accumulator| any input can give quantized_linear's output o, before its wrap to
+ * int32 in the bias form: 128 sum|w| + 128 depth |filter_offset| + |kernel_sum or bias + offset terms|. */
+int64_t trt_linear_accumulator_bound(const trt_linear_params *p, int32_t o);
+
 #endif

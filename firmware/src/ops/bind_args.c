@@ -135,6 +135,16 @@ int trt_same_layout(const trt_tensor *a, const trt_tensor *b) {
     return 1;
 }
 
+trt_status trt_need_activation(const trt_call *c, const trt_tensor *t, int nhwc_op, int32_t nhwc[4]) {
+    if (nhwc_op ? !(t->rank == 4 && trt_is_row_major(t)) : !trt_is_nhwc(t))
+        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "activations not channels-last in");
+    nhwc[0] = t->sizes[0];
+    nhwc[1] = t->sizes[nhwc_op ? 1 : 2];
+    nhwc[2] = t->sizes[nhwc_op ? 2 : 3];
+    nhwc[3] = t->sizes[nhwc_op ? 3 : 1];
+    return TRT_OK;
+}
+
 static int has_data(const trt_tensor *t) { return t->nbytes == 0 || t->data != NULL || t->in_arena; }
 
 trt_status trt_need_input(const trt_call *c, const trt_tensor *t, uint8_t dtype) {

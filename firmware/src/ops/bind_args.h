@@ -70,6 +70,10 @@ trt_status trt_need_qparams(const trt_call *c, double *scale, int32_t *zp, int32
 int trt_is_row_major(const trt_tensor *t);   /* dense in logical order; size-1 dims may sit anywhere */
 int trt_is_nhwc(const trt_tensor *t);
 int trt_same_layout(const trt_tensor *a, const trt_tensor *b);
+/* A 4-D activation whose bytes are [batches][height][width][channels]: a legacy operator's
+ * tensor is NCHW in logical order with the channels-last dim order; an _nhwc operator's is
+ * NHWC in logical order and row-major. Gives the sizes in NHWC order. */
+trt_status trt_need_activation(const trt_call *c, const trt_tensor *t, int nhwc_op, int32_t nhwc[4]);
 
 /* out = (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1, or 0 when the window does not fit. */
 int32_t trt_pooled_extent(int32_t in, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation);

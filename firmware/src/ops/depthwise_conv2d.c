@@ -1,7 +1,8 @@
 /* cortex_m::quantized_depthwise_conv2d.out(Tensor input, Tensor weight, Tensor? bias, int[] stride,
  * int[] padding, int[] dilation, int depth_multiplier, int input_offset, int output_offset,
  * Tensor requantize_multipliers, Tensor requantize_shifts, int activation_min, int activation_max,
- * Tensor scratch, *, Tensor(a!) out): bind step and variants. */
+ * Tensor scratch, *, Tensor(a!) out), and cortex_m::quantized_depthwise_conv2d_nhwc.out with the
+ * same arguments (activations NHWC in logical order: the same bytes): bind steps and variants. */
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
 #include "../kernels/isa.h"
@@ -9,11 +10,13 @@
 #include "conv_common.h"
 #include "operator_table.h"
 
-static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
+static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, int nhwc) {
+    const trt_conv_layout layout = {3, 4, 5, 1, 1, nhwc};
     trt_conv_params *p = &params->quantized_depthwise_conv2d;
-    const trt_tensor *in = NULL, *weight = NULL, *out = NULL;
-    trt_status s = trt_bind_conv_common(c, p, &in, &weight, &out, 1);
-    if (s != TRT_OK) return s;
+    const trt_tensor *weight = NULL;
+    trt_status s;
+    if ((s = trt_bind_conv_common(c, &layout, p, &weight)) != TRT_OK || (s = trt_conv_output_extent(c, p)) != TRT_OK)
+        return s;
     /* weight [1, kernel_h, kernel_w, out_c]; output channel oc reads input channel oc / multiplier */
     if (weight->sizes[0] != 1 || weight->sizes[3] != p->out_c || p->out_c % p->in_c != 0)
         return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "weight shape does not match the channels in");
@@ -23,34 +26,48 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     p->groups = p->in_c;
     int64_t taps = (int64_t)p->kernel_h * p->kernel_w;
     if (taps > TRT_MAX_DEPTHWISE_TAPS) return trt_bad_arg(c, TRT_ERR_LIMIT, "depthwise window over 121 taps in");
-    *macs += (uint64_t)out->numel * (uint64_t)taps;
+    *macs += (uint64_t)p->batches * p->out_h * p->out_w * p->out_c * (uint64_t)taps;
     return TRT_OK;
 }
 
+static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 0); }
+static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
+
+/* Each kernel's five entry points as a variant row (isa, name prefix). */
+#define VARIANT(isa, kernel)                                                                                   \
+    {isa, kernel##_accepts_p, kernel##_scratch_p, kernel##_prepare_p, kernel##_temp_p, kernel##_run_p}
+#define ENTRY_POINTS(kernel, run)                                                                              \
+    static int kernel##_accepts_p(const trt_params *p) { return kernel##_accepts(&p->quantized_depthwise_conv2d); }                  \
+    static size_t kernel##_scratch_p(const trt_params *p) { return kernel##_scratch_bytes(&p->quantized_depthwise_conv2d); }         \
+    static void kernel##_prepare_p(trt_params *p, void *scratch) { kernel##_prepare(&p->quantized_depthwise_conv2d, scratch); }      \
+    static size_t kernel##_temp_p(const trt_params *p) { return kernel##_temp_bytes(&p->quantized_depthwise_conv2d); }               \
+    static void kernel##_run_p(const trt_params *p, void *temp) { run(&p->quantized_depthwise_conv2d, temp); }
+
 #if TRT_HAVE_MVE
-static int mve_accepts(const trt_params *p) { return trt_depthwise_mve_accepts(&p->quantized_depthwise_conv2d); }
-static size_t mve_scratch(const trt_params *p) { return trt_depthwise_mve_scratch_bytes(&p->quantized_depthwise_conv2d); }
-static void mve_prepare(trt_params *p, void *scratch) { trt_depthwise_mve_prepare(&p->quantized_depthwise_conv2d, scratch); }
-static size_t mve_temp(const trt_params *p) { return trt_depthwise_mve_temp_bytes(&p->quantized_depthwise_conv2d); }
-static void run_mve(const trt_params *p, void *temp) { trt_depthwise_conv2d_mve(&p->quantized_depthwise_conv2d, temp); }
+ENTRY_POINTS(trt_depthwise_mve, trt_depthwise_conv2d_mve)
+ENTRY_POINTS(trt_depthwise_one_channel_mve, trt_depthwise_one_channel_mve)
+ENTRY_POINTS(trt_depthwise_channels_mve, trt_depthwise_channels_mve)
 #endif
 #if TRT_HAVE_DSP
-static int dsp_accepts(const trt_params *p) { return trt_depthwise_dsp_accepts(&p->quantized_depthwise_conv2d); }
-static size_t dsp_scratch(const trt_params *p) { return trt_depthwise_dsp_scratch_bytes(&p->quantized_depthwise_conv2d); }
-static void dsp_prepare(trt_params *p, void *scratch) { trt_depthwise_dsp_prepare(&p->quantized_depthwise_conv2d, scratch); }
-static size_t dsp_temp(const trt_params *p) { return trt_depthwise_dsp_temp_bytes(&p->quantized_depthwise_conv2d); }
-static void run_dsp(const trt_params *p, void *temp) { trt_depthwise_conv2d_dsp(&p->quantized_depthwise_conv2d, temp); }
+ENTRY_POINTS(trt_depthwise_dsp, trt_depthwise_conv2d_dsp)
+ENTRY_POINTS(trt_depthwise_channels_dsp, trt_depthwise_channels_dsp)
 #endif
 static void run_c(const trt_params *p, void *temp) { (void)temp; trt_depthwise_conv2d_c(&p->quantized_depthwise_conv2d); }
 
+/* Fastest first: one input channel with a window of at most 16 taps (one gather per pixel), one
+ * input channel as a convolution, then any depthwise layer. */
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
-    {"mve", mve_accepts, mve_scratch, mve_prepare, mve_temp, run_mve},
+    VARIANT("mve", trt_depthwise_mve),
+    VARIANT("mve", trt_depthwise_one_channel_mve),
+    VARIANT("mve", trt_depthwise_channels_mve),
 #endif
 #if TRT_HAVE_DSP
-    {"dsp", dsp_accepts, dsp_scratch, dsp_prepare, dsp_temp, run_dsp},
+    VARIANT("dsp", trt_depthwise_dsp),
+    VARIANT("dsp", trt_depthwise_channels_dsp),
 #endif
     {"c", NULL, NULL, NULL, NULL, run_c},
 };
 
-TRT_DEFINE_OPERATOR(quantized_depthwise_conv2d, bind, VARIANTS);
+TRT_DEFINE_OPERATOR(quantized_depthwise_conv2d, bind_legacy, VARIANTS);
+TRT_DEFINE_OPERATOR(quantized_depthwise_conv2d_nhwc, bind_nhwc, VARIANTS);

@@ -60,9 +60,13 @@ static size_t sums_bytes(const trt_params *p) { return trt_linear_sums_bytes(&p-
 static void prepare_sums(trt_params *p, void *scratch) { trt_linear_prepare_sums(&p->quantized_linear, scratch); }
 
 #if TRT_HAVE_MVE
+static size_t mve_scratch(const trt_params *p) { return trt_linear_mve_scratch_bytes(&p->quantized_linear); }
+static void mve_prepare(trt_params *p, void *scratch) { trt_linear_mve_prepare(&p->quantized_linear, scratch); }
 static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_linear_mve(&p->quantized_linear); }
 #endif
 #if TRT_HAVE_DSP
+static size_t dsp_scratch(const trt_params *p) { return trt_linear_dsp_scratch_bytes(&p->quantized_linear); }
+static void dsp_prepare(trt_params *p, void *scratch) { trt_linear_dsp_prepare(&p->quantized_linear, scratch); }
 static size_t dsp_temp(const trt_params *p) { return trt_linear_dsp_temp_bytes(&p->quantized_linear); }
 static void run_dsp(const trt_params *p, void *temp) { trt_linear_dsp(&p->quantized_linear, temp); }
 #endif
@@ -70,10 +74,10 @@ static void run_c(const trt_params *p, void *temp) { (void)temp; trt_linear_c(&p
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
-    {"mve", NULL, sums_bytes, prepare_sums, NULL, run_mve},
+    {"mve", NULL, mve_scratch, mve_prepare, NULL, run_mve},
 #endif
 #if TRT_HAVE_DSP
-    {"dsp", NULL, sums_bytes, prepare_sums, dsp_temp, run_dsp},
+    {"dsp", NULL, dsp_scratch, dsp_prepare, dsp_temp, run_dsp},
 #endif
     {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
 };

@@ -1,16 +1,17 @@
 /* cortex_m::quantized_max_pool2d.out(Tensor input, int[] kernel_size, int[] stride, int[] padding,
  * int[] dilation, bool ceil_mode, int input_zero_point, int output_zero_point, int activation_min,
- * int activation_max, *, Tensor(a!) out): bind step and variants. */
+ * int activation_max, *, Tensor(a!) out), and cortex_m::quantized_max_pool2d_nhwc.out with the same
+ * arguments (activations NHWC in logical order: the same bytes): bind steps and variants. */
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
 #include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "operator_table.h"
 
-static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
+static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, int nhwc) {
     trt_max_pool_params *p = &params->quantized_max_pool2d;
     const trt_tensor *in = NULL, *out = NULL;
-    int32_t kernel[2], stride[2], pad[2], dilation[2], in_zp, out_zp;
+    int32_t kernel[2], stride[2], pad[2], dilation[2], in_zp, out_zp, in_dims[4], out_dims[4];
     int ceil_mode = 0;
     trt_status s;
     (void)macs;
@@ -26,11 +27,12 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     if (ceil_mode || in_zp != out_zp) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "ceil_mode or unequal zero points in");
     /* torch's rule; it also guarantees every window has an in-bounds tap */
     if (pad[0] > kernel[0] / 2 || pad[1] > kernel[1] / 2) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "padding over half the kernel in");
-    if (!trt_is_nhwc(in) || !trt_is_nhwc(out)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "activations not channels-last in");
-    p->batches = in->sizes[0];
-    p->channels = in->sizes[1];
-    p->in_h = in->sizes[2];
-    p->in_w = in->sizes[3];
+    if ((s = trt_need_activation(c, in, nhwc, in_dims)) != TRT_OK || (s = trt_need_activation(c, out, nhwc, out_dims)) != TRT_OK)
+        return s;
+    p->batches = in_dims[0];
+    p->in_h = in_dims[1];
+    p->in_w = in_dims[2];
+    p->channels = in_dims[3];
     p->kernel_h = kernel[0];
     p->kernel_w = kernel[1];
     p->stride_h = stride[0];
@@ -39,13 +41,16 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     p->pad_w = pad[1];
     p->out_h = trt_pooled_extent(p->in_h, p->kernel_h, p->stride_h, p->pad_h, 1);
     p->out_w = trt_pooled_extent(p->in_w, p->kernel_w, p->stride_w, p->pad_w, 1);
-    if (p->out_h < 1 || p->out_w < 1 || p->channels < 1 || out->sizes[0] != p->batches ||
-        out->sizes[1] != p->channels || out->sizes[2] != p->out_h || out->sizes[3] != p->out_w)
+    if (p->out_h < 1 || p->out_w < 1 || p->channels < 1 || out_dims[0] != p->batches || out_dims[1] != p->out_h ||
+        out_dims[2] != p->out_w || out_dims[3] != p->channels)
         return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "output shape does not follow from the input in");
     p->input = (const int8_t *)(const void *)in->data;
     p->output = (int8_t *)(void *)out->mutable_data;
     return TRT_OK;
 }
+
+static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 0); }
+static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
 #if TRT_HAVE_MVE
 static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_mve(&p->quantized_max_pool2d); }
@@ -65,4 +70,5 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, NULL, NULL, NULL, run_c},
 };
 
-TRT_DEFINE_OPERATOR(quantized_max_pool2d, bind, VARIANTS);
+TRT_DEFINE_OPERATOR(quantized_max_pool2d, bind_legacy, VARIANTS);
+TRT_DEFINE_OPERATOR(quantized_max_pool2d_nhwc, bind_nhwc, VARIANTS);

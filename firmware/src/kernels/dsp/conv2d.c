@@ -14,16 +14,25 @@
  * channels at a time, reads a weight word per channel, splits it with two SXTB16 and feeds
  * eight SMLAD from four window words: 16 MACs in about 20 instructions. A reduction not a
  * multiple of four ends with plain multiplies.
+ *
+ * Groups and dilation: each window is first gathered tap by tap (kernel_c bytes of its group's
+ * channels per tap, taps dilation apart) into one byte run, then widened, group by group, each
+ * group against its own output channels (OHWI weights: contiguous per group). The same code
+ * runs the convolutions other operators reduce to (transposed convolution, a one-input-channel
+ * depthwise layer): trt_conv2d_dsp_on_image takes an image already padded or prepared.
  */
 #include "../isa.h"
 #if TRT_HAVE_DSP
 
 #include "../arith.h"
 #include "../padding.h"
+#include "../weight_sums.h"
 #include "dsp_intrinsics.h"
+#include "dsp_requantize.h"
 #include "kernels_dsp.h"
 
-static int32_t window_len(const trt_conv_params *p) { return p->kernel_h * p->kernel_w * p->in_c; }
+static int32_t window_len(const trt_conv_params *p) { return p->kernel_h * p->kernel_w * p->kernel_c; }
+static int is_general(const trt_conv_params *p) { return p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1; }
 static int has_padding(const trt_conv_params *p) { return p->pad_h > 0 || p->pad_w > 0; }
 static size_t padded_bytes(const trt_conv_params *p) {
     if (!has_padding(p)) return 0;
@@ -32,19 +41,33 @@ static size_t padded_bytes(const trt_conv_params *p) {
 }
 /* the two interleaved windows: 4 words per group of four bytes, then 2 x 4 plain halfwords */
 static size_t columns_bytes(const trt_conv_params *p) { return (size_t)(window_len(p) / 4) * 16 + 16; }
-/* kernel_w * in_c not a multiple of 4: a window is gathered into one byte run first */
-static int needs_staging(const trt_conv_params *p) { return (p->kernel_w * p->in_c) % 4 != 0; }
+/* kernel_w * in_c not a multiple of 4, groups or dilation: a window is gathered into one byte run first */
+static int needs_staging(const trt_conv_params *p) { return is_general(p) || (p->kernel_w * p->in_c) % 4 != 0; }
 
-int trt_conv2d_dsp_accepts(const trt_conv_params *p) {
-    return p->groups == 1 && p->dilation_h == 1 && p->dilation_w == 1 && trt_pad_value_fits(p->input_offset);
+int trt_conv2d_dsp_accepts(const trt_conv_params *p) { return trt_pad_value_fits(p->input_offset); }
+
+size_t trt_conv2d_dsp_scratch_bytes(const trt_conv_params *p) { return trt_conv_sums_bytes(p); }
+
+/* The weight sums (weight_sums.h), and whether every channel takes the short requantization. */
+void trt_conv2d_dsp_prepare(trt_conv_params *p, void *scratch) {
+    const int32_t n = window_len(p);
+    trt_conv_prepare_sums(p, scratch);
+    p->small_accumulators = 1;
+    for (int32_t oc = 0; oc < p->out_c; oc++) {
+        const int64_t abs_sum = trt_abs_sum_s8(p->weights + (size_t)oc * n, n, 1);
+        if (!trt_dsp_accumulator_fits(abs_sum, 128, p->folded_bias[oc], p->shifts[oc])) p->small_accumulators = 0;
+    }
+}
+
+/* The working memory of a call on a prepared image: the interleaved windows, the staging bytes. */
+size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p) {
+    size_t bytes = columns_bytes(p);
+    if (needs_staging(p)) bytes += ((size_t)window_len(p) + 3) & ~(size_t)3;
+    return bytes;
 }
 
 /* temp: [padded image][interleaved windows][staging bytes] */
-size_t trt_conv2d_dsp_temp_bytes(const trt_conv_params *p) {
-    size_t bytes = padded_bytes(p) + columns_bytes(p);
-    if (needs_staging(p)) bytes += (size_t)window_len(p);
-    return bytes;
-}
+size_t trt_conv2d_dsp_temp_bytes(const trt_conv_params *p) { return padded_bytes(p) + trt_conv2d_dsp_block_bytes(p); }
 
 typedef struct {
     const int8_t *image;       /* padded (or the input when there is no padding) */
@@ -63,12 +86,22 @@ static void widen_groups(const int8_t *src, int32_t n, uint32_t *columns, int32_
     }
 }
 
-static void window_to_columns(const trt_conv_params *p, const workspace *ws, int32_t pixel, int32_t k) {
+/* Pixel k's window, group g. */
+static void window_to_columns(const trt_conv_params *p, const workspace *ws, int32_t pixel, int32_t k, int32_t g) {
     const int32_t oy = pixel / p->out_w, ox = pixel % p->out_w, row_len = p->kernel_w * p->in_c;
     const int32_t window = window_len(p), whole = window & ~3;
     const int8_t *x = ws->image + (size_t)oy * p->stride_h * ws->pitch + (size_t)ox * p->stride_w * p->in_c;
     const int8_t *flat = x;
-    if (needs_staging(p)) {
+    if (is_general(p)) {
+        const int32_t kc = p->kernel_c;
+        const size_t row_step = (size_t)p->dilation_h * ws->pitch, tap_step = (size_t)p->dilation_w * p->in_c;
+        int8_t *dst = ws->staging;
+        x += (size_t)g * kc;
+        for (int32_t ky = 0; ky < p->kernel_h; ky++)
+            for (int32_t kx = 0; kx < p->kernel_w; kx++, dst += kc) memcpy(dst, x + ky * row_step + kx * tap_step, (size_t)kc);
+        flat = ws->staging;
+        widen_groups(flat, whole, ws->columns, 0, k);
+    } else if (needs_staging(p)) {
         for (int32_t ky = 0; ky < p->kernel_h; ky++)
             memcpy(ws->staging + ky * row_len, x + (size_t)ky * ws->pitch, (size_t)row_len);
         flat = ws->staging;
@@ -111,25 +144,47 @@ static __attribute__((noinline)) void dot2x2(const uint32_t *columns, int32_t gr
     acc[3] = b1;
 }
 
-/* Output channel oc of two pixels, whose parameters are read once. */
-static inline __attribute__((always_inline)) void finish_channel(const trt_conv_params *p, int32_t oc, int32_t acc_a,
-                                                                int32_t acc_b, int8_t *out_a, int8_t *out_b) {
-    const int32_t folded = p->folded_bias[oc], mult = p->multipliers[oc], shift = p->shifts[oc];
-    out_a[oc] = trt_output_s8(trt_add_wrap(acc_a, folded), mult, shift, p->output_offset, p->activation_min,
-                              p->activation_max);
-    out_b[oc] = trt_output_s8(trt_add_wrap(acc_b, folded), mult, shift, p->output_offset, p->activation_min,
-                              p->activation_max);
+/* What the finishing of every output channel reads, copied out of the parameters once per call
+ * (the output's byte stores could alias them: GCC would reload each one per channel). */
+typedef struct {
+    const int32_t *folded, *multipliers, *shifts;
+    int32_t offset, lo, hi, small;
+} finish_constants;
+
+static finish_constants finish_constants_of(const trt_conv_params *p) {
+    const finish_constants k = {p->folded_bias, p->multipliers, p->shifts,        p->output_offset,
+                                p->activation_min, p->activation_max, p->small_accumulators};
+    return k;
 }
 
-/* Output pixels a and b (b == a for a last, odd one: computed once more, stored once more). */
-static void conv_pair(const trt_conv_params *p, const workspace *ws, int8_t *out_a, int8_t *out_b) {
+/* Output channel oc of two pixels, whose parameters are read once. */
+static inline __attribute__((always_inline)) void finish_channel(const finish_constants *k, int32_t oc, int32_t acc_a,
+                                                                int32_t acc_b, int8_t *out_a, int8_t *out_b) {
+    const int32_t folded = k->folded[oc], mult = k->multipliers[oc], shift = k->shifts[oc];
+    if (k->small) {   /* |acc + folded| < 2^30: no wrap, the short requantization */
+        const trt_dsp_requant r = trt_dsp_requant_of(mult, shift);
+        out_a[oc] = trt_dsp_output_s8(acc_a + folded, &r, k->offset, k->lo, k->hi);
+        out_b[oc] = trt_dsp_output_s8(acc_b + folded, &r, k->offset, k->lo, k->hi);
+        return;
+    }
+    out_a[oc] = trt_output_s8(trt_add_wrap(acc_a, folded), mult, shift, k->offset, k->lo, k->hi);
+    out_b[oc] = trt_output_s8(trt_add_wrap(acc_b, folded), mult, shift, k->offset, k->lo, k->hi);
+}
+
+/* Output channels [oc0, oc1) of pixels a and b (b == a for a last, odd one: computed once more,
+ * stored once more). */
+static void conv_pair(const trt_conv_params *p, const workspace *ws, int32_t oc0, int32_t oc1, int8_t *out_a,
+                      int8_t *out_b) {
     const int32_t n = window_len(p), groups = n / 4, rest = n % 4;
     const int16_t *tail = (const int16_t *)(const void *)(ws->columns + (size_t)groups * 4);
-    for (int32_t oc = 0; oc < p->out_c; oc += 2) {
-        const int8_t *w0 = p->weights + (size_t)oc * n;
-        const int8_t *w1 = oc + 1 < p->out_c ? w0 + n : w0;
+    const uint32_t *columns = ws->columns;
+    const int8_t *weights = p->weights;
+    const finish_constants k = finish_constants_of(p);
+    for (int32_t oc = oc0; oc < oc1; oc += 2) {
+        const int8_t *w0 = weights + (size_t)oc * n;
+        const int8_t *w1 = oc + 1 < oc1 ? w0 + n : w0;
         int32_t acc[4];
-        dot2x2(ws->columns, groups, w0, w1, acc);
+        dot2x2(columns, groups, w0, w1, acc);
         for (int32_t i = 0; i < rest; i++) {
             const int32_t x = tail[i], y = tail[4 + i], u = w0[4 * groups + i], v = w1[4 * groups + i];
             acc[0] += x * u;
@@ -137,32 +192,35 @@ static void conv_pair(const trt_conv_params *p, const workspace *ws, int8_t *out
             acc[2] += y * u;
             acc[3] += y * v;
         }
-        finish_channel(p, oc, acc[0], acc[2], out_a, out_b);
-        if (oc + 1 < p->out_c) finish_channel(p, oc + 1, acc[1], acc[3], out_a, out_b);
+        finish_channel(&k, oc, acc[0], acc[2], out_a, out_b);
+        if (oc + 1 < oc1) finish_channel(&k, oc + 1, acc[1], acc[3], out_a, out_b);
+    }
+}
+
+void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
+    const int32_t pixels = p->out_h * p->out_w, per_group = p->out_c / p->groups;
+    workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
+    for (int32_t i = 0; i < pixels; i += 2) {
+        const int32_t j = i + 1 < pixels ? i + 1 : i;
+        for (int32_t g = 0; g < p->groups; g++) {
+            window_to_columns(p, &ws, i, 0, g);
+            window_to_columns(p, &ws, j, 1, g);
+            conv_pair(p, &ws, g * per_group, (g + 1) * per_group, out + (size_t)i * p->out_c, out + (size_t)j * p->out_c);
+        }
     }
 }
 
 void trt_conv2d_dsp(const trt_conv_params *p, void *temp) {
-    const int32_t pixels = p->out_h * p->out_w;
+    const int32_t pitch = (p->in_w + 2 * p->pad_w) * p->in_c;
     int8_t *padded = temp;
-    workspace ws;
-    ws.pitch = (p->in_w + 2 * p->pad_w) * p->in_c;
-    ws.columns = (uint32_t *)(void *)(padded + padded_bytes(p));
-    ws.staging = padded + padded_bytes(p) + columns_bytes(p);
     for (int32_t b = 0; b < p->batches; b++) {
         const int8_t *image = p->input + (size_t)b * p->in_h * p->in_w * p->in_c;
         if (has_padding(p)) {
             trt_pad_image(image, padded, p->in_h, p->in_w, p->in_c, p->pad_h, p->pad_w, p->input_offset);
             image = padded;
         }
-        ws.image = image;
-        int8_t *out = p->output + (size_t)b * pixels * p->out_c;
-        for (int32_t i = 0; i < pixels; i += 2) {
-            const int32_t j = i + 1 < pixels ? i + 1 : i;
-            window_to_columns(p, &ws, i, 0);
-            window_to_columns(p, &ws, j, 1);
-            conv_pair(p, &ws, out + (size_t)i * p->out_c, out + (size_t)j * p->out_c);
-        }
+        trt_conv2d_dsp_on_image(p, image, pitch, p->output + (size_t)b * p->out_h * p->out_w * p->out_c,
+                                padded + padded_bytes(p));
     }
 }
 

@@ -10,7 +10,9 @@
  *
  * The window's taps are taken two at a time: per pixel, each pair of inputs is packed once
  * into one word of two halfwords; at load, each output channel's weights were packed the
- * same way, so a channel is one SMLAD per two taps. Other depthwise shapes run on kernels/c.
+ * same way, so a channel is one SMLAD per two taps. Requantization: dsp_requantize.h when
+ * every channel's accumulator stays below 2^30 (checked at load; its constants prepared per
+ * channel), arith.h's otherwise. Other depthwise shapes run on depthwise_channels.c.
  */
 #include "../isa.h"
 #if TRT_HAVE_DSP
@@ -19,6 +21,7 @@
 #include "../kernels.h"
 #include "../padding.h"
 #include "dsp_intrinsics.h"
+#include "dsp_requantize.h"
 #include "kernels_dsp.h"
 
 /* Windows of up to 10 taps (3x3 and smaller) run a fully unrolled loop of this many pairs;
@@ -40,10 +43,15 @@ int trt_depthwise_dsp_accepts(const trt_conv_params *p) {
 }
 
 /* scratch: folded bias [out_c], packed weights [out_c][tap_pairs] (two halfwords each),
- * tap offsets in the padded image [tap_pairs * 2] */
+ * tap offsets in the padded image [tap_pairs * 2], the short requantization's constants [out_c] */
 size_t trt_depthwise_dsp_scratch_bytes(const trt_conv_params *p) {
     return (size_t)p->out_c * sizeof(int32_t) + (size_t)p->out_c * tap_pairs(p) * sizeof(uint32_t) +
-           (size_t)tap_pairs(p) * 2 * sizeof(int32_t);
+           (size_t)tap_pairs(p) * 2 * sizeof(int32_t) + (size_t)p->out_c * sizeof(trt_dsp_requant);
+}
+
+static const trt_dsp_requant *requant_constants(const trt_conv_params *p) {
+    const uint32_t *packed = (const uint32_t *)(const void *)p->packed_weights;
+    return (const trt_dsp_requant *)(const void *)(packed + (size_t)p->out_c * tap_pairs(p) + 2 * (size_t)tap_pairs(p));
 }
 
 void trt_depthwise_dsp_prepare(trt_conv_params *p, void *scratch) {
@@ -63,6 +71,13 @@ void trt_depthwise_dsp_prepare(trt_conv_params *p, void *scratch) {
     }
     for (int32_t t = 0; t < 2 * pairs; t++)   /* taps past the window read tap 0, against zero weights */
         offsets[t] = t < n ? (t / p->kernel_w) * pitch(p) + t % p->kernel_w : 0;
+    trt_dsp_requant *requant = (trt_dsp_requant *)(void *)(offsets + 2 * pairs);
+    p->small_accumulators = 1;
+    for (int32_t oc = 0; oc < p->out_c; oc++) {
+        requant[oc] = trt_dsp_requant_of(p->multipliers[oc], p->shifts[oc] > 0 ? 0 : p->shifts[oc]);
+        if (!trt_dsp_accumulator_fits(trt_abs_sum_s8(p->weights + oc, n, p->out_c), 128, folded[oc], p->shifts[oc]))
+            p->small_accumulators = 0;
+    }
     p->folded_bias = folded;
     p->packed_weights = (const int8_t *)packed;
 }
@@ -77,6 +92,29 @@ static void depthwise_pixel(const trt_conv_params *p, const int8_t *window, uint
     const int32_t *offsets = (const int32_t *)(packed + (size_t)p->out_c * pairs);
     for (int32_t j = 0; j < pairs; j++) inputs[j] = halfwords(window[offsets[2 * j]], window[offsets[2 * j + 1]]);
     const int32_t offset = p->output_offset, lo = p->activation_min, hi = p->activation_max;
+    if (p->small_accumulators && pairs == SHORT_PAIRS) {   /* the first layer of an image model */
+        const trt_dsp_requant *r = requant_constants(p);
+        const int32_t *folded = p->folded_bias;
+        const uint32_t x0 = inputs[0], x1 = inputs[1], x2 = inputs[2], x3 = inputs[3], x4 = inputs[4];
+        for (int32_t oc = 0; oc < p->out_c; oc++, packed += SHORT_PAIRS, r++) {
+            int32_t acc = trt_smlad(x0, packed[0], folded[oc]);
+            acc = trt_smlad(x1, packed[1], acc);
+            acc = trt_smlad(x2, packed[2], acc);
+            acc = trt_smlad(x3, packed[3], acc);
+            acc = trt_smlad(x4, packed[4], acc);
+            out[oc] = trt_dsp_output_s8(acc, r, offset, lo, hi);
+        }
+        return;
+    }
+    if (p->small_accumulators) {
+        const trt_dsp_requant *r = requant_constants(p);
+        for (int32_t oc = 0; oc < p->out_c; oc++, packed += pairs, r++) {
+            int32_t acc = p->folded_bias[oc];
+            for (int32_t j = 0; j < pairs; j++) acc = trt_smlad(inputs[j], packed[j], acc);
+            out[oc] = trt_dsp_output_s8(acc, r, offset, lo, hi);
+        }
+        return;
+    }
     for (int32_t oc = 0; oc < p->out_c; oc++, packed += pairs) {
         int32_t acc = 0;
         if (pairs == SHORT_PAIRS) {

@@ -11,6 +11,7 @@
  *   trt_min4(a, b)       the same with SEL's operands swapped: the smaller
  *   trt_smmulr(a, b)     SMMULR: (a * b + 2^31) >> 32, the rounded high word of the 64-bit product
  *   trt_ssat8(v)         SSAT #8: v saturated to [-128, 127]
+ *   trt_pack16(lo, hi)   PKHBT: the low halfwords of lo and hi (lo's in the low half)
  *   trt_read32(p)        four bytes as one word (an unaligned LDR on the core)
  */
 #ifndef TINYRPS_DSP_INTRINSICS_H
@@ -54,6 +55,11 @@ static inline int32_t trt_smmulr(int32_t a, int32_t b) {
     return r;
 }
 static inline int32_t trt_ssat8(int32_t v) { return __ssat(v, 8); }
+static inline uint32_t trt_pack16(uint32_t lo, uint32_t hi) {
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
+    return r;
+}
 
 #else   /* the portable model */
 
@@ -88,12 +94,12 @@ static inline uint32_t trt_max4(uint32_t a, uint32_t b) { return trt_byte_pick(a
 static inline uint32_t trt_min4(uint32_t a, uint32_t b) { return trt_byte_pick(a, b, 0); }
 
 static inline int32_t trt_smmulr(int32_t a, int32_t b) {
-    int64_t product = (int64_t)a * b;                    /* exact: |a * b| <= 2^62 */
-    uint64_t rounded = (uint64_t)product + ((uint64_t)1 << 31);
-    uint32_t high = (uint32_t)(rounded >> 32);           /* the instruction's result bits */
-    return high <= INT32_MAX ? (int32_t)high : -(int32_t)(~high) - 1;
+    /* the rounded high word; (a * b + 2^31) fits int64 for all int32 a, b */
+    return (int32_t)(((int64_t)a * b + ((int64_t)1 << 31)) >> 32);
 }
+
 static inline int32_t trt_ssat8(int32_t v) { return v < -128 ? -128 : (v > 127 ? 127 : v); }
+static inline uint32_t trt_pack16(uint32_t lo, uint32_t hi) { return (lo & 0xFFFFu) | (hi << 16); }
 
 #endif
 

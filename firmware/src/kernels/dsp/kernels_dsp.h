@@ -12,9 +12,14 @@
 #include "../kernels.h"
 
 int trt_conv2d_dsp_accepts(const trt_conv_params *p);
+size_t trt_conv2d_dsp_scratch_bytes(const trt_conv_params *p);
+void trt_conv2d_dsp_prepare(trt_conv_params *p, void *scratch);
 size_t trt_conv2d_dsp_temp_bytes(const trt_conv_params *p);
-/* Needs p->tap_sums and p->folded_bias (weight_sums.h). */
 void trt_conv2d_dsp(const trt_conv_params *p, void *temp);
+/* The convolution of p on an image already padded (or prepared: pad bytes hold -input_offset)
+ * with `pitch` bytes per row, p's padding ignored; temp: trt_conv2d_dsp_block_bytes. */
+size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p);
+void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp);
 
 int trt_depthwise_dsp_accepts(const trt_conv_params *p);
 size_t trt_depthwise_dsp_scratch_bytes(const trt_conv_params *p);
@@ -22,8 +27,23 @@ void trt_depthwise_dsp_prepare(trt_conv_params *p, void *scratch);
 size_t trt_depthwise_dsp_temp_bytes(const trt_conv_params *p);
 void trt_depthwise_conv2d_dsp(const trt_conv_params *p, void *temp);
 
+/* depthwise, any channels, multiplier, stride, dilation, padding */
+int trt_depthwise_channels_dsp_accepts(const trt_conv_params *p);
+size_t trt_depthwise_channels_dsp_scratch_bytes(const trt_conv_params *p);
+void trt_depthwise_channels_dsp_prepare(trt_conv_params *p, void *scratch);
+size_t trt_depthwise_channels_dsp_temp_bytes(const trt_conv_params *p);
+void trt_depthwise_channels_dsp(const trt_conv_params *p, void *temp);
+
+int trt_transpose_conv2d_dsp_accepts(const trt_conv_params *p);
+size_t trt_transpose_conv2d_dsp_scratch_bytes(const trt_conv_params *p);
+void trt_transpose_conv2d_dsp_prepare(trt_conv_params *p, void *scratch);
+size_t trt_transpose_conv2d_dsp_temp_bytes(const trt_conv_params *p);
+void trt_transpose_conv2d_dsp(const trt_conv_params *p, void *temp);
+
 void trt_max_pool2d_dsp(const trt_max_pool_params *p);
 
+size_t trt_linear_dsp_scratch_bytes(const trt_linear_params *p);
+void trt_linear_dsp_prepare(trt_linear_params *p, void *scratch);   /* the weight sums, small_accumulators */
 size_t trt_linear_dsp_temp_bytes(const trt_linear_params *p);
 void trt_linear_dsp(const trt_linear_params *p, void *temp);
 

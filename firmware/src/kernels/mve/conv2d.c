@@ -15,8 +15,13 @@
  * six VMLADAVA (96 MACs in 12 instructions with the loop end); a remainder shorter than 16 is
  * one step with the weights' extra lanes zeroed. Then each pixel's channels are requantized
  * four at a time (per-lane multipliers and shifts), so the variant takes layers whose
- * requantization is all on the vector path (mve_requantize.h). Groups and dilation run on
- * another variant.
+ * requantization is all on the vector path (mve_requantize.h).
+ *
+ * Groups and dilation: a window is then gathered tap by tap (kernel_c bytes of its group's
+ * channels per tap, taps dilation apart), group by group, each group against its own output
+ * channels' weights (OHWI: contiguous per group). The same code runs the convolutions other
+ * operators reduce to (transposed convolution, a one-input-channel depthwise layer with a large
+ * window): trt_conv2d_mve_on_image takes an image already padded or prepared.
  */
 #include "../isa.h"
 #if TRT_HAVE_MVE
@@ -30,18 +35,28 @@
 
 #define PIXELS 3
 
-static int32_t window_len(const trt_conv_params *p) { return p->kernel_h * p->kernel_w * p->in_c; }
+static int32_t window_len(const trt_conv_params *p) { return p->kernel_h * p->kernel_w * p->kernel_c; }
 static int has_padding(const trt_conv_params *p) { return p->pad_h > 0 || p->pad_w > 0; }
 
 int trt_conv2d_mve_accepts(const trt_conv_params *p) {
-    if (p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1 || !trt_mve_pad_value_fits(p->input_offset))
-        return 0;
+    if (!trt_mve_pad_value_fits(p->input_offset)) return 0;
     for (int32_t oc = 0; oc < p->out_c; oc++)
         if (!trt_mve_requant_is_vector(p->multipliers[oc], p->shifts[oc])) return 0;
     return 1;
 }
 
-size_t trt_conv2d_mve_scratch_bytes(const trt_conv_params *p) { return (size_t)p->out_c * sizeof(int32_t); }
+/* Windows of at most SHORT_CHUNKS * 16 bytes run a loop of their own (short_dots), on a copy of
+ * the weights padded to whole 16-byte steps and an even channel count. */
+#define SHORT_CHUNKS 4
+static int32_t chunks(const trt_conv_params *p) { return (window_len(p) + 15) >> 4; }
+static int is_short(const trt_conv_params *p) { return chunks(p) <= SHORT_CHUNKS; }
+static size_t folded_bytes(const trt_conv_params *p) { return ((size_t)p->out_c * sizeof(int32_t) + 15) & ~(size_t)15; }
+static size_t vector_weights_bytes(const trt_conv_params *p) {
+    return is_short(p) ? (size_t)((p->out_c + 1) & ~1) * 16 * (size_t)chunks(p) : 0;
+}
+
+/* scratch: folded bias [out_c], then (short windows) the padded weights */
+size_t trt_conv2d_mve_scratch_bytes(const trt_conv_params *p) { return folded_bytes(p) + vector_weights_bytes(p); }
 
 void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
     const int32_t window = window_len(p);
@@ -53,6 +68,15 @@ void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
         folded[oc] = trt_wrap32(sum * (uint32_t)p->input_offset + (uint32_t)(p->bias ? p->bias[oc] : 0));
     }
     p->folded_bias = folded;
+    p->vector_weights = NULL;
+    if (is_short(p)) {
+        const int32_t row = 16 * chunks(p), rows = (p->out_c + 1) & ~1;
+        int8_t *padded = (int8_t *)scratch + folded_bytes(p);
+        for (int32_t oc = 0; oc < rows; oc++)
+            for (int32_t i = 0; i < row; i++)
+                padded[(size_t)oc * row + i] = oc < p->out_c && i < window ? p->weights[(size_t)oc * window + i] : 0;
+        p->vector_weights = padded;
+    }
 }
 
 static size_t padded_bytes(const trt_conv_params *p) {
@@ -65,10 +89,14 @@ static size_t padded_bytes(const trt_conv_params *p) {
 static int32_t column_stride(const trt_conv_params *p) { return (window_len(p) + 15) & ~15; }
 static size_t columns_bytes(const trt_conv_params *p) { return (size_t)PIXELS * column_stride(p); }
 
-/* temp: [padded image][three windows][dot products: out_c (rounded up to even) x 3 int32] */
-size_t trt_conv2d_mve_temp_bytes(const trt_conv_params *p) {
-    return padded_bytes(p) + columns_bytes(p) + (size_t)((p->out_c + 1) & ~1) * PIXELS * sizeof(int32_t);
+/* The working memory of a call on a prepared image: three windows, then the dot products
+ * (out_c rounded up to even, x 3 int32). */
+size_t trt_conv2d_mve_block_bytes(const trt_conv_params *p) {
+    return columns_bytes(p) + (size_t)((p->out_c + 1) & ~1) * PIXELS * sizeof(int32_t);
 }
+
+/* temp: [padded image][three windows][dot products] */
+size_t trt_conv2d_mve_temp_bytes(const trt_conv_params *p) { return padded_bytes(p) + trt_conv2d_mve_block_bytes(p); }
 
 /* n bytes from src to dst (a window row into its column); as words when both are aligned. */
 static void copy_run(int8_t *dst, const int8_t *src, int32_t n) {
@@ -150,17 +178,92 @@ static __attribute__((noinline)) void block_dots_byte_weights(const int8_t *colu
     block_dots(columns, len, stride, w, channels, acc, 0);
 }
 
-/* Pixel k's out_c results (acc[3 oc + k]): four channels per step, per-lane requantization. */
-static void finish_pixel(const trt_conv_params *p, const int32_t *acc, int8_t *out) {
+/*
+ * The same for windows of N <= SHORT_CHUNKS steps of 16 bytes, the loop over those steps
+ * unrolled: per pair of output channels no loop set-up, the first step a VMLADAV (no zeroing),
+ * the second channel's weights at a constant offset. x0, x1, x2: the three windows (16 * N
+ * readable bytes each, the bytes past a window's end multiplied by zero weights); w: the padded
+ * weights ([channels rounded up to even][16 * N]); acc as block_dots.
+ */
+static inline __attribute__((always_inline)) void short_dots(const int8_t *x0, const int8_t *x1, const int8_t *x2,
+                                                            const int8_t *w, int32_t channels, int32_t *acc,
+                                                            const int n) {
+    const int row = 16 * n;
+    /* up to two steps, the windows stay in registers (six of the eight vectors) */
+    const int keep = n <= 2;
+    int8x16_t kept[3][2];
+    if (keep)
+        for (int j = 0; j < n; j++) {
+            kept[0][j] = trt_mve_load_words(x0 + 16 * j);
+            kept[1][j] = trt_mve_load_words(x1 + 16 * j);
+            kept[2][j] = trt_mve_load_words(x2 + 16 * j);
+        }
+    for (int32_t oc = 0; oc < channels; oc += 2, acc += 6, w += 2 * row) {
+        int32_t a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0, b2 = 0;
+        for (int j = 0; j < n; j++) {
+            const int8x16_t va = trt_mve_load_words(w + 16 * j), vb = trt_mve_load_words(w + row + 16 * j);
+            const int8x16_t x = keep ? kept[0][j] : trt_mve_load_words(x0 + 16 * j);
+            a0 = vmladavaq_s8(a0, x, va);
+            b0 = vmladavaq_s8(b0, x, vb);
+            const int8x16_t y = keep ? kept[1][j] : trt_mve_load_words(x1 + 16 * j);
+            a1 = vmladavaq_s8(a1, y, va);
+            b1 = vmladavaq_s8(b1, y, vb);
+            const int8x16_t z = keep ? kept[2][j] : trt_mve_load_words(x2 + 16 * j);
+            a2 = vmladavaq_s8(a2, z, va);
+            b2 = vmladavaq_s8(b2, z, vb);
+        }
+        acc[0] = a0;
+        acc[1] = a1;
+        acc[2] = a2;
+        acc[3] = b0;
+        acc[4] = b1;
+        acc[5] = b2;
+    }
+}
+
+#define SHORT_DOTS(n)                                                                                          \
+    static __attribute__((noinline)) void short_dots_##n(const int8_t *x0, const int8_t *x1, const int8_t *x2,  \
+                                                         const int8_t *w, int32_t channels, int32_t *acc) {    \
+        short_dots(x0, x1, x2, w, channels, acc, n);                                                           \
+    }
+SHORT_DOTS(1)
+SHORT_DOTS(2)
+SHORT_DOTS(3)
+SHORT_DOTS(4)
+
+static void run_short_dots(int32_t n, const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *w,
+                           int32_t channels, int32_t *acc) {
+    switch (n) {
+    case 1: short_dots_1(x0, x1, x2, w, channels, acc); break;
+    case 2: short_dots_2(x0, x1, x2, w, channels, acc); break;
+    case 3: short_dots_3(x0, x1, x2, w, channels, acc); break;
+    default: short_dots_4(x0, x1, x2, w, channels, acc); break;
+    }
+}
+
+/* The block's `count` pixels' out_c results (acc[3 oc + k] for pixel k): four channels per
+ * step, their biases, multipliers and shifts read once for all pixels, per-lane
+ * requantization; whole steps unpredicated, a last partial one tail-predicated. */
+static void finish_block(const trt_conv_params *p, const int32_t *acc, int32_t count, int8_t *out) {
     const uint32x4_t every_third = vmulq_n_u32(vidupq_n_u32(0, 1), PIXELS);
     const int32_t *folded = p->folded_bias, *mult = p->multipliers, *shift = p->shifts;
     const int32_t out_c = p->out_c, offset = p->output_offset, lo = p->activation_min, hi = p->activation_max;
-    for (int32_t oc = 0; oc < out_c; oc += 4, acc += 4 * PIXELS) {
+    int32_t oc = 0;
+    for (; oc + 4 <= out_c; oc += 4, acc += 4 * PIXELS) {
+        const int32x4_t f = vldrwq_s32(folded + oc), m = vldrwq_s32(mult + oc), s = vldrwq_s32(shift + oc);
+        for (int32_t k = 0; k < count; k++) {
+            const int32x4_t v = vaddq_s32(vldrwq_gather_shifted_offset_s32(acc + k, every_third), f);
+            vstrbq_s32(out + (size_t)k * out_c + oc, trt_mve_output_per_lane(v, m, s, offset, lo, hi));
+        }
+    }
+    if (oc < out_c) {
         const mve_pred16_t pred = vctp32q((uint32_t)(out_c - oc));
-        int32x4_t v = vldrwq_gather_shifted_offset_z_s32(acc, every_third, pred);
-        v = vaddq_s32(v, vldrwq_z_s32(folded + oc, pred));
-        v = trt_mve_output_per_lane(v, vldrwq_z_s32(mult + oc, pred), vldrwq_z_s32(shift + oc, pred), offset, lo, hi);
-        vstrbq_p_s32(out + oc, v, pred);
+        const int32x4_t f = vldrwq_z_s32(folded + oc, pred), m = vldrwq_z_s32(mult + oc, pred);
+        const int32x4_t s = vldrwq_z_s32(shift + oc, pred);
+        for (int32_t k = 0; k < count; k++) {
+            const int32x4_t v = vaddq_s32(vldrwq_gather_shifted_offset_z_s32(acc + k, every_third, pred), f);
+            vstrbq_p_s32(out + (size_t)k * out_c + oc, trt_mve_output_per_lane(v, m, s, offset, lo, hi), pred);
+        }
     }
 }
 
@@ -171,42 +274,118 @@ typedef struct {
     int32_t *acc;              /* [out_c][PIXELS] dot products of one block */
 } workspace;
 
-/* Output pixels first .. first + count - 1 (row-major indices, count <= 3) */
+static inline __attribute__((always_inline)) void dots(const trt_conv_params *p, const workspace *ws,
+                                                       const int8_t *weights, int32_t len, int32_t channels,
+                 int32_t *acc) {
+    if (trt_mve_word_aligned(weights) && len % 4 == 0)
+        block_dots_word_weights(ws->columns, len, column_stride(p), weights, channels, acc);
+    else
+        block_dots_byte_weights(ws->columns, len, column_stride(p), weights, channels, acc);
+}
+
+/* The three windows' dot products with `channels` output channels from channel `first` (the
+ * padded copy of the weights for short windows). */
+static inline __attribute__((always_inline)) void block_products(const trt_conv_params *p, const workspace *ws,
+                                                                 int32_t first, int32_t len, int32_t channels,
+                           int32_t *acc) {
+    if (p->vector_weights) {
+        const int32_t stride = column_stride(p);
+        run_short_dots(stride >> 4, ws->columns, ws->columns + stride, ws->columns + 2 * stride,
+                       p->vector_weights + (size_t)first * stride, channels, acc);
+    } else {
+        dots(p, ws, p->weights + (size_t)first * len, len, channels, acc);
+    }
+}
+
+/* The input of pixel k of a block, tap (0, 0) */
+static const int8_t *window_origin(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count,
+                                   int32_t k) {
+    const int32_t pixel = first + (k < count ? k : 0);   /* a short block repeats its first pixel */
+    const int32_t oy = pixel / p->out_w, ox = pixel % p->out_w;
+    return ws->image + (size_t)oy * p->stride_h * ws->pitch + (size_t)ox * p->stride_w * p->in_c;
+}
+
+/* Output pixels first .. first + count - 1 (row-major indices, count <= 3), groups 1, dilation 1 */
 static void conv_block(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count, int8_t *out) {
     const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), stride = column_stride(p);
     for (int32_t k = 0; k < PIXELS; k++) {
-        const int32_t pixel = first + (k < count ? k : 0);   /* a short block repeats its first pixel */
-        const int32_t oy = pixel / p->out_w, ox = pixel % p->out_w;
-        const int8_t *x = ws->image + (size_t)oy * p->stride_h * ws->pitch + (size_t)ox * p->stride_w * p->in_c;
+        const int8_t *x = window_origin(p, ws, first, count, k);
         int8_t *column = ws->columns + (size_t)k * stride;
         for (int32_t ky = 0; ky < p->kernel_h; ky++) copy_run(column + ky * row_len, x + (size_t)ky * ws->pitch, row_len);
     }
-    if (trt_mve_word_aligned(p->weights) && window % 4 == 0)
-        block_dots_word_weights(ws->columns, window, stride, p->weights, p->out_c, ws->acc);
-    else
-        block_dots_byte_weights(ws->columns, window, stride, p->weights, p->out_c, ws->acc);
-    for (int32_t k = 0; k < count; k++) finish_pixel(p, ws->acc + k, out + (size_t)k * p->out_c);
+    block_products(p, ws, 0, window, p->out_c, ws->acc);
+    finish_block(p, ws->acc, count, out);
+}
+
+/* The same with groups or dilation: each group's windows gathered tap by tap, then its channels. */
+static void conv_block_grouped(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count,
+                               int8_t *out) {
+    const int32_t kc = p->kernel_c, window = window_len(p), stride = column_stride(p);
+    const int32_t per_group = p->out_c / p->groups;
+    const size_t row_step = (size_t)p->dilation_h * ws->pitch, tap_step = (size_t)p->dilation_w * p->in_c;
+    for (int32_t g = 0; g < p->groups; g++) {
+        for (int32_t k = 0; k < PIXELS; k++) {
+            const int8_t *x = window_origin(p, ws, first, count, k) + (size_t)g * kc;
+            int8_t *column = ws->columns + (size_t)k * stride;
+            for (int32_t ky = 0; ky < p->kernel_h; ky++)
+                for (int32_t kx = 0; kx < p->kernel_w; kx++, column += kc)
+                    copy_run(column, x + ky * row_step + kx * tap_step, kc);
+        }
+        /* group g's channels' results at acc[3 * g * per_group ...]; an odd last pair writes into
+         * the next group's first slots, which that group overwrites */
+        block_products(p, ws, g * per_group, window, per_group, ws->acc + (size_t)g * per_group * PIXELS);
+    }
+    finish_block(p, ws->acc, count, out);
+}
+
+/* A 1x1 convolution with stride 1 over whole 16-byte steps of channels: the windows are the
+ * input pixels themselves, read in place. */
+static int reads_in_place(const trt_conv_params *p, const int8_t *image, int32_t pitch) {
+    return p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->groups == 1 &&
+           p->in_c % 16 == 0 && pitch == p->in_w * p->in_c && trt_mve_word_aligned(image);
+}
+
+static void pointwise_block(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count,
+                            int8_t *out) {
+    const int32_t c = p->in_c;
+    const int8_t *x0 = ws->image + (size_t)first * c;
+    const int8_t *x1 = count > 1 ? x0 + c : x0, *x2 = count > 2 ? x1 + c : x0;
+    if (p->vector_weights) run_short_dots(c >> 4, x0, x1, x2, p->vector_weights, p->out_c, ws->acc);
+    else if (count == PIXELS) block_dots_word_weights(x0, c, c, p->weights, p->out_c, ws->acc);
+    else {
+        conv_block(p, ws, first, count, out);
+        return;
+    }
+    finish_block(p, ws->acc, count, out);
+}
+
+void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
+    const int32_t pixels = p->out_h * p->out_w;
+    const int general = p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1;
+    const int in_place = reads_in_place(p, image, pitch) && (p->vector_weights || trt_mve_word_aligned(p->weights));
+    workspace ws = {image, pitch, temp, (int32_t *)(void *)((int8_t *)temp + columns_bytes(p))};
+    /* three pixels at a time in row-major order (a block may span two rows) */
+    for (int32_t i = 0; i < pixels; i += PIXELS) {
+        const int32_t count = pixels - i < PIXELS ? pixels - i : PIXELS;
+        int8_t *o = out + (size_t)i * p->out_c;
+        if (in_place) pointwise_block(p, &ws, i, count, o);
+        else if (general) conv_block_grouped(p, &ws, i, count, o);
+        else conv_block(p, &ws, i, count, o);
+    }
 }
 
 void trt_conv2d_mve(const trt_conv_params *p, void *temp) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
-    const int32_t pixels = p->out_h * p->out_w;
+    const int32_t pitch = (p->in_w + 2 * p->pad_w) * p->in_c;
     int8_t *padded = temp;
-    workspace ws = {NULL, (p->in_w + 2 * p->pad_w) * p->in_c, padded + padded_bytes(p),
-                    (int32_t *)(void *)(padded + padded_bytes(p) + columns_bytes(p))};
     for (int32_t b = 0; b < p->batches; b++) {
         const int8_t *image = p->input + (size_t)b * in_image;
         if (has_padding(p)) {
             trt_mve_pad_image(image, padded, p->in_h, p->in_w, p->in_c, p->pad_h, p->pad_w, p->input_offset);
             image = padded;
         }
-        ws.image = image;
-        int8_t *out = p->output + (size_t)b * pixels * p->out_c;
-        /* three pixels at a time in row-major order (a block may span two rows) */
-        for (int32_t i = 0; i < pixels; i += PIXELS) {
-            const int32_t count = pixels - i < PIXELS ? pixels - i : PIXELS;
-            conv_block(p, &ws, i, count, out + (size_t)i * p->out_c);
-        }
+        trt_conv2d_mve_on_image(p, image, pitch, p->output + (size_t)b * p->out_h * p->out_w * p->out_c,
+                                padded + padded_bytes(p));
     }
 }
 

@@ -19,6 +19,10 @@ size_t trt_conv2d_mve_scratch_bytes(const trt_conv_params *p);
 void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch);
 size_t trt_conv2d_mve_temp_bytes(const trt_conv_params *p);
 void trt_conv2d_mve(const trt_conv_params *p, void *temp);
+/* The convolution of p on an image already padded (or prepared: pad bytes hold -input_offset)
+ * with `pitch` bytes per row, p's padding ignored; temp: trt_conv2d_mve_block_bytes. */
+size_t trt_conv2d_mve_block_bytes(const trt_conv_params *p);
+void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp);
 
 int trt_depthwise_mve_accepts(const trt_conv_params *p);
 size_t trt_depthwise_mve_scratch_bytes(const trt_conv_params *p);
@@ -26,7 +30,30 @@ void trt_depthwise_mve_prepare(trt_conv_params *p, void *scratch);
 size_t trt_depthwise_mve_temp_bytes(const trt_conv_params *p);
 void trt_depthwise_conv2d_mve(const trt_conv_params *p, void *temp);
 
+/* depthwise, one input channel, any window (after the one-gather kernel above) */
+int trt_depthwise_one_channel_mve_accepts(const trt_conv_params *p);
+size_t trt_depthwise_one_channel_mve_scratch_bytes(const trt_conv_params *p);
+void trt_depthwise_one_channel_mve_prepare(trt_conv_params *p, void *scratch);
+size_t trt_depthwise_one_channel_mve_temp_bytes(const trt_conv_params *p);
+void trt_depthwise_one_channel_mve(const trt_conv_params *p, void *temp);
+
+/* depthwise, any channels, multiplier, stride, dilation, padding */
+int trt_depthwise_channels_mve_accepts(const trt_conv_params *p);
+size_t trt_depthwise_channels_mve_scratch_bytes(const trt_conv_params *p);
+void trt_depthwise_channels_mve_prepare(trt_conv_params *p, void *scratch);
+size_t trt_depthwise_channels_mve_temp_bytes(const trt_conv_params *p);
+void trt_depthwise_channels_mve(const trt_conv_params *p, void *temp);
+
+int trt_transpose_conv2d_mve_accepts(const trt_conv_params *p);
+size_t trt_transpose_conv2d_mve_scratch_bytes(const trt_conv_params *p);
+void trt_transpose_conv2d_mve_prepare(trt_conv_params *p, void *scratch);
+size_t trt_transpose_conv2d_mve_temp_bytes(const trt_conv_params *p);
+void trt_transpose_conv2d_mve(const trt_conv_params *p, void *temp);
+
 void trt_max_pool2d_mve(const trt_max_pool_params *p);
+void trt_avg_pool2d_mve(const trt_avg_pool_params *p);   /* Helium with floating point (TRT_HAVE_MVE_FLOAT) */
+size_t trt_linear_mve_scratch_bytes(const trt_linear_params *p);
+void trt_linear_mve_prepare(trt_linear_params *p, void *scratch);   /* the weight sums, small_accumulators */
 void trt_linear_mve(const trt_linear_params *p);
 
 int trt_clone_dim_order_mve_accepts(const trt_copy_params *p);

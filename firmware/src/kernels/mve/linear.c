@@ -7,6 +7,10 @@
  * per step (64 MACs); the depth's remainder is one tail-predicated step. sum(x), needed
  * when filter_offset != 0, is VADDVA over the same vectors, once per input row. Rows that
  * start on words are read as words (mve_load.h).
+ * The four results are finished together in int32 lanes (finish4): the bias form's sum wraps
+ * modulo 2^32 as the scalar one does, and the kernel_sum form's int64 sum is taken in int32
+ * when no input can make it leave int32 (checked at load: kernel_sum_fits); then one vector
+ * requantization (mve_requantize.h).
  */
 #include "../isa.h"
 #if TRT_HAVE_MVE
@@ -14,8 +18,39 @@
 #include <arm_mve.h>
 
 #include "../linear_finish.h"
+#include "../weight_sums.h"
 #include "kernels_mve.h"
 #include "mve_load.h"
+#include "mve_requantize.h"
+
+size_t trt_linear_mve_scratch_bytes(const trt_linear_params *p) { return trt_linear_sums_bytes(p); }
+
+void trt_linear_mve_prepare(trt_linear_params *p, void *scratch) {
+    trt_linear_prepare_sums(p, scratch);
+    p->kernel_sum_fits = p->kernel_sum != NULL;
+    if (p->kernel_sum)
+        for (int32_t o = 0; o < p->out_features; o++)
+            if (trt_linear_accumulator_bound(p, o) > INT32_MAX) p->kernel_sum_fits = 0;
+}
+
+/* Outputs o .. o + 3 of a row from their dot products (the formulas: kernels/c/linear.c). */
+static inline void finish4(const trt_linear_params *p, int32_t o, const int32_t acc[4], int32_t input_sum,
+                           int8_t *out) {
+    int32x4_t v = vldrwq_s32(acc);
+    if (p->kernel_sum) {
+        /* |input_sum * filter_offset| is within the load-time bound */
+        v = vaddq_s32(v, vldrwq_s32(p->kernel_sum + o));
+        v = vaddq_n_s32(v, input_sum * p->filter_offset);
+    } else {
+        const uint32_t terms = (uint32_t)p->filter_offset * (uint32_t)input_sum +
+                               (uint32_t)p->depth * (uint32_t)p->input_offset * (uint32_t)p->filter_offset;
+        if (p->input_offset != 0) v = vmlaq_n_s32(v, vldrwq_s32(p->weight_sums + o), p->input_offset);
+        v = vaddq_n_s32(v, trt_wrap32(terms));
+        if (p->bias) v = vaddq_s32(v, vldrwq_s32(p->bias + o));
+    }
+    v = trt_mve_output_s32(v, p->multiplier, p->shift, p->output_offset, p->activation_min, p->activation_max);
+    vstrbq_s32(out + o, v);
+}
 
 static int32_t sum_s8(const int8_t *x, int32_t n) {
     int32_t sum = 0;
@@ -28,8 +63,8 @@ static inline __attribute__((always_inline)) void dot4(const int8_t *x, const in
                                                       const int words) {
     const int8_t *w0 = w, *w1 = w + n, *w2 = w + 2 * (size_t)n, *w3 = w + 3 * (size_t)n;
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    int32_t len = n;
-    for (; len >= 16; len -= 16) {
+    /* a counted loop: GCC then gives every pointer its own post-increment */
+    for (int32_t k = n >> 4; k > 0; k--) {
         const int8x16_t xv = words ? trt_mve_load_words(x) : vldrbq_s8(x);
         a0 = vmladavaq_s8(a0, xv, words ? trt_mve_load_words(w0) : vldrbq_s8(w0));
         a1 = vmladavaq_s8(a1, xv, words ? trt_mve_load_words(w1) : vldrbq_s8(w1));
@@ -41,6 +76,7 @@ static inline __attribute__((always_inline)) void dot4(const int8_t *x, const in
         w2 += 16;
         w3 += 16;
     }
+    const int32_t len = n & 15;
     if (len > 0) {
         const mve_pred16_t p = vctp8q((uint32_t)len);
         const int8x16_t xv = vldrbq_z_s8(x, p);
@@ -84,7 +120,9 @@ void trt_linear_mve(const trt_linear_params *p) {
             int32_t acc[4];
             if (words) dot4_words(x, p->weights + (size_t)o * n, n, acc);
             else dot4_bytes(x, p->weights + (size_t)o * n, n, acc);
-            for (int k = 0; k < 4; k++) out[o + k] = trt_linear_finish(p, o + k, acc[k], input_sum);
+            if (!p->kernel_sum || p->kernel_sum_fits) finish4(p, o, acc, input_sum, out);
+            else
+                for (int k = 0; k < 4; k++) out[o + k] = trt_linear_finish(p, o + k, acc[k], input_sum);
         }
         for (; o < p->out_features; o++)
             out[o] = trt_linear_finish(p, o, dot1(x, p->weights + (size_t)o * n, n), input_sum);

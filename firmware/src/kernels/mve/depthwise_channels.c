@@ -1,0 +1,251 @@
+/*
+ * cortex_m::quantized_depthwise_conv2d.out with Helium for any channel count, depth multiplier,
+ * stride, dilation and padding -- NHWC int8, 1HWO weights.
+ *
+ * Arithmetic (operators.quantized_depthwise_conv2d_impl, arith.h):
+ *   acc[oc] = bias[oc] + sum over the window of (x[.., oc / depth_multiplier] + input_offset) * w[ky, kx, oc]
+ *           = sum(x * w) + folded_bias[oc],  folded_bias = bias + input_offset * sum(w)   (int32, wraps)
+ *   out[oc] = clamp(requantize(acc[oc], multiplier[oc], shift[oc]) + output_offset, act_min, act_max)
+ * Padding: the input rows one row of output pixels reads are copied with their left and right
+ * padding into a ring of rows (each input row once), rows above and below the image read a row
+ * of pad bytes; pad bytes hold -input_offset (mve_padding.h), so every window is whole and
+ * folded_bias (prepared at load) is exact for every pixel. Without horizontal padding the
+ * input rows are read in place.
+ *
+ * Eight output channels per vector in 16-bit lanes (Helium's integer multiply-accumulate takes
+ * a scalar, not a vector, operand): per tap, eight inputs (VLDRB.S16; a byte gather when the
+ * depth multiplier is above 1: output channel oc reads input channel oc / multiplier) times the
+ * tap's eight weights with VMUL.I16. The weights are stored negated and in 16 bits (-w lies in
+ * [-127, 128]), so that a product x * -w lies in [-16384, 16256] and two horizontally adjacent
+ * taps' products add up without leaving int16; the sum is widened and subtracted from two int32
+ * accumulators, the even and the odd lanes (VMOVLB, VMOVLT): 16 MACs in about 13 instructions. Each pixel's channels are requantized four per vector with per-lane
+ * multipliers and shifts arranged at load in that even/odd order (mve_requantize.h), and
+ * stored with byte scatters. The last block of channels is tail-predicated.
+ */
+#include "../isa.h"
+#if TRT_HAVE_MVE
+
+#include <arm_mve.h>
+
+#include "kernels_mve.h"
+#include "mve_padding.h"
+#include "mve_requantize.h"
+
+/* The most input rows one output row reads ((kernel_h - 1) * dilation_h + 1) this variant keeps. */
+#define MAX_SPAN 64
+#define LANES 8
+
+static int32_t span(const trt_conv_params *p) { return (p->kernel_h - 1) * p->dilation_h + 1; }
+static int32_t padded_row(const trt_conv_params *p) { return (p->in_w + 2 * p->pad_w) * p->in_c; }
+static int32_t aligned_row(const trt_conv_params *p) { return (padded_row(p) + 15) & ~15; }
+static int32_t blocks(const trt_conv_params *p) { return (p->out_c + LANES - 1) / LANES; }
+static int32_t taps(const trt_conv_params *p) { return p->kernel_h * p->kernel_w; }
+
+int trt_depthwise_channels_mve_accepts(const trt_conv_params *p) {
+    if (span(p) > MAX_SPAN || !trt_mve_pad_value_fits(p->input_offset)) return 0;
+    for (int32_t oc = 0; oc < p->out_c; oc++)
+        if (!trt_mve_requant_is_vector(p->multipliers[oc], p->shifts[oc])) return 0;
+    return 1;
+}
+
+/* Per block of eight channels: the even lanes' (channels 0, 2, 4, 6) and the odd lanes' folded
+ * biases, multipliers and shifts, then the block's weights [tap][8] in 16 bits. */
+typedef struct {
+    int32_t bias[2][4], multiplier[2][4], shift[2][4];
+} block_constants;
+
+static size_t block_bytes(const trt_conv_params *p) {
+    return sizeof(block_constants) + (size_t)taps(p) * LANES * sizeof(int16_t);
+}
+
+/* scratch: block_bytes per block of eight channels */
+size_t trt_depthwise_channels_mve_scratch_bytes(const trt_conv_params *p) { return (size_t)blocks(p) * block_bytes(p); }
+
+void trt_depthwise_channels_mve_prepare(trt_conv_params *p, void *scratch) {
+    const int32_t n = taps(p);
+    for (int32_t b = 0; b < blocks(p); b++) {
+        block_constants *k = (block_constants *)(void *)((int8_t *)scratch + (size_t)b * block_bytes(p));
+        int16_t *w = (int16_t *)(void *)(k + 1);
+        for (int32_t lane = 0; lane < LANES; lane++) {
+            const int32_t oc = b * LANES + lane, parity = lane & 1, slot = lane >> 1;
+            uint32_t sum = 0, bias = 0;
+            int32_t mult = 1 << 30, shift = 0;
+            if (oc < p->out_c) {
+                for (int32_t t = 0; t < n; t++) sum += (uint32_t)(int32_t)p->weights[(size_t)t * p->out_c + oc];
+                bias = p->bias ? (uint32_t)p->bias[oc] : 0;
+                mult = p->multipliers[oc];
+                shift = p->shifts[oc];
+            }
+            k->bias[parity][slot] = trt_wrap32(sum * (uint32_t)p->input_offset + bias);
+            k->multiplier[parity][slot] = mult;
+            k->shift[parity][slot] = shift;
+            for (int32_t t = 0; t < n; t++)   /* negated: see the top of the file */
+                w[t * LANES + lane] = oc < p->out_c ? (int16_t)-p->weights[(size_t)t * p->out_c + oc] : 0;
+        }
+    }
+    p->packed_weights = scratch;
+}
+
+/* temp: the ring of padded input rows, then one row of pad bytes (with horizontal padding), or
+ * the pad row alone (vertical padding only) */
+size_t trt_depthwise_channels_mve_temp_bytes(const trt_conv_params *p) {
+    if (p->pad_w == 0 && p->pad_h == 0) return 0;
+    return (size_t)(p->pad_w > 0 ? span(p) + 1 : 1) * aligned_row(p);
+}
+
+typedef struct {
+    const int8_t *image;
+    int8_t *ring, *pad_row;
+    int32_t held[MAX_SPAN];         /* the input row each ring slot holds, -1: none */
+} rows_state;
+
+/* Pointers to the kernel_h input rows (padded rows: their first byte is the left padding's) of
+ * output row oy. */
+static void input_rows(const trt_conv_params *p, rows_state *st, int32_t oy, const int8_t **rows) {
+    const int32_t n = span(p), line = p->in_w * p->in_c, side = p->pad_w * p->in_c;
+    const int8x16_t pad = vdupq_n_s8((int8_t)-p->input_offset);
+    for (int32_t ky = 0; ky < p->kernel_h; ky++) {
+        const int32_t r = oy * p->stride_h - p->pad_h + ky * p->dilation_h;
+        if (r < 0 || r >= p->in_h) {
+            rows[ky] = st->pad_row;
+        } else if (p->pad_w == 0) {
+            rows[ky] = st->image + (size_t)r * line;
+        } else {
+            int8_t *slot = st->ring + (size_t)(r % n) * aligned_row(p);
+            if (st->held[r % n] != r) {
+                trt_mve_fill(slot, side, pad);
+                trt_mve_copy(slot + side, st->image + (size_t)r * line, line);
+                trt_mve_fill(slot + side + line, side, pad);
+                st->held[r % n] = r;
+            }
+            rows[ky] = slot;
+        }
+    }
+}
+
+/* Eight inputs of the block's channels at x, in 16-bit lanes. */
+static inline __attribute__((always_inline)) int16x8_t load_x(const int8_t *x, uint16x8_t offsets, mve_pred16_t pred,
+                                                             const int gather, const int tail) {
+    if (gather) return tail ? vldrbq_gather_offset_z_s16(x, offsets, pred) : vldrbq_gather_offset_s16(x, offsets);
+    return tail ? vldrbq_z_s16(x, pred) : vldrbq_s16(x);
+}
+
+typedef struct {
+    const int8_t *const *rows;      /* kernel_h input rows */
+    const block_constants *k;       /* this block's constants, then its weights */
+    int8_t *out;                    /* this block's channels in the output row's first pixel */
+    int32_t in_channel;             /* the block's first input channel */
+    uint16x8_t offsets;             /* input channel of each lane, from in_channel */
+    mve_pred16_t pred;              /* lanes of channels that exist (tail) */
+    mve_pred16_t even, odd;         /* the same for the even and the odd 32-bit lanes */
+} block;
+
+/* acc_e, acc_o -= the even and odd lanes of the 16-bit sum s */
+#define SUBTRACT_WIDENED(s)                                                                                    \
+    do {                                                                                                       \
+        acc_e = vsubq_s32(acc_e, vmovlbq_s16(s));                                                              \
+        acc_o = vsubq_s32(acc_o, vmovltq_s16(s));                                                              \
+    } while (0)
+
+/* One block of eight channels along the output row; `three`: kernel_w is 3 (one pair and one
+ * tap a row, unrolled). */
+static inline __attribute__((always_inline)) void block_row(const trt_conv_params *p, const block *b, const int three,
+                                                           const int gather, const int tail) {
+    const int32_t c = p->in_c, step = p->stride_w * c, tap_step = p->dilation_w * c, kw = p->kernel_w;
+    const uint32x4_t even_lanes = vmulq_n_u32(vidupq_n_u32(0, 1), 2), odd_lanes = vaddq_n_u32(even_lanes, 1);
+    const block_constants *k = b->k;
+    const int16_t *weights = (const int16_t *)(const void *)(k + 1);
+    int8_t *out = b->out;
+    for (int32_t ox = 0; ox < p->out_w; ox++, out += p->out_c) {
+        int32x4_t acc_e = vldrwq_s32(k->bias[0]), acc_o = vldrwq_s32(k->bias[1]);
+        const int16_t *w = weights;
+        for (int32_t ky = 0; ky < p->kernel_h; ky++) {
+            const int8_t *x = b->rows[ky] + (size_t)ox * step + b->in_channel;
+            if (three) {
+                int16x8_t s = vmulq_s16(load_x(x, b->offsets, b->pred, gather, tail), vldrhq_s16(w));
+                s = vaddq_s16(s, vmulq_s16(load_x(x + tap_step, b->offsets, b->pred, gather, tail), vldrhq_s16(w + LANES)));
+                SUBTRACT_WIDENED(s);
+                s = vmulq_s16(load_x(x + 2 * tap_step, b->offsets, b->pred, gather, tail), vldrhq_s16(w + 2 * LANES));
+                SUBTRACT_WIDENED(s);
+                w += 3 * LANES;
+                continue;
+            }
+            int32_t kx = 0;
+            for (; kx + 2 <= kw; kx += 2, x += 2 * tap_step, w += 2 * LANES) {
+                int16x8_t s = vmulq_s16(load_x(x, b->offsets, b->pred, gather, tail), vldrhq_s16(w));
+                s = vaddq_s16(s, vmulq_s16(load_x(x + tap_step, b->offsets, b->pred, gather, tail), vldrhq_s16(w + LANES)));
+                SUBTRACT_WIDENED(s);
+            }
+            if (kx < kw) {
+                const int16x8_t s = vmulq_s16(load_x(x, b->offsets, b->pred, gather, tail), vldrhq_s16(w));
+                SUBTRACT_WIDENED(s);
+                w += LANES;
+            }
+        }
+        const int32x4_t ve = trt_mve_output_per_lane(acc_e, vldrwq_s32(k->multiplier[0]), vldrwq_s32(k->shift[0]),
+                                                     p->output_offset, p->activation_min, p->activation_max);
+        const int32x4_t vo = trt_mve_output_per_lane(acc_o, vldrwq_s32(k->multiplier[1]), vldrwq_s32(k->shift[1]),
+                                                     p->output_offset, p->activation_min, p->activation_max);
+        if (tail) {
+            vstrbq_scatter_offset_p_s32(out, even_lanes, ve, b->even);
+            vstrbq_scatter_offset_p_s32(out, odd_lanes, vo, b->odd);
+        } else {
+            vstrbq_scatter_offset_s32(out, even_lanes, ve);
+            vstrbq_scatter_offset_s32(out, odd_lanes, vo);
+        }
+    }
+}
+
+/* Kept apart so that each loop nest has its flags as constants. */
+#define ROW(name, three, gather, tail)                                                                         \
+    static __attribute__((noinline)) void name(const trt_conv_params *p, const block *b) {                    \
+        block_row(p, b, three, gather, tail);                                                                  \
+    }
+ROW(row_three, 1, 0, 0)
+ROW(row_three_tail, 1, 0, 1)
+ROW(row_any, 0, 0, 0)
+ROW(row_any_tail, 0, 0, 1)
+ROW(row_gather, 0, 1, 0)
+ROW(row_gather_tail, 0, 1, 1)
+
+static void output_row(const trt_conv_params *p, const int8_t *const *rows, int8_t *out) {
+    const int32_t m = p->depth_multiplier;
+    const int gather = m > 1, three = p->kernel_w == 3;
+    for (int32_t blk = 0; blk < blocks(p); blk++) {
+        const int32_t oc = blk * LANES, left = p->out_c - oc;
+        block b;
+        b.rows = rows;
+        b.k = (const block_constants *)(const void *)(p->packed_weights + (size_t)blk * block_bytes(p));
+        b.out = out + oc;
+        b.in_channel = oc / m;
+        uint16_t lanes[LANES];
+        for (int32_t i = 0; i < LANES; i++) lanes[i] = (uint16_t)((oc + i) / m - oc / m);
+        b.offsets = vld1q_u16(lanes);
+        b.pred = vctp16q((uint32_t)(left < LANES ? left : LANES));
+        b.even = vctp32q((uint32_t)(left < LANES ? (left + 1) / 2 : 4));
+        b.odd = vctp32q((uint32_t)(left < LANES ? left / 2 : 4));
+        const int tail = left < LANES;
+        if (gather) tail ? row_gather_tail(p, &b) : row_gather(p, &b);
+        else if (three) tail ? row_three_tail(p, &b) : row_three(p, &b);
+        else tail ? row_any_tail(p, &b) : row_any(p, &b);
+    }
+}
+
+void trt_depthwise_channels_mve(const trt_conv_params *p, void *temp) {
+    const int8_t *rows[TRT_MAX_DEPTHWISE_TAPS];
+    rows_state st;
+    st.ring = temp;
+    st.pad_row = p->pad_w > 0 ? (int8_t *)temp + (size_t)span(p) * aligned_row(p) : temp;
+    if (p->pad_w > 0 || p->pad_h > 0) trt_mve_fill(st.pad_row, padded_row(p), vdupq_n_s8((int8_t)-p->input_offset));
+    for (int32_t b = 0; b < p->batches; b++) {
+        st.image = p->input + (size_t)b * p->in_h * p->in_w * p->in_c;
+        for (int32_t i = 0; i < MAX_SPAN; i++) st.held[i] = -1;
+        int8_t *out = p->output + (size_t)b * p->out_h * p->out_w * p->out_c;
+        for (int32_t oy = 0; oy < p->out_h; oy++, out += (size_t)p->out_w * p->out_c) {
+            input_rows(p, &st, oy, rows);
+            output_row(p, rows, out);
+        }
+    }
+}
+
+#endif

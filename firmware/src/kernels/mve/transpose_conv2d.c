@@ -1,0 +1,50 @@
+/*
+ * cortex_m::quantized_transpose_conv2d.out with Helium -- NHWC int8, OHWI weights.
+ *
+ * Arithmetic: as kernels/c/transpose_conv2d.c (the reference's float32 sum, exact as integers).
+ * Computed as the stride-1 convolution of conv_forms.h: each batch's input is spread over a
+ * grid of pad bytes (-input_offset: they add nothing) in the working memory, the weights are
+ * turned by 180 degrees at load, and the Helium convolution (kernels/mve/conv2d.c) runs on the
+ * grid: folded_bias = bias + input_offset * sum(w) is exact for every output, because every
+ * window of the grid is whole. The grid's pad taps are multiplied too (about stride_h * stride_w
+ * times the landing taps' work), at the convolution's 16 MACs per instruction.
+ */
+#include "../isa.h"
+#if TRT_HAVE_MVE
+
+#include "../conv_forms.h"
+#include "kernels_mve.h"
+
+int trt_transpose_conv2d_mve_accepts(const trt_conv_params *p) { return trt_conv2d_mve_accepts(p); }
+
+/* scratch: the turned weights, then the convolution's folded bias */
+size_t trt_transpose_conv2d_mve_scratch_bytes(const trt_conv_params *p) {
+    return trt_transpose_weights_bytes(p) + trt_conv2d_mve_scratch_bytes(p);
+}
+
+void trt_transpose_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
+    int8_t *turned = scratch;
+    trt_transpose_turn_weights(p, turned);
+    p->packed_weights = turned;
+    trt_conv_params q = trt_transpose_as_conv(p);
+    trt_conv2d_mve_prepare(&q, turned + trt_transpose_weights_bytes(p));
+    p->folded_bias = q.folded_bias;
+}
+
+/* temp: the grid, then the convolution's blocks */
+size_t trt_transpose_conv2d_mve_temp_bytes(const trt_conv_params *p) {
+    const trt_conv_params q = trt_transpose_as_conv(p);
+    return trt_transpose_grid_bytes(p) + trt_conv2d_mve_block_bytes(&q);
+}
+
+void trt_transpose_conv2d_mve(const trt_conv_params *p, void *temp) {
+    const trt_conv_params q = trt_transpose_as_conv(p);
+    int8_t *grid = temp;
+    for (int32_t b = 0; b < p->batches; b++) {
+        trt_transpose_spread(p, p->input + (size_t)b * p->in_h * p->in_w * p->in_c, grid);
+        trt_conv2d_mve_on_image(&q, grid, q.in_w * q.in_c, p->output + (size_t)b * p->out_h * p->out_w * p->out_c,
+                                grid + trt_transpose_grid_bytes(p));
+    }
+}
+
+#endif

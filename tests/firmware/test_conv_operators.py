@@ -1,0 +1,162 @@
+"""The convolution, pooling, linear and matmul operators in every form the Cortex-M lowering emits.
+
+The probe models of probes_conv.py are exported through the project's Cortex-M flow (and the
+explicit-layout flow for the `_nhwc` operators), for cortex-m55 (MVE forms: linear kernel sums)
+and cortex-m4 (DSP forms: linear bias). Then:
+
+- each probe reaches the operator forms it was written for;
+- natively, the plain-C kernels and the DSP kernels (on the portable model of the DSP
+  instructions) give every kernel call's output bytes equal to ExecuTorch's Python reference
+  replaying the program;
+- on the emulated Cortex-M55, the Helium, DSP and plain-C builds give the reference's int8
+  outputs on every image, and so does the Cortex-M33 board (the DSP instructions themselves).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import probes_conv  # noqa: E402
+
+from tinyrps.data import make_split  # noqa: E402
+from tinyrps.reference import cortex_m as reference  # noqa: E402
+
+# The explicit-layout operators say they are experimental on every call.
+pytestmark = pytest.mark.filterwarnings("ignore:This explicit-layout Cortex-M operator may change")
+
+CORES = ("cortex-m55", "cortex-m4")
+
+# The forms each probe must reach (operator -> count at least), in the legacy flow; the
+# explicit-layout flow gives the same with "_nhwc" (and quantized_avg_pool2d_nhwc for its head).
+FORMS = {
+    "pointwise": {"quantized_conv2d": 3},
+    "rectangular": {"quantized_depthwise_conv2d": 1, "quantized_conv2d": 2},
+    "dilated_grouped": {"quantized_conv2d": 3},
+    "one_pixel": {"quantized_conv2d": 4},
+    "depthwise": {"quantized_depthwise_conv2d": 5},
+    "depth_multiplier": {"quantized_depthwise_conv2d": 5},
+    "depthwise_windows": {"quantized_depthwise_conv2d": 5},
+    "depthwise_one_pixel": {"quantized_depthwise_conv2d": 5},
+    "transpose": {"quantized_transpose_conv2d": 3},
+    "avg_pool": {"quantized_avg_pool2d": 3},
+    "global_avg_pool": {"quantized_avg_pool2d": 1},
+    "global_mean": {"quantized_avg_pool2d": 1},
+    "linear_rows": {"quantized_linear": 2},
+    "linear_no_bias": {"quantized_linear": 2},
+    "batch_matmul": {"quantized_batch_matmul": 1},
+}
+
+CASES = [(name, core, False) for name in probes_conv.PROBES for core in CORES] + \
+        [(name, core, True) for name in probes_conv.EXPLICIT_PROBES for core in CORES]
+
+
+def case_id(case) -> str:
+    name, core, explicit = case
+    return f"{name}-{core}{'-nhwc' if explicit else ''}"
+
+
+@pytest.fixture(scope="module")
+def probe_images() -> np.ndarray:
+    return make_split("test", 3, 29)[0]
+
+
+@pytest.fixture(scope="module")
+def probe_programs(probe_images, tmp_path_factory):
+    """(name, core, explicit) -> exported .pte, built once per module."""
+    folder = tmp_path_factory.mktemp("probes")
+    cache = {}
+
+    def get(name: str, core: str, explicit: bool):
+        key = (name, core, explicit)
+        if key not in cache:
+            cache[key] = probes_conv.export_probe(probes_conv.PROBES[name], name, core, probe_images, folder, explicit)
+        return cache[key]
+    return get
+
+
+def reference_layers(pte, image) -> list:
+    with probes_conv.exact_integer_convolutions():
+        return reference.replay_layers(pte, image)
+
+
+def reference_outputs(pte, images) -> np.ndarray:
+    with probes_conv.exact_integer_convolutions():
+        return reference.reference_int8(pte, images)
+
+
+def layer_mismatches(native, tool, pte, images, work) -> list:
+    """'image i: call k operator (variant) differs in n bytes' for every kernel call that differs."""
+    images.tofile(work / "images.u8")
+    summary = json.loads(native.tool(tool, "layers", pte, work / "images.u8", work / "layers.bin").stdout)
+    raw = (work / "layers.bin").read_bytes()
+    kernels = json.loads(native.tool(tool, "info", pte).stdout)["kernels"]
+    found, pos = [], 0
+    for i, image in enumerate(images):
+        for k, (call, (name, expected)) in enumerate(zip(summary["calls"], reference_layers(pte, image))):
+            assert call["name"] == name
+            got = np.frombuffer(raw[pos:pos + call["bytes"]], np.uint8)
+            pos += call["bytes"]
+            differing = int(np.count_nonzero(got != np.frombuffer(expected, np.uint8)))
+            if differing:
+                found.append(f"image {i}: call {k} {name} ({kernels[k]}) differs in {differing} bytes")
+    assert pos == len(raw)
+    return found
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_probe_reaches_its_forms(case, probe_programs):
+    name, core, explicit = case
+    calls = [op.split("::")[1] for op in probes_conv.program_calls(probe_programs(name, core, explicit))]
+    for form, count in FORMS[name].items():
+        wanted = form + "_nhwc" if explicit else form
+        assert calls.count(wanted) >= count, f"{name} on {core}: {calls}"
+    if explicit:
+        assert not [c for c in calls if c in FORMS[name]], "the explicit-layout flow kept a legacy operator"
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_c_and_dsp_kernels_match_the_reference_layer_by_layer(case, probe_programs, probe_images, native,
+                                                              native_tool, native_dsp_tool, tmp_path):
+    name, core, explicit = case
+    pte = probe_programs(name, core, explicit)
+    for tool in (native_tool, native_dsp_tool):
+        assert layer_mismatches(native, tool, pte, probe_images[:3], tmp_path) == [], tool.name
+    expected = reference_outputs(pte, probe_images)
+    assert len(np.unique(expected)) > 3, "degenerate outputs would not test the arithmetic"
+
+
+@pytest.fixture(scope="module")
+def m55_variants(firmware_elf_path):
+    """The AN547 firmware with each of the Cortex-M55's kernel paths (Helium is the default)."""
+    from tinyrps.firmware import build_firmware
+    from tinyrps.firmware.qemu import FIRMWARE_EXECUTABLE
+    return {variant: build_firmware(kind).tool(FIRMWARE_EXECUTABLE)
+            for variant, kind in (("mve", "mps3-an547"), ("dsp", "mps3-an547-dsp"), ("c", "mps3-an547-c"))}
+
+
+@pytest.mark.slow     # builds the firmware three times, boots QEMU
+@pytest.mark.parametrize("case", [c for c in CASES if c[1] == "cortex-m55"], ids=case_id)
+def test_every_cortex_m55_variant_matches_the_reference_on_qemu(case, probe_programs, probe_images, m55_variants):
+    from tinyrps.firmware.qemu import run_batch
+    name, core, explicit = case
+    pte = probe_programs(name, core, explicit)
+    expected = reference_outputs(pte, probe_images)
+    for variant, elf in m55_variants.items():
+        result = run_batch(pte, probe_images, elf=elf)
+        mismatching = int((result.int8 != expected).any(axis=1).sum())
+        assert mismatching == 0, f"{variant}: {mismatching} of {len(expected)} images differ from the reference"
+
+
+@pytest.mark.slow     # builds the Cortex-M33 firmware, boots QEMU
+@pytest.mark.parametrize("case", [c for c in CASES if c[1] == "cortex-m4"], ids=case_id)
+def test_the_cortex_m33_board_matches_the_reference(case, probe_programs, probe_images):
+    from tinyrps.firmware.qemu import firmware_elf, run_batch
+    name, core, explicit = case
+    pte = probe_programs(name, core, explicit)
+    result = run_batch(pte, probe_images, elf=firmware_elf("mps2-an505"), board="mps2-an505")
+    np.testing.assert_array_equal(result.int8, reference_outputs(pte, probe_images))
