@@ -308,7 +308,7 @@ def test_each_operator_alone_links(symbol, kernels, tmp_path):
     with that operator alone links on the host (plain C, or the DSP kernels on the C model of DSP)."""
     from tinyrps.firmware import firmware_dir
     fw = firmware_dir()
-    symbols = list(dict.fromkeys([symbol, *lib.RUNTIME_OPERATORS]))
+    symbols = lib.with_siblings(list(dict.fromkeys([symbol, *lib.RUNTIME_OPERATORS])))
     sources = lib.library_sources(symbols, "dsp")
     shutil.copytree(fw / "src", tmp_path / "src", ignore=shutil.ignore_patterns("*.c"))   # every header
     operator_list = tmp_path / "src" / lib.OPERATOR_LIST

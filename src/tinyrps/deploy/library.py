@@ -76,14 +76,28 @@ OPERATOR_SOURCES = {
         "mve": ("kernels/mve/conv2d.c",)},
     "quantized_depthwise_conv2d": {
         "ops": ("ops/depthwise_conv2d.c", "ops/conv_common.c", "kernels/weight_sums.c"),
-        "c": ("kernels/c/depthwise_conv2d.c",), "dsp": ("kernels/dsp/depthwise_conv2d.c",),
-        "mve": ("kernels/mve/depthwise_conv2d.c",)},
+        "c": ("kernels/c/depthwise_conv2d.c",),
+        "dsp": ("kernels/dsp/depthwise_conv2d.c", "kernels/dsp/depthwise_channels.c"),
+        "mve": ("kernels/mve/depthwise_conv2d.c", "kernels/mve/depthwise_one_channel.c",
+                "kernels/mve/depthwise_channels.c", "kernels/mve/conv2d.c")},
+    "quantized_transpose_conv2d": {
+        "ops": ("ops/transpose_conv2d.c", "ops/conv_common.c", "kernels/weight_sums.c"),
+        "c": ("kernels/c/transpose_conv2d.c", "kernels/c/dot_s8.c"),
+        "dsp": ("kernels/dsp/transpose_conv2d.c", "kernels/dsp/conv2d.c"),
+        "mve": ("kernels/mve/transpose_conv2d.c", "kernels/mve/conv2d.c")},
     "quantized_max_pool2d": {
         "ops": ("ops/max_pool2d.c",),
         "c": ("kernels/c/max_pool2d.c",), "dsp": ("kernels/dsp/max_pool2d.c",),
         "mve": ("kernels/mve/max_pool2d.c",)},
     "quantized_linear": {
         "ops": ("ops/linear.c", "kernels/weight_sums.c"),
+        "c": ("kernels/c/linear.c", "kernels/c/dot_s8.c"), "dsp": ("kernels/dsp/linear.c",),
+        "mve": ("kernels/mve/linear.c",)},
+    "quantized_avg_pool2d": {
+        "ops": ("ops/avg_pool2d.c",),
+        "c": ("kernels/c/avg_pool2d.c",), "mve": ("kernels/mve/avg_pool2d.c",)},
+    "quantized_batch_matmul": {
+        "ops": ("ops/batch_matmul.c", "kernels/weight_sums.c"),
         "c": ("kernels/c/linear.c", "kernels/c/dot_s8.c"), "dsp": ("kernels/dsp/linear.c",),
         "mve": ("kernels/mve/linear.c",)},
     "clone_dim_order": {
@@ -134,6 +148,11 @@ OPERATOR_SOURCES = {
         "ops": ("ops/unsqueeze_copy.c", "ops/reshape.c"),
         "c": ("kernels/c/reshape_copy.c",)},
 }
+# The _nhwc forms (ExecuTorch's explicit-layout flow) are defined in their legacy operator's ops/ file,
+# with its bind step and variants: the same files.
+for _legacy in ("quantized_conv2d", "quantized_depthwise_conv2d", "quantized_transpose_conv2d", "quantized_max_pool2d",
+                "quantized_avg_pool2d"):
+    OPERATOR_SOURCES[_legacy + "_nhwc"] = OPERATOR_SOURCES[_legacy]
 # Operators the runtime itself refers to (runtime.c keeps the raw int8 values a dequantize read).
 RUNTIME_OPERATORS = ("dequantize_per_tensor",)
 
@@ -274,7 +293,15 @@ def select_operators(program_operators: list, src: Path) -> list:
     unlisted = [s for s in symbols if s not in OPERATOR_SOURCES]
     if unlisted:
         raise RuntimeError(f"OPERATOR_SOURCES has no files for {unlisted}: add them to tinyrps.deploy.library")
+    symbols = with_siblings(symbols)
     return [row.symbol for row in rows if row.symbol in symbols]   # in the list's order
+
+
+def with_siblings(symbols: list) -> list:
+    """These operators and every other one their ops/ files define (a legacy form and its _nhwc one):
+    the library's list must keep every operator its files define."""
+    files = {OPERATOR_SOURCES[s]["ops"][0] for s in symbols}
+    return list(dict.fromkeys([*symbols, *(s for s, f in OPERATOR_SOURCES.items() if f["ops"][0] in files)]))
 
 
 def library_sources(symbols: list, fast: str) -> list:
