@@ -91,7 +91,46 @@ def clock(hz: float) -> str:
     return f"{hz / 1e9:g} GHz" if hz >= 1e9 else f"{hz / 1e6:g} MHz"
 
 
-BLOCKS = {"firmware-boards": firmware_boards, "vela": vela_summary}
+# MLPerf Tiny's networks (scripts/mlperf_tiny.py keeps their descriptors and measurements here).
+MLPERF = FIGURES / "mlperf"
+MLPERF_NETWORKS = ("resnet8", "ds-cnn-small", "mobilenet-v1-0.25", "fc-autoencoder")
+# The official ExecuTorch runtime with CMSIS-NN (Helium) on the same emulated Cortex-M55, its own
+# definitions of the networks, random weights, 8 random inputs: instructions per inference and per
+# MAC, and its planned + method-pool + temp memory (measured by this project, 2026-12-01).
+OFFICIAL_M55 = {"resnet8": (4_818_531, 0.385, 61_400), "ds-cnn-small": (1_797_281, 0.676, 31_312),
+                "mobilenet-v1-0.25": (6_516_203, 0.870, 167_320), "fc-autoencoder": (153_625, 0.581, 8_726)}
+
+
+def load_mlperf(folder: Path = MLPERF) -> dict:
+    """(network, core) -> the firmware figures of its measurement."""
+    found = {}
+    for path in sorted(folder.glob("*.measure.json")):
+        name, core = path.name.removesuffix(".measure.json").rsplit("-cortex-", 1)
+        found[name, f"cortex-{core}"] = json.loads(path.read_text())["firmware"]
+    return found
+
+
+def mlperf_boards(_figures: dict) -> str:
+    """README and benchmarks: the four networks on the three boards, beside the official runtime's M55 figures."""
+    measured = load_mlperf()
+    rows = []
+    for name in MLPERF_NETWORKS:
+        cells = [f"`{name}`"]
+        for core in ("cortex-m55", "cortex-m33", "cortex-m4"):
+            fw = measured.get((name, core))
+            cells.append("" if fw is None else
+                         f"{fw['instructions_per_inference']:,} ({fw['instructions_per_mac']:.2f}/MAC)")
+        m55 = measured.get((name, "cortex-m55"))
+        official = OFFICIAL_M55[name]
+        cells.append(f"{official[0]:,} ({official[1]:.3f}/MAC)")
+        cells.append("" if m55 is None else f"{m55['arena_bytes']:,} B (official {official[2]:,} B)")
+        cells.append("" if m55 is None else f"{m55['flash_bytes']:,} B")
+        rows.append(cells)
+    return table(["network", "Cortex-M55 (mve)", "Cortex-M33 (dsp)", "Cortex-M4 (dsp)",
+                  "official runtime, M55", "arena, M55", "flash, M55"], rows)
+
+
+BLOCKS = {"firmware-boards": firmware_boards, "vela": vela_summary, "mlperf-boards": mlperf_boards}
 
 
 def load_figures(folder: Path) -> dict:

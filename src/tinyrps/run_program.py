@@ -19,23 +19,30 @@ import numpy as np
 from .errors import UserError
 
 
-def read_inputs(path: Path, specs: tuple, program: str) -> tuple:
-    """(arrays [N, *shape] per input, whether the file held single samples)."""
+def input_arrays(path: Path, count: int, option: str, hint: str) -> list:
+    """The arrays of an inputs .npz file, one per program input: input0, input1, ... (or the file's one
+    array for a one-input program). A file that cannot be read, or lacks an array, is one line naming
+    `option` and saying `hint`."""
     try:
         with np.load(path, allow_pickle=False) as f:
             arrays = {k: f[k] for k in f.files}
     except Exception as e:
-        raise UserError(f"--inputs {path} is not a readable .npz file ({type(e).__name__}): save it with "
+        raise UserError(f"{option} {path} is not a readable .npz file ({type(e).__name__}): save it with "
                         "numpy.savez(path, input0=...)") from None
-    names = [f"input{i}" for i in range(len(specs))]
-    if len(specs) == 1 and len(arrays) == 1:
+    names = [f"input{i}" for i in range(count)]
+    if count == 1 and len(arrays) == 1:
         names = list(arrays)
     missing = [n for n in names if n not in arrays]
     if missing:
-        raise UserError(f"--inputs {path} has no array {', '.join(missing)} (it has: {', '.join(arrays) or 'none'}); "
-                        f"{program} takes {len(specs)} input{'s' if len(specs) != 1 else ''}: "
-                        f"{', '.join(s.describe() for s in specs)}")
-    given = [arrays[n] for n in names]
+        raise UserError(f"{option} {path} has no array {', '.join(missing)} (it has: {', '.join(arrays) or 'none'}): "
+                        f"{hint}")
+    return [arrays[n] for n in names]
+
+
+def read_inputs(path: Path, specs: tuple, program: str) -> tuple:
+    """(arrays [N, *shape] per input, whether the file held single samples)."""
+    given = input_arrays(path, len(specs), "--inputs", f"{program} takes {len(specs)} "
+                         f"input{'s' if len(specs) != 1 else ''}: {', '.join(s.describe() for s in specs)}")
     single = all(a.shape == s.shape for a, s in zip(given, specs))
     return ([a[None] for a in given] if single else given), single
 

@@ -144,22 +144,11 @@ def file_calibration(path: Path, inputs: list) -> list:
     import torch
     if not Path(path).is_file():
         raise UserError(f"--calibration: no file {path}: give a .npz file of examples, or `random`")
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
-    except Exception as e:
-        raise UserError(f"--calibration {path} is not a readable .npz file ({type(e).__name__}): "
-                        "save it with numpy.savez") from None
-    names = [f"input{i}" for i in range(len(inputs))]
-    if len(inputs) == 1 and len(arrays) == 1:
-        names = list(arrays)
-    missing = [n for n in names if n not in arrays]
-    if missing:
-        raise UserError(f"--calibration {path} has no array {', '.join(missing)} (it has: {', '.join(arrays) or 'none'}): "
-                        f"name them {', '.join(f'input{i}' for i in range(len(inputs)))}")
+    from .run_program import input_arrays
+    given = input_arrays(path, len(inputs), "--calibration",
+                         f"name them {', '.join(f'input{i}' for i in range(len(inputs)))}")
     per_input, count = [], None
-    for name, (shape, dtype) in zip(names, inputs):
-        a = arrays[name]
+    for name, a, (shape, dtype) in zip([f"input{i}" for i in range(len(inputs))], given, inputs):
         if tuple(a.shape[1:]) == shape:
             rows = [a[i] for i in range(len(a))]
         elif shape[0] == 1 and tuple(a.shape[1:]) == shape[1:]:

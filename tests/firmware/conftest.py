@@ -111,6 +111,24 @@ class NativeTools:
         summary = json.loads(NativeTools.tool(tool, "layers", pte, samples, out).stdout)
         return summary, out.read_bytes()
 
+    @staticmethod
+    def layer_mismatches(tool: Path, pte: Path, images: np.ndarray, work: Path, reference_layers) -> list:
+        """'image i: call k operator (variant) differs in n bytes' for every kernel call of the native run
+        that differs from `reference_layers(pte, image)` (the reference's (operator, output bytes) per call)."""
+        summary, raw = NativeTools.layers(tool, pte, images, work)
+        kernels = json.loads(NativeTools.tool(tool, "info", pte).stdout)["kernels"]
+        found, pos = [], 0
+        for i, image in enumerate(images):
+            for k, (call, (name, expected)) in enumerate(zip(summary["calls"], reference_layers(pte, image))):
+                assert call["name"] == name
+                got = np.frombuffer(raw[pos:pos + call["bytes"]], np.uint8)
+                pos += call["bytes"]
+                differing = int(np.count_nonzero(got != np.frombuffer(expected, np.uint8)))
+                if differing:
+                    found.append(f"image {i}: call {k} {name} ({kernels[k]}) differs in {differing} bytes")
+        assert pos == len(raw)
+        return found
+
 
 @pytest.fixture(scope="session")
 def native() -> NativeTools:

@@ -13,7 +13,6 @@ and cortex-m4 (DSP forms: linear bias). Then:
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -90,22 +89,7 @@ def reference_outputs(pte, images) -> np.ndarray:
 
 
 def layer_mismatches(native, tool, pte, images, work) -> list:
-    """'image i: call k operator (variant) differs in n bytes' for every kernel call that differs."""
-    images.tofile(work / "images.u8")
-    summary = json.loads(native.tool(tool, "layers", pte, work / "images.u8", work / "layers.bin").stdout)
-    raw = (work / "layers.bin").read_bytes()
-    kernels = json.loads(native.tool(tool, "info", pte).stdout)["kernels"]
-    found, pos = [], 0
-    for i, image in enumerate(images):
-        for k, (call, (name, expected)) in enumerate(zip(summary["calls"], reference_layers(pte, image))):
-            assert call["name"] == name
-            got = np.frombuffer(raw[pos:pos + call["bytes"]], np.uint8)
-            pos += call["bytes"]
-            differing = int(np.count_nonzero(got != np.frombuffer(expected, np.uint8)))
-            if differing:
-                found.append(f"image {i}: call {k} {name} ({kernels[k]}) differs in {differing} bytes")
-    assert pos == len(raw)
-    return found
+    return native.layer_mismatches(tool, pte, images, work, reference_layers)
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)

@@ -86,20 +86,7 @@ def awkward_programs(awkward_images, tmp_path_factory):
 
 
 def layer_mismatches(native, tool, pte, images, work) -> list:
-    """'image i: operator (variant) differs in n bytes' for every kernel call that differs."""
-    summary, raw = native.layers(tool, pte, images, work)
-    kernels = json.loads(native.tool(tool, "info", pte).stdout)["kernels"]
-    found, pos = [], 0
-    for i, image in enumerate(images):
-        for k, (call, (name, expected)) in enumerate(zip(summary["calls"], reference.replay_layers(pte, image))):
-            assert call["name"] == name
-            got = np.frombuffer(raw[pos:pos + call["bytes"]], np.uint8)
-            pos += call["bytes"]
-            differing = int(np.count_nonzero(got != np.frombuffer(expected, np.uint8)))
-            if differing:
-                found.append(f"image {i}: {name} ({kernels[k]}) differs in {differing} bytes")
-    assert pos == len(raw)
-    return found
+    return native.layer_mismatches(tool, pte, images, work, reference.replay_layers)
 
 
 @pytest.mark.parametrize("core", ["cortex-m55", "cortex-m4"])

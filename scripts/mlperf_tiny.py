@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""MLPerf Tiny's four reference networks on the three emulated boards: export, measure, keep the figures.
+
+Each network of tinyrps.zoo is exported for the Cortex-M55, M33 and M4 (`zoo.export_network`, the
+export driver with its replay check) and measured by the measure stage on its core's emulated board
+(flash, arena, instructions per inference and per kernel call, with the fastest kernels the core
+allows and with plain C; QEMU counts instructions, not cycles). The descriptors and measurements
+are kept in docs/figures/mlperf/, from which scripts/doc_figures.py writes the tables of the README
+and docs/benchmarks.md:
+
+    .venv/bin/python scripts/mlperf_tiny.py            # export and measure all twelve, keep the files
+    .venv/bin/python scripts/mlperf_tiny.py --network resnet8 --core cortex-m55
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FIGURES = REPO / "docs" / "figures" / "mlperf"
+CORES = ("cortex-m55", "cortex-m33", "cortex-m4")
+
+
+def main(argv=None) -> int:
+    from tinyrps import measure, zoo
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--network", action="append", choices=list(zoo.NETWORKS), help="only this network")
+    parser.add_argument("--core", action="append", choices=CORES, help="only this core")
+    args = parser.parse_args(argv)
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tinyrps-mlperf.") as work:
+        for name in args.network or list(zoo.NETWORKS):
+            for core in args.core or CORES:
+                start = time.perf_counter()
+                pte = zoo.export_network(name, core, Path(work))
+                measured = measure.measure(pte)
+                fw = measured["firmware"]
+                for path in (pte.with_suffix(".json"), measure.path_of(pte)):
+                    shutil.copyfile(path, FIGURES / path.name)
+                print(f"{name} {core}: {fw['instructions_per_inference']:,} instructions "
+                      f"({fw['instructions_per_mac']} per MAC, {fw['kernels']}) on {fw['board']}, arena "
+                      f"{fw['arena_bytes']:,} B, flash {fw['flash_bytes']:,} B in {time.perf_counter() - start:.0f} s",
+                      file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
