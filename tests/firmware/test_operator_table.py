@@ -28,9 +28,11 @@ def test_every_row_has_its_operator_and_every_operator_a_row():
     variants = operator_variants()
     assert sorted(variants) == sorted(row.symbol for row in rows)
     assert len({row.qualified for row in rows}) == len(rows)
+    order = ["mve", "dsp", "c"]   # fastest first; an ISA may have several variants, one after another
     for symbol, isas in variants.items():
-        assert isas and isas[-1] == "c", f"{symbol}: the last variant must be plain C, not {isas}"
-        assert len(set(isas)) == len(isas) and set(isas) <= {"mve", "dsp", "c"}, (symbol, isas)
+        assert isas and isas[-1] == "c" and isas.count("c") == 1, f"{symbol}: the last variant must be plain C, not {isas}"
+        assert set(isas) <= set(order) and [order.index(i) for i in isas] == sorted(order.index(i) for i in isas), \
+            (symbol, isas)
 
 
 def documented_variants() -> dict:
@@ -52,11 +54,11 @@ def test_the_documented_table_lists_every_operator_and_its_variants():
     rows = runtime_operators()
     variants = operator_variants()
     assert set(documented) == {row.qualified for row in rows}
-    for row in rows:
+    for row in rows:   # a cell starting with "—" says the build has no such variant (a note may follow)
         mve, dsp, c = documented[row.qualified]
-        assert (mve != "—") == ("mve" in variants[row.symbol]), row.qualified
-        assert (dsp != "—") == ("dsp" in variants[row.symbol]), row.qualified
-        assert c != "—", row.qualified
+        assert (not mve.startswith("—")) == ("mve" in variants[row.symbol]), row.qualified
+        assert (not dsp.startswith("—")) == ("dsp" in variants[row.symbol]), row.qualified
+        assert not c.startswith("—"), row.qualified
 
 
 def test_a_malformed_row_is_refused(tmp_path):

@@ -42,14 +42,16 @@ def runtime_operators(firmware_root: Path | None = None) -> list:
     return rows
 
 
-# TRT_DEFINE_OPERATOR(symbol, bind, VARIANTS) in ops/<file>.c, and its variant array's entries {"isa", ...
+# TRT_DEFINE_OPERATOR(symbol, bind, VARIANTS) in ops/<file>.c, and its variant array's entries: {"isa", ...}
+# or a file's own macro for them, NAME("isa", ...)
 DEFINE = re.compile(r"^TRT_DEFINE_OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*\)", re.M)
 VARIANT_ARRAY = r"static const trt_kernel_variant {}\[\] = \{{(.*?)\n\}};"
-VARIANT_ISA = re.compile(r'^\s*\{\s*"(\w+)"', re.M)
+VARIANT_ISA = re.compile(r'^\s*(?:\{|\w+\()\s*"(\w+)"', re.M)
 
 
 def operator_variants(firmware_root: Path | None = None) -> dict:
-    """symbol -> the kernel variants its ops/ file lists (["mve", "dsp", "c"]: every ISA, fastest first).
+    """symbol -> the kernel variants its ops/ file lists (["mve", "dsp", "c"]: every ISA, fastest first;
+    an ISA may have several).
 
     Read from the sources, so it covers the variants of every build, not only the host's."""
     if firmware_root is None:
