@@ -176,14 +176,37 @@ def write_atomically(path: Path, data: bytes) -> None:
 # --- seeds ------------------------------------------------------------------------------------
 
 def small_network():
-    """Every operator the firmware implements (the 1-channel depthwise conv, conv, max pool,
-    the flattening clone, linear, quantize and dequantize) in a program of ~10 kB, so the
-    fuzzer mutates and runs it fast."""
+    """The operators of the default network (the 1-channel depthwise conv, conv, max pool, the
+    flattening clone, linear, quantize and dequantize) in a program of ~10 kB, so the fuzzer
+    mutates and runs it fast."""
     from torch import nn
     return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 4, 3, padding=1), nn.ReLU(),
                          nn.MaxPool2d(2), nn.Conv2d(4, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                          nn.Linear(4 * 7 * 7, 8), nn.ReLU(), nn.Linear(8, 3))
 
+
+def elementwise_network():
+    """The elementwise and data-movement operators (a residual add, hardswish's minimum and mul,
+    a table activation, cat, pad, transpose, softmax) in a program of a few kB."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Elementwise(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c0 = nn.Conv2d(1, 4, 3, stride=4, padding=1)
+            self.c1 = nn.Conv2d(4, 4, 3, padding=1)
+            self.c2 = nn.Conv2d(4, 4, 3, padding=1)
+            self.fc = nn.Linear(8 * 8 * 8, 3)
+
+        def forward(self, x):
+            x = F.relu(self.c0(x))
+            x = F.relu(x + self.c1(x))
+            h = F.hardswish(self.c2(x))
+            y = F.pad(torch.cat([h, torch.sigmoid(h)], 1), (1, 0, 0, 1))
+            return torch.softmax(self.fc(torch.flatten(y.permute(0, 2, 3, 1), 1)), -1)
+    return Elementwise()
 
 def tensor_requests() -> dict:
     """Payloads of the link's tensor requests, from the host's own encoders: describe an input and an
@@ -250,7 +273,9 @@ def batch_seeds() -> dict:
 
 def write_seeds() -> None:
     seeds = FUZZ_DIR / "seeds"
-    files = {"pte": {f"small-{core}.pte": export_program(small_network, core) for core in ("cortex-m55", "cortex-m4")},
+    programs = {f"small-{core}.pte": export_program(small_network, core) for core in ("cortex-m55", "cortex-m4")}
+    programs["elementwise-cortex-m55.pte"] = export_program(elementwise_network, "cortex-m55")
+    files = {"pte": programs,
              "link-frame": frame_seeds(), "link-tensor-io": tensor_io_seeds(), "batch-input": batch_seeds()}
     for target, named in files.items():
         shutil.rmtree(seeds / target, ignore_errors=True)

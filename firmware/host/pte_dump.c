@@ -50,6 +50,11 @@ static int print_value(const pte_file *f, const pte_plan *p, uint32_t index) {
         for (uint32_t i = 0; i < v.list.count; i++) printf("%s%lld", i ? ", " : "", (long long)fb_vector_i64(fb, &v.list, i));
         printf("]}");
         break;
+    case PTE_VALUE_TENSOR_LIST:
+        printf("{\"kind\": \"tensor_list\", \"items\": [");
+        for (uint32_t i = 0; i < v.list.count; i++) printf("%s%ld", i ? ", " : "", (long)fb_vector_i32(fb, &v.list, i));
+        printf("]}");
+        break;
     case PTE_VALUE_TENSOR: {
         const pte_tensor *t = &v.tensor;
         printf("{\"kind\": \"tensor\", \"scalar_type\": %d, \"sizes\": ", t->scalar_type);

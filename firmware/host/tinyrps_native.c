@@ -20,6 +20,9 @@
  *       for each sample of INPUTS (a samples file), the output bytes of every kernel call
  *       in chain order, each read right after the call ran (for per-layer comparison with
  *       the reference). Prints the calls and their sizes.
+ *   tinyrps-native ops
+ *       the operator table (src/ops/operators.def) as one JSON line: each operator's name,
+ *       overload and the kernel variants this build has for it, fastest first.
  *
  * Exit status: 0 ok, 2 usage or I/O error, 3 the program was rejected (the
  * reason on stderr as "error: <status>: <detail>").
@@ -29,6 +32,7 @@
 #include <string.h>
 
 #include "host_io.h"
+#include "ops/operator_table.h"
 #include "pte_dump.h"
 #include "tinyrps_runtime.h"
 
@@ -302,13 +306,26 @@ static int cmd_layers(const char *model, const char *inputs_path, const char *ou
     return rc;
 }
 
+static int cmd_ops(void) {
+    printf("{\"operators\": [");
+    for (int i = 0; i < trt_operator_count(); i++) {
+        const trt_operator *op = trt_operator_at(i);
+        printf("%s{\"name\": \"%s\", \"overload\": \"%s\", \"variants\": [", i ? ", " : "", op->name, op->overload);
+        for (int k = 0; k < op->n_variants; k++) printf("%s\"%s\"", k ? ", " : "", op->variants[k].isa);
+        printf("]}");
+    }
+    printf("]}\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "ops") == 0) return cmd_ops();
     if (argc == 3 && strcmp(argv[1], "info") == 0) return cmd_info(argv[2]);
     if (argc == 3 && strcmp(argv[1], "dump") == 0) return cmd_dump(argv[2]);
     if (argc == 5 && strcmp(argv[1], "run") == 0) return cmd_run(argv[2], argv[3], argv[4]);
     if (argc == 5 && strcmp(argv[1], "infer") == 0) return cmd_infer(argv[2], argv[3], argv[4]);
     if (argc == 5 && strcmp(argv[1], "layers") == 0) return cmd_layers(argv[2], argv[3], argv[4]);
     fprintf(stderr, "usage: %s info MODEL.pte | dump MODEL.pte | run MODEL.pte INPUTS RESULTS | "
-                    "infer MODEL.pte IMAGES OUT | layers MODEL.pte INPUTS OUT\n", argv[0]);
+                    "infer MODEL.pte IMAGES OUT | layers MODEL.pte INPUTS OUT | ops\n", argv[0]);
     return EXIT_USAGE;
 }

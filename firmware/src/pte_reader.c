@@ -344,6 +344,8 @@ trt_status pte_value_at(const pte_file *f, const pte_plan *p, uint32_t index, pt
         return fb_f64(fb, &val, SCALAR_VALUE, 0.0, &out->double_val);
     case PTE_VALUE_INT_LIST:
         return fb_vector_field(fb, &val, SCALAR_VALUE, 8, &out->list);
+    case PTE_VALUE_TENSOR_LIST:   /* items: [int] EValue indices, the first field like IntList's */
+        return fb_vector_field(fb, &val, SCALAR_VALUE, 4, &out->list);
     case PTE_VALUE_TENSOR:
         return read_tensor(fb, &val, &out->tensor);
     default:

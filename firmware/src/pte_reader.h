@@ -146,7 +146,7 @@ typedef struct {
     int64_t int_val;
     int bool_val;
     double double_val;
-    fb_vector list;              /* IntList items (int64 value indices) */
+    fb_vector list;              /* IntList items (int64 value indices), TensorList items (int32 value indices) */
     pte_tensor tensor;
 } pte_value;
 

@@ -208,8 +208,28 @@ static trt_status resolve_int_list(trt_program *prog, const fb_vector *list, trt
     return TRT_OK;
 }
 
+/* TensorList items are indices of Tensor values: each tensor goes into a slot of call_tensors after
+ * the call's own arguments (from *next_slot on), and its slot into call_items. */
+static trt_status resolve_tensor_list(trt_program *prog, const fb_vector *list, trt_value *dst, uint16_t *n_items,
+                                      uint16_t *next_slot) {
+    if (list->count > (uint32_t)(TRT_MAX_CALL_LIST_ITEMS - *n_items) || list->count > (uint32_t)(TRT_MAX_KERNEL_ARGS - *next_slot))
+        return trt_fail(&prog->detail, TRT_ERR_LIMIT, "Tensor[] items of one kernel call above TRT_MAX_KERNEL_ARGS");
+    dst->index = *n_items;
+    dst->count = (uint16_t)list->count;
+    for (uint32_t k = 0; k < list->count; k++) {
+        pte_value item;
+        trt_status s = read_value(prog, fb_vector_i32(&prog->file.flat, list, k), &item);
+        if (s != TRT_OK) return s;
+        if (item.kind != PTE_VALUE_TENSOR) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "Tensor[] item is not a tensor");
+        if ((s = resolve_tensor(prog, &item.tensor, &prog->call_tensors[*next_slot])) != TRT_OK) return s;
+        prog->call_items[(*n_items)++] = (*next_slot)++;
+    }
+    return TRT_OK;
+}
+
 /* Argument `slot` of the call being bound: value `index` of the plan, resolved. */
-static trt_status resolve_argument(trt_program *prog, int32_t index, uint16_t slot, uint16_t *n_items) {
+static trt_status resolve_argument(trt_program *prog, int32_t index, uint16_t slot, uint16_t *n_items,
+                                   uint16_t *next_slot) {
     pte_value v;
     trt_value *dst = &prog->call_args[slot];
     memset(dst, 0, sizeof *dst);
@@ -221,6 +241,7 @@ static trt_status resolve_argument(trt_program *prog, int32_t index, uint16_t sl
     case PTE_VALUE_BOOL: dst->u.i = v.bool_val; return TRT_OK;
     case PTE_VALUE_DOUBLE: dst->u.d = v.double_val; return TRT_OK;
     case PTE_VALUE_INT_LIST: return resolve_int_list(prog, &v.list, dst, n_items);
+    case PTE_VALUE_TENSOR_LIST: return resolve_tensor_list(prog, &v.list, dst, n_items, next_slot);
     case PTE_VALUE_TENSOR:
         dst->index = slot;
         return resolve_tensor(prog, &v.tensor, &prog->call_tensors[slot]);
@@ -273,15 +294,22 @@ static int same_place(const trt_tensor *a, const trt_tensor *b) {
            a->dtype == b->dtype;
 }
 
-/* Call k reads every planned tensor among its arguments but its `out`: note the inputs it reads. */
+/* Call k reads every planned tensor among its arguments but its `out` (a Tensor[]'s too): note the
+ * inputs it reads. */
+static void note_input_read(trt_program *prog, int16_t k, int32_t value, const trt_tensor *t) {
+    for (uint8_t m = 0; m < prog->n_inputs; m++) {
+        trt_io *in = &prog->inputs[m];
+        if (value == in->value || same_place(t, &in->t)) in->last_reader = k;
+    }
+}
+
 static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, uint32_t n_args) {
     for (uint32_t a = 0; a + 2 < n_args; a++) {
         const trt_value *v = &prog->call_args[a];
-        if (v->kind != PTE_VALUE_TENSOR) continue;
-        for (uint8_t m = 0; m < prog->n_inputs; m++) {
-            trt_io *in = &prog->inputs[m];
-            if (args[a] == in->value || same_place(&prog->call_tensors[v->index], &in->t)) in->last_reader = k;
-        }
+        if (v->kind == PTE_VALUE_TENSOR) note_input_read(prog, k, args[a], &prog->call_tensors[v->index]);
+        if (v->kind != PTE_VALUE_TENSOR_LIST) continue;
+        for (uint16_t i = 0; i < v->count; i++)   /* no value index of its own: compared by place */
+            note_input_read(prog, k, -1, &prog->call_tensors[prog->call_items[v->index + i]]);
     }
 }
 
@@ -331,10 +359,10 @@ static trt_status load_instruction(trt_program *prog, const fb_vector *instructi
     if (op_index < 0 || op_index >= prog->n_operators) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "kernel call of an unknown operator");
     if (args_vec.count > TRT_MAX_KERNEL_ARGS)
         return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel call arguments above TRT_MAX_KERNEL_ARGS:", args_vec.count);
-    uint16_t n_items = 0;
+    uint16_t n_items = 0, next_slot = (uint16_t)args_vec.count;   /* Tensor[] items after the arguments */
     for (uint32_t k = 0; k < args_vec.count; k++) {
         args[k] = fb_vector_i32(&prog->file.flat, &args_vec, k);
-        if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items)) != TRT_OK) return s;
+        if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
     }
     trt_instruction *ins = &prog->instructions[i];
     ins->op = prog->operators[op_index];

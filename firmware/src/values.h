@@ -31,8 +31,8 @@ typedef struct {
 
 typedef struct {
     uint8_t kind;              /* PTE_VALUE_* */
-    uint16_t index;            /* TENSOR: index in `tensors`; INT_LIST: first item in `list_items` */
-    uint16_t count;            /* INT_LIST: items */
+    uint16_t index;            /* TENSOR: index in `tensors`; INT_LIST, TENSOR_LIST: first item in `list_items` */
+    uint16_t count;            /* INT_LIST, TENSOR_LIST: items (a TENSOR_LIST's are indices in `tensors`) */
     union {
         int64_t i;             /* INT, BOOL (0/1) */
         double d;              /* DOUBLE */

@@ -308,16 +308,15 @@ def test_each_operator_alone_links(symbol, kernels, tmp_path):
     with that operator alone links on the host (plain C, or the DSP kernels on the C model of DSP)."""
     from tinyrps.firmware import firmware_dir
     fw = firmware_dir()
-    symbols = list(dict.fromkeys([symbol, *lib.RUNTIME_OPERATORS]))
+    symbols = lib.with_siblings(list(dict.fromkeys([symbol, *lib.RUNTIME_OPERATORS])))
     sources = lib.library_sources(symbols, "dsp")
     shutil.copytree(fw / "src", tmp_path / "src", ignore=shutil.ignore_patterns("*.c"))   # every header
+    operator_list = tmp_path / "src" / lib.OPERATOR_LIST
+    operator_list.write_text(lib.library_operator_list(operator_list.read_text(), symbols))
     for rel in sources:
         target = tmp_path / "src" / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = (fw / "src" / rel).read_text()
-        if rel == "ops/operator_table.c":
-            text = lib.library_operator_table(text, symbols)
-        target.write_text(text)
+        target.write_text((fw / "src" / rel).read_text())
     (tmp_path / "main.c").write_text('#include "tinyrps_runtime.h"\nstatic trt_program_storage s;\n'
                                      'int main(void) { return trt_load(trt_program_init(&s), 0, 0, 0, 0, 0, 0); }\n')
     define = ["-DTRT_KERNELS_FORCE_DSP=1"] if kernels == "dsp" else ["-DTRT_KERNELS_PORTABLE_ONLY=1"]

@@ -12,8 +12,10 @@ from tinyrps.devices.base import Device
 from tinyrps.evaluate import EvalContext, family_check
 from tinyrps.export import BuildContext, cortex_m
 from tinyrps.families import get_family, targets
+from tinyrps.firmware.operators import runtime_operators
 from tinyrps.reference import cortex_m as reference
 
+# What the lowering emits for the default network, in the program's order (the runtime runs more).
 CORTEX_M_OPERATORS = [
     "cortex_m::quantize_per_tensor.out", "cortex_m::quantized_depthwise_conv2d.out",
     "cortex_m::quantized_conv2d.out", "cortex_m::quantized_max_pool2d.out",
@@ -36,6 +38,7 @@ def test_exported_program_uses_only_cmsis_nn_operators(exported):
     assert list(described.info.operators) == CORTEX_M_OPERATORS
     assert described.info.reference["checked_against_edge_program_examples"] == cortex_m.SELF_CHECK_EXAMPLES
     assert list(cortex_m.program_operators(pte.read_bytes())) == CORTEX_M_OPERATORS
+    assert set(CORTEX_M_OPERATORS) <= {op.qualified for op in runtime_operators()}
     assert [(t.dtype, t.shape) for t in described.inputs] == [("float32", (1, 1, 28, 28))]
     assert [(t.dtype, t.shape) for t in described.outputs] == [("float32", (1, 3))]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,8 @@ def python_view(value) -> dict:
         return {"kind": "double", "value": val.double_val}
     if kind == "IntList":
         return {"kind": "int_list", "items": list(val.items)}
+    if kind == "TensorList":
+        return {"kind": "tensor_list", "items": list(val.items)}
     if kind == "Null":
         return {"kind": "null"}
     raise AssertionError(f"unexpected value kind {kind} in a Cortex-M program")
@@ -64,6 +67,16 @@ def test_every_parsed_field_matches_executorchs_deserializer(target, exported, n
     # the deserializer moves the constant segment back into constant_buffer: same slicing, same bytes
     assert dump["constant_buffers"] == [{"len": len(b.storage), "fnv1a64": fnv1a64(bytes(b.storage))}
                                         for b in program.constant_buffer]
+
+
+def test_a_tensor_list_is_parsed_like_executorchs_deserializer(native, native_tool):
+    """aten::cat's Tensor[] argument, in the elementwise seed program of the fuzz corpus."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    pte = Path(__file__).resolve().parents[2] / "firmware" / "fuzz" / "seeds" / "pte" / "elementwise-cortex-m55.pte"
+    (plan,) = deserialize_pte_binary(pte.read_bytes()).program.execution_plan
+    (parsed,) = json.loads(native.tool(native_tool, "dump", pte).stdout)["plans"]
+    assert parsed["values"] == [python_view(v) for v in plan.values]
+    assert any(v["kind"] == "tensor_list" for v in parsed["values"])
 
 
 def test_runtime_reports_the_memory_plan_and_every_kernel_call(m55_pte, native, native_tool):

@@ -70,6 +70,22 @@ static inline int8_t trt_output_s8(int64_t acc, int32_t multiplier, int32_t shif
     return (int8_t)trt_clamp(v, act_min, act_max);
 }
 
+/* Left shift of an int32 as torch's int32 `<<` computes it: modulo 2^32 (n in [0, 31]). */
+static inline int32_t trt_shl_wrap(int32_t v, int32_t n) { return trt_wrap32((uint32_t)v << n); }
+
+/* a * b as torch computes it on int32 tensors: modulo 2^32. */
+static inline int32_t trt_mul_wrap(int32_t a, int32_t b) { return trt_wrap32((uint32_t)a * (uint32_t)b); }
+
+/*
+ * One operand of quantized_add (operators.quantized_add_impl), in int32 as torch computes it:
+ *   requantize_cmsis((x - zero_point) << 20, multiplier, shift)
+ * |zero_point| <= 2^24 (checked at load), so x - zero_point is exact; the shift wraps.
+ */
+#define TRT_ADD_LEFT_SHIFT 20
+static inline int32_t trt_add_term(int32_t x, int32_t zero_point, int32_t multiplier, int32_t shift) {
+    return trt_requantize(trt_shl_wrap(x - zero_point, TRT_ADD_LEFT_SHIFT), multiplier, shift);
+}
+
 /* int8 dot products (dot_s8.c). Kept out of line on purpose: inlined into the large conv
  * loops, GCC runs out of registers and spills the accumulators on every MAC. */
 int32_t trt_dot_s8(const int8_t *a, const int8_t *b, int32_t n);

@@ -125,4 +125,6 @@ typedef struct {
     int32_t out_strides[TRT_COPY_MAX_RANK];
 } trt_copy_params;
 
+#include "elementwise.h"   /* quantized_add, quantized_mul, ... the elementwise and data-movement kernels */
+
 #endif

@@ -27,7 +27,7 @@ static float cmsis_scale(int32_t multiplier, int32_t shift) {
 }
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, int nhwc) {
-    trt_avg_pool_params *p = &params->avg_pool;
+    trt_avg_pool_params *p = &params->quantized_avg_pool2d;
     const trt_tensor *in = NULL, *out = NULL, *scratch = NULL;
     int32_t kernel[2], stride[2], pad[2], in_dims[4], out_dims[4], multiplier, shift;
     int ceil_mode = 0;
@@ -79,13 +79,13 @@ static size_t table_bytes(const trt_params *p) {
     (void)p;
     return trt_avg_pool_table_bytes();
 }
-static void prepare_table(trt_params *p, void *scratch) { trt_avg_pool_prepare_table(&p->avg_pool, scratch); }
+static void prepare_table(trt_params *p, void *scratch) { trt_avg_pool_prepare_table(&p->quantized_avg_pool2d, scratch); }
 
 #if TRT_HAVE_MVE_FLOAT
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_avg_pool2d_mve(&p->avg_pool); }
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_avg_pool2d_mve(&p->quantized_avg_pool2d); }
 #endif
-static size_t c_temp(const trt_params *p) { return trt_avg_pool2d_c_temp_bytes(&p->avg_pool); }
-static void run_c(const trt_params *p, void *temp) { trt_avg_pool2d_c(&p->avg_pool, temp); }
+static size_t c_temp(const trt_params *p) { return trt_avg_pool2d_c_temp_bytes(&p->quantized_avg_pool2d); }
+static void run_c(const trt_params *p, void *temp) { trt_avg_pool2d_c(&p->quantized_avg_pool2d, temp); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE_FLOAT
@@ -94,7 +94,5 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, table_bytes, prepare_table, c_temp, run_c},
 };
 
-const trt_operator trt_op_quantized_avg_pool2d = {"cortex_m::quantized_avg_pool2d", bind_legacy, VARIANTS,
-                                                  sizeof VARIANTS / sizeof VARIANTS[0]};
-const trt_operator trt_op_quantized_avg_pool2d_nhwc = {"cortex_m::quantized_avg_pool2d_nhwc", bind_nhwc, VARIANTS,
-                                                       sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(quantized_avg_pool2d, bind_legacy, VARIANTS);
+TRT_DEFINE_OPERATOR(quantized_avg_pool2d_nhwc, bind_nhwc, VARIANTS);

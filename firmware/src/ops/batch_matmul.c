@@ -12,7 +12,7 @@
 static int is_rank3_row_major(const trt_tensor *t) { return t->rank == 3 && trt_is_row_major(t); }
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
-    trt_batch_matmul_params *p = &params->batch_matmul;
+    trt_batch_matmul_params *p = &params->quantized_batch_matmul;
     trt_linear_params *q = &p->product;
     const trt_tensor *lhs = NULL, *rhs = NULL, *out = NULL, *scratch = NULL;
     trt_status s;
@@ -52,22 +52,22 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-static size_t scratch_bytes(const trt_params *p) { return trt_batch_matmul_scratch_bytes(&p->batch_matmul); }
-static void prepare(trt_params *p, void *scratch) { trt_batch_matmul_prepare(&p->batch_matmul, scratch); }
-static size_t sums_temp(const trt_params *p) { return trt_batch_matmul_sums_bytes(&p->batch_matmul); }
+static size_t scratch_bytes(const trt_params *p) { return trt_batch_matmul_scratch_bytes(&p->quantized_batch_matmul); }
+static void prepare(trt_params *p, void *scratch) { trt_batch_matmul_prepare(&p->quantized_batch_matmul, scratch); }
+static size_t sums_temp(const trt_params *p) { return trt_batch_matmul_sums_bytes(&p->quantized_batch_matmul); }
 
 #if TRT_HAVE_MVE
 static void linear_mve(const trt_linear_params *p, void *temp) { (void)temp; trt_linear_mve(p); }
-static void run_mve(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->batch_matmul, temp, linear_mve); }
+static void run_mve(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, linear_mve); }
 #endif
 #if TRT_HAVE_DSP
 static size_t dsp_temp(const trt_params *p) {
-    return sums_temp(p) + trt_linear_dsp_temp_bytes(&p->batch_matmul.product);
+    return sums_temp(p) + trt_linear_dsp_temp_bytes(&p->quantized_batch_matmul.product);
 }
-static void run_dsp(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->batch_matmul, temp, trt_linear_dsp); }
+static void run_dsp(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, trt_linear_dsp); }
 #endif
 static void linear_c(const trt_linear_params *p, void *temp) { (void)temp; trt_linear_c(p); }
-static void run_c(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->batch_matmul, temp, linear_c); }
+static void run_c(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, linear_c); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
@@ -79,5 +79,4 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, scratch_bytes, prepare, sums_temp, run_c},
 };
 
-const trt_operator trt_op_quantized_batch_matmul = {"cortex_m::quantized_batch_matmul", bind, VARIANTS,
-                                                    sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(quantized_batch_matmul, bind, VARIANTS);

@@ -7,7 +7,7 @@
 #include "operator_table.h"
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
-    trt_copy_params *p = &params->copy;
+    trt_copy_params *p = &params->clone_dim_order;
     const trt_tensor *in = NULL, *out = NULL;
     const trt_value *order = NULL;
     int non_blocking = 0;
@@ -41,10 +41,10 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 }
 
 #if TRT_HAVE_MVE
-static int mve_accepts(const trt_params *p) { return trt_clone_dim_order_mve_accepts(&p->copy); }
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_clone_dim_order_mve(&p->copy); }
+static int mve_accepts(const trt_params *p) { return trt_clone_dim_order_mve_accepts(&p->clone_dim_order); }
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_clone_dim_order_mve(&p->clone_dim_order); }
 #endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_clone_dim_order_c(&p->copy); }
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_clone_dim_order_c(&p->clone_dim_order); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
@@ -53,5 +53,4 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, NULL, NULL, NULL, run_c},
 };
 
-const trt_operator trt_op_clone_dim_order = {"dim_order_ops::_clone_dim_order", bind, VARIANTS,
-                                             sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(clone_dim_order, bind, VARIANTS);

@@ -13,7 +13,7 @@
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, int nhwc) {
     const trt_conv_layout layout = {3, 4, 5, 0, 1, nhwc};
-    trt_conv_params *p = &params->conv;
+    trt_conv_params *p = &params->quantized_conv2d;
     const trt_tensor *weight = NULL;
     trt_status s;
     if ((s = trt_bind_conv_common(c, &layout, p, &weight)) != TRT_OK || (s = trt_conv_output_extent(c, p)) != TRT_OK)
@@ -34,22 +34,22 @@ static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) 
 static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
 #if TRT_HAVE_MVE
-static int mve_accepts(const trt_params *p) { return trt_conv2d_mve_accepts(&p->conv); }
-static size_t mve_scratch(const trt_params *p) { return trt_conv2d_mve_scratch_bytes(&p->conv); }
-static void mve_prepare(trt_params *p, void *scratch) { trt_conv2d_mve_prepare(&p->conv, scratch); }
-static size_t mve_temp(const trt_params *p) { return trt_conv2d_mve_temp_bytes(&p->conv); }
-static void run_mve(const trt_params *p, void *temp) { trt_conv2d_mve(&p->conv, temp); }
+static int mve_accepts(const trt_params *p) { return trt_conv2d_mve_accepts(&p->quantized_conv2d); }
+static size_t mve_scratch(const trt_params *p) { return trt_conv2d_mve_scratch_bytes(&p->quantized_conv2d); }
+static void mve_prepare(trt_params *p, void *scratch) { trt_conv2d_mve_prepare(&p->quantized_conv2d, scratch); }
+static size_t mve_temp(const trt_params *p) { return trt_conv2d_mve_temp_bytes(&p->quantized_conv2d); }
+static void run_mve(const trt_params *p, void *temp) { trt_conv2d_mve(&p->quantized_conv2d, temp); }
 #endif
 #if TRT_HAVE_DSP
-static int dsp_accepts(const trt_params *p) { return trt_conv2d_dsp_accepts(&p->conv); }
-static size_t dsp_scratch(const trt_params *p) { return trt_conv2d_dsp_scratch_bytes(&p->conv); }
-static void dsp_prepare(trt_params *p, void *scratch) { trt_conv2d_dsp_prepare(&p->conv, scratch); }
-static size_t dsp_temp(const trt_params *p) { return trt_conv2d_dsp_temp_bytes(&p->conv); }
-static void run_dsp(const trt_params *p, void *temp) { trt_conv2d_dsp(&p->conv, temp); }
+static int dsp_accepts(const trt_params *p) { return trt_conv2d_dsp_accepts(&p->quantized_conv2d); }
+static size_t dsp_scratch(const trt_params *p) { return trt_conv2d_dsp_scratch_bytes(&p->quantized_conv2d); }
+static void dsp_prepare(trt_params *p, void *scratch) { trt_conv2d_dsp_prepare(&p->quantized_conv2d, scratch); }
+static size_t dsp_temp(const trt_params *p) { return trt_conv2d_dsp_temp_bytes(&p->quantized_conv2d); }
+static void run_dsp(const trt_params *p, void *temp) { trt_conv2d_dsp(&p->quantized_conv2d, temp); }
 #endif
-static size_t sums_bytes(const trt_params *p) { return trt_conv_sums_bytes(&p->conv); }
-static void prepare_sums(trt_params *p, void *scratch) { trt_conv_prepare_sums(&p->conv, scratch); }
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_conv2d_c(&p->conv); }
+static size_t sums_bytes(const trt_params *p) { return trt_conv_sums_bytes(&p->quantized_conv2d); }
+static void prepare_sums(trt_params *p, void *scratch) { trt_conv_prepare_sums(&p->quantized_conv2d, scratch); }
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_conv2d_c(&p->quantized_conv2d); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
@@ -61,7 +61,5 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
 };
 
-const trt_operator trt_op_quantized_conv2d = {"cortex_m::quantized_conv2d", bind_legacy, VARIANTS,
-                                              sizeof VARIANTS / sizeof VARIANTS[0]};
-const trt_operator trt_op_quantized_conv2d_nhwc = {"cortex_m::quantized_conv2d_nhwc", bind_nhwc, VARIANTS,
-                                                   sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(quantized_conv2d, bind_legacy, VARIANTS);
+TRT_DEFINE_OPERATOR(quantized_conv2d_nhwc, bind_nhwc, VARIANTS);

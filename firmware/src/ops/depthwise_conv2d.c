@@ -12,7 +12,7 @@
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, int nhwc) {
     const trt_conv_layout layout = {3, 4, 5, 1, 1, nhwc};
-    trt_conv_params *p = &params->conv;
+    trt_conv_params *p = &params->quantized_depthwise_conv2d;
     const trt_tensor *weight = NULL;
     trt_status s;
     if ((s = trt_bind_conv_common(c, &layout, p, &weight)) != TRT_OK || (s = trt_conv_output_extent(c, p)) != TRT_OK)
@@ -37,11 +37,11 @@ static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { 
 #define VARIANT(isa, kernel)                                                                                   \
     {isa, kernel##_accepts_p, kernel##_scratch_p, kernel##_prepare_p, kernel##_temp_p, kernel##_run_p}
 #define ENTRY_POINTS(kernel, run)                                                                              \
-    static int kernel##_accepts_p(const trt_params *p) { return kernel##_accepts(&p->conv); }                  \
-    static size_t kernel##_scratch_p(const trt_params *p) { return kernel##_scratch_bytes(&p->conv); }         \
-    static void kernel##_prepare_p(trt_params *p, void *scratch) { kernel##_prepare(&p->conv, scratch); }      \
-    static size_t kernel##_temp_p(const trt_params *p) { return kernel##_temp_bytes(&p->conv); }               \
-    static void kernel##_run_p(const trt_params *p, void *temp) { run(&p->conv, temp); }
+    static int kernel##_accepts_p(const trt_params *p) { return kernel##_accepts(&p->quantized_depthwise_conv2d); }                  \
+    static size_t kernel##_scratch_p(const trt_params *p) { return kernel##_scratch_bytes(&p->quantized_depthwise_conv2d); }         \
+    static void kernel##_prepare_p(trt_params *p, void *scratch) { kernel##_prepare(&p->quantized_depthwise_conv2d, scratch); }      \
+    static size_t kernel##_temp_p(const trt_params *p) { return kernel##_temp_bytes(&p->quantized_depthwise_conv2d); }               \
+    static void kernel##_run_p(const trt_params *p, void *temp) { run(&p->quantized_depthwise_conv2d, temp); }
 
 #if TRT_HAVE_MVE
 ENTRY_POINTS(trt_depthwise_mve, trt_depthwise_conv2d_mve)
@@ -52,7 +52,7 @@ ENTRY_POINTS(trt_depthwise_channels_mve, trt_depthwise_channels_mve)
 ENTRY_POINTS(trt_depthwise_dsp, trt_depthwise_conv2d_dsp)
 ENTRY_POINTS(trt_depthwise_channels_dsp, trt_depthwise_channels_dsp)
 #endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_depthwise_conv2d_c(&p->conv); }
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_depthwise_conv2d_c(&p->quantized_depthwise_conv2d); }
 
 /* Fastest first: one input channel with a window of at most 16 taps (one gather per pixel), one
  * input channel as a convolution, then any depthwise layer. */
@@ -69,7 +69,5 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, NULL, NULL, NULL, run_c},
 };
 
-const trt_operator trt_op_quantized_depthwise_conv2d = {"cortex_m::quantized_depthwise_conv2d", bind_legacy,
-                                                        VARIANTS, sizeof VARIANTS / sizeof VARIANTS[0]};
-const trt_operator trt_op_quantized_depthwise_conv2d_nhwc = {"cortex_m::quantized_depthwise_conv2d_nhwc", bind_nhwc,
-                                                             VARIANTS, sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(quantized_depthwise_conv2d, bind_legacy, VARIANTS);
+TRT_DEFINE_OPERATOR(quantized_depthwise_conv2d_nhwc, bind_nhwc, VARIANTS);

@@ -16,7 +16,7 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
         (s = trt_need_output(c, 6, &out, TRT_FLOAT32)) != TRT_OK || (s = trt_need_disjoint(c, out, in)) != TRT_OK)
         return s;
     if (!trt_same_layout(in, out)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "input and output layouts differ in");
-    trt_dequantize_params *p = &params->dequantize;
+    trt_dequantize_params *p = &params->dequantize_per_tensor;
     p->input = (const int8_t *)(const void *)in->data;
     p->output = (float *)(void *)out->mutable_data;
     p->count = out->numel;
@@ -26,9 +26,9 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 }
 
 #if TRT_HAVE_MVE
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_dequantize_mve(&p->dequantize); }
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_dequantize_mve(&p->dequantize_per_tensor); }
 #endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_dequantize_c(&p->dequantize); }
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_dequantize_c(&p->dequantize_per_tensor); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
@@ -37,5 +37,4 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, NULL, NULL, NULL, run_c},
 };
 
-const trt_operator trt_op_dequantize_per_tensor = {"cortex_m::dequantize_per_tensor", bind, VARIANTS,
-                                                   sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(dequantize_per_tensor, bind, VARIANTS);

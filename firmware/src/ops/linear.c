@@ -10,7 +10,7 @@
 #include "operator_table.h"
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
-    trt_linear_params *p = &params->linear;
+    trt_linear_params *p = &params->quantized_linear;
     const trt_tensor *in = NULL, *weight = NULL, *ksum = NULL, *out = NULL;
     int32_t mult = 0, shift = 0;
     trt_status s;
@@ -56,21 +56,21 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 }
 
 /* Every variant folds the input offset of the bias form with the same load-time row sums. */
-static size_t sums_bytes(const trt_params *p) { return trt_linear_sums_bytes(&p->linear); }
-static void prepare_sums(trt_params *p, void *scratch) { trt_linear_prepare_sums(&p->linear, scratch); }
+static size_t sums_bytes(const trt_params *p) { return trt_linear_sums_bytes(&p->quantized_linear); }
+static void prepare_sums(trt_params *p, void *scratch) { trt_linear_prepare_sums(&p->quantized_linear, scratch); }
 
 #if TRT_HAVE_MVE
-static size_t mve_scratch(const trt_params *p) { return trt_linear_mve_scratch_bytes(&p->linear); }
-static void mve_prepare(trt_params *p, void *scratch) { trt_linear_mve_prepare(&p->linear, scratch); }
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_linear_mve(&p->linear); }
+static size_t mve_scratch(const trt_params *p) { return trt_linear_mve_scratch_bytes(&p->quantized_linear); }
+static void mve_prepare(trt_params *p, void *scratch) { trt_linear_mve_prepare(&p->quantized_linear, scratch); }
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_linear_mve(&p->quantized_linear); }
 #endif
 #if TRT_HAVE_DSP
-static size_t dsp_scratch(const trt_params *p) { return trt_linear_dsp_scratch_bytes(&p->linear); }
-static void dsp_prepare(trt_params *p, void *scratch) { trt_linear_dsp_prepare(&p->linear, scratch); }
-static size_t dsp_temp(const trt_params *p) { return trt_linear_dsp_temp_bytes(&p->linear); }
-static void run_dsp(const trt_params *p, void *temp) { trt_linear_dsp(&p->linear, temp); }
+static size_t dsp_scratch(const trt_params *p) { return trt_linear_dsp_scratch_bytes(&p->quantized_linear); }
+static void dsp_prepare(trt_params *p, void *scratch) { trt_linear_dsp_prepare(&p->quantized_linear, scratch); }
+static size_t dsp_temp(const trt_params *p) { return trt_linear_dsp_temp_bytes(&p->quantized_linear); }
+static void run_dsp(const trt_params *p, void *temp) { trt_linear_dsp(&p->quantized_linear, temp); }
 #endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_linear_c(&p->linear); }
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_linear_c(&p->quantized_linear); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
@@ -82,5 +82,4 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
 };
 
-const trt_operator trt_op_quantized_linear = {"cortex_m::quantized_linear", bind, VARIANTS,
-                                              sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(quantized_linear, bind, VARIANTS);

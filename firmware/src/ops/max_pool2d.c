@@ -9,7 +9,7 @@
 #include "operator_table.h"
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, int nhwc) {
-    trt_max_pool_params *p = &params->pool;
+    trt_max_pool_params *p = &params->quantized_max_pool2d;
     const trt_tensor *in = NULL, *out = NULL;
     int32_t kernel[2], stride[2], pad[2], dilation[2], in_zp, out_zp, in_dims[4], out_dims[4];
     int ceil_mode = 0;
@@ -53,12 +53,12 @@ static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) 
 static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
 #if TRT_HAVE_MVE
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_mve(&p->pool); }
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_mve(&p->quantized_max_pool2d); }
 #endif
 #if TRT_HAVE_DSP
-static void run_dsp(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_dsp(&p->pool); }
+static void run_dsp(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_dsp(&p->quantized_max_pool2d); }
 #endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_c(&p->pool); }
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_c(&p->quantized_max_pool2d); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
@@ -70,7 +70,5 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, NULL, NULL, NULL, run_c},
 };
 
-const trt_operator trt_op_quantized_max_pool2d = {"cortex_m::quantized_max_pool2d", bind_legacy, VARIANTS,
-                                                  sizeof VARIANTS / sizeof VARIANTS[0]};
-const trt_operator trt_op_quantized_max_pool2d_nhwc = {"cortex_m::quantized_max_pool2d_nhwc", bind_nhwc, VARIANTS,
-                                                       sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(quantized_max_pool2d, bind_legacy, VARIANTS);
+TRT_DEFINE_OPERATOR(quantized_max_pool2d_nhwc, bind_nhwc, VARIANTS);

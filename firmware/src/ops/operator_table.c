@@ -1,31 +1,30 @@
-/* The operator table (operator_table.h): the rows and the variant choice. */
+/* The operator table (operator_table.h): the rows of operators.def and the variant choice. */
 #include "operator_table.h"
 
+#define TRT_OPERATOR(symbol, name, overload, parameters)                                      \
+    const char trt_op_name_##symbol[] = name, trt_op_overload_##symbol[] = overload;
+#include "operators.def"
+#undef TRT_OPERATOR
+
 static const trt_operator *const OPERATORS[] = {
-    &trt_op_quantize_per_tensor,
-    &trt_op_dequantize_per_tensor,
-    &trt_op_quantized_conv2d,
-    &trt_op_quantized_conv2d_nhwc,
-    &trt_op_quantized_depthwise_conv2d,
-    &trt_op_quantized_depthwise_conv2d_nhwc,
-    &trt_op_quantized_transpose_conv2d,
-    &trt_op_quantized_transpose_conv2d_nhwc,
-    &trt_op_quantized_max_pool2d,
-    &trt_op_quantized_max_pool2d_nhwc,
-    &trt_op_quantized_avg_pool2d,
-    &trt_op_quantized_avg_pool2d_nhwc,
-    &trt_op_quantized_linear,
-    &trt_op_quantized_batch_matmul,
-    &trt_op_clone_dim_order,
+#define TRT_OPERATOR(symbol, name, overload, parameters) &trt_op_##symbol,
+#include "operators.def"
+#undef TRT_OPERATOR
 };
+
+#define N_OPERATORS ((int)(sizeof OPERATORS / sizeof OPERATORS[0]))
 
 const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,
                                       uint32_t overload_len) {
-    if (!pte_text_is(overload, overload_len, "out")) return NULL;
-    for (size_t i = 0; i < sizeof OPERATORS / sizeof OPERATORS[0]; i++)
-        if (pte_text_is(name, name_len, OPERATORS[i]->name)) return OPERATORS[i];
+    for (int i = 0; i < N_OPERATORS; i++)
+        if (pte_text_is(name, name_len, OPERATORS[i]->name) && pte_text_is(overload, overload_len, OPERATORS[i]->overload))
+            return OPERATORS[i];
     return NULL;
 }
+
+int trt_operator_count(void) { return N_OPERATORS; }
+
+const trt_operator *trt_operator_at(int i) { return i >= 0 && i < N_OPERATORS ? OPERATORS[i] : NULL; }
 
 const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_params *p) {
     /* plain C, last, has no `accepts`: it takes every call its bind admits */

@@ -17,8 +17,8 @@
  * workspace and the shared working memory): the loader's lifetime checks of the program's
  * inputs and outputs rely on it (runtime.c, check_io_lifetimes).
  *
- * Adding an operator: one row below and its own ops/ and kernels/ files. Adding a variant:
- * one line in the operator's variant list and its kernel file.
+ * The rows are operators.def: adding an operator is a row there and its own ops/ and kernels/
+ * files. Adding a variant: one line in the operator's variant list and its kernel file.
  */
 #ifndef TINYRPS_OPERATOR_TABLE_H
 #define TINYRPS_OPERATOR_TABLE_H
@@ -29,16 +29,12 @@
 #include "../kernels/kernels.h"
 #include "bind_args.h"
 
-/* The parameters of one bound kernel call, whichever operator it is. */
+/* The parameters of one bound kernel call, whichever operator it is: trt_params.<symbol> is
+ * the row's parameter struct. */
 typedef union {
-    trt_quantize_params quantize;
-    trt_dequantize_params dequantize;
-    trt_conv_params conv;
-    trt_max_pool_params pool;
-    trt_avg_pool_params avg_pool;
-    trt_linear_params linear;
-    trt_batch_matmul_params batch_matmul;
-    trt_copy_params copy;
+#define TRT_OPERATOR(symbol, name, overload, parameters) parameters symbol;
+#include "operators.def"
+#undef TRT_OPERATOR
 } trt_params;
 
 /* The names a variant's `isa` may have, fastest first (the host tools read this list). */
@@ -54,36 +50,36 @@ typedef struct {
 } trt_kernel_variant;
 
 typedef struct {
-    const char *name;                                       /* "cortex_m::quantized_conv2d" (overload .out) */
+    const char *name;                                       /* "cortex_m::quantized_conv2d" */
+    const char *overload;                                   /* "out" */
     /* Validate the call and fill p; add the call's multiply-accumulates to *macs. */
     trt_status (*bind)(const trt_call *c, trt_params *p, uint64_t *macs);
     const trt_kernel_variant *variants;                     /* fastest first; the last one is plain C */
     uint8_t n_variants;
 } trt_operator;
 
-/* The row of `name`.`overload`, or NULL: only the .out overloads run. */
+/* The row of `name`.`overload`, or NULL. */
 const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,
                                       uint32_t overload_len);
+
+/* The table in operators.def order: its length, and row i (NULL past the end). */
+int trt_operator_count(void);
+const trt_operator *trt_operator_at(int i);
 
 /* The variant a bound call runs with: the fastest one that accepts it; never NULL while the
  * operator has its plain-C variant (a deploy library may leave it out on the core: NULL then). */
 const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_params *p);
 
-/* The operators (ops/<operator>.c). */
-extern const trt_operator trt_op_quantize_per_tensor;
-extern const trt_operator trt_op_dequantize_per_tensor;
-extern const trt_operator trt_op_quantized_conv2d;
-extern const trt_operator trt_op_quantized_conv2d_nhwc;
-extern const trt_operator trt_op_quantized_depthwise_conv2d;
-extern const trt_operator trt_op_quantized_depthwise_conv2d_nhwc;
-extern const trt_operator trt_op_quantized_transpose_conv2d;
-extern const trt_operator trt_op_quantized_transpose_conv2d_nhwc;
-extern const trt_operator trt_op_quantized_max_pool2d;
-extern const trt_operator trt_op_quantized_max_pool2d_nhwc;
-extern const trt_operator trt_op_quantized_avg_pool2d;
-extern const trt_operator trt_op_quantized_avg_pool2d_nhwc;
-extern const trt_operator trt_op_quantized_batch_matmul;
-extern const trt_operator trt_op_quantized_linear;
-extern const trt_operator trt_op_clone_dim_order;
+/* The operators (ops/<operator>.c) and their names (operator_table.c), from operators.def. */
+#define TRT_OPERATOR(symbol, name, overload, parameters)                                      \
+    extern const trt_operator trt_op_##symbol;                                                \
+    extern const char trt_op_name_##symbol[], trt_op_overload_##symbol[];
+#include "operators.def"
+#undef TRT_OPERATOR
+
+/* In ops/<operator>.c: row `symbol` of operators.def, its bind step and its variant list. */
+#define TRT_DEFINE_OPERATOR(symbol, bind, variants)                                            \
+    const trt_operator trt_op_##symbol = {trt_op_name_##symbol, trt_op_overload_##symbol, bind, variants, \
+                                          (uint8_t)(sizeof variants / sizeof variants[0])}
 
 #endif

@@ -16,7 +16,7 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
         (s = trt_need_output(c, 6, &out, TRT_INT8)) != TRT_OK || (s = trt_need_disjoint(c, out, in)) != TRT_OK)
         return s;
     if (!trt_same_layout(in, out)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "input and output layouts differ in");
-    trt_quantize_params *p = &params->quantize;
+    trt_quantize_params *p = &params->quantize_per_tensor;
     p->input = (const float *)(const void *)in->data;
     p->output = (int8_t *)(void *)out->mutable_data;
     p->count = out->numel;
@@ -28,9 +28,9 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 }
 
 #if TRT_HAVE_MVE
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantize_mve(&p->quantize); }
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantize_mve(&p->quantize_per_tensor); }
 #endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantize_c(&p->quantize); }
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantize_c(&p->quantize_per_tensor); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
@@ -39,5 +39,4 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, NULL, NULL, NULL, run_c},
 };
 
-const trt_operator trt_op_quantize_per_tensor = {"cortex_m::quantize_per_tensor", bind, VARIANTS,
-                                                 sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(quantize_per_tensor, bind, VARIANTS);

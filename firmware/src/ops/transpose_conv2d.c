@@ -31,7 +31,7 @@ static uint64_t landings(int32_t out, int32_t kernel, int32_t stride, int32_t pa
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, int nhwc) {
     const trt_conv_layout layout = {3, 4, 6, 1, 2, nhwc};
-    trt_conv_params *p = &params->conv;
+    trt_conv_params *p = &params->quantized_transpose_conv2d;
     const trt_tensor *weight = NULL;
     int32_t output_padding[2];
     trt_status s;
@@ -65,11 +65,11 @@ static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) 
 static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
 #define ENTRY_POINTS(kernel)                                                                                   \
-    static int kernel##_accepts_p(const trt_params *p) { return kernel##_accepts(&p->conv); }                  \
-    static size_t kernel##_scratch_p(const trt_params *p) { return kernel##_scratch_bytes(&p->conv); }         \
-    static void kernel##_prepare_p(trt_params *p, void *scratch) { kernel##_prepare(&p->conv, scratch); }      \
-    static size_t kernel##_temp_p(const trt_params *p) { return kernel##_temp_bytes(&p->conv); }               \
-    static void kernel##_run_p(const trt_params *p, void *temp) { kernel(&p->conv, temp); }
+    static int kernel##_accepts_p(const trt_params *p) { return kernel##_accepts(&p->quantized_transpose_conv2d); }                  \
+    static size_t kernel##_scratch_p(const trt_params *p) { return kernel##_scratch_bytes(&p->quantized_transpose_conv2d); }         \
+    static void kernel##_prepare_p(trt_params *p, void *scratch) { kernel##_prepare(&p->quantized_transpose_conv2d, scratch); }      \
+    static size_t kernel##_temp_p(const trt_params *p) { return kernel##_temp_bytes(&p->quantized_transpose_conv2d); }               \
+    static void kernel##_run_p(const trt_params *p, void *temp) { kernel(&p->quantized_transpose_conv2d, temp); }
 #define VARIANT(isa, kernel)                                                                                   \
     {isa, kernel##_accepts_p, kernel##_scratch_p, kernel##_prepare_p, kernel##_temp_p, kernel##_run_p}
 
@@ -79,9 +79,9 @@ ENTRY_POINTS(trt_transpose_conv2d_mve)
 #if TRT_HAVE_DSP
 ENTRY_POINTS(trt_transpose_conv2d_dsp)
 #endif
-static size_t sums_bytes(const trt_params *p) { return trt_conv_sums_bytes(&p->conv); }
-static void prepare_sums(trt_params *p, void *scratch) { trt_conv_prepare_sums(&p->conv, scratch); }
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_transpose_conv2d_c(&p->conv); }
+static size_t sums_bytes(const trt_params *p) { return trt_conv_sums_bytes(&p->quantized_transpose_conv2d); }
+static void prepare_sums(trt_params *p, void *scratch) { trt_conv_prepare_sums(&p->quantized_transpose_conv2d, scratch); }
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_transpose_conv2d_c(&p->quantized_transpose_conv2d); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
@@ -93,7 +93,5 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
 };
 
-const trt_operator trt_op_quantized_transpose_conv2d = {"cortex_m::quantized_transpose_conv2d", bind_legacy,
-                                                        VARIANTS, sizeof VARIANTS / sizeof VARIANTS[0]};
-const trt_operator trt_op_quantized_transpose_conv2d_nhwc = {"cortex_m::quantized_transpose_conv2d_nhwc", bind_nhwc,
-                                                             VARIANTS, sizeof VARIANTS / sizeof VARIANTS[0]};
+TRT_DEFINE_OPERATOR(quantized_transpose_conv2d, bind_legacy, VARIANTS);
+TRT_DEFINE_OPERATOR(quantized_transpose_conv2d_nhwc, bind_nhwc, VARIANTS);

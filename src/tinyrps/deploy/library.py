@@ -56,11 +56,13 @@ FAST_KERNELS = {"cortex-m55": "mve", "cortex-m85": "mve", "cortex-m33": "dsp", "
 
 # The runtime's own sources (relative to firmware/src), in every library.
 RUNTIME_SOURCES = ("pte_reader.c", "load_detail.c", "runtime.c", "ops/operator_table.c", "ops/bind_args.c")
+# The runtime's list of operators (relative to firmware/src): the library's has the selected rows only.
+OPERATOR_LIST = "ops/operators.def"
 
-# Per operator of the runtime's table (its symbol: the row's trt_op_<symbol>), the files it needs:
-# "ops" for every build, then per kernel variant. This table is the selection's one source; the
-# operator list itself is read from the runtime's table (runtime_operators), and a test checks
-# that the two agree. With firmware/src/ops/operators.def, the symbols come from its rows.
+# Per operator of the runtime's list (its symbol: the row's TRT_OPERATOR(symbol, ...) in
+# ops/operators.def), the files it needs: "ops" for every build, then per kernel variant. This table
+# is the selection's one source; the operator list itself is read from operators.def
+# (runtime_operators), and a test checks that the two agree.
 OPERATOR_SOURCES = {
     "quantize_per_tensor": {
         "ops": ("ops/quantize.c",),
@@ -74,8 +76,15 @@ OPERATOR_SOURCES = {
         "mve": ("kernels/mve/conv2d.c",)},
     "quantized_depthwise_conv2d": {
         "ops": ("ops/depthwise_conv2d.c", "ops/conv_common.c", "kernels/weight_sums.c"),
-        "c": ("kernels/c/depthwise_conv2d.c",), "dsp": ("kernels/dsp/depthwise_conv2d.c",),
-        "mve": ("kernels/mve/depthwise_conv2d.c",)},
+        "c": ("kernels/c/depthwise_conv2d.c",),
+        "dsp": ("kernels/dsp/depthwise_conv2d.c", "kernels/dsp/depthwise_channels.c"),
+        "mve": ("kernels/mve/depthwise_conv2d.c", "kernels/mve/depthwise_one_channel.c",
+                "kernels/mve/depthwise_channels.c", "kernels/mve/conv2d.c")},
+    "quantized_transpose_conv2d": {
+        "ops": ("ops/transpose_conv2d.c", "ops/conv_common.c", "kernels/weight_sums.c"),
+        "c": ("kernels/c/transpose_conv2d.c", "kernels/c/dot_s8.c"),
+        "dsp": ("kernels/dsp/transpose_conv2d.c", "kernels/dsp/conv2d.c"),
+        "mve": ("kernels/mve/transpose_conv2d.c", "kernels/mve/conv2d.c")},
     "quantized_max_pool2d": {
         "ops": ("ops/max_pool2d.c",),
         "c": ("kernels/c/max_pool2d.c",), "dsp": ("kernels/dsp/max_pool2d.c",),
@@ -84,10 +93,66 @@ OPERATOR_SOURCES = {
         "ops": ("ops/linear.c", "kernels/weight_sums.c"),
         "c": ("kernels/c/linear.c", "kernels/c/dot_s8.c"), "dsp": ("kernels/dsp/linear.c",),
         "mve": ("kernels/mve/linear.c",)},
+    "quantized_avg_pool2d": {
+        "ops": ("ops/avg_pool2d.c",),
+        "c": ("kernels/c/avg_pool2d.c",), "mve": ("kernels/mve/avg_pool2d.c",)},
+    "quantized_batch_matmul": {
+        "ops": ("ops/batch_matmul.c", "kernels/weight_sums.c"),
+        "c": ("kernels/c/linear.c", "kernels/c/dot_s8.c"), "dsp": ("kernels/dsp/linear.c",),
+        "mve": ("kernels/mve/linear.c",)},
     "clone_dim_order": {
         "ops": ("ops/clone_dim_order.c",),
         "c": ("kernels/c/clone_dim_order.c",), "mve": ("kernels/mve/clone_dim_order.c",)},
+    "quantized_add": {
+        "ops": ("ops/quantized_add.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
+        "c": ("kernels/c/quantized_add.c",), "dsp": ("kernels/dsp/quantized_add.c",),
+        "mve": ("kernels/mve/quantized_add.c",)},
+    "quantized_mul": {
+        "ops": ("ops/quantized_mul.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
+        "c": ("kernels/c/quantized_mul.c",), "dsp": ("kernels/dsp/quantized_mul.c",),
+        "mve": ("kernels/mve/quantized_mul.c",)},
+    "quantized_div": {
+        "ops": ("ops/quantized_div.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
+        "c": ("kernels/c/quantized_div.c",)},
+    "quantized_activation": {
+        "ops": ("ops/quantized_activation.c",),
+        "c": ("kernels/c/quantized_activation.c",), "mve": ("kernels/mve/quantized_activation.c",)},
+    "minimum": {
+        "ops": ("ops/minimum.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
+        "c": ("kernels/c/minimum.c",), "mve": ("kernels/mve/minimum.c", "kernels/mve/minmax_accepts.c")},
+    "maximum": {
+        "ops": ("ops/maximum.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
+        "c": ("kernels/c/maximum.c",), "mve": ("kernels/mve/maximum.c", "kernels/mve/minmax_accepts.c")},
+    "softmax": {
+        "ops": ("ops/softmax.c",),
+        "c": ("kernels/c/softmax.c",)},
+    "transpose": {
+        "ops": ("ops/transpose.c", "ops/permutation.c"),
+        "c": ("kernels/c/transpose.c",)},
+    "permute_copy": {
+        "ops": ("ops/permute_copy.c", "ops/permutation.c"),
+        "c": ("kernels/c/transpose.c",)},
+    "pad": {
+        "ops": ("ops/pad.c", "ops/broadcast.c"),
+        "c": ("kernels/c/pad.c",)},
+    "cat": {
+        "ops": ("ops/cat.c",),
+        "c": ("kernels/c/cat.c",)},
+    "clamp": {
+        "ops": ("ops/clamp.c",),
+        "c": ("kernels/c/clamp.c",), "mve": ("kernels/mve/clamp.c",)},
+    "squeeze_copy": {
+        "ops": ("ops/squeeze_copy.c", "ops/reshape.c"),
+        "c": ("kernels/c/reshape_copy.c",)},
+    "unsqueeze_copy": {
+        "ops": ("ops/unsqueeze_copy.c", "ops/reshape.c"),
+        "c": ("kernels/c/reshape_copy.c",)},
 }
+# The _nhwc forms (ExecuTorch's explicit-layout flow) are defined in their legacy operator's ops/ file,
+# with its bind step and variants: the same files.
+for _legacy in ("quantized_conv2d", "quantized_depthwise_conv2d", "quantized_transpose_conv2d", "quantized_max_pool2d",
+                "quantized_avg_pool2d"):
+    OPERATOR_SOURCES[_legacy + "_nhwc"] = OPERATOR_SOURCES[_legacy]
 # Operators the runtime itself refers to (runtime.c keeps the raw int8 values a dequantize read).
 RUNTIME_OPERATORS = ("dequantize_per_tensor",)
 
@@ -202,40 +267,41 @@ def board_figures(pte: Path, core: str) -> dict:
 
 # --- the selection ---------------------------------------------------------------------------------
 
-def runtime_operators(src: Path) -> dict:
-    r"""{operator name ("cortex_m::quantized_conv2d"): symbol ("quantized_conv2d")} of the runtime's operator
-    table: its rows (ops/operator_table.c, `&trt_op_<symbol>,`) and each row's name (its ops/ file).
+def runtime_rows(src: Path) -> list:
+    """The rows of the runtime's operator list (ops/operators.def: symbol, name, overload, parameters)."""
+    from ..firmware.operators import runtime_operators as rows
+    return rows(src.parent)
 
-    With ops/operators.def, its rows give both at once:
-        dict((n, s) for s, n in re.findall(r'TRT_OPERATOR\(\s*(\w+),\s*"([^"]+)"', text))"""
-    table = (src / "ops" / "operator_table.c").read_text()
-    symbols = re.findall(r"^\s*&trt_op_(\w+),\s*$", table, re.M)
-    names = {}
-    for path in sorted((src / "ops").glob("*.c")):
-        for symbol, name in re.findall(r"const\s+trt_operator\s+trt_op_(\w+)\s*=\s*\{\s*\"([^\"]+)\"",
-                                       path.read_text()):
-            names[symbol] = name
-    missing = [s for s in symbols if s not in names]
-    if missing:
-        raise RuntimeError(f"operator table rows without a definition in ops/: {missing}")
-    return {names[s]: s for s in symbols}
+
+def runtime_operators(src: Path) -> dict:
+    """{operator name ("cortex_m::quantized_conv2d"): symbol ("quantized_conv2d")} of the runtime's operator
+    list (ops/operators.def)."""
+    return {row.name: row.symbol for row in runtime_rows(src)}
 
 
 def select_operators(program_operators: list, src: Path) -> list:
     """The symbols of the operators a library needs: the program's, and those the runtime refers to."""
-    known = runtime_operators(src)
+    rows = runtime_rows(src)
+    known = {row.qualified: row.symbol for row in rows}
     symbols = []
     for full in program_operators:
-        name = full.rsplit(".", 1)[0] if full.endswith(".out") else full
-        if name not in known:
+        if full not in known:
             raise UserError(f"the runtime has no operator {full}: this program cannot be made into a library")
-        symbols.append(known[name])
+        symbols.append(known[full])
     for symbol in RUNTIME_OPERATORS:
         symbols.append(symbol)
     unlisted = [s for s in symbols if s not in OPERATOR_SOURCES]
     if unlisted:
         raise RuntimeError(f"OPERATOR_SOURCES has no files for {unlisted}: add them to tinyrps.deploy.library")
-    return list(dict.fromkeys(s for s in known.values() if s in symbols))   # in the table's order
+    symbols = with_siblings(symbols)
+    return [row.symbol for row in rows if row.symbol in symbols]   # in the list's order
+
+
+def with_siblings(symbols: list) -> list:
+    """These operators and every other one their ops/ files define (a legacy form and its _nhwc one):
+    the library's list must keep every operator its files define."""
+    files = {OPERATOR_SOURCES[s]["ops"][0] for s in symbols}
+    return list(dict.fromkeys([*symbols, *(s for s, f in OPERATOR_SOURCES.items() if f["ops"][0] in files)]))
 
 
 def library_sources(symbols: list, fast: str) -> list:
@@ -247,13 +313,18 @@ def library_sources(symbols: list, fast: str) -> list:
     return list(dict.fromkeys(files))
 
 
-def library_operator_table(table_source: str, symbols: list) -> str:
-    """The runtime's ops/operator_table.c with only these operators' rows.
-
-    With ops/operators.def the same filter keeps its `TRT_OPERATOR(symbol, ...)` rows of these symbols."""
+def library_operator_list(list_source: str, symbols: list) -> str:
+    """The runtime's ops/operators.def with only these operators' rows (the table, its declarations and
+    the kernel parameters are made from it)."""
     def keep(match):
         return match.group(0) if match.group(1) in symbols else ""
-    return re.sub(r"^\s*&trt_op_(\w+),\s*\n", keep, table_source, flags=re.M)
+    return re.sub(r"^TRT_OPERATOR\(\s*(\w+)\s*,[^\n]*\n", keep, list_source, flags=re.M)
+
+
+def pasted_names(symbols: list) -> str:
+    """The runtime's names of these operators that the preprocessor pastes together from their rows
+    (operator_table.h): no source spells them, so runtime_names is given them to rename too."""
+    return " ".join(f"trt_op_{s} trt_op_name_{s} trt_op_overload_{s}" for s in symbols)
 
 
 def fast_only_operators(layers: list, symbols: list, src: Path, fast: str) -> list:
@@ -292,14 +363,15 @@ def table_limits(dump: dict) -> dict:
     values = plan["values"]
     calls = [call for chain in plan["chains"] for call in chain]
 
-    def list_items(call):
+    def list_items(call, kinds=("int_list", "tensor_list")):
         return sum(len(values[a]["items"]) for a in call["args"]
-                   if 0 <= a < len(values) and values[a]["kind"] == "int_list")
+                   if 0 <= a < len(values) and values[a]["kind"] in kinds)
     counts = {
         "TRT_MAX_VALUES": len(values),
         "TRT_MAX_OPERATORS": len(plan["operators"]),
         "TRT_MAX_INSTRUCTIONS": len(calls),
-        "TRT_MAX_KERNEL_ARGS": max((len(c["args"]) for c in calls), default=1),
+        # a Tensor[]'s tensors take kernel-argument slots after the call's own arguments
+        "TRT_MAX_KERNEL_ARGS": max((len(c["args"]) + list_items(c, ("tensor_list",)) for c in calls), default=1),
         "TRT_MAX_CALL_LIST_ITEMS": max((list_items(c) for c in calls), default=1),
         "TRT_MAX_MEMORY_IDS": len(plan["memory_sizes"]),
         "TRT_MAX_INPUTS": len(plan["inputs"]),
@@ -367,7 +439,7 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
         runtime = staging / "src" / "runtime"
         _copy_runtime(fw, runtime, sources, symbols, fast_only, fast, name)
         texts = [p.read_text() for p in sorted(runtime.rglob("*")) if p.suffix in (".c", ".h")]
-        spec.renamed = runtime_names(texts)
+        spec.renamed = runtime_names(texts + [pasted_names(symbols)])
         spec.sources = ["src/" + name + ".c", "src/" + name + "_program.c"] + [f"src/runtime/{s}" for s in sources]
         library_files.write_all(staging, spec)
         spec.code = code_sizes(staging, spec)
@@ -392,11 +464,10 @@ def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, fast_only:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(header, target)
     shutil.copyfile(fw / "include" / "tinyrps_runtime.h", dest / "tinyrps_runtime.h")
+    (dest / OPERATOR_LIST).write_text(library_operator_list((src / OPERATOR_LIST).read_text(), symbols))
     for rel in sources:
         text = (src / rel).read_text()
-        if rel == "ops/operator_table.c":
-            text = library_operator_table(text, symbols)
-        elif rel in own_files:
+        if rel in own_files:
             text = without_portable_on_core(text, fast, rel)
         depth = rel.count("/") + 1      # below src/runtime/
         target = dest / rel

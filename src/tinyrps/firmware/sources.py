@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SOURCE_SUFFIXES = {".c", ".h", ".s", ".S", ".ld", ".cmake", ".txt"}
+SOURCE_SUFFIXES = {".c", ".h", ".def", ".s", ".S", ".ld", ".cmake", ".txt"}
 # Where a wheel puts the firmware sources, inside the tinyrps.firmware package.
 PACKAGED_DIR = "sources"
 

@@ -22,4 +22,18 @@ void trt_transpose_conv2d_c(const trt_conv_params *p);
 void trt_linear_c(const trt_linear_params *p);
 void trt_clone_dim_order_c(const trt_copy_params *p);
 
+/* The elementwise and data-movement kernels (elementwise.h). */
+void trt_quantized_add_c(const trt_add_params *p);
+void trt_quantized_mul_c(const trt_mul_params *p);
+void trt_quantized_div_c(const trt_div_params *p);
+void trt_minimum_c(const trt_minmax_params *p);
+void trt_maximum_c(const trt_minmax_params *p);
+void trt_quantized_activation_c(const trt_lut_params *p);
+void trt_clamp_c(const trt_clamp_params *p);
+void trt_softmax_c(const trt_softmax_params *p);
+void trt_pad_c(const trt_pad_params *p);
+void trt_cat_c(const trt_cat_params *p);
+void trt_reshape_copy_c(const trt_reshape_params *p);
+void trt_transpose_c(const trt_copy_params *p);
+
 #endif

@@ -10,6 +10,7 @@
  *   trt_max4(a, b)       SSUB8 then SEL: the larger of each of the four signed byte pairs
  *   trt_min4(a, b)       the same with SEL's operands swapped: the smaller
  *   trt_smmulr(a, b)     SMMULR: (a * b + 2^31) >> 32, the rounded high word of the 64-bit product
+ *   trt_ssat8(v)         SSAT #8: v saturated to [-128, 127]
  *   trt_pack16(lo, hi)   PKHBT: the low halfwords of lo and hi (lo's in the low half)
  *   trt_read32(p)        four bytes as one word (an unaligned LDR on the core)
  */
@@ -47,11 +48,13 @@ static inline uint32_t trt_min4(uint32_t a, uint32_t b) {
     (void)__ssub8((int8x4_t)a, (int8x4_t)b);
     return (uint32_t)__sel((uint8x4_t)b, (uint8x4_t)a);
 }
+/* GCC 12's ACLE has no SMMULR intrinsic */
 static inline int32_t trt_smmulr(int32_t a, int32_t b) {
     int32_t r;
     __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
     return r;
 }
+static inline int32_t trt_ssat8(int32_t v) { return __ssat(v, 8); }
 static inline uint32_t trt_pack16(uint32_t lo, uint32_t hi) {
     uint32_t r;
     __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
@@ -95,6 +98,7 @@ static inline int32_t trt_smmulr(int32_t a, int32_t b) {
     return (int32_t)(((int64_t)a * b + ((int64_t)1 << 31)) >> 32);
 }
 
+static inline int32_t trt_ssat8(int32_t v) { return v < -128 ? -128 : (v > 127 ? 127 : v); }
 static inline uint32_t trt_pack16(uint32_t lo, uint32_t hi) { return (lo & 0xFFFFu) | (hi << 16); }
 
 #endif

@@ -47,4 +47,11 @@ void trt_linear_dsp_prepare(trt_linear_params *p, void *scratch);   /* the weigh
 size_t trt_linear_dsp_temp_bytes(const trt_linear_params *p);
 void trt_linear_dsp(const trt_linear_params *p, void *temp);
 
+int trt_quantized_add_dsp_accepts(const trt_add_params *p);
+size_t trt_quantized_add_dsp_temp_bytes(const trt_add_params *p);
+void trt_quantized_add_dsp(const trt_add_params *p, void *temp);
+
+int trt_quantized_mul_dsp_accepts(const trt_mul_params *p);
+void trt_quantized_mul_dsp(const trt_mul_params *p);
+
 #endif

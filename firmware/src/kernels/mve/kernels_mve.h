@@ -59,4 +59,14 @@ void trt_linear_mve(const trt_linear_params *p);
 int trt_clone_dim_order_mve_accepts(const trt_copy_params *p);
 void trt_clone_dim_order_mve(const trt_copy_params *p);
 
+int trt_quantized_add_mve_accepts(const trt_add_params *p);
+void trt_quantized_add_mve(const trt_add_params *p);
+int trt_quantized_mul_mve_accepts(const trt_mul_params *p);
+void trt_quantized_mul_mve(const trt_mul_params *p);
+int trt_minmax_mve_accepts(const trt_minmax_params *p);
+void trt_minimum_mve(const trt_minmax_params *p);
+void trt_maximum_mve(const trt_minmax_params *p);
+void trt_quantized_activation_mve(const trt_lut_params *p);
+void trt_clamp_mve(const trt_clamp_params *p);
+
 #endif

@@ -22,6 +22,25 @@ static inline int trt_mve_requant_is_vector(int32_t multiplier, int32_t shift) {
     return shift <= 0 && multiplier != INT32_MIN;
 }
 
+/* requantize (arith.h) of four lanes on the vector path alone: the caller checked
+ * trt_mve_requant_is_vector(multiplier, shift). No offset, no clamp. Branch-free (the step down
+ * of negative values happens only for a right shift: the sign bit of v & shift), so a kernel's
+ * loop is not copied once per shift case. */
+static inline int32x4_t trt_mve_requantize_s32(int32x4_t acc, int32_t multiplier, int32_t shift) {
+    const int32x4_t shifts = vdupq_n_s32(shift);
+    int32x4_t v = vqrdmulhq_n_s32(acc, multiplier);
+    v = vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, shifts), 31));
+    return vrshlq_s32(v, shifts);
+}
+
+/* trt_mve_requantize_s32, then the output offset and the clamp: trt_output_s8 of four lanes on
+ * the vector path alone. */
+static inline int32x4_t trt_mve_output_vector_s32(int32x4_t acc, int32_t multiplier, int32_t shift,
+                                                  int32_t output_offset, int32_t act_min, int32_t act_max) {
+    int32x4_t v = vaddq_n_s32(trt_mve_requantize_s32(acc, multiplier, shift), output_offset);
+    return vminq_s32(vmaxq_s32(v, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+}
+
 /* One multiplier and shift for all four lanes (a conv's output channel, a linear layer). */
 static inline int32x4_t trt_mve_output_s32(int32x4_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                            int32_t act_min, int32_t act_max) {

@@ -1,0 +1,38 @@
+/* cortex_m::quantized_activation.out(Tensor input, Tensor lut, *, Tensor(a!) out): bind step and
+ * variants. */
+#include "../kernels/c/kernels_c.h"
+#include "../kernels/isa.h"
+#include "../kernels/mve/kernels_mve.h"
+#include "operator_table.h"
+
+static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
+    trt_lut_params *p = &params->quantized_activation;
+    const trt_tensor *in = NULL, *lut = NULL, *out = NULL;
+    trt_status s;
+    (void)macs;
+    if ((s = trt_arg_tensor(c, 0, &in)) != TRT_OK || (s = trt_need_input(c, in, TRT_INT8)) != TRT_OK ||
+        (s = trt_arg_tensor(c, 1, &lut)) != TRT_OK || (s = trt_need_constant(c, lut, TRT_INT8)) != TRT_OK ||
+        (s = trt_need_output(c, 2, &out, TRT_INT8)) != TRT_OK || (s = trt_need_disjoint(c, out, in)) != TRT_OK)
+        return s;
+    if (lut->numel != 256) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "table without 256 entries in");
+    if (!trt_same_layout(in, out)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "input and output layouts differ in");
+    p->input = (const int8_t *)(const void *)in->data;
+    p->output = (int8_t *)(void *)out->mutable_data;
+    p->lut = (const int8_t *)(const void *)lut->data;
+    p->count = out->numel;
+    return TRT_OK;
+}
+
+#if TRT_HAVE_MVE
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantized_activation_mve(&p->quantized_activation); }
+#endif
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantized_activation_c(&p->quantized_activation); }
+
+static const trt_kernel_variant VARIANTS[] = {
+#if TRT_HAVE_MVE
+    {"mve", NULL, NULL, NULL, NULL, run_mve},
+#endif
+    {"c", NULL, NULL, NULL, NULL, run_c},
+};
+
+TRT_DEFINE_OPERATOR(quantized_activation, bind, VARIANTS);

@@ -1,0 +1,62 @@
+/* cortex_m::quantized_add.out(Tensor self, int self_zero_point, int self_multiplier, int self_shift,
+ * Tensor other, int other_zero_point, int other_multiplier, int other_shift, int output_zero_point,
+ * int output_multiplier, int output_shift, int activation_min, int activation_max, *,
+ * Tensor(a!) out): bind step and variants. */
+#include "../kernels/c/kernels_c.h"
+#include "../kernels/dsp/kernels_dsp.h"
+#include "../kernels/isa.h"
+#include "../kernels/mve/kernels_mve.h"
+#include "broadcast.h"
+#include "operator_table.h"
+
+static trt_status bind_requant(const trt_call *c, uint32_t first, int32_t *zero_point, int32_t *multiplier,
+                               int32_t *shift) {
+    trt_status s;
+    if ((s = trt_arg_int(c, first, -TRT_MAX_ZERO_POINT, TRT_MAX_ZERO_POINT, zero_point)) != TRT_OK ||
+        (s = trt_arg_int(c, first + 1, INT32_MIN, INT32_MAX, multiplier)) != TRT_OK ||
+        (s = trt_arg_int(c, first + 2, -TRT_MAX_SHIFT, TRT_MAX_SHIFT, shift)) != TRT_OK)
+        return s;
+    return TRT_OK;
+}
+
+static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
+    trt_add_params *p = &params->quantized_add;
+    const trt_tensor *a = NULL, *b = NULL, *out = NULL;
+    trt_status s;
+    (void)macs;
+    if ((s = trt_bind_binary(c, 0, 4, 13, TRT_INT8, &a, &b, &out, &p->shape)) != TRT_OK ||
+        (s = bind_requant(c, 1, &p->a_zero_point, &p->a_multiplier, &p->a_shift)) != TRT_OK ||
+        (s = bind_requant(c, 5, &p->b_zero_point, &p->b_multiplier, &p->b_shift)) != TRT_OK ||
+        (s = bind_requant(c, 8, &p->output_zero_point, &p->output_multiplier, &p->output_shift)) != TRT_OK ||
+        (s = trt_need_act_range(c, 11, 12, &p->activation_min, &p->activation_max)) != TRT_OK)
+        return s;
+    if (!trt_same_shape(a, b) && !trt_is_channel_broadcast(a, b))
+        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "operands neither of one shape nor broadcast along the channels in");
+    p->a = (const int8_t *)(const void *)a->data;
+    p->b = (const int8_t *)(const void *)b->data;
+    p->output = (int8_t *)(void *)out->mutable_data;
+    return TRT_OK;
+}
+
+#if TRT_HAVE_MVE
+static int mve_accepts(const trt_params *p) { return trt_quantized_add_mve_accepts(&p->quantized_add); }
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantized_add_mve(&p->quantized_add); }
+#endif
+#if TRT_HAVE_DSP
+static int dsp_accepts(const trt_params *p) { return trt_quantized_add_dsp_accepts(&p->quantized_add); }
+static size_t dsp_temp(const trt_params *p) { return trt_quantized_add_dsp_temp_bytes(&p->quantized_add); }
+static void run_dsp(const trt_params *p, void *temp) { trt_quantized_add_dsp(&p->quantized_add, temp); }
+#endif
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantized_add_c(&p->quantized_add); }
+
+static const trt_kernel_variant VARIANTS[] = {
+#if TRT_HAVE_MVE
+    {"mve", mve_accepts, NULL, NULL, NULL, run_mve},
+#endif
+#if TRT_HAVE_DSP
+    {"dsp", dsp_accepts, NULL, NULL, dsp_temp, run_dsp},
+#endif
+    {"c", NULL, NULL, NULL, NULL, run_c},
+};
+
+TRT_DEFINE_OPERATOR(quantized_add, bind, VARIANTS);

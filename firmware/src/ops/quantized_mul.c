@@ -1,0 +1,51 @@
+/* cortex_m::quantized_mul.out(Tensor self, int self_zero_point, Tensor other, int other_zero_point,
+ * int output_zero_point, int output_multiplier, int output_shift, *, Tensor(a!) out): bind step
+ * and variants. */
+#include "../kernels/c/kernels_c.h"
+#include "../kernels/dsp/kernels_dsp.h"
+#include "../kernels/isa.h"
+#include "../kernels/mve/kernels_mve.h"
+#include "broadcast.h"
+#include "operator_table.h"
+
+static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
+    trt_mul_params *p = &params->quantized_mul;
+    const trt_tensor *a = NULL, *b = NULL, *out = NULL;
+    trt_status s;
+    (void)macs;
+    if ((s = trt_bind_binary(c, 0, 2, 7, TRT_INT8, &a, &b, &out, &p->shape)) != TRT_OK ||
+        (s = trt_arg_int(c, 1, -TRT_MAX_ZERO_POINT, TRT_MAX_ZERO_POINT, &p->a_zero_point)) != TRT_OK ||
+        (s = trt_arg_int(c, 3, -TRT_MAX_ZERO_POINT, TRT_MAX_ZERO_POINT, &p->b_zero_point)) != TRT_OK ||
+        (s = trt_arg_int(c, 4, -TRT_MAX_ZERO_POINT, TRT_MAX_ZERO_POINT, &p->output_zero_point)) != TRT_OK ||
+        (s = trt_arg_int(c, 5, INT32_MIN, INT32_MAX, &p->output_multiplier)) != TRT_OK ||
+        (s = trt_arg_int(c, 6, -TRT_MAX_SHIFT, TRT_MAX_SHIFT, &p->output_shift)) != TRT_OK)
+        return s;
+    if (!trt_same_shape(a, b) && !trt_is_channel_broadcast(a, b))
+        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "operands neither of one shape nor broadcast along the channels in");
+    p->a = (const int8_t *)(const void *)a->data;
+    p->b = (const int8_t *)(const void *)b->data;
+    p->output = (int8_t *)(void *)out->mutable_data;
+    return TRT_OK;
+}
+
+#if TRT_HAVE_MVE
+static int mve_accepts(const trt_params *p) { return trt_quantized_mul_mve_accepts(&p->quantized_mul); }
+static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantized_mul_mve(&p->quantized_mul); }
+#endif
+#if TRT_HAVE_DSP
+static int dsp_accepts(const trt_params *p) { return trt_quantized_mul_dsp_accepts(&p->quantized_mul); }
+static void run_dsp(const trt_params *p, void *temp) { (void)temp; trt_quantized_mul_dsp(&p->quantized_mul); }
+#endif
+static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantized_mul_c(&p->quantized_mul); }
+
+static const trt_kernel_variant VARIANTS[] = {
+#if TRT_HAVE_MVE
+    {"mve", mve_accepts, NULL, NULL, NULL, run_mve},
+#endif
+#if TRT_HAVE_DSP
+    {"dsp", dsp_accepts, NULL, NULL, NULL, run_dsp},
+#endif
+    {"c", NULL, NULL, NULL, NULL, run_c},
+};
+
+TRT_DEFINE_OPERATOR(quantized_mul, bind, VARIANTS);
