@@ -210,6 +210,11 @@ const char *trt_instruction_name(const trt_program *prog, int i);
  * "dsp" (the DSP extension's SIMD multiply-accumulates) or "c" (portable); NULL if out of range. */
 const char *trt_instruction_variant(const trt_program *prog, int i);
 
+/* Place of that variant in its operator's variant list as this build compiles it (0: the
+ * fastest its ISA has), or -1 if out of range: which of several variants of one ISA a call
+ * binds, so that a build for one program can keep only those (tinyrps deploy library). */
+int trt_instruction_variant_index(const trt_program *prog, int i);
+
 /* Run only kernel calls [begin, end) of the chain, on the arena as it is: after writing the
  * inputs, trt_run_calls(prog, 0, k + 1) leaves the output of call k in place, and calls may
  * be run one at a time to inspect each output before a later call reuses its bytes. */

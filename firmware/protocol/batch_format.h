@@ -52,9 +52,13 @@
 #define BATCH_PROFILE_HEADER_BYTES 16
 
 /* per kernel call: the kernel variant the runtime bound (TRT_KERNEL_VARIANT_NAMES), the
- * multiply-accumulates per inference, the instructions summed over the samples */
-#define BATCH_LAYER_FIELDS(X) X(OPERATOR, 0, text40) X(VARIANT, 40, text8) X(MACS, 48, u64) X(INSTRUCTIONS, 56, u64)
-#define BATCH_LAYER_BYTES 64
+ * multiply-accumulates per inference, the instructions summed over the samples, and the bound
+ * variant's place in its operator's variant list as the firmware compiles it
+ * (trt_instruction_variant_index) */
+#define BATCH_LAYER_FIELDS(X)                                                                          \
+    X(OPERATOR, 0, text40) X(VARIANT, 40, text8) X(MACS, 48, u64) X(INSTRUCTIONS, 56, u64)             \
+    X(VARIANT_INDEX, 64, u32) X(LAYER_PAD, 68, u32)
+#define BATCH_LAYER_BYTES 72
 
 #define BATCH_TRAILER_FIELDS(X) X(MAGIC, 0, text4) X(STACK_USED, 4, u32) X(STACK_SIZE, 8, u32) X(RECORDS, 12, u32)
 #define BATCH_TRAILER_BYTES 16

@@ -79,6 +79,11 @@ const char *trt_instruction_variant(const trt_program *prog, int i) {
     return prog->instructions[i].kernel->isa;
 }
 
+int trt_instruction_variant_index(const trt_program *prog, int i) {
+    if (!prog || !prog->loaded || i < 0 || i >= prog->n_instructions) return -1;
+    return (int)(prog->instructions[i].kernel - prog->instructions[i].op->variants);
+}
+
 const char *trt_status_name(trt_status s) {
 #define TRT_STATUS_TEXT(name, value, text) case name: return text;
     switch (s) { TRT_STATUS_LIST(TRT_STATUS_TEXT) }

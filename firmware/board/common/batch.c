@@ -156,6 +156,8 @@ static void write_profile(const firmware_state *fw, int out, uint32_t samples)
                   trt_instruction_variant(fw->program, i));
         link_put_u64(layer + BATCH_LAYER_MACS, macs);
         link_put_u64(layer + BATCH_LAYER_INSTRUCTIONS, board_ticks_to_instructions(layer_ticks[i]));
+        link_put_u32(layer + BATCH_LAYER_VARIANT_INDEX, (uint32_t)trt_instruction_variant_index(fw->program, i));
+        link_put_u32(layer + BATCH_LAYER_LAYER_PAD, 0);
         write_all(out, layer, sizeof layer);
     }
 }

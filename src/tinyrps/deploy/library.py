@@ -148,11 +148,24 @@ OPERATOR_SOURCES = {
         "ops": ("ops/unsqueeze_copy.c", "ops/reshape.c"),
         "c": ("kernels/c/reshape_copy.c",)},
 }
+# Of an operator with several variants of one ISA, the files only one of them needs (by the variant's name in
+# its ops/ file's list: the kernel of a VARIANT(isa, kernel) row, else the row's last entry, its invoke): a
+# library leaves them out when no call of its program binds that variant (the others' files stay).
+VARIANT_SOURCES = {
+    "quantized_depthwise_conv2d": {
+        "trt_depthwise_mve": ("kernels/mve/depthwise_conv2d.c",),
+        "trt_depthwise_one_channel_mve": ("kernels/mve/depthwise_one_channel.c", "kernels/mve/conv2d.c"),
+        "trt_depthwise_channels_mve": ("kernels/mve/depthwise_channels.c",),
+        "trt_depthwise_dsp": ("kernels/dsp/depthwise_conv2d.c",),
+        "trt_depthwise_channels_dsp": ("kernels/dsp/depthwise_channels.c",)},
+}
+
 # The _nhwc forms (ExecuTorch's explicit-layout flow) are defined in their legacy operator's ops/ file,
 # with its bind step and variants: the same files.
 for _legacy in ("quantized_conv2d", "quantized_depthwise_conv2d", "quantized_transpose_conv2d", "quantized_max_pool2d",
                 "quantized_avg_pool2d"):
     OPERATOR_SOURCES[_legacy + "_nhwc"] = OPERATOR_SOURCES[_legacy]
+VARIANT_SOURCES["quantized_depthwise_conv2d_nhwc"] = VARIANT_SOURCES["quantized_depthwise_conv2d"]
 # Operators the runtime itself refers to (runtime.c keeps the raw int8 values a dequantize read).
 RUNTIME_OPERATORS = ("dequantize_per_tensor",)
 
@@ -304,12 +317,20 @@ def with_siblings(symbols: list) -> list:
     return list(dict.fromkeys([*symbols, *(s for s, f in OPERATOR_SOURCES.items() if f["ops"][0] in files)]))
 
 
-def library_sources(symbols: list, fast: str) -> list:
-    """The runtime's .c files (relative to firmware/src) of a library with these operators and kernels."""
+def library_sources(symbols: list, fast: str, unbound: Optional[dict] = None) -> list:
+    """The runtime's .c files (relative to firmware/src) of a library with these operators and kernels;
+    without the files of the variants `unbound` names ({symbol: {variant name}}) that nothing kept needs."""
     files = list(RUNTIME_SOURCES)
     for symbol in symbols:
+        dropped = set()
+        for variant in (unbound or {}).get(symbol, ()):
+            dropped.update(VARIANT_SOURCES.get(symbol, {}).get(variant, ()))
+        kept = set()
+        for variant, needs in VARIANT_SOURCES.get(symbol, {}).items():
+            if variant not in (unbound or {}).get(symbol, ()):
+                kept.update(needs)
         for kind in ("ops", "c", fast):
-            files += OPERATOR_SOURCES[symbol].get(kind, ())
+            files += [f for f in OPERATOR_SOURCES[symbol].get(kind, ()) if f not in dropped or f in kept]
     return list(dict.fromkeys(files))
 
 
@@ -337,6 +358,76 @@ def fast_only_operators(layers: list, symbols: list, src: Path, fast: str) -> li
     return [s for s in symbols if fast in OPERATOR_SOURCES[s] and kernels.get(s) == {fast}]
 
 
+# A row of an ops/ file's variant list: {"isa", accepts, ..., invoke}, or the file's own macro NAME("isa", kernel)
+_VARIANT_ROW = re.compile(r'^[ \t]*(?:\{|\w+\()\s*"(\w+)"[^\n]*?(\w+)\s*[})]\s*,[ \t]*$', re.M)
+_DEFINE = re.compile(r"^TRT_DEFINE_OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*\)", re.M)
+
+# The variant ISAs a firmware build of the fast kernels compiles (src/kernels/isa.h: every core with
+# Helium has the DSP extension too), in the order of the operators' lists.
+FIRMWARE_ISAS = {"mve": ("mve", "dsp", "c"), "dsp": ("dsp", "c")}
+
+
+def variant_rows(ops_source: str, symbol: str, path: str) -> list:
+    """[(isa, name)] of the variant list operator `symbol`'s ops/ file defines it with, in the file's order
+    (name: the kernel of a VARIANT(isa, kernel) row, else the row's invoke)."""
+    arrays = dict(_DEFINE.findall(ops_source))
+    if symbol not in arrays:
+        raise RuntimeError(f"{path}: no TRT_DEFINE_OPERATOR({symbol}, ...): update tinyrps.deploy.library")
+    body = re.search(r"static const trt_kernel_variant %s\[\] = \{(.*?)\n\};" % arrays[symbol], ops_source, re.S)
+    if body is None:
+        raise RuntimeError(f"{path}: no variant list {arrays[symbol]}: update tinyrps.deploy.library")
+    return _VARIANT_ROW.findall(body.group(1))
+
+
+def bound_variants(layers: list, symbols: list, src: Path, fast: str) -> dict:
+    """{symbol: {variant name}} the program's calls bind on the firmware of its core, from the measured
+    layers: each names its variant's ISA and place in the operator's list as that firmware compiles it."""
+    by_name = runtime_operators(src)
+    bound = {s: set() for s in symbols}
+    for layer in layers:
+        symbol = by_name.get(layer["op"])
+        if symbol not in bound:
+            continue
+        if "variant" not in layer:
+            raise UserError(f"the measurement of the program names no kernel variant per layer: measure it again "
+                            "with `tinyrps measure`")
+        rel = OPERATOR_SOURCES[symbol]["ops"][0]
+        rows = [r for r in variant_rows((src / rel).read_text(), symbol, rel) if r[0] in FIRMWARE_ISAS[fast]]
+        index = layer["variant"]
+        if not 0 <= index < len(rows) or rows[index][0] != layer["kernels"]:
+            raise UserError(f"the firmware ran {layer['op']} with its variant {index} ('{layer['kernels']}'), which "
+                            f"its sources do not list so: measure the program again with `tinyrps measure`")
+        bound[symbol].add(rows[index][1])
+    return bound
+
+
+def unbound_fast_variants(bound: dict, symbols: list, src: Path, fast: str) -> dict:
+    """{symbol: {variant name}} of the core's fast variants no call of the program binds (an ops/ file's
+    operators together: they share their list)."""
+    unbound = {}
+    for symbol in symbols:
+        rel = OPERATOR_SOURCES[symbol]["ops"][0]
+        sharing = [s for s in symbols if OPERATOR_SOURCES[s]["ops"][0] == rel]
+        used = set().union(*(bound.get(s, set()) for s in sharing))
+        names = {name for isa, name in variant_rows((src / rel).read_text(), symbol, rel) if isa == fast}
+        if names - used:
+            unbound[symbol] = names - used
+    return unbound
+
+
+def without_unbound_variants(ops_source: str, names: set, path: str) -> str:
+    """An operator's ops/ file without the variant rows `names` (and the entry points the file's own
+    macro defines for them)."""
+    text = ops_source
+    for name in sorted(names):
+        row = re.compile(r'^[ \t]*(?:\{|\w+\()\s*"\w+"[^\n]*?\b%s\s*[})]\s*,[ \t]*\n' % re.escape(name), re.M)
+        text, n = row.subn("", text)
+        if n != 1:
+            raise RuntimeError(f"{path}: expected one variant row of {name}, found {n}: update tinyrps.deploy.library")
+        text = re.sub(r"^\w+\(\s*%s\s*,[^\n]*\)\n" % re.escape(name), "", text, flags=re.M)
+    return text
+
+
 _PORTABLE_ROW = re.compile(r'^([ \t]*\{"c",[^\n]*\},[ \t]*)$', re.M)
 
 
@@ -349,12 +440,19 @@ def without_portable_on_core(ops_source: str, fast: str, path: str) -> str:
     have = f"TRT_HAVE_{fast.upper()}"
     text = _PORTABLE_ROW.sub(lambda m: f"#if !{have}   /* the program runs every call of this operator on the "
                                        f"{fast} kernels */\n{m.group(1)}\n#endif", ops_source)
-    # the static helpers only that row used are then unused: say so, after the includes (isa.h), to the
-    # compilers that would warn
-    last_include = list(re.finditer(r"^#include [^\n]*\n", text, re.M))[-1]
-    pragma = (f"\n#if {have} && defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Wunused-function\"   "
-              f"/* plain C's helpers, left out of the variant list below */\n#endif\n")
-    return text[:last_include.end()] + pragma + text[last_include.end():]
+    return with_unused_helpers(text, have)
+
+
+def with_unused_helpers(ops_source: str, condition: str) -> str:
+    """An ops/ file some of whose variant rows a library left out: the static helpers only those rows used
+    are then unused where `condition` holds; say so, after the includes (isa.h), to the compilers that would
+    warn."""
+    last_include = list(re.finditer(r"^#include [^\n]*\n", ops_source, re.M))[-1]
+    pragma = (f"\n#if {condition} && defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Wunused-function\"   "
+              f"/* the helpers of variants left out of the list below */\n#endif\n")
+    if pragma in ops_source:
+        return ops_source
+    return ops_source[:last_include.end()] + pragma + ops_source[last_include.end():]
 
 
 def table_limits(dump: dict) -> dict:
@@ -427,17 +525,18 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     operators = [f"{n}.{o}" if o else n for n, o in dump["plans"][0]["operators"]]
     symbols = select_operators(operators, src)
     fast_only = fast_only_operators(figures["layers"], symbols, src, fast)
-    sources = library_sources(symbols, fast)
+    unbound = unbound_fast_variants(bound_variants(figures["layers"], symbols, src, fast), symbols, src, fast)
+    sources = library_sources(symbols, fast, unbound)
     spec = library_files.LibrarySpec(
         name=name, facts=facts, program=program, program_name=pte.name, fast=fast, info=info,
         figures=figures, limits=table_limits(dump), operators=operators, symbols=symbols,
         arena={fast: figures["arena_bytes"], "c": info["arena_bytes"]}, version=tinyrps_version(),
-        fast_only=fast_only)
+        fast_only=fast_only, unbound={s: sorted(v) for s, v in unbound.items()})
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         runtime = staging / "src" / "runtime"
-        _copy_runtime(fw, runtime, sources, symbols, fast_only, fast, name)
+        _copy_runtime(fw, runtime, sources, symbols, fast_only, unbound, fast, name)
         texts = [p.read_text() for p in sorted(runtime.rglob("*")) if p.suffix in (".c", ".h")]
         spec.renamed = runtime_names(texts + [pasted_names(symbols)])
         spec.sources = ["src/" + name + ".c", "src/" + name + "_program.c"] + [f"src/runtime/{s}" for s in sources]
@@ -451,13 +550,16 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     return json.loads((out / MANIFEST).read_text())
 
 
-def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, fast_only: list, fast: str,
+def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, fast_only: list, unbound: dict, fast: str,
                   name: str) -> None:
     """The runtime's headers (all of them: the ops files include every variant's header) and the selected
     sources, each source with the library's build header first; the library's own operator table, and
-    variant lists without plain C on the core where the program never binds it; isa.h with the library's
-    kernel choice after the runtime's."""
+    variant lists without the fast variants no call of the program binds, and without plain C on the core
+    where the program never binds it; isa.h with the library's kernel choice after the runtime's."""
     own_files = {OPERATOR_SOURCES[s]["ops"][0]: s for s in fast_only}
+    left_out = {}
+    for symbol, names in unbound.items():
+        left_out.setdefault(OPERATOR_SOURCES[symbol]["ops"][0], set()).update(names)
     src = fw / "src"
     for header in sorted(src.rglob("*.h")):
         target = dest / header.relative_to(src)
@@ -467,6 +569,8 @@ def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, fast_only:
     (dest / OPERATOR_LIST).write_text(library_operator_list((src / OPERATOR_LIST).read_text(), symbols))
     for rel in sources:
         text = (src / rel).read_text()
+        if rel in left_out:
+            text = with_unused_helpers(without_unbound_variants(text, left_out[rel], rel), f"TRT_HAVE_{fast.upper()}")
         if rel in own_files:
             text = without_portable_on_core(text, fast, rel)
         depth = rel.count("/") + 1      # below src/runtime/

@@ -40,6 +40,7 @@ class LibrarySpec:
     code: dict = field(default_factory=dict)
     example: Optional[dict] = None
     fast_only: list = field(default_factory=list)   # operators without plain C on the core
+    unbound: dict = field(default_factory=dict)     # symbol -> the fast variants left out (no call binds them)
 
     @property
     def macro(self) -> str:
@@ -147,7 +148,7 @@ def write_manifest(folder: Path, spec: LibrarySpec) -> None:
         "inputs": spec.info["inputs"],
         "outputs": spec.info["outputs"],
         "kernels": {"fast": spec.fast, "portable": "c",
-                    "without_portable_on_core": spec.fast_only},
+                    "without_portable_on_core": spec.fast_only, "fast_variants_left_out": spec.unbound},
         "operators": spec.operators,
         "runtime_operators": spec.symbols,
         "layers": [{"op": layer["op"], "kernels_on_core": layer["kernels"], "macs": layer["macs"],
@@ -794,6 +795,10 @@ a 28x28 picture (one byte a pixel, row-major) to the label index (or a negative 
     if spec.fast_only:
         portable_note = (f"On the {facts.core}, the plain-C kernels of the operators whose every call runs on the "
                          f"{spec.fast} ones are left out ({', '.join(spec.fast_only)}).")
+    if spec.unbound:
+        left_out = "; ".join(f"{s}: {', '.join(v)}" for s, v in spec.unbound.items())
+        portable_note += ((" " if portable_note else "") + f"Of the {spec.fast} variants, those no call of the "
+                          f"program binds on the {facts.core} are left out ({left_out}).")
     measured = [c for c in code.values() if isinstance(c, dict)]
     ram_note = f" ({measured[0]['library_static_ram_bytes']:,} B of `.bss` on the {facts.core})" if measured else ""
     ex = ""

@@ -146,11 +146,13 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None) -> dict:
 
 
 def merge_layers(fast: list, plain_c: list) -> list:
-    """Per kernel call: {op, kernels, instructions, macs} of the fast build, with the plain-C build's count
+    """Per kernel call: {op, kernels, variant, instructions, macs} of the fast build (variant: the bound
+    variant's place in its operator's list as that firmware compiles it), with the plain-C build's count
     beside it."""
     if [layer["op"] for layer in fast] != [layer["op"] for layer in plain_c]:
         raise UserError("the fast and the plain-C firmware ran different kernel chains; rebuild the firmware")
-    return [{"op": f["op"], "kernels": f["kernels"], "instructions": f["instructions"], "macs": f["macs"],
+    return [{"op": f["op"], "kernels": f["kernels"], "variant": f["variant"], "instructions": f["instructions"],
+             "macs": f["macs"],
              "instructions_plain_c": c["instructions"]} for f, c in zip(fast, plain_c)]
 
 

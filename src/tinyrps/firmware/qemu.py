@@ -285,8 +285,9 @@ class BatchResult:
     stack_size: int
     wall_s: float                 # QEMU start to exit
     board: str = DEFAULT_BOARD    # the firmware's own board name
-    # per kernel call, in chain order: {"op", "kernels" (the variant the runtime bound), "macs" (per inference),
-    # "instructions" (mean per sample)}
+    # per kernel call, in chain order: {"op", "kernels" (the variant the runtime bound), "variant" (its place in
+    # the operator's variant list as the firmware compiles it), "macs" (per inference), "instructions" (mean per
+    # sample)}
     layers: list = field(default_factory=list)
     inputs: tuple = ()            # TensorLayout of each input and output, as the firmware describes them
     output_specs: tuple = ()
@@ -433,7 +434,8 @@ def _batch_profile(raw: bytes, count: int, mismatch: str, limits: dict) -> tuple
         if layer["VARIANT"] not in KERNEL_VARIANTS:
             raise UserError(f"{mismatch}: kernel call {i} ran an unknown kernel variant {layer['VARIANT']!r} "
                             f"(known: {', '.join(KERNEL_VARIANTS)}); rebuild the firmware")
-        layers.append({"op": layer["OPERATOR"], "kernels": layer["VARIANT"], "macs": int(layer["MACS"]),
+        layers.append({"op": layer["OPERATOR"], "kernels": layer["VARIANT"], "variant": int(layer["VARIANT_INDEX"]),
+                       "macs": int(layer["MACS"]),
                        "instructions": round(layer["INSTRUCTIONS"] / count) if count else 0})
     return layers, size
 
