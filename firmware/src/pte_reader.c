@@ -9,6 +9,10 @@
 
 #include <string.h>
 
+#include "load_code.h"
+
+TRT_LOAD_CODE_BEGIN
+
 /* Extended header "eh00": magic, u32 length, u64 program size, u64 segment base, [u64 segment size]. */
 #define EH_POS 8
 #define EH_MIN_LEN 24
@@ -427,3 +431,5 @@ trt_status pte_constant(const pte_file *f, uint32_t index, const uint8_t **data,
     *len = storage.count;
     return TRT_OK;
 }
+
+TRT_LOAD_CODE_END

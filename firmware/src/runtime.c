@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime_internal.h"
+#include "load_code.h"
 
 #define MAX_PLANNED_BYTES ((size_t)1 << 30)
 
@@ -90,6 +91,8 @@ const char *trt_status_name(trt_status s) {
 #undef TRT_STATUS_TEXT
     return "unknown status";
 }
+
+TRT_LOAD_CODE_BEGIN
 
 /* ---- memory plan ---------------------------------------------------------------------------------- */
 
@@ -663,6 +666,8 @@ trt_status trt_output_int8(const trt_program *prog, int i, const int8_t **data, 
     *count = out->t.numel;   /* dequantize binds input and output with the same layout */
     return TRT_OK;
 }
+
+TRT_LOAD_CODE_END
 
 /* ---- inference ------------------------------------------------------------------------------------- */
 

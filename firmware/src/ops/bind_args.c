@@ -218,10 +218,12 @@ trt_status trt_need_bias(const trt_call *c, uint32_t arg, int32_t channels, cons
     return TRT_OK;
 }
 
-/* out = (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1, which must be >= 1. */
+/* out = (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1, which must be >= 1. With stride,
+ * pad and dilation in their bind steps' ranges (1 .. TRT_MAX_SPATIAL_STEP, pad from 0) a span that is
+ * not negative is below 2^32: a 32-bit division is exact (and needs no 64-bit division routine). */
 int32_t trt_pooled_extent(int32_t in, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation) {
     int64_t span = (int64_t)in + 2 * (int64_t)pad - (int64_t)dilation * (kernel - 1) - 1;
-    return span < 0 ? 0 : (int32_t)(span / stride + 1);
+    return span < 0 ? 0 : (int32_t)((uint32_t)span / (uint32_t)stride + 1u);
 }
 
 /* ---- quantization parameters ---------------------------------------------------------------------- */

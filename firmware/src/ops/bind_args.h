@@ -75,7 +75,8 @@ int trt_same_layout(const trt_tensor *a, const trt_tensor *b);
  * NHWC in logical order and row-major. Gives the sizes in NHWC order. */
 trt_status trt_need_activation(const trt_call *c, const trt_tensor *t, int nhwc_op, int32_t nhwc[4]);
 
-/* out = (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1, or 0 when the window does not fit. */
+/* out = (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1, or 0 when the window does not fit;
+ * stride and dilation 1 .. TRT_MAX_SPATIAL_STEP, pad 0 .. TRT_MAX_SPATIAL_STEP (trt_arg_pair checks them). */
 int32_t trt_pooled_extent(int32_t in, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation);
 
 #endif

@@ -455,6 +455,13 @@ def with_unused_helpers(ops_source: str, condition: str) -> str:
     return ops_source[:last_include.end()] + pragma + ops_source[last_include.end():]
 
 
+def for_size(ops_source: str, rel: str) -> str:
+    """A bind step's file (ops/) compiled for size whatever the integrator's optimisation, as the firmware's
+    build compiles src/ops/ (load_code.h): it runs once per program, at load."""
+    up = "../" * rel.count("/")
+    return f'#include "{up}load_code.h"\nTRT_LOAD_CODE_BEGIN\n\n' + ops_source.rstrip("\n") + "\n\nTRT_LOAD_CODE_END\n"
+
+
 def table_limits(dump: dict) -> dict:
     """The runtime's TRT_MAX_* limits set to what this program has (at least 1 each)."""
     plan = dump["plans"][0]
@@ -573,6 +580,8 @@ def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, fast_only:
             text = with_unused_helpers(without_unbound_variants(text, left_out[rel], rel), f"TRT_HAVE_{fast.upper()}")
         if rel in own_files:
             text = without_portable_on_core(text, fast, rel)
+        if rel.startswith("ops/"):
+            text = for_size(text, rel)
         depth = rel.count("/") + 1      # below src/runtime/
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
