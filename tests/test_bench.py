@@ -13,7 +13,11 @@ def test_bench_json_contract(cli, trained_run, exported):
     eager, int8 = out["variants"]["eager"], out["variants"]["int8-xnnpack"]
     assert eager["latency_ms"] > 0 and eager["runs"] >= 20
     assert int8["latency_ms"] > 0 and int8["size_bytes"] == exported("int8-xnnpack").stat().st_size
-    assert abs(int8["ratio_to_eager"] - int8["latency_ms"] / eager["latency_ms"]) < 1e-9
+    ratio = int8["latency_ms"] / eager["latency_ms"]
+    if eager["iqr_ms"] / eager["latency_ms"] > ratio:      # a loaded machine: the ratio is refused, and says why
+        assert int8["ratio_to_eager"] is None and "run the benchmark again" in int8["ratio_refused"]
+    else:
+        assert abs(int8["ratio_to_eager"] - ratio) < 1e-9 and "ratio_refused" not in int8
     assert out["render_images_per_s"] > 0
 
 

@@ -130,8 +130,8 @@ def batch_file(count: int, trailer_magic: str = "TRPE", trailer_records: int = N
         + np.int8([1, -2, 3]).tobytes() + np.int32([7, -8]).tobytes()
     profile = qemu.BATCH_PROFILE_HEADER.pack(MAGIC="TRPL", LAYERS=profile_layers, LAYER_BYTES=qemu.BATCH_LAYER.size,
                                              SAMPLES=count) \
-        + qemu.BATCH_LAYER.pack(OPERATOR="cortex_m::quantized_conv2d", VARIANT=variant, MACS=1000,
-                                INSTRUCTIONS=1_500_000 * count) \
+        + qemu.BATCH_LAYER.pack(OPERATOR="cortex_m::quantized_conv2d", VARIANT=variant, VARIANT_INDEX=2,
+                                MACS=1000, INSTRUCTIONS=1_500_000 * count) \
         + qemu.BATCH_LAYER.pack(OPERATOR="cortex_m::quantized_linear", VARIANT="c", MACS=10,
                                 INSTRUCTIONS=499_000 * count)
     trailer = qemu.BATCH_TRAILER.pack(MAGIC=trailer_magic, STACK_USED=2000, STACK_SIZE=8192,
@@ -148,8 +148,8 @@ def test_batch_parser_reads_a_well_formed_file(tmp_path):
     assert result.board == "mps2-an505" and result.limits["TRT_MAX_INSTRUCTIONS"] == 64
     assert [s.shape for s in result.inputs] == [(1, 4)]
     assert result.layers == [
-        {"op": "cortex_m::quantized_conv2d", "kernels": "dsp", "macs": 1000, "instructions": 1_500_000},
-        {"op": "cortex_m::quantized_linear", "kernels": "c", "macs": 10, "instructions": 499_000}]
+        {"op": "cortex_m::quantized_conv2d", "kernels": "dsp", "variant": 2, "macs": 1000, "instructions": 1_500_000},
+        {"op": "cortex_m::quantized_linear", "kernels": "c", "variant": 0, "macs": 10, "instructions": 499_000}]
 
 
 def test_batch_parser_refuses_a_cut_profile(tmp_path):
