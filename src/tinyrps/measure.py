@@ -65,7 +65,7 @@ class Measurement:
 MEASUREMENTS = (
     Measurement("firmware", ("cortex-m",), "the program on the firmware of its core's emulated board (QEMU)",
                 "tinyrps.firmware.measure:measure_program", _firmware_tools_missing,
-                fingerprint="tinyrps.firmware.build:sources_fingerprint"),
+                fingerprint="tinyrps.firmware.measure:fingerprint"),
     Measurement("vela", ("ethos-u",), "Vela's estimate of the NPU's time and memory",
                 "tinyrps.vela:measure_program"),
 )

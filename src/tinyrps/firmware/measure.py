@@ -176,6 +176,18 @@ IMAGES = {
 }
 
 
+# What a measurement's figures are of besides the firmware's sources: raised when the measurement changes
+# what it reports (2: the footprint of the program's own image), so that older figures are taken again.
+FIGURES_OF = "2: the program's own image"
+
+
+def fingerprint() -> str:
+    """What the measure stage records with the firmware figures: the firmware's sources and FIGURES_OF."""
+    import hashlib
+    from .build import sources_fingerprint
+    return hashlib.sha256(f"{sources_fingerprint()}\0{FIGURES_OF}".encode()).hexdigest()
+
+
 def same_run(generic, own, board: str) -> None:
     """The program's own image must run the program as the generic image does: the same outputs, and per call
     the same operator, kernels, MACs and instructions (the variant's place in its list differs: the lists
