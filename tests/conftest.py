@@ -229,7 +229,9 @@ def measured(tmp_path_factory):
     from tinyrps.firmware import firmware_dir
     from tinyrps.firmware.sources import source_files
     firmware_key = fixture_cache.fixture_key("firmware", modules=fixture_cache.package_modules("tinyrps.firmware")
-                                             + ["tinyrps.measure", "tinyrps.vela"], files=source_files(firmware_dir()))
+                                             + ["tinyrps.measure", "tinyrps.vela", "tinyrps.deploy.firmware_image",
+                                                "tinyrps.deploy.library"],
+                                             files=source_files(firmware_dir()))
     done = {}
 
     def get(pte: Path) -> dict:

@@ -12,8 +12,10 @@ needs on this machine (a cheap check that says what to install) and the function
 takes it. Today:
 
     firmware  (cortex-m) the program on the tinyrps firmware of its core's emulated board in
-              QEMU: flash, RAM, arena, instructions per inference and per kernel call, boot
-              (tinyrps.firmware.measure); QEMU counts instructions, not cycles
+              QEMU: flash and RAM (of the program's own firmware image: only its operators and
+              the kernel variants its calls bind; the generic image's beside them), arena,
+              instructions per inference and per kernel call, boot (tinyrps.firmware.measure);
+              QEMU counts instructions, not cycles
     vela      (ethos-u)  Vela's performance estimate, read from the summary and per-layer
               tables the export kept beside the program (tinyrps.vela)
 
@@ -63,7 +65,7 @@ class Measurement:
 MEASUREMENTS = (
     Measurement("firmware", ("cortex-m",), "the program on the firmware of its core's emulated board (QEMU)",
                 "tinyrps.firmware.measure:measure_program", _firmware_tools_missing,
-                fingerprint="tinyrps.firmware.build:sources_fingerprint"),
+                fingerprint="tinyrps.firmware.measure:fingerprint"),
     Measurement("vela", ("ethos-u",), "Vela's estimate of the NPU's time and memory",
                 "tinyrps.vela:measure_program"),
 )
@@ -151,6 +153,10 @@ def measure_run(run_dir, quiet: bool = False, only_targets=None) -> dict:
     return results
 
 
+# What the firmware's flash figure is of, by the image measured (tinyrps.firmware.measure.IMAGES).
+FLASH_OF = {"program": " (the program's own firmware image)", "generic": " (the generic firmware image)"}
+
+
 def summary_line(m: dict) -> str:
     """One line of a program's headline figures."""
     parts = []
@@ -158,7 +164,7 @@ def summary_line(m: dict) -> str:
         fw = m["firmware"]
         parts.append(f"{fw['instructions_per_inference']:,} instructions per inference on {fw['board']} "
                      f"({fw['kernels']} kernels; QEMU counts instructions, not cycles), arena {fw['arena_bytes']:,} B, "
-                     f"flash {fw['flash_bytes']:,} B")
+                     f"flash {fw['flash_bytes']:,} B{FLASH_OF.get(fw.get('image'), '')}")
     if "vela" in m:
         v = m["vela"]
         parts.append(f"Vela: {v['inference_ms']:.4f} ms, SRAM {v['sram_bytes'] / 1024:.1f} KiB")

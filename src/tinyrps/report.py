@@ -149,7 +149,8 @@ def vela_rows(result: dict) -> list:
     return rows
 
 
-FIRMWARE_UNITS = ("flash and RAM in KiB, instructions per inference in millions with the fastest kernels the core "
+FIRMWARE_UNITS = ("flash and RAM in KiB (of the program's own firmware image where the measurement says so), "
+                  "instructions per inference in millions with the fastest kernels the core "
                   "allows and with plain C (\"C\"), link ms: serial round trip")
 QEMU_COUNTS = ("QEMU counts instructions (-icount), not cycles: one Helium (MVE) instruction counts as one, "
                "whatever its width")

@@ -88,3 +88,14 @@ def test_elf_sections_add_up(firmware_elf_path):
     footprint = memory_footprint(sections)
     assert footprint["flash_image"] >= footprint["code"] + footprint["rodata"]
     assert footprint["ram_reserved"] >= footprint["bss"] + footprint["stack"]
+
+
+def test_the_footprint_is_of_the_programs_own_image(measured):
+    """flash and RAM are of the firmware built for this program (its operators, the variants its calls bind),
+    which ran it as the generic image does; the generic image, with every operator, is measured beside it."""
+    assert measured["image"] == "program" and "only this program's operators" in measured["image_note"]
+    generic = measured["generic_image"]
+    assert measured["code_bytes"] + measured["rodata_bytes"] < generic["code_bytes"] + generic["rodata_bytes"]
+    assert generic["flash_bytes"] == (generic["code_bytes"] + generic["rodata_bytes"] + generic["data_bytes"]
+                                      + measured["program_bytes"])
+    assert measured["flash_bytes"] < generic["flash_bytes"]

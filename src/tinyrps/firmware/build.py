@@ -82,11 +82,14 @@ class FirmwareBuild:
         return self.executables[name]
 
 
-def build_firmware(kind: str = "native", limits: dict = None) -> FirmwareBuild:
+def build_firmware(kind: str = "native", limits: dict = None, image: dict = None) -> FirmwareBuild:
     """Build (if sources changed) and return the executables of one firmware kind.
 
     limits: the runtime's table limits to build with instead of its header's defaults, e.g.
-    {"TRT_MAX_INSTRUCTIONS": 128} (a build of its own, beside the default one)."""
+    {"TRT_MAX_INSTRUCTIONS": 128} (a build of its own, beside the default one).
+    image: sources of their own instead of the firmware tree, {path relative to firmware/: text} of
+    every file (a program's own image, tinyrps.deploy.firmware_image): built from a copy of them in
+    the build folder, `<kind>-program-<key>`, keyed by them."""
     if kind not in KINDS:
         raise UserError(f"unknown firmware build '{kind}'; valid: {', '.join(KINDS)}")
     spec = KINDS[kind]
@@ -104,19 +107,39 @@ def build_firmware(kind: str = "native", limits: dict = None) -> FirmwareBuild:
         if not toolchain.is_file():
             raise UserError(f"the Cortex-M toolchain file {toolchain} is missing; the {kind} firmware cannot be built")
         args.append(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}")
-    stamp = _stamp(source, args, spec.compilers)
-    build_dir = build_root() / f"{kind}-{stamp[:16]}"
+    folder_kind = kind if image is None else f"{kind}-{IMAGE_FOLDER}"
+    if image is None:
+        stamp = _stamp(source, args, spec.compilers)
+    else:
+        stamp = _stamp_files(sorted((rel, text.encode()) for rel, text in image.items()), args, spec.compilers)
+    build_dir = build_root() / f"{folder_kind}-{stamp[:16]}"
     build_dir.mkdir(parents=True, exist_ok=True)
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)   # one build at a time per folder, across processes
         stamp_file = build_dir / ".source-stamp"
         if not (stamp_file.is_file() and stamp_file.read_text() == stamp):
             (build_dir / "build.log").unlink(missing_ok=True)
+            if image is not None:
+                source = _write_tree(build_dir / IMAGE_FOLDER, image)
             _run_cmake(kind, ["cmake", "-S", str(source), "-B", str(build_dir), *args], build_dir)
             _run_cmake(kind, ["cmake", "--build", str(build_dir), "-j", str(min(2, os.cpu_count() or 1))], build_dir)
             stamp_file.write_text(stamp)
-    _prune(kind, keep=build_dir)
+    _prune(folder_kind, keep=build_dir)
     return FirmwareBuild(kind, build_dir, _executables(build_dir))
+
+
+# The folder of a build from sources of its own (`image`), in its build folder, and the middle of its name.
+IMAGE_FOLDER = "program"
+
+
+def _write_tree(root: Path, files: dict) -> Path:
+    """The sources `files` ({relative path: text}) under root, replacing whatever was there."""
+    shutil.rmtree(root, ignore_errors=True)
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
 
 
 def sources_fingerprint() -> str:
@@ -163,12 +186,18 @@ def _check_tools(kind: str, spec: Kind) -> None:
 
 def _stamp(source: Path, args: list, compilers: tuple) -> str:
     """Hash of every source file (path and bytes), the CMake arguments and the compilers' versions."""
+    return _stamp_files(((str(path.relative_to(source)), path.read_bytes()) for path in source_files(source)),
+                        args, compilers)
+
+
+def _stamp_files(files, args: list, compilers: tuple) -> str:
+    """Hash of (relative path, bytes) of every source, the CMake arguments and the compilers' versions."""
     h = hashlib.sha256("\0".join(args).encode())
     for compiler in compilers:
         version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
         h.update(version.encode() + b"\0")
-    for path in source_files(source):
-        h.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for rel, data in files:
+        h.update(rel.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 

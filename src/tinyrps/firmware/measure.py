@@ -5,8 +5,15 @@
                                      "instructions_per_inference_plain_c", "instructions_per_mac",
                                      "layers", ...}
 
-- flash_bytes: what a board stores: the firmware's code, read-only data and .data
-  initialisers (from the ELF's sections) plus the .pte itself.
+- flash_bytes: what a board stores for this program: the code, read-only data and .data
+  initialisers (from the ELF's sections) of the program's own firmware image plus the .pte
+  itself. That image ("image": "program") is the board's firmware built with only the
+  program's operators and the kernel variants its calls bind on the generic image
+  (tinyrps.deploy.firmware_image): what a product made for this program flashes. It runs the
+  program once more, and must give the same outputs, kernels and instructions per call as the
+  generic image, or this raises. The generic image (every operator and variant: what `run`,
+  `eval` and `serve` boot) is measured beside it, its footprint under "generic_image". The RAM
+  figures below are the program image's too.
 - ram_bytes: .data + .bss + stack (+ the 16-byte boot descriptor), plus the runtime's
   arena at the size this program needs (trt_arena_needed: its memory plan, the kernels'
   workspace and working memory). The firmware gives the arena all the RAM left after the
@@ -83,21 +90,31 @@ def quick_count(pte, board: str, samples=None) -> dict:
             "quick": True}
 
 
-def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None) -> dict:
+def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str = "program") -> dict:
     """Measure a Cortex-M .pte (path or bytes) on `board`'s firmware; see the module docstring.
-    samples: the inputs to count on (default: the RPS measurement images)."""
+    samples: the inputs to count on (default: the RPS measurement images). image: "program" (the
+    footprint of the program's own firmware image) or "generic" (of the image with every operator)."""
     from .qemu import firmware_elf, run_batch
 
+    if image not in IMAGES:
+        raise UserError(f"unknown firmware image '{image}'; valid: {', '.join(IMAGES)}")
     spec = get_board(board)
     with tempfile.TemporaryDirectory(prefix="tinyrps-measure.") as work:
         pte_path = _as_file(pte, Path(work))
         elf, elf_c = firmware_elf(board, "fast"), firmware_elf(board, "c")
-        sections = elf_sections(elf)
         images = measurement_images() if samples is None else samples
         # three QEMU runs, two at a time (QEMU is single-threaded; the machine has two cores)
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             runs = [pool.submit(run_batch, pte_path, images, elf=e, board=board) for e in (elf, elf, elf_c)]
             first, second, plain_c = (r.result() for r in runs)
+        generic = memory_footprint(elf_sections(elf))
+        flashed, own = elf, first
+        if image == "program":
+            from ..deploy.firmware_image import program_image_elf
+            flashed = program_image_elf(pte_path.read_bytes(), first.layers, board)
+            own = run_batch(pte_path, images, elf=flashed, board=board)
+            same_run(first, own, board)
+        sections = elf_sections(flashed)
         program_bytes = pte_path.stat().st_size
     if not np.array_equal(first.instructions, second.instructions):
         raise UserError("instruction counts differ between two identical runs "
@@ -110,17 +127,20 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None) -> dict:
     instructions = int(np.median(first.instructions))
     instructions_c = int(np.median(plain_c.instructions))
     macs = sum(layer["macs"] for layer in first.layers)
-    if footprint["arena"] != first.arena_capacity:
-        raise UserError(f"the {board} firmware reports an arena of {first.arena_capacity} bytes, its ELF's "
-                        f"{ARENA_SECTION} section is {footprint['arena']} bytes: rebuild the firmware")
-    ram_needed = footprint["ram_static"] + first.arena_needed
+    for name, run, measured in (("generic", first, generic), (image, own, footprint)):
+        if measured["arena"] != run.arena_capacity:
+            raise UserError(f"the {board} firmware's {name} image reports an arena of {run.arena_capacity} bytes, "
+                            f"its ELF's {ARENA_SECTION} section is {measured['arena']} bytes: rebuild the firmware")
+    ram_needed = footprint["ram_static"] + own.arena_needed
     return {
         "board": spec.name,
         "core": spec.core,
         "kernels": bound_kernels(spec, first.layers, plain_c.layers),
+        "image": image,
+        "image_note": IMAGES[image],
         "flash_bytes": footprint["flash_image"] + program_bytes,
         "ram_bytes": ram_needed,
-        "arena_bytes": first.arena_needed,
+        "arena_bytes": own.arena_needed,
         "instructions_per_inference": instructions,
         "instructions_per_inference_plain_c": instructions_c,
         "instructions_per_mac": round(instructions / macs, 3) if macs else None,
@@ -134,15 +154,51 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None) -> dict:
         "data_bytes": footprint["data"],
         "bss_bytes": footprint["bss"],
         "stack_bytes": footprint["stack"],
-        "stack_used_bytes": first.stack_used,
+        "stack_used_bytes": own.stack_used,
         "program_bytes": program_bytes,
-        "arena_reserved_bytes": first.arena_capacity,
+        "arena_reserved_bytes": own.arena_capacity,
         "ram_bytes_reserved": footprint["ram_reserved"],
         "ram_static_bytes": footprint["ram_static"],
         "boot_instructions": first.boot_instructions,
+        "generic_image": {"flash_bytes": generic["flash_image"] + program_bytes, "code_bytes": generic["code"],
+                          "rodata_bytes": generic["rodata"], "data_bytes": generic["data"],
+                          "ram_bytes": generic["ram_static"] + first.arena_needed},
         "emulator": f"qemu-system-arm -M {spec.machine} ({spec.core}), -icount shift=0: counts instructions, "
                     "not cycles",
     }
+
+
+# The firmware image whose footprint a measurement reports.
+IMAGES = {
+    "program": "the firmware built with only this program's operators and the kernel variants its calls bind "
+               "(what a product made for it flashes); `run`, `eval` and `serve` boot the generic image",
+    "generic": "the generic firmware with every operator and kernel variant (what `run`, `eval` and `serve` boot)",
+}
+
+
+# What a measurement's figures are of besides the firmware's sources: raised when the measurement changes
+# what it reports (2: the footprint of the program's own image), so that older figures are taken again.
+FIGURES_OF = "2: the program's own image"
+
+
+def fingerprint() -> str:
+    """What the measure stage records with the firmware figures: the firmware's sources and FIGURES_OF."""
+    import hashlib
+    from .build import sources_fingerprint
+    return hashlib.sha256(f"{sources_fingerprint()}\0{FIGURES_OF}".encode()).hexdigest()
+
+
+def same_run(generic, own, board: str) -> None:
+    """The program's own image must run the program as the generic image does: the same outputs, and per call
+    the same operator, kernels, MACs and instructions (the variant's place in its list differs: the lists
+    are shorter); anything else is a bug in the selection."""
+    def calls(run):
+        return [(layer["op"], layer["kernels"], layer["macs"], layer["instructions"]) for layer in run.layers]
+    if (not np.array_equal(generic.int8, own.int8) or not np.array_equal(generic.instructions, own.instructions)
+            or calls(generic) != calls(own) or generic.arena_needed != own.arena_needed):
+        raise UserError(f"the program's own firmware image of {board} runs it otherwise than the generic image "
+                        f"({own.instructions.tolist()} vs {generic.instructions.tolist()} instructions): the "
+                        "selection of its operators and variants is wrong")
 
 
 def merge_layers(fast: list, plain_c: list) -> list:

@@ -1,0 +1,78 @@
+"""The firmware image a product would flash for one Cortex-M program: the board's firmware with only
+the program's operators and the kernel variants its calls bind, beside the generic image that `run`,
+`eval` and `serve` use (every operator, every variant).
+
+    program_image_elf(program, layers, board) -> Path of tinyrps_fw.elf
+
+The selection is the deploy library's (tinyrps.deploy.library): the program's operators and those
+the runtime refers to (select_operators), and per operator's ops/ file the variants the program's
+calls bound on the generic image (bound_variants, from the measured layers). The image's sources are
+the firmware's with
+- ops/operators.def holding only those operators' rows (the table, its declarations and the kernel
+  parameters follow from it), and the ops/ files of the other operators left out;
+- each selected ops/ file's variant list without the rows no call binds (of every ISA the build
+  compiles, plain C included), so that the linker (--gc-sections) drops their kernels.
+Every kept call binds the same variant as on the generic image: the rows before its variant did not
+accept it there, and those kept are still before it. The measurement checks this on the image itself
+(the same kernels, instructions and outputs per call). One build per distinct selection, cached by
+it (tinyrps.firmware.build).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..errors import UserError
+
+# The ops/ files of the runtime's own code that define no operator (shared bind steps): always kept.
+_DEFINES_OPERATOR = re.compile(r"^TRT_DEFINE_OPERATOR\(\s*(\w+)\s*,", re.M)
+
+
+def image_tree(fw: Path, operator_names: list, layers: list, fast: str) -> dict:
+    """{path relative to fw: text} of the program's firmware image sources (see the module docstring)."""
+    from ..firmware.sources import source_files
+    from .library import (FIRMWARE_ISAS, OPERATOR_LIST, OPERATOR_SOURCES, bound_variants, library_operator_list,
+                          runtime_rows, select_operators, variant_rows, with_unused_helpers, without_unbound_variants)
+    src = fw / "src"
+    names = set(operator_names)
+    symbols = select_operators([row.qualified for row in runtime_rows(src) if row.name in names], src)
+    bound = bound_variants(layers, symbols, src, fast)
+    kept_rows = {}
+    for symbol in symbols:
+        rel = OPERATOR_SOURCES[symbol]["ops"][0]
+        kept_rows.setdefault(rel, set()).update(bound[symbol])
+    tree = {}
+    for path in source_files(fw):
+        rel = path.relative_to(fw).as_posix()
+        text = path.read_text()
+        in_src = rel[len("src/"):]
+        if in_src == OPERATOR_LIST:
+            text = library_operator_list(text, symbols)
+        elif rel.startswith("src/ops/") and rel.endswith(".c"):
+            defined = _DEFINES_OPERATOR.findall(text)
+            if defined and not set(defined) & set(symbols):
+                continue                          # an operator the program does not use
+            used = kept_rows.get(in_src, set())
+            if used:                              # an operator no call runs (a sibling, dequantize) keeps its list
+                listed = {name for symbol in defined
+                          for isa, name in variant_rows(text, symbol, in_src) if isa in FIRMWARE_ISAS[fast]}
+                if listed - used:
+                    text = with_unused_helpers(without_unbound_variants(text, listed - used, in_src), "1")
+        tree[rel] = text
+    return tree
+
+
+def program_image_elf(program: bytes, layers: list, board: str) -> Path:
+    """The firmware ELF of `board` built for this program's operators and the variants `layers` (the generic
+    fast image's measured calls) bound."""
+    from ..firmware.boards import firmware_kind, get_board
+    from ..firmware.build import build_firmware
+    from ..firmware.qemu import FIRMWARE_EXECUTABLE
+    from ..firmware.sources import firmware_dir
+    from ..pte import program_contents
+    spec = get_board(board)
+    operators = program_contents(program).operators
+    if not layers:
+        raise UserError("the program ran no kernel call on the firmware: nothing to build its image of")
+    tree = image_tree(firmware_dir(), list(operators), layers, spec.fast_kernels)
+    return build_firmware(firmware_kind(board, "fast"), image=tree).tool(FIRMWARE_EXECUTABLE)
