@@ -226,3 +226,33 @@ def test_the_etrecord_maps_each_event_to_its_graph_node(trained_run, data_dir, c
             assert "tinyrps/model.py" in event.stack_traces[node]
             assert list(event.module_hierarchy[node].values())[-1][1].endswith("." + layer_types[name])
     assert events[-1].name == RUN_EVENT and events[-1].op_types == []
+
+
+@pytest.mark.slow     # boots QEMU
+def test_run_writes_the_boards_profile_for_inspector(cli, cortex_m_pte, test_images, per_image_profiles, tmp_path):
+    """`tinyrps run --etdump` on the emulated board: the batch's mean per-call profile, one row per kernel call."""
+    images = test_images[0][:3].astype(np.float32)[:, None] / 255.0
+    np.savez(tmp_path / "in.npz", input0=images)
+    res = cli("run", "--model", cortex_m_pte, "--inputs", tmp_path / "in.npz", "--out", tmp_path / "out.npz",
+              "--device", "mcu", "--etdump", tmp_path / "run.etdp", "--json")
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["etdump"] == str(tmp_path / "run.etdp")
+    _, batch = per_image_profiles
+    inspector = open_inspector(tmp_path / "run.etdp")
+    expected = [(kernel_event_name(layer["op"]), [layer["instructions"]], i) for i, layer in enumerate(batch.layers)]
+    assert rows(inspector)[:-1] == expected
+    assert rows(inspector)[-1] == (RUN_EVENT, [round(float(np.mean(summary["instructions_per_inference"])))], -1)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--device", "native"), "--etdump needs --device mcu"),
+    (("--device", "mcu", "--port", "socket://127.0.0.1:1"), "--etdump needs --device mcu"),
+], ids=["native", "serial-port"])
+def test_run_etdump_without_the_board_is_one_line(cli, exported, tmp_path, extra, message):
+    np.savez(tmp_path / "in.npz", input0=np.zeros((1, 1, 28, 28), np.float32))
+    res = cli("run", "--model", exported("cortex-m55"), "--inputs", tmp_path / "in.npz", "--out", tmp_path / "out.npz",
+              "--etdump", tmp_path / "p.etdp", *extra)
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert message in res.stderr
+    assert not (tmp_path / "p.etdp").exists() and not (tmp_path / "out.npz").exists()

@@ -347,9 +347,16 @@ def cmd_run(a):
     from .devices import default_device, require_board_device
     device_name = a.device or ("mcu" if a.port else default_device(a.model))
     require_board_device(device_name, a.board)
+    options = device_options(a, device_name).get(device_name, {})
+    if a.etdump is not None:
+        if device_name != "mcu" or a.port:
+            raise UserError("--etdump needs --device mcu on an emulated board (the firmware's per-layer "
+                            "instruction counts); a serial port or another device sends no profile")
+        if a.etdump.is_dir():
+            raise UserError(f"--etdump {a.etdump} is a folder: give a file name, e.g. {a.etdump / 'profile.etdp'}")
+        options = {**options, "transport": "batch"}      # the batch file carries the per-layer profile
     from .run_program import run_file
-    summary = run_file(a.model, a.inputs, a.out, device_name, board=a.board,
-                       options=device_options(a, device_name).get(device_name, {}))
+    summary = run_file(a.model, a.inputs, a.out, device_name, board=a.board, options=options, etdump=a.etdump)
     if a.json:
         emit_json(summary)
     else:
@@ -590,6 +597,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "device reports them")
     add_device(s, "the program")
     add_board(s)
+    s.add_argument("--etdump", type=Path, metavar="PATH", help="with --device mcu: write the run's per-layer "
+                   "profile (instructions per kernel call, the mean over the samples) as an ETDump file")
     s.add_argument("--json", action="store_true", help="a JSON summary on stdout instead of a line")
 
     s = add("play", cmd_play, "play rock-paper-scissors; the model reads both moves")

@@ -75,4 +75,12 @@ def run_file(model, inputs_path, out_path, device_name: str, board=None, options
                "out": str(out_path)}
     if result.instructions is not None:
         summary["instructions_per_inference"] = [int(n) for n in np.asarray(result.instructions)]
+    if etdump is not None:
+        if not result.layers:
+            raise UserError(f"the {device_name} device took no per-layer profile of {model.name}: --etdump needs "
+                            "the emulated board (--device mcu)")
+        from .etdump import write_etdump
+        # one run of the file holding the mean profile, its span the mean instructions per inference
+        write_etdump(etdump, result.layers, program=model, totals=[int(round(float(np.mean(result.instructions))))])
+        summary["etdump"] = str(etdump)
     return summary

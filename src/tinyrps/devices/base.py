@@ -35,6 +35,8 @@ class RunResult:
     #: instructions of each inference where the device counts them ([N] from run_batch), else None
     instructions: Optional[np.ndarray] = None
     stats: dict = field(default_factory=dict)
+    #: the mean per-layer profile of the run (one dict per kernel call, as measure's) where the device takes one
+    layers: Optional[list] = None
 
 
 class Device:

@@ -160,7 +160,8 @@ class McuDevice(Device):
         self._stats = {"instructions": int(result.instructions[-1]),
                        "link_ms": round((time.perf_counter() - start) * 1000.0 / len(arrays[0]), 2),
                        "transport": "batch"}
-        return RunResult(result.outputs, result.outputs_int8, result.instructions, dict(self._stats))
+        return RunResult(result.outputs, result.outputs_int8, result.instructions, dict(self._stats),
+                         layers=result.layers or None)
 
     def last_stats(self) -> dict:
         """Of the last inference: `instructions` on the board's core, `link_ms` the request's
