@@ -5,11 +5,13 @@
  *       one JSON line: arena bytes, MACs, kernel calls and the kernel variant each runs
  *       with, the program's inputs and outputs (dtype, shape, dim_order, bytes, raw int8),
  *       this build's limits; or an error.
- *   tinyrps-native run    MODEL.pte INPUTS RESULTS
+ *   tinyrps-native run    MODEL.pte INPUTS RESULTS [PROFILE]
  *       INPUTS: a samples file, RESULTS: a results file (the tensor files of
  *       docs/firmware.md: per sample, every input's bytes in order; per sample, every
  *       output's bytes, each followed by its raw int8 values when it has them). Prints
- *       {"samples": N, "sample_bytes": ..., "result_bytes": ...}.
+ *       {"samples": N, "sample_bytes": ..., "result_bytes": ...}. With PROFILE, also the
+ *       nanoseconds of this host's monotonic clock across each inference and each kernel
+ *       call of it (the profile file of protocol/native_profile.h).
  *   tinyrps-native infer  MODEL.pte IMAGES OUT
  *       the image-classifier convenience (trt_infer): IMAGES N x 784 uint8 (28x28,
  *       row-major); OUT: N x n int8 outputs, then N x n float32 logits (little-endian).
@@ -27,11 +29,14 @@
  * Exit status: 0 ok, 2 usage or I/O error, 3 the program was rejected (the
  * reason on stderr as "error: <status>: <detail>").
  */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "host_io.h"
+#include "native_profile.h"
 #include "ops/operator_table.h"
 #include "pte_dump.h"
 #include "tinyrps_runtime.h"
@@ -208,27 +213,75 @@ static int cmd_dump(const char *model) {
     return rc;
 }
 
-static int cmd_run(const char *model, const char *inputs_path, const char *out_path) {
+/* ---- the profile ---------------------------------------------------------------------------------- */
+
+/* The runtime's counter on the host: CLOCK_MONOTONIC in nanoseconds (NATIVE_PROFILE_COUNTER). */
+static uint64_t host_nanoseconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static void put_u32(uint8_t *at, uint32_t v) {
+    for (int b = 0; b < 4; b++) at[b] = (uint8_t)(v >> (8 * b));
+}
+
+static void put_u64(uint8_t *at, uint64_t v) {
+    for (int b = 0; b < 8; b++) at[b] = (uint8_t)(v >> (8 * b));
+}
+
+/* The profile file's header, for `samples` records of `calls` kernel calls each. */
+static void profile_header(uint8_t *out, size_t samples, int calls) {
+    memset(out, 0, NATIVE_PROFILE_HEADER_BYTES);
+    memcpy(out + NATIVE_PROFILE_HEADER_MAGIC, NATIVE_PROFILE_ID, 4);
+    put_u32(out + NATIVE_PROFILE_HEADER_VERSION, NATIVE_PROFILE_VERSION);
+    put_u32(out + NATIVE_PROFILE_HEADER_SAMPLES, (uint32_t)samples);
+    put_u32(out + NATIVE_PROFILE_HEADER_CALLS, (uint32_t)calls);
+    memcpy(out + NATIVE_PROFILE_HEADER_COUNTER, NATIVE_PROFILE_COUNTER, strlen(NATIVE_PROFILE_COUNTER));
+}
+
+/* One sample's record: the inference's count, then each kernel call's (trt_instruction_profile). */
+static void profile_record(const trt_program *prog, uint64_t inference, uint8_t *out) {
+    put_u64(out, inference);
+    for (int k = 0; k < trt_instruction_count(prog); k++) {
+        uint64_t count = 0, macs = 0;
+        trt_instruction_profile(prog, k, &count, &macs);
+        put_u64(out + (size_t)(k + 1) * NATIVE_PROFILE_COUNT_BYTES, count);
+    }
+}
+
+static int cmd_run(const char *model, const char *inputs_path, const char *out_path, const char *profile_path) {
     loaded_program lp = {0};
-    size_t n = 0;
-    uint8_t *samples = NULL, *results = NULL;
+    size_t n = 0, record = 0;
+    uint8_t *samples = NULL, *results = NULL, *profile = NULL;
     int rc = load(model, &lp);
     size_t in_bytes = rc == 0 ? sample_bytes(lp.prog) : 0, out_bytes = rc == 0 ? result_bytes(lp.prog) : 0;
     if (rc == 0 && !(samples = read_samples(inputs_path, in_bytes, &n))) rc = EXIT_USAGE;
     if (rc == 0) {
         results = malloc(n * out_bytes + 1);
+        if (profile_path) {
+            trt_set_counter(lp.prog, host_nanoseconds);
+            record = (size_t)(trt_instruction_count(lp.prog) + 1) * NATIVE_PROFILE_COUNT_BYTES;
+            profile = malloc(NATIVE_PROFILE_HEADER_BYTES + n * record);
+            profile_header(profile, n, trt_instruction_count(lp.prog));
+        }
         for (size_t i = 0; i < n && rc == 0; i++) {
             write_inputs(lp.prog, samples + i * in_bytes);
+            uint64_t start = profile ? host_nanoseconds() : 0;
             trt_status s = trt_run(lp.prog);
+            uint64_t inference = profile ? host_nanoseconds() - start : 0;
             if (s != TRT_OK) {
                 fprintf(stderr, "error: inference failed: %s\n", trt_status_name(s));
                 rc = EXIT_REJECTED;
             }
             read_outputs(lp.prog, results + i * out_bytes);
+            if (profile) profile_record(lp.prog, inference, profile + NATIVE_PROFILE_HEADER_BYTES + i * record);
         }
     }
+    if (rc == 0 && profile) rc = write_file(profile_path, profile, NATIVE_PROFILE_HEADER_BYTES + n * record);
     if (rc == 0 && (rc = write_file(out_path, results, n * out_bytes)) == 0)
         printf("{\"samples\": %zu, \"sample_bytes\": %zu, \"result_bytes\": %zu}\n", n, in_bytes, out_bytes);
+    free(profile);
     free(results);
     free(samples);
     unload(&lp);
@@ -322,10 +375,11 @@ int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "ops") == 0) return cmd_ops();
     if (argc == 3 && strcmp(argv[1], "info") == 0) return cmd_info(argv[2]);
     if (argc == 3 && strcmp(argv[1], "dump") == 0) return cmd_dump(argv[2]);
-    if (argc == 5 && strcmp(argv[1], "run") == 0) return cmd_run(argv[2], argv[3], argv[4]);
+    if ((argc == 5 || argc == 6) && strcmp(argv[1], "run") == 0)
+        return cmd_run(argv[2], argv[3], argv[4], argc == 6 ? argv[5] : NULL);
     if (argc == 5 && strcmp(argv[1], "infer") == 0) return cmd_infer(argv[2], argv[3], argv[4]);
     if (argc == 5 && strcmp(argv[1], "layers") == 0) return cmd_layers(argv[2], argv[3], argv[4]);
-    fprintf(stderr, "usage: %s info MODEL.pte | dump MODEL.pte | run MODEL.pte INPUTS RESULTS | "
+    fprintf(stderr, "usage: %s info MODEL.pte | dump MODEL.pte | run MODEL.pte INPUTS RESULTS [PROFILE] | "
                     "infer MODEL.pte IMAGES OUT | layers MODEL.pte INPUTS OUT | ops\n", argv[0]);
     return EXIT_USAGE;
 }

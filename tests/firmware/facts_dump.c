@@ -15,6 +15,7 @@
 #include "batch_format.h"
 #include "link_protocol.h"
 #include "model_slot.h"
+#include "native_profile.h"
 #include "ops/operator_table.h"
 #include "port.h"
 #include "tensor_desc.h"
@@ -41,6 +42,8 @@ int main(void)
     DEFINE(BATCH_PROFILE_HEADER_BYTES) DEFINE(BATCH_LAYER_BYTES) DEFINE(BATCH_TRAILER_BYTES)
     DEFINE(BOOT_DESCRIPTOR_MAGIC) DEFINE(BOOT_MODE_SERVE) DEFINE(BOOT_MODE_BATCH)
     TEXT(BATCH_HEADER_ID) TEXT(BATCH_PROFILE_ID) TEXT(BATCH_TRAILER_ID) TEXT(TRT_KERNEL_VARIANT_NAMES)
+    DEFINE(NATIVE_PROFILE_VERSION) DEFINE(NATIVE_PROFILE_HEADER_BYTES) DEFINE(NATIVE_PROFILE_COUNT_BYTES)
+    TEXT(NATIVE_PROFILE_ID) TEXT(NATIVE_PROFILE_COUNTER)
 
     current = "LINK_COMMAND_LIST"; LINK_COMMAND_LIST(LIST_ROW)
     current = "LINK_ERROR_LIST"; LINK_ERROR_LIST(LIST_ROW)
@@ -65,6 +68,7 @@ int main(void)
     current = "BATCH_PROFILE_FIELDS"; BATCH_PROFILE_FIELDS(LAYOUT_FIELD)
     current = "BATCH_LAYER_FIELDS"; BATCH_LAYER_FIELDS(LAYOUT_FIELD)
     current = "BATCH_TRAILER_FIELDS"; BATCH_TRAILER_FIELDS(LAYOUT_FIELD)
+    current = "NATIVE_PROFILE_FIELDS"; NATIVE_PROFILE_FIELDS(LAYOUT_FIELD)
 
     /* what the runtime's functions return */
     const char *unknown = trt_status_name((trt_status)-99);

@@ -37,6 +37,11 @@ class RunResult:
     stats: dict = field(default_factory=dict)
     #: the mean per-layer profile of the run (one dict per kernel call, as measure's) where the device takes one
     layers: Optional[list] = None
+    #: the key of each layer's count and what it counts: "instructions" on the emulated boards (not cycles),
+    #: "nanoseconds" of the host's monotonic clock on the native build (noisy: the host's load)
+    counter: str = "instructions"
+    #: with `layers`: each inference's whole count in that counter ([N]), the runtime's work between calls included
+    profile_totals: Optional[np.ndarray] = None
 
 
 class Device:

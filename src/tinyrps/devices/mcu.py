@@ -161,7 +161,7 @@ class McuDevice(Device):
                        "link_ms": round((time.perf_counter() - start) * 1000.0 / len(arrays[0]), 2),
                        "transport": "batch"}
         return RunResult(result.outputs, result.outputs_int8, result.instructions, dict(self._stats),
-                         layers=result.layers or None)
+                         layers=result.layers or None, profile_totals=result.instructions if result.layers else None)
 
     def last_stats(self) -> dict:
         """Of the last inference: `instructions` on the board's core, `link_ms` the request's

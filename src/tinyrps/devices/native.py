@@ -7,6 +7,12 @@ files of docs/firmware.md). classify is run_batch on the images as the program's
 input. The int8 outputs (before the program's final dequantize) are kept for the
 bit-exactness check: `last_int8` for the latest classify call, `int8_outputs` for every call
 since the device was opened, in order.
+
+Every run also takes the runtime's per-layer profile with the host's monotonic clock as its
+counter (the profile file of firmware/protocol/native_profile.h): RunResult.layers holds each
+kernel call's mean nanoseconds over the batch (key "nanoseconds"), `profile_totals` each
+inference's. They are wall-clock times of this machine, not cycles of a core, and vary with its
+load; the emulated boards' counts (instructions under QEMU) are the deterministic ones.
 """
 from __future__ import annotations
 
@@ -18,12 +24,31 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..firmware import c_facts
 from ..labels import LABELS
 from ..pte import read_program
 from .base import Device, RunResult, require_family
 
 # exit status of tinyrps-native when it rejects the program
 REJECTED = 3
+# what the tool's profile counts (the key of each layer's count): the host's monotonic nanoseconds
+COUNTER = c_facts.define("NATIVE_PROFILE_COUNTER")
+
+
+def read_profile(raw: bytes, samples: int, calls: int) -> tuple:
+    """The tool's profile file: (each inference's count [samples], each kernel call's [samples, calls]),
+    uint64, in COUNTER."""
+    header = c_facts.layout("NATIVE_PROFILE_FIELDS", "NATIVE_PROFILE_HEADER_BYTES")
+    width = c_facts.define("NATIVE_PROFILE_COUNT_BYTES")
+    fields = header.unpack(raw) if len(raw) >= header.size else {}
+    if (fields.get("MAGIC") != c_facts.define("NATIVE_PROFILE_ID")
+            or fields.get("VERSION") != c_facts.define("NATIVE_PROFILE_VERSION") or fields.get("COUNTER") != COUNTER
+            or fields.get("SAMPLES") != samples or fields.get("CALLS") != calls
+            or len(raw) != header.size + samples * (calls + 1) * width):
+        raise UserError(f"tinyrps-native wrote a profile of {len(raw)} bytes ({fields or 'no header'}) for {samples} "
+                        f"samples of {calls} kernel calls: rebuild it")
+    counts = np.frombuffer(raw, "<u8", offset=header.size).reshape(samples, calls + 1)
+    return counts[:, 0].copy(), counts[:, 1:]
 
 
 class NativeDevice(Device):
@@ -68,16 +93,19 @@ class NativeDevice(Device):
     def _run_batch(self, arrays: list) -> RunResult:
         from ..firmware.tensors import result_bytes, samples_file_bytes, split_results
         with tempfile.TemporaryDirectory(prefix="tinyrps-native.") as work:
-            samples, results = Path(work) / "samples.bin", Path(work) / "results.bin"
+            samples, results, profile = (Path(work) / name for name in ("samples.bin", "results.bin", "profile.bin"))
             samples.write_bytes(samples_file_bytes(list(self.inputs), arrays))
-            summary = json.loads(self._run("run", str(self.model_path), str(samples), str(results)))
-            raw = results.read_bytes()
+            summary = json.loads(self._run("run", str(self.model_path), str(samples), str(results), str(profile)))
+            raw, profile_raw = results.read_bytes(), profile.read_bytes()
         count, size = len(arrays[0]), result_bytes(list(self.outputs))
         if summary["samples"] != count or summary["result_bytes"] != size or len(raw) != count * size:
             raise UserError(f"tinyrps-native wrote {len(raw)} bytes of results for {count} samples of {size} bytes "
                             f"({summary}): rebuild it")
         outputs, int8 = split_results(np.frombuffer(raw, np.uint8).reshape(count, size), list(self.outputs))
-        return RunResult(outputs, int8)
+        totals, calls = read_profile(profile_raw, count, len(self.info["calls"]))
+        layers = [{"op": op, "kernels": kernels, COUNTER: int(round(float(calls[:, i].mean())))}
+                  for i, (op, kernels) in enumerate(zip(self.info["calls"], self.info["kernels"]))]
+        return RunResult(outputs, int8, layers=layers, counter=COUNTER, profile_totals=totals)
 
     def describe(self) -> str:
         return "firmware C runtime on this host (native build)"
