@@ -246,9 +246,9 @@ def test_run_writes_the_boards_profile_for_inspector(cli, cortex_m_pte, test_ima
 
 
 @pytest.mark.parametrize("extra, message", [
-    (("--device", "native"), "--etdump needs --device mcu"),
+    (("--device", "host"), "--etdump needs --device mcu"),
     (("--device", "mcu", "--port", "socket://127.0.0.1:1"), "--etdump needs --device mcu"),
-], ids=["native", "serial-port"])
+], ids=["host", "serial-port"])
 def test_run_etdump_without_the_board_is_one_line(cli, exported, tmp_path, extra, message):
     np.savez(tmp_path / "in.npz", input0=np.zeros((1, 1, 28, 28), np.float32))
     res = cli("run", "--model", exported("cortex-m55"), "--inputs", tmp_path / "in.npz", "--out", tmp_path / "out.npz",
@@ -256,3 +256,97 @@ def test_run_etdump_without_the_board_is_one_line(cli, exported, tmp_path, extra
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert message in res.stderr
     assert not (tmp_path / "p.etdp").exists() and not (tmp_path / "out.npz").exists()
+
+
+# ── the native build: host nanoseconds ────────────────────────────────────────────────────────
+
+def native_rows_are_the_programs_calls(inspector, pte, values: int) -> list:
+    """The rows of a native profile: the program's kernel calls in order, then Method::execute, each
+    with `values` counts (host nanoseconds: > 0, not fixed); returns the rows."""
+    got = rows(inspector)
+    calls = program_kernel_calls(pte)
+    assert [(name, ids) for name, _, ids in got] == [
+        *[(kernel_event_name(op, overload), n) for _, n, op, overload in calls], (RUN_EVENT, -1)]
+    for name, raw, _ in got:
+        assert len(raw) == values and all(v >= 0 for v in raw), (name, raw)
+    # a whole inference (the runtime's work between the calls included) is no shorter than its calls
+    for r in range(values):
+        assert got[-1][1][r] >= sum(raw[r] for _, raw, _ in got[:-1])
+    # the convolutions take time on any host
+    assert all(raw[0] > 0 for name, raw, _ in got if "conv2d" in name)
+    return got
+
+
+def test_the_native_device_profiles_with_the_hosts_clock(exported):
+    from tinyrps.devices import open_device
+    pte = exported("cortex-m55")
+    with open_device("native", pte) as device:
+        result = device.run_batch([np.zeros((4, 1, 1, 28, 28), np.float32)])
+    assert result.counter == "nanoseconds"
+    assert [layer["op"] for layer in result.layers] == [op for _, _, op, _ in program_kernel_calls(pte)]
+    assert all(layer["kernels"] in ("c", "dsp", "mve") for layer in result.layers)
+    assert result.profile_totals.shape == (4,)
+    assert result.profile_totals.min() >= sum(layer["nanoseconds"] for layer in result.layers) * 0.5
+
+
+def test_a_damaged_native_profile_is_one_line():
+    from tinyrps.devices.native import read_profile
+    with pytest.raises(UserError, match="tinyrps-native wrote a profile of 3 bytes .* rebuild it"):
+        read_profile(b"abc", 1, 10)
+
+
+def test_run_on_native_writes_host_nanoseconds(cli, exported, tmp_path):
+    pte = exported("cortex-m55")
+    np.savez(tmp_path / "in.npz", input0=np.zeros((3, 1, 1, 28, 28), np.float32))
+    res = cli("run", "--model", pte, "--inputs", tmp_path / "in.npz", "--out", tmp_path / "out.npz",
+              "--device", "native", "--etdump", tmp_path / "run.etdp")
+    assert res.returncode == 0, res.stderr
+    assert "run.etdp" in res.stderr and "nanoseconds" in res.stderr      # says what the times are
+    native_rows_are_the_programs_calls(open_inspector(tmp_path / "run.etdp"), pte, 1)   # one run: the mean
+
+
+def test_bench_on_native_writes_every_timed_run(cli, exported, measured, tmp_path):
+    pte = exported("cortex-m55")
+    measured(pte)               # the measure stage's figures bench shows beside the latency
+    res = cli("bench", "--model", pte, "--device", "native", "--runs", "4", "--etdump", tmp_path / "b.etdp",
+              "--json")
+    assert res.returncode == 0, res.stderr
+    assert "profile" not in json.loads(res.stdout)
+    assert "nanoseconds" in res.stderr
+    native_rows_are_the_programs_calls(open_inspector(tmp_path / "b.etdp"), pte, 4)
+
+
+def test_eval_on_native_writes_one_run_per_batch(cli, trained_run, exported, tmp_path):
+    pte = exported("cortex-m55")
+    res = cli("eval", "--run", trained_run, "--variant", "cortex-m55", "--device", "native", "--limit", "60",
+              "--etdump", tmp_path / "eval.etdp", "--json")
+    assert res.returncode == 0, res.stderr
+    result = json.loads(res.stdout)
+    assert result["test_images"] == 60
+    # the evaluation classifies 50 images at a time: two batches (50 and 10), each one run of the file
+    assert result["etdump"] == {"path": str(tmp_path / "eval.etdp"), "variant": "cortex-m55",
+                                "counter": "nanoseconds", "runs": 2, "images": 60}
+    assert result["variants"]["cortex-m55"]["bit_exact"] is True
+    native_rows_are_the_programs_calls(open_inspector(tmp_path / "eval.etdp"), pte, 2)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--variant", "cortex-m55", "--variant", "int8-xnnpack"), "--etdump profiles one program and 2 are selected"),
+    (("--variant", "int8-xnnpack",), "--etdump needs a Cortex-M program on --device mcu or native"),
+    (("--variant", "cortex-m55", "--device", "host"), "not cortex-m55 on host"),
+    (("--variant", "cortex-m55", "--port", "socket://127.0.0.1:1"), "a board on a serial port sends no"),
+], ids=["two-variants", "not-cortex-m", "host", "serial-port"])
+def test_eval_etdump_refusals_are_one_line(cli, trained_run, exported, tmp_path, extra, message):
+    exported("cortex-m55"), exported("int8-xnnpack")
+    res = cli("eval", "--run", trained_run, "--limit", "5", "--etdump", tmp_path / "p.etdp", *extra)
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert message in res.stderr
+    assert not (tmp_path / "p.etdp").exists()
+
+
+def test_an_etdump_folder_is_refused_before_the_work(cli, trained_run, exported, tmp_path):
+    pte = exported("cortex-m55")
+    for command in (("eval", "--run", trained_run, "--variant", "cortex-m55", "--device", "native"),
+                    ("bench", "--model", pte, "--device", "native")):
+        res = cli(*command, "--etdump", tmp_path)
+        assert res.returncode == 2 and "is a folder" in res.stderr and len(res.stderr.strip().splitlines()) == 1

@@ -138,11 +138,16 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
     return result
 
 
-def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=None, options=None) -> dict:
+def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=None, options=None,
+                  profile: bool = False) -> dict:
     """One program of any kind, alone: the median latency of one inference on its device (`run` on
     seeded samples of its declared inputs; the measure stage's samples for a Cortex-M program), and
     the measure stage's figures of it (for a Cortex-M program: instructions per inference and per
-    kernel call on its emulated board; taken now if the program has no current measurement)."""
+    kernel call on its emulated board; taken now if the program has no current measurement).
+
+    profile: also return, under "profile", the per-layer profile of every timed call where the
+    device takes one (the native build: host nanoseconds) -- {"counter", "runs": one profile per
+    timed call, "totals": each call's whole inference} -- or None where it takes none."""
     from pathlib import Path
 
     from . import descriptor
@@ -169,11 +174,12 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
         count = runs_for(device, runs)
         one = [a[:1] for a in samples]
         device.run_batch(one)                       # warm up
-        times = []
+        times, profiled = [], []
         for _ in range(count):
             start = time.perf_counter()
-            device.run_batch(one)
+            run = device.run_batch(one)
             times.append((time.perf_counter() - start) * 1000)
+            profiled.append(run)
         entry = {"device": device_name, **spread(times), "size_bytes": pte.stat().st_size,
                  "program_sha256": descriptor.read(pte).sha256}
         if device.simulated_by:
@@ -181,4 +187,18 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
     if measurements_for(described.family):
         measured = measure.read(pte) or take(pte)
         entry.update({key: measured[key] for key in ("vela", "firmware") if key in measured})
-    return {"runs": count, "rounds": 1, "block_s": 0.0, "variants": {pte.stem: entry}}
+    result = {"runs": count, "rounds": 1, "block_s": 0.0, "variants": {pte.stem: entry}}
+    if profile:
+        result["profile"] = timed_profile(profiled)
+    return result
+
+
+def timed_profile(runs: list) -> "dict | None":
+    """The per-layer profiles of timed one-sample runs (RunResults), one per run, or None where the
+    device took none."""
+    if not runs or any(r.layers is None for r in runs):
+        return None
+    totals = None
+    if all(r.profile_totals is not None for r in runs):
+        totals = [int(r.profile_totals[0]) for r in runs]
+    return {"counter": runs[0].counter, "runs": [r.layers for r in runs], "totals": totals}

@@ -248,14 +248,18 @@ def cmd_eval(a):
     if a.data is not None:
         check_data(a.data, "test")
     options = device_options(a)
+    if a.etdump is not None:
+        check_etdump_path(a.etdump)
     from .evaluate import evaluate
     result = evaluate(a.run, a.data, only=a.variant, device_override=a.device, limit=a.limit,
-                      quiet=a.quiet or a.json, board=a.board, device_options=options)
+                      quiet=a.quiet or a.json, board=a.board, device_options=options, etdump=a.etdump)
     if a.json:
         emit_json(result)
     else:
         from .report import eval_table
         eval_table(result)
+    if "etdump" in result:
+        print(etdump_message(result["etdump"]["path"], result["etdump"]["counter"]), file=sys.stderr)
 
 
 def cmd_classify(a):
@@ -309,11 +313,14 @@ def cmd_bench(a):
         check_model(a.model)
         if a.variant:
             raise UserError("--variant is for --run; --model names the one program")
+        if a.etdump is not None:
+            check_etdump_path(a.etdump)
         from .bench import bench_program
         result = bench_program(a.model, runs=a.runs, device_name=a.device, quiet=a.quiet or a.json, board=a.board,
-                               options=options.get(a.device or "mcu", {}))
+                               options=options.get(a.device or "mcu", {}), profile=a.etdump is not None)
+        profile = result.pop("profile", None)
         if a.etdump is not None:
-            write_profile(a.model, result, a.etdump)
+            write_profile(a.model, result, a.etdump, profile)
     else:
         check_run(a.run)
         from .bench import bench
@@ -326,18 +333,45 @@ def cmd_bench(a):
         bench_table(result)
 
 
-def write_profile(model, result: dict, path) -> None:
-    """--etdump: the measured per-layer profile (the firmware's instructions per kernel call) as an ETDump
-    file for ExecuTorch's Inspector."""
+def write_profile(model, result: dict, path, profile=None) -> None:
+    """--etdump: the per-layer profile as an ETDump file for ExecuTorch's Inspector: the timed runs'
+    own where the device took them (the native build: host nanoseconds, one run of the file per timed
+    call), else the measure stage's (the emulated board's instructions per kernel call)."""
+    from .etdump import write_etdump
+    if profile is not None:
+        write_etdump(path, profile["runs"], program=model, counter=profile["counter"], totals=profile["totals"])
+        print(etdump_message(path, profile["counter"]), file=sys.stderr)
+        return
     (entry,) = result["variants"].values()
     firmware = entry.get("firmware")
     if not firmware or not firmware.get("layers"):
-        raise UserError(f"{Path(model).name} has no per-layer profile (only Cortex-M programs are profiled, on "
-                        "their emulated board): --etdump needs one")
-    from .etdump import write_etdump
+        raise UserError(f"{Path(model).name} has no per-layer profile (only Cortex-M programs are profiled: on "
+                        "their emulated board, or on --device native): --etdump needs one")
     write_etdump(path, firmware["layers"], program=model)
-    print(f"ETDump: {path} (open it with executorch.devtools.Inspector; times are instructions, not cycles)",
-          file=sys.stderr)
+    print(etdump_message(path, "instructions"), file=sys.stderr)
+
+
+PROFILING_DEVICES = ("mcu", "native")
+
+
+def require_profiling_device(device_name: str, port) -> None:
+    """--etdump: a device that takes a per-layer profile (the emulated board, the native build)."""
+    if device_name not in PROFILING_DEVICES or (device_name == "mcu" and port):
+        raise UserError("--etdump needs --device mcu on an emulated board (instructions per kernel call, not "
+                        "cycles) or --device native (host nanoseconds); a serial port or another device "
+                        "sends no profile")
+
+
+def check_etdump_path(path: Path) -> None:
+    if path.is_dir():
+        raise UserError(f"--etdump {path} is a folder: give a file name, e.g. {path / 'profile.etdp'}")
+
+
+def etdump_message(path, counter: str) -> str:
+    """The line that says where the ETDump went and what its times are."""
+    unit = {"instructions": "instructions under QEMU, not cycles",
+            "nanoseconds": "this host's nanoseconds of the native build, noisy, not a board's time"}.get(counter, counter)
+    return f"ETDump: {path} (open it with executorch.devtools.Inspector; times are {unit})"
 
 
 def cmd_run(a):
@@ -349,12 +383,10 @@ def cmd_run(a):
     require_board_device(device_name, a.board)
     options = device_options(a, device_name).get(device_name, {})
     if a.etdump is not None:
-        if device_name != "mcu" or a.port:
-            raise UserError("--etdump needs --device mcu on an emulated board (the firmware's per-layer "
-                            "instruction counts); a serial port or another device sends no profile")
-        if a.etdump.is_dir():
-            raise UserError(f"--etdump {a.etdump} is a folder: give a file name, e.g. {a.etdump / 'profile.etdp'}")
-        options = {**options, "transport": "batch"}      # the batch file carries the per-layer profile
+        require_profiling_device(device_name, a.port)
+        check_etdump_path(a.etdump)
+        if device_name == "mcu":
+            options = {**options, "transport": "batch"}      # the batch file carries the per-layer profile
     from .run_program import run_file
     summary = run_file(a.model, a.inputs, a.out, device_name, board=a.board, options=options, etdump=a.etdump)
     if a.json:
@@ -362,6 +394,8 @@ def cmd_run(a):
     else:
         shapes = ", ".join(f"{name} {o['dtype']} {o['shape']}" for name, o in summary["outputs"].items())
         print(f"{summary['samples']} sample(s) of {Path(a.model).name} on {summary['runs_on']}: {shapes} -> {a.out}")
+    if "etdump" in summary:
+        print(etdump_message(summary["etdump"], summary["etdump_counter"]), file=sys.stderr)
 
 
 def check_out_file(out) -> Path:
@@ -560,6 +594,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_device(s, "every program")
     add_board(s)
     s.add_argument("--limit", type=count, metavar="N", help="only the first N test images (default: all)")
+    s.add_argument("--etdump", type=Path, metavar="PATH", help="with one Cortex-M --variant on --device mcu or "
+                   "native: write its per-layer profile as an ExecuTorch ETDump file, one run per batch the device "
+                   "ran (instructions on the emulated board, not cycles; host nanoseconds on native) (default: none)")
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
 
     s = add("classify", cmd_classify, "read letters in pictures (files, or every picture in a folder) with a program")
@@ -579,7 +616,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--model", type=Path, metavar="X.pte", help="instead of --run: one program of any kind "
                    "(default: none)")
     s.add_argument("--etdump", type=Path, metavar="PATH", help="with --model: write the per-layer profile as an "
-                   "ExecuTorch ETDump file (default: none)")
+                   "ExecuTorch ETDump file: the emulated board's instructions per kernel call (not cycles), or on "
+                   "--device native each timed run's host nanoseconds (default: none)")
     s.add_argument("--runs", type=count, default=200, metavar="N", help="timed single-image calls per variant "
                    "(at least; the mcu takes at most 20)")
     s.add_argument("--variant", action="append", metavar="T",
@@ -597,8 +635,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "device reports them")
     add_device(s, "the program")
     add_board(s)
-    s.add_argument("--etdump", type=Path, metavar="PATH", help="with --device mcu: write the run's per-layer "
-                   "profile (instructions per kernel call, the mean over the samples) as an ETDump file")
+    s.add_argument("--etdump", type=Path, metavar="PATH", help="with --device mcu or native: write the run's "
+                   "per-layer profile (the mean over the samples per kernel call: instructions on the emulated "
+                   "board, not cycles; host nanoseconds on native) as an ExecuTorch ETDump file")
     s.add_argument("--json", action="store_true", help="a JSON summary on stdout instead of a line")
 
     s = add("play", cmd_play, "play rock-paper-scissors; the model reads both moves")

@@ -58,20 +58,29 @@ def classify_with_progress(device, images, bar, description) -> np.ndarray:
 
 
 def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False, board=None,
-             device_options=None) -> dict:
+             device_options=None, etdump=None) -> dict:
     """Evaluate eager and the exported variants (all, or those named in `only`) on the first
     `limit` test images (all when None). `board` overrides the emulated board of Cortex-M
-    programs on device mcu; `device_options`: device name -> more options to open it with."""
+    programs on device mcu; `device_options`: device name -> more options to open it with.
+
+    etdump: a path to write the per-layer profile of the evaluation to, as an ETDump file for
+    ExecuTorch's Inspector (one Cortex-M program on mcu or native; see profiled_variant): one run
+    of the file per batch the device ran, each the mean per image of that batch."""
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1, got {limit}")
     ckpt = variants.checkpoint(run_dir)
     programs = variants.selected(run_dir, only)
+    device_options = dict(device_options or {})
+    profiled = None
+    if etdump is not None:
+        profiled = profiled_variant(programs, device_override, device_options)
+        if profiled[1] == "mcu":     # the batch file carries the per-layer profile; the serial link none
+            device_options["mcu"] = {**device_options.get("mcu", {}), "transport": "batch"}
     # the run's own test split must be the one of the data it was trained on; another --data is the user's choice
     data_dir = data_dir or check_run_data(run_dir, ["test"])
     images, labels = load_split(data_dir, "test")
     if limit is not None:
         images, labels = images[:limit], labels[:limit]
-    device_options = device_options or {}
     result = {"test_images": int(len(images)), "variants": {}, "data": str(data_dir),
               "test_split_sha256": sha256_file(Path(data_dir) / "test.npz"),
               "checkpoint_sha256": sha256_file(ckpt)}
@@ -98,18 +107,56 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
                 if name in in_worker:
                     entries[name] = pool.submit(evaluate_variant, name, pte, device_name, images, labels,
                                                 eager_logits, dict(predictions), bar, board,
-                                                device_options.get(device_name, {}))
+                                                device_options.get(device_name, {}), profiled is not None)
             for name, pte in programs.items():
                 if name not in entries:
                     device_name = device_override or default_device(pte)
                     entries[name] = evaluate_variant(name, pte, device_name, images, labels, eager_logits,
-                                                     predictions, bar, board, device_options.get(device_name, {}))
+                                                     predictions, bar, board, device_options.get(device_name, {}),
+                                                     profiled is not None)
                     predictions[name] = entries[name].pop("_predictions")
         for name in programs:
             entry = entries[name].result() if isinstance(entries[name], concurrent.futures.Future) else entries[name]
             entry.pop("_predictions", None)
+            profiles = entry.pop("_profiles", None)
+            if profiled is not None and name == profiled[0]:
+                result["etdump"] = write_eval_profile(etdump, programs[name], name, entry["device"], profiles)
             result["variants"][name] = entry
     return result
+
+
+# the devices that take a per-layer profile of a Cortex-M program, and what they count
+PROFILING_DEVICES = {"mcu": "instructions on the emulated board (not cycles)",
+                     "native": "host nanoseconds of the native build"}
+
+
+def profiled_variant(programs: dict, device_override, device_options: dict) -> tuple:
+    """(name, device) of the one program eval --etdump profiles; one line when it cannot."""
+    if len(programs) != 1:
+        raise UserError(f"--etdump profiles one program and {len(programs)} are selected "
+                        f"({', '.join(programs) or 'none'}): name one Cortex-M variant with --variant T")
+    (name, pte), = programs.items()
+    device_name = device_override or default_device(pte)
+    if program_family(pte) != "cortex-m" or device_name not in PROFILING_DEVICES:
+        raise UserError(f"--etdump needs a Cortex-M program on --device mcu or native (the runtimes that profile "
+                        f"each kernel call), not {name} on {device_name}")
+    if device_name == "mcu" and device_options.get("mcu", {}).get("port"):
+        raise UserError("--etdump needs the emulated board: a board on a serial port sends no per-layer profile")
+    return name, device_name
+
+
+def write_eval_profile(path, pte, name: str, device_name: str, profiles: list) -> dict:
+    """The ETDump of eval --etdump: one run per batch the device ran (its mean per image)."""
+    from .etdump import write_etdump
+    if not profiles:
+        raise UserError(f"{name} on {device_name} took no per-layer profile: the device sent none")
+    counter = profiles[0].counter
+    totals = None
+    if all(r.profile_totals is not None for r in profiles):
+        totals = [int(round(float(np.mean(r.profile_totals)))) for r in profiles]
+    write_etdump(path, [r.layers for r in profiles], program=pte, counter=counter, totals=totals)
+    return {"path": str(path), "variant": name, "counter": counter, "runs": len(profiles),
+            "images": int(sum(len(r.outputs[0]) for r in profiles))}
 
 
 def import_shared_modules_first() -> None:
@@ -121,9 +168,12 @@ def import_shared_modules_first() -> None:
 
 
 def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar, board=None,
-                     options=None) -> dict:
-    """One program on its device: accuracy, agreement with eager, and the family's own checks."""
+                     options=None, profile: bool = False) -> dict:
+    """One program on its device: accuracy, agreement with eager, and the family's own checks; with
+    `profile`, the device's RunResults that took a per-layer profile under "_profiles"."""
     with open_device(device_name, pte, bulk=True, board=board, **(options or {})) as device:
+        if profile:
+            device.profiles = []
         logits = classify_with_progress(device, images, bar, f"{name} on {device_name}")
         agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean()) if len(images) else 0.0
         # "agreement" is with eager unless the family compares with a closer reference
@@ -135,6 +185,8 @@ def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predi
         if check:
             entry.update(check(EvalContext(name, pte, images, labels, logits, device, dict(predictions))))
     entry["_predictions"] = logits.argmax(1)
+    if profile:
+        entry["_profiles"] = device.profiles
     return entry
 
 

@@ -78,9 +78,17 @@ def run_file(model, inputs_path, out_path, device_name: str, board=None, options
     if etdump is not None:
         if not result.layers:
             raise UserError(f"the {device_name} device took no per-layer profile of {model.name}: --etdump needs "
-                            "the emulated board (--device mcu)")
-        from .etdump import write_etdump
-        # one run of the file holding the mean profile, its span the mean instructions per inference
-        write_etdump(etdump, result.layers, program=model, totals=[int(round(float(np.mean(result.instructions))))])
-        summary["etdump"] = str(etdump)
+                            "the emulated board (--device mcu) or the native build (--device native)")
+        summary.update(write_run_profile(etdump, result, model))
     return summary
+
+
+def write_run_profile(path, result, model) -> dict:
+    """The run's mean per-layer profile as an ETDump (one run of the file), its whole inference the
+    mean of the samples'; returns the summary's entries: the file and its counter."""
+    from .etdump import write_etdump
+    totals = None
+    if result.profile_totals is not None:
+        totals = [int(round(float(np.mean(result.profile_totals))))]
+    write_etdump(path, result.layers, program=model, counter=result.counter, totals=totals)
+    return {"etdump": str(path), "etdump_counter": result.counter}

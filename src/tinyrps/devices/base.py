@@ -77,6 +77,9 @@ class Device:
     int8_outputs: Optional[np.ndarray] = None
     #: the same, of the latest classify call only; None where the device does not see them
     last_int8: Optional[np.ndarray] = None
+    #: set to a list to collect the RunResult of every run_batch call (classify's too) that took a
+    #: per-layer profile, in order (eval --etdump); None: nothing is kept
+    profiles: Optional[list] = None
 
     def last_stats(self) -> dict:
         """What the device measured or estimated of its last inference, e.g. `instructions` on
@@ -105,7 +108,10 @@ class Device:
             return RunResult([np.zeros((0, *s.shape), s.dtype) for s in self.outputs],
                              [np.zeros((0, *s.shape), np.int8) if s.has_int8 else None for s in self.outputs],
                              np.zeros(0, np.int64))
-        return self._run_batch(arrays)
+        result = self._run_batch(arrays)
+        if self.profiles is not None and result.layers:
+            self.profiles.append(result)
+        return result
 
     def _run_batch(self, arrays: list) -> RunResult:
         raise NotImplementedError
