@@ -231,7 +231,7 @@ def test_the_etrecord_maps_each_event_to_its_graph_node(trained_run, data_dir, c
 @pytest.mark.slow     # boots QEMU
 def test_run_writes_the_boards_profile_for_inspector(cli, cortex_m_pte, test_images, per_image_profiles, tmp_path):
     """`tinyrps run --etdump` on the emulated board: the batch's mean per-call profile, one row per kernel call."""
-    images = test_images[0][:3].astype(np.float32)[:, None] / 255.0
+    images = test_images[0][:3].astype(np.float32)[:, None, None] / 255.0     # [N, 1, 1, 28, 28]
     np.savez(tmp_path / "in.npz", input0=images)
     res = cli("run", "--model", cortex_m_pte, "--inputs", tmp_path / "in.npz", "--out", tmp_path / "out.npz",
               "--device", "mcu", "--etdump", tmp_path / "run.etdp", "--json")
@@ -350,3 +350,18 @@ def test_an_etdump_folder_is_refused_before_the_work(cli, trained_run, exported,
                     ("bench", "--model", pte, "--device", "native")):
         res = cli(*command, "--etdump", tmp_path)
         assert res.returncode == 2 and "is a folder" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow     # boots QEMU
+def test_eval_on_the_board_writes_its_instructions(cli, trained_run, cortex_m_pte, tmp_path):
+    """eval --etdump on the emulated board: the batch transport even for a few images (the serial link
+    sends no profile), each run the batch's mean instructions per kernel call."""
+    res = cli("eval", "--run", trained_run, "--variant", "cortex-m55", "--device", "mcu", "--limit", "5",
+              "--etdump", tmp_path / "eval.etdp", "--json")
+    assert res.returncode == 0, res.stderr
+    result = json.loads(res.stdout)
+    assert result["etdump"]["counter"] == "instructions" and result["etdump"]["runs"] == 1
+    assert "instructions under QEMU, not cycles" in res.stderr
+    got = rows(open_inspector(tmp_path / "eval.etdp"))
+    assert [ids for _, _, ids in got] == [n for _, n, _, _ in program_kernel_calls(cortex_m_pte)] + [-1]
+    assert got[-1][1][0] >= sum(raw[0] for _, raw, _ in got[:-1]) > 0
