@@ -22,11 +22,16 @@ PYTEST = $(PY) -m pytest $(1); rc=$$?; \
 demo: setup
 	$(VENV)/bin/tinyrps all --out out
 
+# Two workers (pytest-xdist): the suite waits on QEMU, compilers and subprocesses about a third of
+# its time, so a second worker fills the other core. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal)
+
 test: setup
-	@$(call PYTEST,)
+	@$(call PYTEST,$(XDIST))
 
 test-fast: setup
-	@$(call PYTEST,-m "not slow")
+	@$(call PYTEST,$(XDIST) -m "not slow")
 
 fuzz: setup
 	$(PY) scripts/fuzz.py run --seconds $(FUZZ_SECONDS) $(foreach p,$(FUZZ_PROGRAMS),--program $(p))

@@ -89,6 +89,7 @@ def test_only_bad_files_exit_2_without_opening_the_model(cli, exported, tmp_path
                                                "(use PNG, JPEG, WebP, TIFF, GIF or BMP)"]
 
 
+@pytest.mark.slow
 def test_a_blank_page_has_no_letter_in_words_and_in_json(cli, exported, tmp_path):
     blank = tmp_path / "blank.png"
     Image.new("L", (300, 200), 250).save(blank)
@@ -101,6 +102,7 @@ def test_a_blank_page_has_no_letter_in_words_and_in_json(cli, exported, tmp_path
     assert sum(r["probabilities"].values()) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_show_prints_what_the_model_saw(cli, exported, pictures):
     res = cli("classify", "--model", exported("int8-xnnpack"), pictures / "b-paper.png", "--show")
     assert res.returncode == 0, res.stderr

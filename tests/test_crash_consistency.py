@@ -310,12 +310,14 @@ def assert_both_outcomes_seen(outcomes: dict) -> None:
 
 
 # ── the tests ────────────────────────────────────────────────────────────────
+@pytest.mark.slow
 def test_data_stopped_anywhere_leaves_the_old_data_set_or_the_new_one(drivers, work, data_scenarios):
     trials = short_trials(data_scenarios)
     assert len(trials) >= 20
     assert_both_outcomes_seen(run_trials(data_scenarios, drivers, work, trials))
 
 
+@pytest.mark.slow
 def test_train_stopped_anywhere_leaves_the_old_run_or_the_new_one(drivers, work, train_scenarios, shared_data):
     data_before = tree(shared_data)
     trials = short_trials(train_scenarios)
@@ -336,6 +338,7 @@ def test_train_stopped_at_every_change(drivers, work, train_scenarios, shared_da
     assert tree(shared_data) == data_before
 
 
+@pytest.mark.slow
 def test_a_kept_file_of_the_old_folder_is_in_the_new_one(data_scenarios, train_scenarios):
     """What the stage does not own (a user's file, a run's exported programs) survives a new run."""
     for scenario in (data_scenarios["existing"], train_scenarios["existing"]):
@@ -382,6 +385,7 @@ def test_two_data_runs_into_one_folder(tmp_path, delay):
     assert sorted(os.listdir(tmp_path)) == ["data"]          # no lock, no staged folder left
 
 
+@pytest.mark.slow
 def test_two_trainings_into_one_folder(tmp_path, data_dir):
     run = tmp_path / "run"
     results = two_at_once(["train", "--data", data_dir, "--out", run, "--epochs", "1", "--seed", "1", "--quiet"],
@@ -441,6 +445,7 @@ def assert_full_disk_line(res) -> None:
     assert "File too large" in res.stderr and "free some space" in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_a_full_disk_during_training_leaves_the_old_run_as_it_was(tmp_path, trained_run):
     """The finding: the old model.pt with a new config.json, or a run folder with only config.json."""
     from tinyrps.data import make_data

@@ -316,6 +316,7 @@ def test_bench_on_native_writes_every_timed_run(cli, exported, measured, tmp_pat
     native_rows_are_the_programs_calls(open_inspector(tmp_path / "b.etdp"), pte, 4)
 
 
+@pytest.mark.slow
 def test_eval_on_native_writes_one_run_per_batch(cli, trained_run, exported, tmp_path):
     pte = exported("cortex-m55")
     res = cli("eval", "--run", trained_run, "--variant", "cortex-m55", "--device", "native", "--limit", "60",

@@ -637,7 +637,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_board(s)
     s.add_argument("--etdump", type=Path, metavar="PATH", help="with --device mcu or native: write the run's "
                    "per-layer profile (the mean over the samples per kernel call: instructions on the emulated "
-                   "board, not cycles; host nanoseconds on native) as an ExecuTorch ETDump file")
+                   "board, not cycles; host nanoseconds on native) as an ExecuTorch ETDump file (default: none)")
     s.add_argument("--json", action="store_true", help="a JSON summary on stdout instead of a line")
 
     s = add("play", cmd_play, "play rock-paper-scissors; the model reads both moves")

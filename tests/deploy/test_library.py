@@ -301,6 +301,7 @@ def test_the_operator_table_and_the_selection_agree():
                 assert (src / rel).is_file(), (symbol, rel)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("symbol", sorted(lib.OPERATOR_SOURCES))
 @pytest.mark.parametrize("kernels", ["c", "dsp"])
 def test_each_operator_alone_links(symbol, kernels, tmp_path):
@@ -326,6 +327,7 @@ def test_each_operator_alone_links(symbol, kernels, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_the_library_folder(m55_library, exported):
     manifest = json.loads((m55_library / "manifest.json").read_text())
     pte = exported("cortex-m55")
@@ -361,6 +363,7 @@ def test_the_library_folder(m55_library, exported):
         assert section in readme, section
 
 
+@pytest.mark.slow
 def test_writing_again_replaces_the_folder_whole(exported, tmp_path):
     out = tmp_path / "lib"
     lib.write_library(exported("cortex-m55"), out, "first")
@@ -373,6 +376,7 @@ def test_writing_again_replaces_the_folder_whole(exported, tmp_path):
 
 # --- on the host ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cc", ["gcc", "clang-16"])
 def test_the_library_on_the_host(cc, m55_library, exported, images600, tmp_path):
     """Plain Make with NAME.mk, ISO C99 and every warning an error; the 600 images bit-exact."""
@@ -407,6 +411,7 @@ def assert_only_prefixed_symbols(build: Path, name: str, nm: str) -> None:
     assert outside <= {"memcpy", "memset"}, outside
 
 
+@pytest.mark.slow
 def test_the_library_under_the_sanitizers(m55_library, exported, images600, tmp_path):
     flags = f"{PEDANTIC} -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
     app = make_app(m55_library, tmp_path / "build", "host_platform.c", opt="-O1", extra=flags)
@@ -451,6 +456,7 @@ def corrupt_program(library: Path, name: str, changes: dict) -> None:
     path.write_text(text[:start] + "\n".join(rows) + text[end:])
 
 
+@pytest.mark.slow
 def test_a_corrupted_embedded_program_gives_a_status(m55_library, images600, tmp_path):
     """Damage to the program's header, its tables or its kernel parameters: init says so, nothing faults
     (under the sanitizers)."""
@@ -482,6 +488,7 @@ def test_a_corrupted_embedded_program_gives_a_status(m55_library, images600, tmp
     print("\n", refused)
 
 
+@pytest.mark.slow
 def test_a_program_without_labels_gets_the_generic_api(exported, tmp_path):
     """Without labels (any other program): no classify, and the example runs one inference on zeros."""
     source = exported("cortex-m55")
@@ -507,6 +514,7 @@ def test_a_program_without_labels_gets_the_generic_api(exported, tmp_path):
     assert printed.strip() == "output 0 on zeros: " + " ".join(f"{x:.3f}" for x in logits[0])
 
 
+@pytest.mark.slow
 def test_two_libraries_in_one_application_on_the_host(exported, exported_fast, libraries, images600, tmp_path):
     default, fast = exported("cortex-m55"), exported_fast("cortex-m55")
     first, second = libraries(default, "rps_default"), libraries(fast, "rps_fast")

@@ -137,6 +137,7 @@ def test_the_fake_board_itself_is_valid(program, carry_outputs):
     assert result.outputs[0].tolist() == [[0.5, -1.0, 2.0]] and result.int8[0].tolist() == [[1, -2, 3]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("replies,message", [
     ({"info": info_with(LOAD_STATUS=-42)}, "the program's load is status -42, which the runtime never returns"),
     ({"info": info_with(SIZE=100)}, "the info reply says it is 100 bytes"),

@@ -59,6 +59,13 @@ def case_id(case) -> str:
     return f"{name}-{core}{'-nhwc' if explicit else ''}"
 
 
+def m55_legacy_fast(cases) -> list:
+    """The cases, the Cortex-M55 programs of the legacy layout in the fast tier and the others slow (each
+    case replays its probe through the reference operators: about 2 s)."""
+    return [pytest.param(c, id=case_id(c), marks=() if c[1] == "cortex-m55" and not c[2] else pytest.mark.slow)
+            for c in cases]
+
+
 @pytest.fixture(scope="module")
 def probe_images() -> np.ndarray:
     return make_split("test", 3, 29)[0]
@@ -92,6 +99,7 @@ def layer_mismatches(native, tool, pte, images, work) -> list:
     return native.layer_mismatches(tool, pte, images, work, reference_layers)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_probe_reaches_its_forms(case, probe_programs):
     name, core, explicit = case
@@ -103,7 +111,7 @@ def test_probe_reaches_its_forms(case, probe_programs):
         assert not [c for c in calls if c in FORMS[name]], "the explicit-layout flow kept a legacy operator"
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize("case", m55_legacy_fast(CASES))
 def test_c_and_dsp_kernels_match_the_reference_layer_by_layer(case, probe_programs, probe_images, native,
                                                               native_tool, native_dsp_tool, tmp_path):
     name, core, explicit = case

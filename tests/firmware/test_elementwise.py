@@ -121,6 +121,7 @@ def bound_kernels(native, tool, pte) -> list:
 
 # ---- what the lowering emits ---------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_the_probe_lowers_to_its_operators(name, probe_programs):
     ops = set(cortex_m.program_operators(probe_programs(name).read_bytes()))
@@ -130,7 +131,14 @@ def test_the_probe_lowers_to_its_operators(name, probe_programs):
 
 # ---- natively: every kernel call, plain C and DSP ------------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(PROBES))
+# In the fast tier one probe per kernel family (each probe replays through the reference operators:
+# about 1.5 s); every probe in `make test`.
+FAST_PROBES = {"mixed", "add_residual", "mul_channels", "softmax", "pad_hw", "permute_nhwc", "cat_channels", "clamp"}
+assert FAST_PROBES <= set(PROBES), FAST_PROBES - set(PROBES)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in FAST_PROBES else pytest.mark.slow)
+                                  for n in sorted(PROBES)])
 def test_every_kernel_call_matches_the_reference(name, probe_programs, probe_images, native, native_tool,
                                                  native_dsp_tool, tmp_path):
     pte = probe_programs(name)
@@ -146,6 +154,7 @@ def test_every_kernel_call_matches_the_reference(name, probe_programs, probe_ima
     assert {kernel for _, kernel in bound_kernels(native, native_tool, pte)} == {"c"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", M4_PROBES)
 def test_cortex_m4_programs_match_the_reference(name, probe_programs, probe_images, native, native_tool,
                                                 native_dsp_tool, tmp_path):
@@ -310,6 +319,7 @@ def test_a_malformed_argument_is_refused_naming_the_operator(case, probe_program
 
 # ---- under the sanitizers ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_sanitized_builds_compute_the_same_bytes(probe_programs, probe_images, native, asan_build, tmp_path):
     """Every probe and edge case through the AddressSanitizer + UBSan build, plain C and DSP."""
     programs = [probe_programs(name) for name in sorted(PROBES)]

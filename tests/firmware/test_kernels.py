@@ -89,6 +89,7 @@ def layer_mismatches(native, tool, pte, images, work) -> list:
     return native.layer_mismatches(tool, pte, images, work, reference.replay_layers)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("core", ["cortex-m55", "cortex-m4"])
 @pytest.mark.parametrize("name", sorted(awkward_models()))
 def test_c_and_dsp_kernels_match_the_reference_layer_by_layer(name, core, awkward_programs, awkward_images, native,

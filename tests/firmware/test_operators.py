@@ -46,6 +46,7 @@ def small_images() -> np.ndarray:
     return make_split("test", 4, 5)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_name,core", CASES)
 def test_small_model_matches_the_edge_program_and_its_replay(model_name, core, small_images, native, native_tool,
                                                              tmp_path):
