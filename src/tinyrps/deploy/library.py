@@ -389,7 +389,7 @@ def bound_variants(layers: list, symbols: list, src: Path, fast: str) -> dict:
         if symbol not in bound:
             continue
         if "variant" not in layer:
-            raise UserError(f"the measurement of the program names no kernel variant per layer: measure it again "
+            raise UserError("the measurement of the program names no kernel variant per layer: measure it again "
                             "with `tinyrps measure`")
         rel = OPERATOR_SOURCES[symbol]["ops"][0]
         rows = [r for r in variant_rows((src / rel).read_text(), symbol, rel) if r[0] in FIRMWARE_ISAS[fast]]
