@@ -256,7 +256,9 @@ def measured(tmp_path_factory):
 
 # Fixtures that need the Arm cross toolchain or QEMU: a test that uses one is slow tier, so that
 # `make test-fast` runs without an emulator or a cross compiler.
-EMULATOR_FIXTURES = {"firmware_elf_path", "cortex_m_pte", "measured"}
+# `libraries` (tests/deploy/test_library.py): `deploy library` measures its program on the board and
+# sizes its code with the cross compiler.
+EMULATOR_FIXTURES = {"firmware_elf_path", "cortex_m_pte", "measured", "libraries"}
 
 
 def pytest_collection_modifyitems(config, items):
