@@ -249,7 +249,8 @@ def cmd_eval(a):
         check_data(a.data, "test")
     options = device_options(a)
     if a.etdump is not None:
-        check_etdump_path(a.etdump)
+        from .etdump import check_path
+        check_path(a.etdump)
     from .evaluate import evaluate
     result = evaluate(a.run, a.data, only=a.variant, device_override=a.device, limit=a.limit,
                       quiet=a.quiet or a.json, board=a.board, device_options=options, etdump=a.etdump)
@@ -259,7 +260,8 @@ def cmd_eval(a):
         from .report import eval_table
         eval_table(result)
     if "etdump" in result:
-        print(etdump_message(result["etdump"]["path"], result["etdump"]["counter"]), file=sys.stderr)
+        from .etdump import written_message
+        print(written_message(result["etdump"]["path"], result["etdump"]["counter"]), file=sys.stderr)
 
 
 def cmd_classify(a):
@@ -314,7 +316,8 @@ def cmd_bench(a):
         if a.variant:
             raise UserError("--variant is for --run; --model names the one program")
         if a.etdump is not None:
-            check_etdump_path(a.etdump)
+            from .etdump import check_path
+            check_path(a.etdump)
         from .bench import bench_program
         result = bench_program(a.model, runs=a.runs, device_name=a.device, quiet=a.quiet or a.json, board=a.board,
                                options=options.get(a.device or "mcu", {}), profile=a.etdump is not None)
@@ -337,10 +340,10 @@ def write_profile(model, result: dict, path, profile=None) -> None:
     """--etdump: the per-layer profile as an ETDump file for ExecuTorch's Inspector: the timed runs'
     own where the device took them (the native build: host nanoseconds, one run of the file per timed
     call), else the measure stage's (the emulated board's instructions per kernel call)."""
-    from .etdump import write_etdump
+    from .etdump import write_etdump, written_message
     if profile is not None:
         write_etdump(path, profile["runs"], program=model, counter=profile["counter"], totals=profile["totals"])
-        print(etdump_message(path, profile["counter"]), file=sys.stderr)
+        print(written_message(path, profile["counter"]), file=sys.stderr)
         return
     (entry,) = result["variants"].values()
     firmware = entry.get("firmware")
@@ -348,30 +351,16 @@ def write_profile(model, result: dict, path, profile=None) -> None:
         raise UserError(f"{Path(model).name} has no per-layer profile (only Cortex-M programs are profiled: on "
                         "their emulated board, or on --device native): --etdump needs one")
     write_etdump(path, firmware["layers"], program=model)
-    print(etdump_message(path, "instructions"), file=sys.stderr)
-
-
-PROFILING_DEVICES = ("mcu", "native")
+    print(written_message(path, "instructions"), file=sys.stderr)
 
 
 def require_profiling_device(device_name: str, port) -> None:
     """--etdump: a device that takes a per-layer profile (the emulated board, the native build)."""
+    from .etdump import PROFILING_DEVICES
     if device_name not in PROFILING_DEVICES or (device_name == "mcu" and port):
         raise UserError("--etdump needs --device mcu on an emulated board (instructions per kernel call, not "
                         "cycles) or --device native (host nanoseconds); a serial port or another device "
                         "sends no profile")
-
-
-def check_etdump_path(path: Path) -> None:
-    if path.is_dir():
-        raise UserError(f"--etdump {path} is a folder: give a file name, e.g. {path / 'profile.etdp'}")
-
-
-def etdump_message(path, counter: str) -> str:
-    """The line that says where the ETDump went and what its times are."""
-    unit = {"instructions": "instructions under QEMU, not cycles",
-            "nanoseconds": "this host's nanoseconds of the native build, noisy, not a board's time"}.get(counter, counter)
-    return f"ETDump: {path} (open it with executorch.devtools.Inspector; times are {unit})"
 
 
 def cmd_run(a):
@@ -384,7 +373,8 @@ def cmd_run(a):
     options = device_options(a, device_name).get(device_name, {})
     if a.etdump is not None:
         require_profiling_device(device_name, a.port)
-        check_etdump_path(a.etdump)
+        from .etdump import check_path
+        check_path(a.etdump)
         if device_name == "mcu":
             options = {**options, "transport": "batch"}      # the batch file carries the per-layer profile
     from .run_program import run_file
@@ -395,7 +385,8 @@ def cmd_run(a):
         shapes = ", ".join(f"{name} {o['dtype']} {o['shape']}" for name, o in summary["outputs"].items())
         print(f"{summary['samples']} sample(s) of {Path(a.model).name} on {summary['runs_on']}: {shapes} -> {a.out}")
     if "etdump" in summary:
-        print(etdump_message(summary["etdump"], summary["etdump_counter"]), file=sys.stderr)
+        from .etdump import written_message
+        print(written_message(summary["etdump"], summary["etdump_counter"]), file=sys.stderr)
 
 
 def check_out_file(out) -> Path:

@@ -311,6 +311,33 @@ def _offset_vector(builder, offsets: list) -> int:
     return builder.EndVector()
 
 
+# The devices that take a per-layer profile of a Cortex-M program, and what each counter counts.
+PROFILING_DEVICES = ("mcu", "native")
+COUNTER_UNITS = {"instructions": "instructions under QEMU, not cycles",
+                 "nanoseconds": "this host's nanoseconds of the native build, noisy, not a board's time"}
+
+
+def check_path(path) -> Path:
+    """An ETDump goes to a file: a folder is refused (before any work, by the commands that write one)."""
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"ETDump path {path} is a folder: give a file name, e.g. {path / 'profile.etdp'}")
+    return path
+
+
+def written_message(path, counter: str) -> str:
+    """The line that says where the ETDump went and what its times are."""
+    return (f"ETDump: {path} (open it with executorch.devtools.Inspector; times are "
+            f"{COUNTER_UNITS.get(counter, counter)})")
+
+
+def mean_total(result) -> Optional[int]:
+    """A device run's whole-inference count for the file: the mean over its samples, or None without one."""
+    if result.profile_totals is None:
+        return None
+    return int(round(sum(float(t) for t in result.profile_totals) / len(result.profile_totals)))
+
+
 def write_etdump(path, runs, program=None, counter: str = "instructions",
                  totals: Optional[Sequence] = None) -> Path:
     """Write a per-layer profile as an ETDump file for ExecuTorch's Inspector; returns the path.
@@ -332,9 +359,7 @@ def write_etdump(path, runs, program=None, counter: str = "instructions",
     The unit is the counter's (instructions on QEMU); see the module docstring for the time
     scales to open the file with. The file is written whole or not at all."""
     data = etdump_bytes(etdump_runs(runs, program, counter, totals))
-    path = Path(path)
-    if path.is_dir():
-        raise UserError(f"ETDump path {path} is a folder: give a file name, e.g. {path / 'profile.etdp'}")
+    path = check_path(path)
     atomic_write_bytes(path, data)
     return path
 

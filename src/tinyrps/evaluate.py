@@ -125,13 +125,9 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
     return result
 
 
-# the devices that take a per-layer profile of a Cortex-M program, and what they count
-PROFILING_DEVICES = {"mcu": "instructions on the emulated board (not cycles)",
-                     "native": "host nanoseconds of the native build"}
-
-
 def profiled_variant(programs: dict, device_override, device_options: dict) -> tuple:
     """(name, device) of the one program eval --etdump profiles; one line when it cannot."""
+    from .etdump import PROFILING_DEVICES
     if len(programs) != 1:
         raise UserError(f"--etdump profiles one program and {len(programs)} are selected "
                         f"({', '.join(programs) or 'none'}): name one Cortex-M variant with --variant T")
@@ -147,13 +143,12 @@ def profiled_variant(programs: dict, device_override, device_options: dict) -> t
 
 def write_eval_profile(path, pte, name: str, device_name: str, profiles: list) -> dict:
     """The ETDump of eval --etdump: one run per batch the device ran (its mean per image)."""
-    from .etdump import write_etdump
+    from .etdump import mean_total, write_etdump
     if not profiles:
         raise UserError(f"{name} on {device_name} took no per-layer profile: the device sent none")
     counter = profiles[0].counter
-    totals = None
-    if all(r.profile_totals is not None for r in profiles):
-        totals = [int(round(float(np.mean(r.profile_totals)))) for r in profiles]
+    totals = [mean_total(r) for r in profiles]
+    totals = None if None in totals else totals
     write_etdump(path, [r.layers for r in profiles], program=pte, counter=counter, totals=totals)
     return {"path": str(path), "variant": name, "counter": counter, "runs": len(profiles),
             "images": int(sum(len(r.outputs[0]) for r in profiles))}

@@ -86,9 +86,8 @@ def run_file(model, inputs_path, out_path, device_name: str, board=None, options
 def write_run_profile(path, result, model) -> dict:
     """The run's mean per-layer profile as an ETDump (one run of the file), its whole inference the
     mean of the samples'; returns the summary's entries: the file and its counter."""
-    from .etdump import write_etdump
-    totals = None
-    if result.profile_totals is not None:
-        totals = [int(round(float(np.mean(result.profile_totals))))]
-    write_etdump(path, result.layers, program=model, counter=result.counter, totals=totals)
+    from .etdump import mean_total, write_etdump
+    total = mean_total(result)
+    write_etdump(path, result.layers, program=model, counter=result.counter,
+                 totals=None if total is None else [total])
     return {"etdump": str(path), "etdump_counter": result.counter}
