@@ -286,7 +286,11 @@ def test_the_native_device_profiles_with_the_hosts_clock(exported):
     assert [layer["op"] for layer in result.layers] == [op for _, _, op, _ in program_kernel_calls(pte)]
     assert all(layer["kernels"] in ("c", "dsp", "mve") for layer in result.layers)
     assert result.profile_totals.shape == (4,)
-    assert result.profile_totals.min() >= sum(layer["nanoseconds"] for layer in result.layers) * 0.5
+    # each layer's figure is its mean over the batch and each total encloses its own calls, so the mean
+    # total is no smaller than the layers' sum (give or take one nanosecond of rounding per layer); a
+    # bound on the fastest total would be a timing test, which a busy host breaks
+    layers = sum(layer["nanoseconds"] for layer in result.layers)
+    assert float(result.profile_totals.mean()) >= layers - len(result.layers)
 
 
 def test_a_damaged_native_profile_is_one_line():
