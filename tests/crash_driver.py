@@ -80,12 +80,15 @@ def child(command: dict, report) -> None:
 
 
 def serve() -> None:
-    # everything a command imports, imported once here (no threads are started by these)
+    # everything a command imports, imported once here (of threads, only one of torch's idle ones is started)
     import matplotlib.pyplot  # noqa: F401
     import torch  # noqa: F401
     import torch._inductor  # noqa: F401 (what torch.use_deterministic_algorithms imports, 3 s)
 
+    from executorch.backends.arm.ethosu import EthosUPartitioner  # noqa: F401 (what an Ethos-U export imports, 4 s)
+
     import tinyrps.cli
+    import tinyrps.export.ethos_u  # noqa: F401
     import tinyrps.pipeline  # noqa: F401
     import tinyrps.plots  # noqa: F401
     import tinyrps.train  # noqa: F401

@@ -1,4 +1,4 @@
-"""`tinyrps data` and `tinyrps train` stopped at any instant: by Ctrl-C (SIGINT) or killed (SIGKILL,
+"""`tinyrps data`, `tinyrps train` and `tinyrps export` stopped at any instant: by Ctrl-C (SIGINT) or killed (SIGKILL,
 as a crash or a power loss would stop them), just before each of their changes to the file
 system in turn (tests/crash_driver.py counts them with an audit hook) or at a moment in
 time. Afterwards every folder is byte for byte as it was before, or as a clean run
@@ -15,6 +15,11 @@ leaves it: never a mix, never a half-written file.
 - Two writers into one folder: one result and one clear message, or both succeed one
   after the other; never a temporary-file error.
 - A full disk (a file-size limit): one line, the old run as it was, no new folder.
+- An export (a program, its descriptor and the intermediates kept in T/, committed in turn):
+  Ctrl-C leaves the run exactly as before or as after a clean export. A kill leaves the old
+  program, the new one, or (between two of the commit's renames) one the readers refuse with
+  "export the program again"; everything else in the run is untouched, and the next export
+  removes what the killed one left and leaves the run exactly as a clean export does.
 
 The short version (not slow) stops each stage at 24 points spread over its run; the long
 one at every change, with both signals, for a new and an existing --out, with and
@@ -108,6 +113,7 @@ class Scenario:
     events_without_exchange: int = 0
     swap: int = 0                   # the change that swaps the folders (renameat2's exchange, or a rename)
     swap_without_exchange: int = 0  # the second rename, the stage's to the target's name
+    commits: tuple = ()             # export: the renames of the program and of its descriptor
     seconds: float = 0.0
 
     def command(self, area: Path) -> list:
@@ -134,6 +140,16 @@ def swap_change(log: list, target: Path, no_exchange: bool = False) -> int:
     raise AssertionError(f"no swap among the changes: {log}")
 
 
+def export_changes(log: list, target: str) -> tuple:
+    """(the change that swaps T/ in, the renames of T.pte and of T.json): the export's commit."""
+    kept = [n for n, (event, path) in enumerate(log, 1)
+            if event == "tinyrps.exchange" or (event == "os.rename" and path.endswith("/.kept"))]
+    renames = [n for n, (event, path) in enumerate(log, 1)
+               if event == "os.rename" and path.endswith(("/program.pte", f"/{target}.json")) and ".export-" in path]
+    assert kept and len(renames) == 2, log
+    return kept[0], tuple(renames)
+
+
 def prepare(scenario: Scenario, driver: Driver, work: Path) -> Scenario:
     scenario.before = tree(scenario.pristine)
     area = scenario.area(work, f"clean-{scenario.stage}-{scenario.pristine.name}")
@@ -142,12 +158,18 @@ def prepare(scenario: Scenario, driver: Driver, work: Path) -> Scenario:
     scenario.seconds = time.perf_counter() - start
     assert result["rc"] == 0, result["stderr"]
     scenario.events, scenario.clean = result["events"], tree(area)
-    scenario.swap = swap_change(result["log"], area / scenario.target)
+    if scenario.stage == "export":
+        scenario.swap, scenario.commits = export_changes(result["log"], EXPORT_TARGET)
+    else:
+        scenario.swap = swap_change(result["log"], area / scenario.target)
     area = scenario.area(work, f"clean-nx-{scenario.stage}-{scenario.pristine.name}")
     result = driver.run(scenario.command(area), no_exchange=True, log=True)
     assert result["rc"] == 0 and tree(area) == scenario.clean, result["stderr"]
     scenario.events_without_exchange = result["events"]
-    scenario.swap_without_exchange = swap_change(result["log"], area / scenario.target, no_exchange=True)
+    if scenario.stage == "export":
+        scenario.swap_without_exchange = export_changes(result["log"], EXPORT_TARGET)[0]
+    else:
+        scenario.swap_without_exchange = swap_change(result["log"], area / scenario.target, no_exchange=True)
     assert scenario.clean != scenario.before
     return scenario
 
@@ -197,6 +219,29 @@ def train_scenarios(drivers, work, shared_data) -> dict:
             "existing": prepare(Scenario("train", "out", argv, existing), drivers[0], work)}
 
 
+EXPORT_TARGET = "ethos-u55-128"     # a program, its descriptor and kept intermediates: all an export commits
+
+
+@pytest.fixture(scope="module")
+def export_scenarios(drivers, work, shared_data) -> dict:
+    """A run with no programs yet, and the same run holding this target's program exported from
+    another checkpoint (a stale one, which the export replaces)."""
+    new = work / "pristine-export-new"
+    new.mkdir()
+    train = ["train", "--data", shared_data, "--epochs", "1", "--quiet", "--out"]
+    for seed, folder in ((1, new / "run"), (2, work / "export-other-run")):
+        result = drivers[0].run([*train, folder, "--seed", str(seed)])
+        assert result["rc"] == 0, result["stderr"]
+    result = drivers[0].run(["export", "--run", work / "export-other-run", "--target", EXPORT_TARGET, "--quiet"])
+    assert result["rc"] == 0, result["stderr"]
+    existing = work / "pristine-export-existing"
+    shutil.copytree(new, existing, symlinks=True)
+    shutil.copytree(work / "export-other-run" / "export", existing / "run" / "export")
+    argv = ["export", "--run", "{target}", "--target", EXPORT_TARGET, "--quiet"]
+    return {"new": prepare(Scenario("export", "run", argv, new), drivers[0], work),
+            "existing": prepare(Scenario("export", "run", argv, existing), drivers[0], work)}
+
+
 # ── one stopped run and what must hold after it ──────────────────────────────
 def read_result(stage: str, target: Path) -> None:
     """Read the target through the readers the later stages use: everything, checked."""
@@ -215,6 +260,53 @@ def read_result(stage: str, target: Path) -> None:
         check_run_data(target)
 
 
+def program_part(snapshot: dict) -> dict:
+    """The export's own files in a snapshot of the run: T.pte, T.json and T/."""
+    own = (f"export/{EXPORT_TARGET}.pte", f"export/{EXPORT_TARGET}.json", f"export/{EXPORT_TARGET}/")
+    return {k: v for k, v in snapshot.items() if k.startswith(own)}
+
+
+def read_program(run: Path) -> bool:
+    """Read the run's program as every later stage does (its descriptor, checked against the
+    program and each kept file): True if it is whole, False if it is refused for export again."""
+    from tinyrps import descriptor
+    from tinyrps.errors import UserError
+    pte = run / "export" / f"{EXPORT_TARGET}.pte"
+    try:
+        described = descriptor.read(pte, pte.read_bytes())
+        assert described is not None
+        for name in described.files:
+            descriptor.kept_file(pte, described, name)
+    except UserError as e:
+        assert descriptor.EXPORT_AGAIN in str(e) or "export it again" in str(e), str(e)
+        return False
+    return True
+
+
+def stopped_export(scenario: Scenario, driver: Driver, area: Path, where: str) -> str:
+    """After a killed export: the old program, the new one, or a refused one, all else untouched;
+    the next export leaves the run as a clean one does."""
+    from tinyrps.export import remove_leftovers
+    from tinyrps.artifacts import folder_lock
+    run = area / scenario.target
+    before, clean = scenario.part(scenario.before), scenario.part(scenario.clean)
+    found = tree(run)
+    rest = {k: v for k, v in found.items() if k not in program_part(found) and not k.startswith("export/.")}
+    assert rest in ({k: v for k, v in state.items() if k not in program_part(state)} for state in (before, clean)), where
+    whole = read_program(run) if (run / "export" / f"{EXPORT_TARGET}.json").is_file() else None
+    if whole:
+        assert program_part(found) in (program_part(before), program_part(clean)), where
+    with folder_lock(run):                      # what the next export does first
+        if (run / "export").is_dir():
+            remove_leftovers(run / "export", EXPORT_TARGET)
+    assert not [k for k in tree(run) if k.startswith("export/.")], (where, tree(run))
+    if tree(area) not in (scenario.before, scenario.clean):       # a refused or half-committed program
+        result = driver.run(scenario.command(area))
+        assert result["rc"] == 0, (where, result["stderr"])
+        assert tree(area) == scenario.clean, where
+    return "clean" if found == clean else "before" if found == before else "refused" if whole is False else "mixed"
+
+
 def stopped_run(scenario: Scenario, driver: Driver, work: Path, name: str, sig: str, kill_at=None,
                 after_s=None, no_exchange=False) -> str:
     from tinyrps.artifacts import folder_lock, recover
@@ -231,6 +323,8 @@ def stopped_run(scenario: Scenario, driver: Driver, work: Path, name: str, sig: 
         assert tree(area) in (scenario.before, scenario.clean), where     # nothing mixed, nothing left behind
         return "clean" if tree(area) == scenario.clean else "before"
     assert result["rc"] in (0, -9), (where, result)
+    if scenario.stage == "export":
+        return stopped_export(scenario, driver, area, where)
     found = target_tree(area, scenario.target)
     before_empty = not states[0]
     assert found in states or found is None, where
@@ -291,6 +385,24 @@ def short_trials(scenario: dict) -> list:
     return trials
 
 
+def export_trials(scenario: dict) -> list:
+    """18 stops of an export into a run holding a stale program: kills at changes spread over the
+    run and at each change of the commit (T/ swapped in with and without renameat2, the program
+    renamed, its descriptor renamed), Ctrl-C spread and at the descriptor's rename; a kill and a
+    Ctrl-C mid-way, and a kill before the program's rename, for a run with no programs yet."""
+    existing, new = scenario["existing"], scenario["new"]
+    kills = sorted({*spread(6, existing.events), existing.swap, *existing.commits})
+    trials = [("existing", f"kill-{k}", dict(sig="SIGKILL", kill_at=k)) for k in kills]
+    trials += [("existing", f"kill-nx-{existing.swap_without_exchange}",
+                dict(sig="SIGKILL", kill_at=existing.swap_without_exchange, no_exchange=True))]
+    trials += [("existing", f"int-{k}", dict(sig="SIGINT", kill_at=k))
+               for k in sorted({*spread(4, existing.events), existing.commits[1]})]
+    trials += [("new", f"new-kill-{k}", dict(sig="SIGKILL", kill_at=k)) for k in (new.events // 2, new.commits[0])]
+    trials += [("new", f"new-int-{new.events // 2}", dict(sig="SIGINT", kill_at=new.events // 2))]
+    assert len({name for _, name, _ in trials}) == len(trials)
+    return trials
+
+
 def long_trials(scenario: dict) -> list:
     trials = []
     for key, s in scenario.items():
@@ -336,6 +448,19 @@ def test_train_stopped_at_every_change(drivers, work, train_scenarios, shared_da
     data_before = tree(shared_data)
     assert_both_outcomes_seen(run_trials(train_scenarios, drivers, work, long_trials(train_scenarios)))
     assert tree(shared_data) == data_before
+
+
+@pytest.mark.slow
+def test_export_stopped_anywhere_leaves_the_old_program_the_new_one_or_a_refused_one(drivers, work,
+                                                                                      export_scenarios):
+    run = export_scenarios["existing"]
+    assert program_part(run.part(run.before)) != program_part(run.part(run.clean))       # the stale program
+    trials = export_trials(export_scenarios)
+    assert len(trials) >= 16
+    outcomes = run_trials(export_scenarios, drivers, work, trials)
+    assert {"before", "clean"} <= set(outcomes.values()), outcomes
+    # a kill between the program's rename and its descriptor's leaves a pair the readers refuse
+    assert outcomes[f"kill-{run.commits[1]}"] == "refused", outcomes
 
 
 @pytest.mark.slow

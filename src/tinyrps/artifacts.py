@@ -698,10 +698,11 @@ def run_config(run_dir) -> dict:
     return config
 
 
-def check_run_data(run_dir, splits: Optional[Iterable[str]] = None) -> Path:
+def check_run_data(run_dir, splits: Optional[Iterable[str]] = None, data_option: bool = False) -> Path:
     """The data folder a run was trained on, if it still holds that data: each of `splits`
     (default: every split the run recorded) has the checksum it had at training. Otherwise one
-    line saying which split changed and how to get the run's data back."""
+    line saying which split changed and how to get the run's data back (or, for a command
+    that takes --data, `data_option`, to give another folder)."""
     run_dir = Path(run_dir)
     config = run_config(run_dir)
     data_dir = Path(config["data"])
@@ -710,8 +711,8 @@ def check_run_data(run_dir, splits: Optional[Iterable[str]] = None) -> Path:
     again = (f"`tinyrps data --out {data_dir}" + (f" --seed {seed}" if seed is not None else "")
              + (f" --per-class {per_class}" if per_class is not None else "") + "`")
     if not (data_dir / "data.json").is_file():
-        raise UserError(f"the data {run_dir} was trained on is gone from {data_dir}: make it again with {again}, "
-                        f"or give --data")
+        raise UserError(f"the data {run_dir} was trained on is gone from {data_dir}: make it again with {again}"
+                        + (", or give --data" if data_option else ""))
     info, _ = data_info(data_dir)
     for split in (list(splits) if splits is not None else list(recorded)):
         if split not in recorded:

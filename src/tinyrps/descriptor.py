@@ -16,15 +16,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .artifacts import atomic_write_json
+from .artifacts import atomic_write_json, fsync_dir, sha256_file
 from .errors import UserError
 from .families import family_names, get_family
 
-DESCRIPTOR_VERSION = 2
+DESCRIPTOR_VERSION = 3
 VERSION_KEY = "descriptor_version"
 EXPORT_AGAIN = "export the program again with `tinyrps export`"
 
@@ -67,11 +68,27 @@ class ProgramDescriptor:
     origin: Origin
     versions: dict          # {"torch": ..., "executorch": ...}
     files: dict             # kept intermediates: name -> path relative to the program's folder
+    files_sha256: dict      # name -> the kept file's sha256, checked by kept_file()
     info: object            # the family's dataclass (tinyrps.families: HostInfo, EthosUInfo, CortexMInfo)
 
     @property
     def is_classifier(self) -> bool:
         return bool(self.labels)
+
+
+def kept_file(pte, d: ProgramDescriptor, name: str) -> Path:
+    """The intermediate `name` the export kept beside T.pte, checked against the descriptor: a file
+    missing or not the one exported with this program is refused."""
+    pte = Path(pte)
+    if name not in d.files:
+        raise UserError(f"{pte.name}'s descriptor keeps no {name}: {EXPORT_AGAIN}")
+    path = pte.parent / d.files[name]
+    if not path.is_file():
+        raise UserError(f"{path}, kept by the export of {pte.name}, is missing: {EXPORT_AGAIN}")
+    if sha256_file(path) != d.files_sha256.get(name):
+        raise UserError(f"{path} is not the {name} exported with {pte.name} (its sha256 differs from the "
+                        f"descriptor's): {EXPORT_AGAIN}")
+    return path
 
 
 def path_of(pte) -> Path:
@@ -93,9 +110,20 @@ def to_json(d: ProgramDescriptor) -> dict:
     return {VERSION_KEY: DESCRIPTOR_VERSION, **common, family_key(d.family): dataclasses.asdict(d.info)}
 
 
-def write(pte, d: ProgramDescriptor) -> Path:
+def write(pte, d: ProgramDescriptor, scratch: Optional[Path] = None) -> Path:
+    """Write T.json whole or not at all; with `scratch`, its temporary file is made there (a
+    folder on the same file system) instead of beside it."""
     path = path_of(pte)
-    atomic_write_json(path, to_json(d))
+    if scratch is None:
+        atomic_write_json(path, to_json(d))
+        return path
+    tmp = Path(scratch) / path.name
+    with open(tmp, "w") as f:
+        f.write(json.dumps(to_json(d), indent=2) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
     return path
 
 

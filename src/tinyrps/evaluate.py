@@ -77,7 +77,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         if profiled[1] == "mcu":     # the batch file carries the per-layer profile; the serial link none
             device_options["mcu"] = {**device_options.get("mcu", {}), "transport": "batch"}
     # the run's own test split must be the one of the data it was trained on; another --data is the user's choice
-    data_dir = data_dir or check_run_data(run_dir, ["test"])
+    data_dir = data_dir or check_run_data(run_dir, ["test"], data_option=True)
     images, labels = load_split(data_dir, "test")
     if limit is not None:
         images, labels = images[:limit], labels[:limit]

@@ -142,13 +142,6 @@ def vela_layers(per_layer_csv: Path, accelerator: str) -> list:
 def measure_program(pte, described, quick: bool = False) -> dict:
     """The measure stage's `vela` figures of an Ethos-U program: Vela's estimate, read from the
     summary and per-layer tables its export kept (T/vela_summary.csv, T/vela_per_layer.csv)."""
-    folder = Path(pte).parent
-    paths = {}
-    for name in (SUMMARY_NAME, PER_LAYER_NAME):
-        kept = described.files.get(name)
-        path = folder / kept if kept else None
-        if path is None or not path.is_file():
-            raise UserError(f"Vela's {name} for {Path(pte).name} is missing (the export keeps it in "
-                            f"{folder / Path(pte).stem}/): export the program again")
-        paths[name] = path
+    from .descriptor import kept_file
+    paths = {name: kept_file(pte, described, name) for name in (SUMMARY_NAME, PER_LAYER_NAME)}
     return vela_summary(paths[SUMMARY_NAME], described.info.accelerator, paths[PER_LAYER_NAME])

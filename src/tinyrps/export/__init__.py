@@ -12,15 +12,20 @@ Two drivers share one writer:
     export_model(model, inputs, ...)  any nn.Module with example inputs (`tinyrps export --module`)
 
 Each writes T.pte, its descriptor T.json (tinyrps.descriptor) and any kept intermediates in
-T/, each atomically (a temporary name, then a rename), the program first: an interrupted
-export never leaves a half-written program, and a descriptor always describes the program
-beside it.
+T/. Everything is built under temporary names first; then, with Ctrl-C held back, T/ is
+swapped in, T.pte renamed over the old one and T.json last, as the commit: a stop at any
+instant (Ctrl-C, a kill, a full disk) leaves the old program, the new one, or (a kill
+between two renames) a program whose descriptor refuses it, since the descriptor records
+the sha256 of the program and of every kept file. The next export removes what a killed
+one left.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -28,7 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import descriptor as descriptors
-from ..artifacts import atomic_write_bytes, check_run_data, folder_lock, sha256_file
+from ..artifacts import check_run_data, folder_lock, fsync_dir, interrupts_deferred, sha256_file, swap_in
 from ..descriptor import Origin, ProgramDescriptor, TensorSpec
 from ..errors import UserError
 from ..families import Target, family_of_target, get_family, get_target, targets  # noqa: F401 (re-exported)
@@ -111,38 +116,99 @@ def export_model(model, example_inputs: tuple, calibration: list, target_name: s
 
 def write_program(target: Target, model, example_inputs: tuple, calibration: list, origin: Origin, out_dir: Path,
                   options: dict, labels=None, name: Optional[str] = None, conventions=None) -> Path:
-    """Run the target's recipe in a scratch folder and write the program, its descriptor and its kept files."""
+    """Run the target's recipe in a scratch folder and write the program, its descriptor and its kept files.
+    The caller holds the lock of the folder `out_dir` is in (or of `out_dir` itself)."""
     name = name or target.name
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=out_dir) as work:
+    with interrupts_deferred():
+        made = _make_folder(out_dir)
+    remove_leftovers(out_dir, name)
+    work = Path(tempfile.mkdtemp(prefix=f".{name}.export-{os.getpid()}-", dir=out_dir))
+    pte = out_dir / f"{name}.pte"
+    try:
         ctx = BuildContext(target=target, model=model, example_inputs=example_inputs, calibration=calibration,
-                           calibration_note=origin.calibration, workdir=Path(work), options=options)
+                           calibration_note=origin.calibration, workdir=work, options=options)
         result = recipes(target).build(target.name, ctx)
-        pte = out_dir / f"{name}.pte"
-        files = keep_files(result.keep, out_dir / name, Path(work))
+        kept = stage_kept(result.keep, work)
         inputs, outputs = program_io(result.program, conventions)
         described = ProgramDescriptor(
             target=target.name, family=target.family, description=target.description,
             size_bytes=len(result.program), sha256=hashlib.sha256(result.program).hexdigest(),
             inputs=inputs, outputs=outputs, labels=tuple(labels) if labels else None, origin=origin,
-            versions=versions(), files=files, info=result.info)
-        # the program first, then the descriptor that describes it
-        atomic_write_bytes(pte, result.program)
-        descriptors.write(pte, described)
+            versions=versions(), files={n: f"{name}/{n}" for n in result.keep},
+            files_sha256={n: sha256_file(kept / n) for n in result.keep}, info=result.info)
+        commit(pte, result.program, described, kept, work)
+    except BaseException:
+        with interrupts_deferred():
+            shutil.rmtree(work, ignore_errors=True)
+            for folder in made:          # a new --out that got no program is not left behind
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        raise
+    with interrupts_deferred():
+        shutil.rmtree(work, ignore_errors=True)
     return pte
 
 
-def keep_files(keep: dict, keep_dir: Path, work: Path) -> dict:
-    """Move the kept intermediates into T/ in one rename; returns name -> path relative to the program's folder."""
+def _make_folder(folder: Path) -> list:
+    """Make `folder` and its missing parents; return those made, deepest first."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def stage_kept(keep: dict, work: Path) -> Optional[Path]:
+    """Copy the kept intermediates into one folder of the scratch folder, to be swapped in as T/."""
     if not keep:
-        return {}
+        return None
     staging = work / ".kept"
     staging.mkdir()
     for name, src in keep.items():
         shutil.copy2(src, staging / name)
-    shutil.rmtree(keep_dir, ignore_errors=True)
-    os.replace(staging, keep_dir)
-    return {name: f"{keep_dir.name}/{name}" for name in keep}
+    return staging
+
+
+def commit(pte: Path, program: bytes, described: ProgramDescriptor, kept: Optional[Path], work: Path) -> None:
+    """T/ first, the program next, its descriptor last, with Ctrl-C held back: a kill between two
+    of them leaves a descriptor that does not describe what is beside it, which every reader
+    refuses. The temporary files are in the scratch folder `work`, so a kill leaves nothing else."""
+    tmp = work / "program.pte"
+    with open(tmp, "wb") as f:                # written and synced before anything is replaced
+        f.write(program)
+        f.flush()
+        os.fsync(f.fileno())
+    with interrupts_deferred():
+        if kept is not None:
+            swap_in(kept, pte.with_suffix(""))
+        os.replace(tmp, pte)
+        fsync_dir(pte.parent)
+        descriptors.write(pte, described, scratch=work)
+
+
+def remove_leftovers(out_dir: Path, name: str) -> None:
+    """What an export of NAME that was killed left in `out_dir`: its scratch folder (which holds its
+    temporary program and descriptor) and the old T/ it set aside. Each name carries its
+    process's id, so a concurrent export's own are never touched."""
+    leftover = re.compile(rf"\.{re.escape(name)}\.(export|old)-(\d+)-.+")
+    for entry in os.scandir(out_dir):
+        found = leftover.fullmatch(entry.name)
+        if found and not process_alive(int(found.group(2))):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(entry.path)
+
+
+def process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 DTYPE_NAMES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 6: "float32", 7: "float64", 11: "bool"}

@@ -85,6 +85,7 @@ def build(accelerator: str, ctx: BuildContext) -> BuildResult:
         kept = keep_failed(ctx.workdir, accelerator)
         raise UserError(f"Ethos-U export for {accelerator} failed in {e.stage} ({one_line(e.cause)}); "
                         f"intermediate files and the compiler log are in {kept}") from None
+    scratch_names(log, ctx.workdir)
     vela_out = intermediates / "output"
     summary_csv = vela_out / f"out_summary_{system_config}.csv"
     per_layer_csv = vela_out / "out_per-layer.csv"
@@ -147,6 +148,15 @@ def drop_intermediates_path(edge) -> None:
         if isinstance(module, LoweredBackendModule):
             module._compile_specs = [s for s in module.compile_specs
                                      if s.key != ArmCompileSpec._DEBUG_ARTIFACT_KEY]
+
+
+def scratch_names(log: Path, workdir: Path) -> None:
+    """Vela's log names files by their path in the scratch folder, whose name is new each time:
+    write them relative to it, so that the kept log, like the program, is the same on every export."""
+    text = log.read_text(errors="replace")
+    for prefix in {str(workdir.resolve()), str(workdir)}:
+        text = text.replace(prefix + "/", "")
+    log.write_text(text)
 
 
 def keep_failed(workdir: Path, accelerator: str) -> Path:
