@@ -1,5 +1,10 @@
 """The main job end to end, on a small data set and one epoch."""
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,15 +62,45 @@ def test_all_again_reuses_every_stage_that_is_current(main_job, cli):
     assert after == before
 
 
+def stop_while_exporting(out: Path, target: str, signum) -> subprocess.CompletedProcess:
+    """Start the main job and send `signum` to its process group (as Ctrl-C in a terminal does, or a
+    power loss) once it is exporting `target` (its scratch folder is there)."""
+    proc = subprocess.Popen([sys.executable, "-m", "tinyrps", "all", "--out", str(out), *ALL],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while not list((out / "run" / "export").glob(f".{target}.export-*")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    time.sleep(0.5)                      # inside the build, not at its first file
+    os.killpg(proc.pid, signum)
+    stdout, stderr = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def hidden(folder: Path) -> list:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob(".*"))
+
+
 def test_all_after_an_interruption_redoes_exactly_what_is_stale(main_job, cli):
-    """A program gone (as an interrupted export leaves it) and a damaged eval.json: the program is
-    exported again (the same bytes: the export is deterministic, so its measurement and the benchmark
-    still hold) and the evaluation made again; the data and the checkpoint stay."""
+    """A program gone and a damaged eval.json; then the main job stopped while it exports that
+    program again, by Ctrl-C and then by a kill. Ctrl-C leaves nothing behind; the kill leaves a
+    scratch folder and a lock, which the next job removes. That job exports the program again
+    (the same bytes: the export is deterministic, so its measurement and the benchmark still
+    hold) and makes the evaluation again; the data and the checkpoint stay."""
     (main_job / "run" / "export" / "cortex-m4.pte").unlink()
     (main_job / "run" / "eval.json").write_text('{"checkpoint_sha256": ')
     checkpoint = (main_job / "run" / "model.pt").read_bytes()
+    hidden_before = hidden(main_job.parent)
+    stopped = stop_while_exporting(main_job, "cortex-m4", signal.SIGINT)
+    assert stopped.returncode == 130 and stopped.stderr.strip().splitlines()[-1] == "tinyrps: interrupted", \
+        stopped.stderr[-3000:]
+    assert hidden(main_job.parent) == hidden_before and not (main_job / "run" / "export" / "cortex-m4.pte").exists()
+    killed = stop_while_exporting(main_job, "cortex-m4", signal.SIGKILL)
+    assert killed.returncode == -signal.SIGKILL
+    assert hidden(main_job.parent) != hidden_before          # what a kill leaves: the scratch folder, the lock
     res = cli("all", "--out", main_job, "--per-class", "300", "--epochs", "1", timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
+    assert hidden(main_job.parent) == hidden_before
     summary = json.loads((main_job / "summary.json").read_text())
     assert summary["reused"] == ["data", "train", "measure", "bench"]
     exported = [line.split(":")[0].strip() for line in res.stderr.splitlines() if " bytes in " in line]
@@ -75,8 +110,6 @@ def test_all_after_an_interruption_redoes_exactly_what_is_stale(main_job, cli):
 
 
 def test_a_second_job_into_the_same_folder_is_refused(main_job, tmp_path):
-    import subprocess
-    import sys
     from tinyrps.artifacts import folder_lock
     with folder_lock(main_job):
         res = subprocess.run([sys.executable, "-m", "tinyrps", "all", "--out", str(main_job), *ALL],
