@@ -1,6 +1,6 @@
 /* File helpers shared by the host tools (native build only). */
-#ifndef TINYRPS_HOST_IO_H
-#define TINYRPS_HOST_IO_H
+#ifndef TINYRPS_NATIVE_IO_H
+#define TINYRPS_NATIVE_IO_H
 
 #include <stddef.h>
 #include <stdint.h>

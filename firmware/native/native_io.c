@@ -1,4 +1,4 @@
-#include "host_io.h"
+#include "native_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host_io.h"
+#include "native_io.h"
 #include "pte_reader.h"
 #include "tinyrps_runtime.h"
 

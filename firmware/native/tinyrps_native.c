@@ -35,7 +35,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "host_io.h"
+#include "native_io.h"
 #include "native_profile.h"
 #include "ops/operator_table.h"
 #include "pte_dump.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host_io.h"
+#include "native_io.h"
 #include "tinyrps_runtime.h"
 
 static trt_program_storage storage;
