@@ -48,17 +48,17 @@ CORTEX_M = ("cortex-m55", "cortex-m33", "cortex-m4")
 
 
 def firmware_boards(s: dict) -> str:
-    """README: each Cortex-M program on its board, fast kernels and plain C side by side."""
+    """README: each Cortex-M program on its board, ISA kernels and plain C side by side."""
     fws = [s[name]["firmware"] for name in CORTEX_M]
     header = [""] + [f"{fw['board']} ({core_name(fw['core'])})" for fw in fws] + ["target"]
 
     def row(label, cell, target=""):
         return [label] + [cell(fw) for fw in fws] + [target]
     rows = [
-        row("fast kernels (the fastest the core allows)", lambda fw: f"`{fw['kernels']}`"),
-        row("instructions per inference, fast kernels", lambda fw: f"{fw['instructions_per_inference']:,}",
+        row("ISA kernels (the fastest the core allows: Helium or DSP)", lambda fw: f"`{fw['kernels']}`"),
+        row("instructions per inference, ISA kernels", lambda fw: f"{fw['instructions_per_inference']:,}",
             "M55 ≤ 2.5 M, M33/M4 ≤ 15 M"),
-        row(f"instructions per MAC, fast kernels ({fws[0]['macs']:,} MACs)",
+        row(f"instructions per MAC, ISA kernels ({fws[0]['macs']:,} MACs)",
             lambda fw: f"{fw['instructions_per_mac']:.2f}"),
         row("instructions per inference, plain C", lambda fw: f"{fw['instructions_per_inference_plain_c']:,}"),
         row("instructions per MAC, plain C", lambda fw: f"{fw['instructions_per_mac_plain_c']:.2f}"),

@@ -30,7 +30,7 @@ the kernels only, so such an event would only repeat the kernel's figure. The ke
 the runtime bound for a call ("mve", "dsp", "c") is the event's `delegate_debug_metadata`
 (ASCII bytes; `inspector.to_dataframe(include_delegate_debug_data=True)` shows it): the
 schema has no other free field, and a name with the variant in it would make the same
-operator two rows when a fast build is compared with a plain-C one.
+operator two rows when an ISA build is compared with a plain-C one.
 
 The time unit is the counter's. On QEMU (-icount shift=0) it is executed instructions, not
 cycles; on a real board whatever the integrator's counter counts. A call's start is the sum of

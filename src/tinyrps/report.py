@@ -191,7 +191,7 @@ def _layer_name(op: str) -> str:
 
 def layer_tables(result: dict) -> list:
     """(title, rows) per Cortex-M variant with a per-layer profile: the kernel variant each call ran with
-    in the fast build, its instructions with those kernels and with plain C side by side, and per MAC
+    in the ISA build, its instructions with those kernels and with plain C side by side, and per MAC
     where the layer has MACs."""
     tables = []
     for name, v in result["variants"].items():

@@ -333,7 +333,7 @@ def test_the_library_folder(m55_library, exported):
     pte = exported("cortex-m55")
     import hashlib
     assert manifest["program"]["sha256"] == hashlib.sha256(pte.read_bytes()).hexdigest()
-    assert manifest["program"]["core"] == "cortex-m55" and manifest["kernels"]["fast"] == "mve"
+    assert manifest["program"]["core"] == "cortex-m55" and manifest["kernels"]["isa"] == "mve"
     assert manifest["labels"] == ["rock", "paper", "scissors"]
     assert len(manifest["layers"]) == 10 and {la["kernels_on_core"] for la in manifest["layers"]} == {"mve"}
     # the selection: the program's operators only, with Helium and plain C; no DSP kernel, no board file
@@ -582,7 +582,7 @@ def test_the_library_on_a_board(board, target, build_with, network, request, lib
     pte = request.getfixturevalue("exported" if network == "default" else "exported_fast")(target)
     library = libraries(pte)
     manifest = json.loads((library / "manifest.json").read_text())
-    fast = manifest["kernels"]["fast"]
+    fast = manifest["kernels"]["isa"]
     elf = board_app(board, library, tmp_path, build_with)
     results = classify_on_board(board, elf, images600, tmp_path, profile=False)
     assert results["variants"] == [la["kernels_on_core"] for la in manifest["layers"]]

@@ -41,8 +41,8 @@ REPO = Path(__file__).resolve().parents[2]
 # The calls a probe is about: everything but the stem, the head and the input and output.
 FRAME = ("quantize_per_tensor", "dequantize_per_tensor", "quantized_conv2d", "quantized_depthwise_conv2d",
          "quantized_linear", "_clone_dim_order")
-# Operators with a Helium / DSP kernel: the fast builds must bind it for every probe (the exported
-# parameters are all within the fast kernels' range).
+# Operators with a Helium / DSP kernel: the ISA builds must bind it for every probe (the exported
+# parameters are all within the ISA kernels' range).
 MVE_OPERATORS = {"cortex_m::quantized_add", "cortex_m::quantized_mul", "cortex_m::minimum", "cortex_m::maximum",
                  "cortex_m::quantized_activation", "aten::clamp"}
 DSP_OPERATORS = {"cortex_m::quantized_add", "cortex_m::quantized_mul"}

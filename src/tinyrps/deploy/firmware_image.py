@@ -28,7 +28,7 @@ from ..errors import UserError
 _DEFINES_OPERATOR = re.compile(r"^TRT_DEFINE_OPERATOR\(\s*(\w+)\s*,", re.M)
 
 
-def image_tree(fw: Path, operator_names: list, layers: list, fast: str) -> dict:
+def image_tree(fw: Path, operator_names: list, layers: list, isa_kernels: str) -> dict:
     """{path relative to fw: text} of the program's firmware image sources (see the module docstring)."""
     from ..firmware.sources import source_files
     from .library import (FIRMWARE_ISAS, OPERATOR_LIST, OPERATOR_SOURCES, bound_variants, library_operator_list,
@@ -36,7 +36,7 @@ def image_tree(fw: Path, operator_names: list, layers: list, fast: str) -> dict:
     src = fw / "src"
     names = set(operator_names)
     symbols = select_operators([row.qualified for row in runtime_rows(src) if row.name in names], src)
-    bound = bound_variants(layers, symbols, src, fast)
+    bound = bound_variants(layers, symbols, src, isa_kernels)
     kept_rows = {}
     for symbol in symbols:
         rel = OPERATOR_SOURCES[symbol]["ops"][0]
@@ -55,7 +55,7 @@ def image_tree(fw: Path, operator_names: list, layers: list, fast: str) -> dict:
             used = kept_rows.get(in_src, set())
             if used:                              # an operator no call runs (a sibling, dequantize) keeps its list
                 listed = {name for symbol in defined
-                          for isa, name in variant_rows(text, symbol, in_src) if isa in FIRMWARE_ISAS[fast]}
+                          for isa, name in variant_rows(text, symbol, in_src) if isa in FIRMWARE_ISAS[isa_kernels]}
                 if listed - used:
                     text = with_unused_helpers(without_unbound_variants(text, listed - used, in_src), "1")
         tree[rel] = text
@@ -64,7 +64,7 @@ def image_tree(fw: Path, operator_names: list, layers: list, fast: str) -> dict:
 
 def program_image_elf(program: bytes, layers: list, board: str) -> Path:
     """The firmware ELF of `board` built for this program's operators and the variants `layers` (the generic
-    fast image's measured calls) bound."""
+    ISA image's measured calls) bound."""
     from ..firmware.boards import firmware_kind, get_board
     from ..firmware.build import build_firmware
     from ..firmware.qemu import FIRMWARE_EXECUTABLE
@@ -74,5 +74,5 @@ def program_image_elf(program: bytes, layers: list, board: str) -> Path:
     operators = program_contents(program).operators
     if not layers:
         raise UserError("the program ran no kernel call on the firmware: nothing to build its image of")
-    tree = image_tree(firmware_dir(), list(operators), layers, spec.fast_kernels)
-    return build_firmware(firmware_kind(board, "fast"), image=tree).tool(FIRMWARE_EXECUTABLE)
+    tree = image_tree(firmware_dir(), list(operators), layers, spec.isa_kernels)
+    return build_firmware(firmware_kind(board, "isa"), image=tree).tool(FIRMWARE_EXECUTABLE)

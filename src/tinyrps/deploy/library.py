@@ -7,7 +7,7 @@ the program's own (include/NAME.h), CMake and Make build files, an example and a
 (the C and text are written by tinyrps.deploy.library_files). What goes in:
 
 - the runtime's loader and reader, and only the operators the program uses, each with
-  the fast kernel variant of the program's core (Helium on the Cortex-M55/M85, the DSP
+  the ISA kernel variant of the program's core (Helium on the Cortex-M55/M85, the DSP
   extension on the M4/M33) and the portable C one, so the same folder builds and gives
   the same bits with any C99 compiler, on the core and on a PC (OPERATOR_SOURCES says
   which files an operator needs);
@@ -23,7 +23,7 @@ What the generator needs to know, and from where:
   to tinyrps.descriptor);
 - its inputs, outputs, tables and the plain-C arena: the runtime itself, through the
   native build's `tinyrps-native info` and `dump`;
-- the arena with the core's fast kernels, the kernels each layer binds there and the
+- the arena with the core's ISA kernels, the kernels each layer binds there and the
   instructions per inference: the firmware's measurement on the core's emulated board
   (the export's, or taken here with tinyrps.firmware.measure);
 - the code size: the library and its example built with arm-none-eabi-gcc for the core.
@@ -51,8 +51,8 @@ DEFAULT_NAME = "tinyrps_model"
 # Every external name of the runtime starts with one of these (checked with nm by the tests).
 RUNTIME_PREFIXES = ("trt", "pte", "fb")
 
-# The core of a Cortex-M program -> the fast kernel variant its library carries beside plain C.
-FAST_KERNELS = {"cortex-m55": "mve", "cortex-m85": "mve", "cortex-m33": "dsp", "cortex-m4": "dsp"}
+# The core of a Cortex-M program -> the ISA kernel variant its library carries beside plain C.
+ISA_KERNELS = {"cortex-m55": "mve", "cortex-m85": "mve", "cortex-m33": "dsp", "cortex-m4": "dsp"}
 
 # The runtime's own sources (relative to firmware/src), in every library.
 RUNTIME_SOURCES = ("pte_reader.c", "load_detail.c", "runtime.c", "ops/operator_table.c", "ops/bind_args.c")
@@ -241,9 +241,9 @@ def program_facts(pte: Path, program: bytes) -> ProgramFacts:
     if described.family != "cortex-m":
         raise UserError(_not_cortex_m(pte, described.family))
     core = described.info.core
-    if core not in FAST_KERNELS:
+    if core not in ISA_KERNELS:
         raise UserError(f"{pte} was made for core '{core}', which the runtime has no kernels for "
-                        f"(cores: {', '.join(FAST_KERNELS)}): export it again with `tinyrps export`")
+                        f"(cores: {', '.join(ISA_KERNELS)}): export it again with `tinyrps export`")
     return ProgramFacts(described.family, core, described.labels, described.sha256, described.description)
 
 
@@ -317,7 +317,7 @@ def with_siblings(symbols: list) -> list:
     return list(dict.fromkeys([*symbols, *(s for s, f in OPERATOR_SOURCES.items() if f["ops"][0] in files)]))
 
 
-def library_sources(symbols: list, fast: str, unbound: Optional[dict] = None) -> list:
+def library_sources(symbols: list, isa_kernels: str, unbound: Optional[dict] = None) -> list:
     """The runtime's .c files (relative to firmware/src) of a library with these operators and kernels;
     without the files of the variants `unbound` names ({symbol: {variant name}}) that nothing kept needs."""
     files = list(RUNTIME_SOURCES)
@@ -329,7 +329,7 @@ def library_sources(symbols: list, fast: str, unbound: Optional[dict] = None) ->
         for variant, needs in VARIANT_SOURCES.get(symbol, {}).items():
             if variant not in (unbound or {}).get(symbol, ()):
                 kept.update(needs)
-        for kind in ("ops", "c", fast):
+        for kind in ("ops", "c", isa_kernels):
             files += [f for f in OPERATOR_SOURCES[symbol].get(kind, ()) if f not in dropped or f in kept]
     return list(dict.fromkeys(files))
 
@@ -348,21 +348,21 @@ def pasted_names(symbols: list) -> str:
     return " ".join(f"trt_op_{s} trt_op_name_{s} trt_op_overload_{s}" for s in symbols)
 
 
-def fast_only_operators(layers: list, symbols: list, src: Path, fast: str) -> list:
-    """The operators whose every call of the program binds the core's fast variant (the firmware's measured
+def isa_only_operators(layers: list, symbols: list, src: Path, isa_kernels: str) -> list:
+    """The operators whose every call of the program binds the core's ISA variant (the firmware's measured
     layers say which): on the core, the library leaves their plain-C kernels out."""
     by_name = runtime_operators(src)
     kernels = {}
     for layer in layers:
         kernels.setdefault(by_name.get(layer["op"]), set()).add(layer["kernels"])
-    return [s for s in symbols if fast in OPERATOR_SOURCES[s] and kernels.get(s) == {fast}]
+    return [s for s in symbols if isa_kernels in OPERATOR_SOURCES[s] and kernels.get(s) == {isa_kernels}]
 
 
 # A row of an ops/ file's variant list: {"isa", accepts, ..., invoke}, or the file's own macro NAME("isa", kernel)
 _VARIANT_ROW = re.compile(r'^[ \t]*(?:\{|\w+\()\s*"(\w+)"[^\n]*?(\w+)\s*[})]\s*,[ \t]*$', re.M)
 _DEFINE = re.compile(r"^TRT_DEFINE_OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*\)", re.M)
 
-# The variant ISAs a firmware build of the fast kernels compiles (src/kernels/isa.h: every core with
+# The variant ISAs a firmware build of the ISA kernels compiles (src/kernels/isa.h: every core with
 # Helium has the DSP extension too), in the order of the operators' lists.
 FIRMWARE_ISAS = {"mve": ("mve", "dsp", "c"), "dsp": ("dsp", "c")}
 
@@ -379,7 +379,7 @@ def variant_rows(ops_source: str, symbol: str, path: str) -> list:
     return _VARIANT_ROW.findall(body.group(1))
 
 
-def bound_variants(layers: list, symbols: list, src: Path, fast: str) -> dict:
+def bound_variants(layers: list, symbols: list, src: Path, isa_kernels: str) -> dict:
     """{symbol: {variant name}} the program's calls bind on the firmware of its core, from the measured
     layers: each names its variant's ISA and place in the operator's list as that firmware compiles it."""
     by_name = runtime_operators(src)
@@ -392,7 +392,7 @@ def bound_variants(layers: list, symbols: list, src: Path, fast: str) -> dict:
             raise UserError("the measurement of the program names no kernel variant per layer: measure it again "
                             "with `tinyrps measure`")
         rel = OPERATOR_SOURCES[symbol]["ops"][0]
-        rows = [r for r in variant_rows((src / rel).read_text(), symbol, rel) if r[0] in FIRMWARE_ISAS[fast]]
+        rows = [r for r in variant_rows((src / rel).read_text(), symbol, rel) if r[0] in FIRMWARE_ISAS[isa_kernels]]
         index = layer["variant"]
         if not 0 <= index < len(rows) or rows[index][0] != layer["kernels"]:
             raise UserError(f"the firmware ran {layer['op']} with its variant {index} ('{layer['kernels']}'), which "
@@ -401,15 +401,15 @@ def bound_variants(layers: list, symbols: list, src: Path, fast: str) -> dict:
     return bound
 
 
-def unbound_fast_variants(bound: dict, symbols: list, src: Path, fast: str) -> dict:
-    """{symbol: {variant name}} of the core's fast variants no call of the program binds (an ops/ file's
+def unbound_isa_variants(bound: dict, symbols: list, src: Path, isa_kernels: str) -> dict:
+    """{symbol: {variant name}} of the core's ISA variants no call of the program binds (an ops/ file's
     operators together: they share their list)."""
     unbound = {}
     for symbol in symbols:
         rel = OPERATOR_SOURCES[symbol]["ops"][0]
         sharing = [s for s in symbols if OPERATOR_SOURCES[s]["ops"][0] == rel]
         used = set().union(*(bound.get(s, set()) for s in sharing))
-        names = {name for isa, name in variant_rows((src / rel).read_text(), symbol, rel) if isa == fast}
+        names = {name for isa, name in variant_rows((src / rel).read_text(), symbol, rel) if isa == isa_kernels}
         if names - used:
             unbound[symbol] = names - used
     return unbound
@@ -431,15 +431,15 @@ def without_unbound_variants(ops_source: str, names: set, path: str) -> str:
 _PORTABLE_ROW = re.compile(r'^([ \t]*\{"c",[^\n]*\},[ \t]*)$', re.M)
 
 
-def without_portable_on_core(ops_source: str, fast: str, path: str) -> str:
-    """An operator's ops/ file with its plain-C variant row compiled only where the fast variant is not."""
+def without_portable_on_core(ops_source: str, isa_kernels: str, path: str) -> str:
+    """An operator's ops/ file with its plain-C variant row compiled only where the ISA variant is not."""
     rows = _PORTABLE_ROW.findall(ops_source)
     if len(rows) != 1:
         raise RuntimeError(f"{path}: expected one plain-C variant row ({{\"c\", ...}},), found {len(rows)}: "
                            "update tinyrps.deploy.library")
-    have = f"TRT_HAVE_{fast.upper()}"
+    have = f"TRT_HAVE_{isa_kernels.upper()}"
     text = _PORTABLE_ROW.sub(lambda m: f"#if !{have}   /* the program runs every call of this operator on the "
-                                       f"{fast} kernels */\n{m.group(1)}\n#endif", ops_source)
+                                       f"{isa_kernels} kernels */\n{m.group(1)}\n#endif", ops_source)
     return with_unused_helpers(text, have)
 
 
@@ -523,27 +523,27 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     facts = program_facts(pte, program)
     info, dump = native_facts(pte)
     figures = board_figures(pte, facts.core)
-    fast = FAST_KERNELS[facts.core]
-    if figures.get("kernels") != fast:
+    isa_kernels = ISA_KERNELS[facts.core]
+    if figures.get("kernels") != isa_kernels:
         raise UserError(f"the firmware of {figures.get('board')} ran {pte.name} with the '{figures.get('kernels')}' "
-                        f"kernels, not '{fast}': rebuild the firmware")
+                        f"kernels, not '{isa_kernels}': rebuild the firmware")
     fw = firmware_dir()
     src = fw / "src"
     operators = [f"{n}.{o}" if o else n for n, o in dump["plans"][0]["operators"]]
     symbols = select_operators(operators, src)
-    fast_only = fast_only_operators(figures["layers"], symbols, src, fast)
-    unbound = unbound_fast_variants(bound_variants(figures["layers"], symbols, src, fast), symbols, src, fast)
-    sources = library_sources(symbols, fast, unbound)
+    isa_only = isa_only_operators(figures["layers"], symbols, src, isa_kernels)
+    unbound = unbound_isa_variants(bound_variants(figures["layers"], symbols, src, isa_kernels), symbols, src, isa_kernels)
+    sources = library_sources(symbols, isa_kernels, unbound)
     spec = library_files.LibrarySpec(
-        name=name, facts=facts, program=program, program_name=pte.name, fast=fast, info=info,
+        name=name, facts=facts, program=program, program_name=pte.name, isa_kernels=isa_kernels, info=info,
         figures=figures, limits=table_limits(dump), operators=operators, symbols=symbols,
-        arena={fast: figures["arena_bytes"], "c": info["arena_bytes"]}, version=tinyrps_version(),
-        fast_only=fast_only, unbound={s: sorted(v) for s, v in unbound.items()})
+        arena={isa_kernels: figures["arena_bytes"], "c": info["arena_bytes"]}, version=tinyrps_version(),
+        isa_only=isa_only, unbound={s: sorted(v) for s, v in unbound.items()})
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         runtime = staging / "src" / "runtime"
-        _copy_runtime(fw, runtime, sources, symbols, fast_only, unbound, fast, name)
+        _copy_runtime(fw, runtime, sources, symbols, isa_only, unbound, isa_kernels, name)
         texts = [p.read_text() for p in sorted(runtime.rglob("*")) if p.suffix in (".c", ".h")]
         spec.renamed = runtime_names(texts + [pasted_names(symbols)])
         spec.sources = ["src/" + name + ".c", "src/" + name + "_program.c"] + [f"src/runtime/{s}" for s in sources]
@@ -557,13 +557,13 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     return json.loads((out / MANIFEST).read_text())
 
 
-def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, fast_only: list, unbound: dict, fast: str,
+def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, isa_only: list, unbound: dict, isa_kernels: str,
                   name: str) -> None:
     """The runtime's headers (all of them: the ops files include every variant's header) and the selected
     sources, each source with the library's build header first; the library's own operator table, and
-    variant lists without the fast variants no call of the program binds, and without plain C on the core
+    variant lists without the ISA variants no call of the program binds, and without plain C on the core
     where the program never binds it; isa.h with the library's kernel choice after the runtime's."""
-    own_files = {OPERATOR_SOURCES[s]["ops"][0]: s for s in fast_only}
+    own_files = {OPERATOR_SOURCES[s]["ops"][0]: s for s in isa_only}
     left_out = {}
     for symbol, names in unbound.items():
         left_out.setdefault(OPERATOR_SOURCES[symbol]["ops"][0], set()).update(names)
@@ -577,9 +577,9 @@ def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, fast_only:
     for rel in sources:
         text = (src / rel).read_text()
         if rel in left_out:
-            text = with_unused_helpers(without_unbound_variants(text, left_out[rel], rel), f"TRT_HAVE_{fast.upper()}")
+            text = with_unused_helpers(without_unbound_variants(text, left_out[rel], rel), f"TRT_HAVE_{isa_kernels.upper()}")
         if rel in own_files:
-            text = without_portable_on_core(text, fast, rel)
+            text = without_portable_on_core(text, isa_kernels, rel)
         if rel.startswith("ops/"):
             text = for_size(text, rel)
         depth = rel.count("/") + 1      # below src/runtime/
@@ -587,7 +587,7 @@ def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, fast_only:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(build_header_include(name, depth) + text)
     isa = dest / "kernels" / "isa.h"
-    isa.write_text(isa.read_text() + isa_choice(fast))
+    isa.write_text(isa.read_text() + isa_choice(isa_kernels))
 
 
 def _replace(staging: Path, out: Path) -> None:
@@ -604,10 +604,10 @@ def _replace(staging: Path, out: Path) -> None:
 def summary_lines(manifest: dict, out) -> list:
     """What the command prints: where the library is and its headline figures."""
     name, board = manifest["name"], manifest["board"]
-    fast = manifest["kernels"]["fast"]
+    isa_kernels = manifest["kernels"]["isa"]
     lines = [f"{out}: library {name} of {manifest['program']['file']} ({manifest['program']['core']}, "
              f"sha256 {manifest['program']['sha256'][:12]})",
-             f"  arena {manifest['arena_bytes'][fast]:,} B with the {fast} kernels, "
+             f"  arena {manifest['arena_bytes'][isa_kernels]:,} B with the {isa_kernels} kernels, "
              f"{manifest['arena_bytes']['c']:,} B with portable C; program {manifest['program']['bytes']:,} B"]
     code = manifest["code"]
     if "missing" in code:

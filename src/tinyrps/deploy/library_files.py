@@ -27,7 +27,7 @@ class LibrarySpec:
     facts: object              # library.ProgramFacts
     program: bytes
     program_name: str
-    fast: str                  # "mve" or "dsp"
+    isa_kernels: str                  # "mve" or "dsp"
     info: dict                 # tinyrps-native info
     figures: dict              # the firmware's measurement on the core's board
     limits: dict               # TRT_MAX_* -> value
@@ -39,8 +39,8 @@ class LibrarySpec:
     sources: list = field(default_factory=list)
     code: dict = field(default_factory=dict)
     example: Optional[dict] = None
-    fast_only: list = field(default_factory=list)   # operators without plain C on the core
-    unbound: dict = field(default_factory=dict)     # symbol -> the fast variants left out (no call binds them)
+    isa_only: list = field(default_factory=list)   # operators without plain C on the core
+    unbound: dict = field(default_factory=dict)     # symbol -> the ISA variants left out (no call binds them)
 
     @property
     def macro(self) -> str:
@@ -85,17 +85,17 @@ def build_header_include(name: str, depth: int) -> str:
     return f'#include "{"../" * depth}{name}_build.h"  /* the library\'s names and limits (generated) */\n'
 
 
-def isa_choice(fast: str) -> str:
-    """What follows the runtime's isa.h in the library: the core's fast variant and plain C, nothing else."""
-    other = {"mve": "DSP", "dsp": "MVE"}[fast]
-    return (f"\n/* This library carries the {fast.upper()} and plain-C kernels only (tinyrps deploy library): */\n"
+def isa_choice(isa_kernels: str) -> str:
+    """What follows the runtime's isa.h in the library: the core's ISA variant and plain C, nothing else."""
+    other = {"mve": "DSP", "dsp": "MVE"}[isa_kernels]
+    return (f"\n/* This library carries the {isa_kernels.upper()} and plain-C kernels only (tinyrps deploy library): */\n"
             f"#undef TRT_HAVE_{other}\n#define TRT_HAVE_{other} 0\n")
 
 
-def fast_feature_test(fast: str) -> str:
+def isa_feature_test(isa_kernels: str) -> str:
     """The preprocessor test isa.h makes for the variant (kernels/isa.h: TRT_HAVE_MVE, TRT_HAVE_DSP)."""
     return {"mve": "defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)",
-            "dsp": "defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP"}[fast]
+            "dsp": "defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP"}[isa_kernels]
 
 
 def runtime_statuses(runtime_header: str) -> list:
@@ -147,8 +147,8 @@ def write_manifest(folder: Path, spec: LibrarySpec) -> None:
         "labels": list(spec.facts.labels) if spec.classifier else None,
         "inputs": spec.info["inputs"],
         "outputs": spec.info["outputs"],
-        "kernels": {"fast": spec.fast, "portable": "c",
-                    "without_portable_on_core": spec.fast_only, "fast_variants_left_out": spec.unbound},
+        "kernels": {"isa": spec.isa_kernels, "portable": "c",
+                    "without_portable_on_core": spec.isa_only, "isa_variants_left_out": spec.unbound},
         "operators": spec.operators,
         "runtime_operators": spec.symbols,
         "layers": [{"op": layer["op"], "kernels_on_core": layer["kernels"], "macs": layer["macs"],
@@ -230,7 +230,7 @@ def public_header(spec: LibrarySpec, statuses: list) -> str:
     ops = ", ".join(c_string(layer["op"]) for layer in layers)
     kernels = ", ".join(c_string(layer["kernels"]) for layer in layers)
     macs = ", ".join(f"{layer['macs']}u" for layer in layers)
-    fast = spec.fast
+    isa_kernels = spec.isa_kernels
     classify = ""
     if spec.classifier:
         labels = facts.labels
@@ -288,7 +288,7 @@ extern "C" {{
 extern const uint8_t {n}_program[{m}_PROGRAM_BYTES];
 
 /* Its kernel calls ("layers"), in order: operator, the kernel variant each runs with on the
- * {facts.core} ("{fast}": {"Helium" if fast == "mve" else "the DSP extension"}; "c": portable C),
+ * {facts.core} ("{isa_kernels}": {"Helium" if isa_kernels == "mve" else "the DSP extension"}; "c": portable C),
  * multiply-accumulates per inference. */
 #define {m}_LAYER_COUNT {len(layers)}
 #define {m}_LAYER_OPS {{{ops}}}
@@ -297,12 +297,12 @@ extern const uint8_t {n}_program[{m}_PROGRAM_BYTES];
 
 /* ---- memory ------------------------------------------------------------------------------------- */
 
-/* The arena the program needs, exactly: it depends on the kernels the build runs, the core's fast
+/* The arena the program needs, exactly: it depends on the kernels the build runs, the core's ISA
  * ones when the compiler targets them (the same test as the library's src/runtime/kernels/isa.h),
  * else portable C (a PC, or the core without them). */
-#if {fast_feature_test(fast)}
-#define {m}_KERNELS {c_string(fast)}
-#define {m}_ARENA_BYTES {spec.arena[fast]}u
+#if {isa_feature_test(isa_kernels)}
+#define {m}_KERNELS {c_string(isa_kernels)}
+#define {m}_ARENA_BYTES {spec.arena[isa_kernels]}u
 #else
 #define {m}_KERNELS "c"
 #define {m}_ARENA_BYTES {spec.arena["c"]}u
@@ -359,7 +359,7 @@ const char *{n}_status_name(int status);
 void {n}_set_counter(uint64_t (*now)(void));
 int {n}_profile(uint64_t counts[{m}_LAYER_COUNT]);
 
-/* The kernel variant layer `index` runs with in this build ("{fast}" or "c"); NULL before {n}_init. */
+/* The kernel variant layer `index` runs with in this build ("{isa_kernels}" or "c"); NULL before {n}_init. */
 const char *{n}_layer_kernels(int index);
 
 #ifdef __cplusplus
@@ -376,7 +376,7 @@ def api_source(spec: LibrarySpec) -> str:
     n, m = spec.name, spec.macro
     ins = ", ".join(f"{{{C_TYPES[t['dtype']][0]}, {t['nbytes']}u}}" for t in spec.info["inputs"])
     outs = ", ".join(f"{{{C_TYPES[t['dtype']][0]}, {t['nbytes']}u}}" for t in spec.info["outputs"])
-    test, fast = fast_feature_test(spec.fast), spec.fast.upper()
+    test, isa_kernels = isa_feature_test(spec.isa_kernels), spec.isa_kernels.upper()
     classify = ""
     if spec.classifier:
         classify = f"""
@@ -409,7 +409,7 @@ const char *{n}_label(int index) {{ return index >= 0 && index < {m}_LABEL_COUNT
 #include "../include/{n}.h"
 
 /* The header's arena size is the one of the kernels the runtime compiles. */
-#if ({test}) != (TRT_HAVE_{fast} != 0)
+#if ({test}) != (TRT_HAVE_{isa_kernels} != 0)
 #error "include/{n}.h and src/runtime/kernels/isa.h disagree on the kernels: write the library again"
 #endif
 
@@ -760,7 +760,7 @@ def _kib(n: int) -> str:
 
 def readme(spec: LibrarySpec) -> str:
     n, m, facts, f = spec.name, spec.macro, spec.facts, spec.figures
-    fast_name = {"mve": "Helium (MVE)", "dsp": "DSP extension"}[spec.fast]
+    isa_name = {"mve": "Helium (MVE)", "dsp": "DSP extension"}[spec.isa_kernels]
     io_rows = "\n".join(
         f"| {kind} {i} | {t['dtype']} | {t['shape']} | {t['dim_order']} | {t['nbytes']:,} |"
         for kind, tensors in (("input", spec.info["inputs"]), ("output", spec.info["outputs"]))
@@ -792,12 +792,12 @@ a 28x28 picture (one byte a pixel, row-major) to the label index (or a negative 
 """
     what_example = "it classifies a picture" if spec.classifier else "it runs one inference on zeros"
     portable_note = ""
-    if spec.fast_only:
+    if spec.isa_only:
         portable_note = (f"On the {facts.core}, the plain-C kernels of the operators whose every call runs on the "
-                         f"{spec.fast} ones are left out ({', '.join(spec.fast_only)}).")
+                         f"{spec.isa_kernels} ones are left out ({', '.join(spec.isa_only)}).")
     if spec.unbound:
         left_out = "; ".join(f"{s}: {', '.join(v)}" for s, v in spec.unbound.items())
-        portable_note += ((" " if portable_note else "") + f"Of the {spec.fast} variants, those no call of the "
+        portable_note += ((" " if portable_note else "") + f"Of the {spec.isa_kernels} variants, those no call of the "
                           f"program binds on the {facts.core} are left out ({left_out}).")
     measured = [c for c in code.values() if isinstance(c, dict)]
     ram_note = f" ({measured[0]['library_static_ram_bytes']:,} B of `.bss` on the {facts.core})" if measured else ""
@@ -815,7 +815,7 @@ superloop, your startup code, your drivers, your build. Generated by `tinyrps de
 - C99, no heap, no `printf` or file I/O; from the C library only `memcpy` and `memset` (and the
   compiler's own helpers). Every external name starts with `{n}_`, so libraries of several programs
   link into one application.
-- the runtime's loader, and only this program's operators, each with its {fast_name} kernels and
+- the runtime's loader, and only this program's operators, each with its {isa_name} kernels and
   portable C ones: the same folder builds and gives the same bits on the {facts.core} and on a PC.
   {portable_note}
 
@@ -844,8 +844,8 @@ program's identity: `{m}_SHA256`, `{m}_CORE`, `{m}_PROGRAM_BYTES`, `{m}_LAYER_OP
 ## What your application provides
 
 - **the arena**: `{m}_ARENA_BYTES` bytes, 16-byte aligned (`{m}_ALIGN16`), anywhere in RAM. It is
-  {spec.arena[spec.fast]:,} bytes with the {spec.fast} kernels (a build for the {facts.core}) and
-  {spec.arena['c']:,} with portable C (a PC, or the core without {fast_name}); the macro follows the
+  {spec.arena[spec.isa_kernels]:,} bytes with the {spec.isa_kernels} kernels (a build for the {facts.core}) and
+  {spec.arena['c']:,} with portable C (a PC, or the core without {isa_name}); the macro follows the
   compiler. One byte less and `{n}_init` returns `{m}_ERR_ARENA_TOO_SMALL`.
 - **the program's place**: `{n}_program` is `const` and goes in the section
   `.rodata.{n}_program` (any `*(.rodata.*)` rule takes it; name it in your linker script to put it
@@ -874,7 +874,7 @@ CFLAGS += $(addprefix -I,$({m}_INCS)) $({m}_CFLAGS)
 
 Neither sets `-mcpu`, optimisation or warnings: your build's flags apply. The library adds only
 `{' '.join(LIBRARY_CFLAGS)}` (GCC's and clang's spelling): float results then round as the
-reference's do. Build for the {facts.core} with its {fast_name} enabled (`-mcpu={facts.core}`) to get the fast kernels.
+reference's do. Build for the {facts.core} with its {isa_name} enabled (`-mcpu={facts.core}`) to get the ISA kernels.
 
 ## The example
 
@@ -884,13 +884,13 @@ reference's do. Build for the {facts.core} with its {fast_name} enabled (`-mcpu=
 ## Figures
 
 **Flash**: the program's {len(spec.program):,} bytes plus the library's code below.
-**RAM**: the arena ({spec.arena[spec.fast]:,} B with the {spec.fast} kernels) plus the library's tables{ram_note}.
+**RAM**: the arena ({spec.arena[spec.isa_kernels]:,} B with the {spec.isa_kernels} kernels) plus the library's tables{ram_note}.
 
 {code_text}
 
 **Instructions per inference** on the emulated {f['board']} board ({facts.core}), measured with the
 tinyrps firmware (the same runtime and kernels, -O3) under QEMU `-icount shift=0`: QEMU counts
-instructions, not cycles. {f['instructions_per_inference']:,} with the {spec.fast} kernels
+instructions, not cycles. {f['instructions_per_inference']:,} with the {spec.isa_kernels} kernels
 ({f.get('instructions_per_inference_plain_c', 0):,} with portable C); per layer:
 
 | layer | operator | kernels | MACs | instructions |

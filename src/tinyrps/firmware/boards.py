@@ -18,7 +18,7 @@ from ..errors import UserError
 class Board:
     name: str                  # the port folder, the firmware's `info` board name
     machine: str               # qemu-system-arm -M
-    fast_kernels: str          # the kernel variant the core's ISA allows: "mve" or "dsp"
+    isa_kernels: str          # the kernel variant the core's ISA allows: "mve" or "dsp"
     description: str
     # more firmware builds for this board: kernel set -> -mcpu with ISA extensions switched off
     # (the M55 without MVE runs the DSP kernels: each variant tested on one board)
@@ -76,7 +76,7 @@ CORE_BOARDS = {"cortex-m55": "mps3-an547", "cortex-m85": "mps3-an547",
                "cortex-m33": "mps2-an505", "cortex-m4": "mps2-an386"}
 
 # Kernel sets a firmware build can bind: the fastest the ISA allows, or portable plain C.
-KERNEL_SETS = ("fast", "c")
+KERNEL_SETS = ("isa", "c")
 
 
 def get_board(name: str) -> Board:
@@ -91,15 +91,15 @@ def board_for_core(core: str) -> Board:
     return BOARDS[CORE_BOARDS[core]]
 
 
-def firmware_kind(board: str, kernels: str = "fast") -> str:
+def firmware_kind(board: str, kernels: str = "isa") -> str:
     """The build kind (tinyrps.firmware.build) of the firmware for `board` with a kernel set:
-    "fast", "c", or one of the board's reduced-ISA builds (e.g. "dsp" on the mps3-an547)."""
+    "isa", "c", or one of the board's reduced-ISA builds (e.g. "dsp" on the mps3-an547)."""
     valid = KERNEL_SETS + tuple(name for name, _ in get_board(board).reduced_isa)
     if kernels not in valid:
         raise UserError(f"unknown kernel set '{kernels}' for {board}; valid: {', '.join(valid)}")
-    return board if kernels == "fast" else f"{board}-{kernels}"
+    return board if kernels == "isa" else f"{board}-{kernels}"
 
 
-def kernels_name(board: Board, kernels: str = "fast") -> str:
+def kernels_name(board: Board, kernels: str = "isa") -> str:
     """What the sidecar calls a build's kernels: "mve", "dsp" or "c"."""
-    return board.fast_kernels if kernels == "fast" else "c"
+    return board.isa_kernels if kernels == "isa" else "c"

@@ -50,7 +50,7 @@ def _board_kinds() -> dict:
     from .boards import BOARDS, firmware_kind
     kinds = {}
     for board in BOARDS.values():
-        builds = [("fast", board.core, "auto"), ("c", board.core, "c")]
+        builds = [("isa", board.core, "auto"), ("c", board.core, "c")]
         builds += [(name, cpu, "auto") for name, cpu in board.reduced_isa]
         for kernels, cpu, selection in builds:
             args = ("-DCMAKE_BUILD_TYPE=Release", f"-DTINYRPS_BOARD={board.name}", f"-DTINYRPS_CPU={cpu}",

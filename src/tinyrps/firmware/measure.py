@@ -26,12 +26,12 @@
 - instructions_per_inference_plain_c: the same program and images on the same board,
   with the firmware built with the portable plain-C kernels (TINYRPS_KERNELS=c),
   measured in the same call.
-- layers: per kernel call of the program, `{op, kernels, instructions, macs}` (the fast
+- layers: per kernel call of the program, `{op, kernels, instructions, macs}` (the ISA
   build; `instructions_plain_c` beside it), from the runtime's own per-call counter; the
   MACs are the runtime's count for the program, not a formula of the model, and `kernels`
   the variant the runtime bound for that call ("mve", "dsp" or "c").
 - kernels: the variant the heavy layers (convolutions, linear layers, pools) bound in the
-  fast build, as the runtime reports it. It must be the one the build was made for (the
+  ISA build, as the runtime reports it. It must be the one the build was made for (the
   core's fastest), and plain C everywhere in the plain-C build; anything else raises.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ ARENA_SECTION = ".arena"
 # One image per class, rendered with this seed: fixed inputs for the instruction count.
 MEASURE_SEED = 2024
 
-# Kernel calls that do the model's work: each has a variant for every ISA, so the fast build
+# Kernel calls that do the model's work: each has a variant for every ISA, so the ISA build
 # must bind the core's fastest for them (quantize, dequantize and copies have fewer variants).
 # Average pooling is not one of them: it computes in float32, as the reference does, and the DSP
 # extension has no floating point, so on the DSP cores it runs its plain-C kernel (on the FPU).
@@ -84,8 +84,8 @@ def quick_count(pte, board: str, samples=None) -> dict:
     from .qemu import firmware_elf, run_batch
     spec = get_board(board)
     samples = measurement_images() if samples is None else samples
-    result = run_batch(Path(pte), samples, elf=firmware_elf(board, "fast"), board=board)
-    return {"board": spec.name, "core": spec.core, "kernels": spec.fast_kernels,
+    result = run_batch(Path(pte), samples, elf=firmware_elf(board, "isa"), board=board)
+    return {"board": spec.name, "core": spec.core, "kernels": spec.isa_kernels,
             "instructions_per_inference": int(np.median(result.instructions)), "arena_bytes": result.arena_needed,
             "quick": True}
 
@@ -101,7 +101,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
     spec = get_board(board)
     with tempfile.TemporaryDirectory(prefix="tinyrps-measure.") as work:
         pte_path = _as_file(pte, Path(work))
-        elf, elf_c = firmware_elf(board, "fast"), firmware_elf(board, "c")
+        elf, elf_c = firmware_elf(board, "isa"), firmware_elf(board, "c")
         images = measurement_images() if samples is None else samples
         # three QEMU runs, two at a time (QEMU is single-threaded; the machine has two cores)
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
@@ -121,7 +121,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
                         f"({first.instructions.tolist()} vs {second.instructions.tolist()}); "
                         "QEMU must run with -icount shift=0")
     if not np.array_equal(first.int8, plain_c.int8):
-        raise UserError(f"the fast and the plain-C kernels of the {board} firmware disagree on the same images: "
+        raise UserError(f"the ISA and the plain-C kernels of the {board} firmware disagree on the same images: "
                         "a kernel is wrong")
     footprint = memory_footprint(sections)
     instructions = int(np.median(first.instructions))
@@ -201,15 +201,15 @@ def same_run(generic, own, board: str) -> None:
                         "selection of its operators and variants is wrong")
 
 
-def merge_layers(fast: list, plain_c: list) -> list:
-    """Per kernel call: {op, kernels, variant, instructions, macs} of the fast build (variant: the bound
+def merge_layers(isa_layers: list, plain_c: list) -> list:
+    """Per kernel call: {op, kernels, variant, instructions, macs} of the ISA build (variant: the bound
     variant's place in its operator's list as that firmware compiles it), with the plain-C build's count
     beside it."""
-    if [layer["op"] for layer in fast] != [layer["op"] for layer in plain_c]:
-        raise UserError("the fast and the plain-C firmware ran different kernel chains; rebuild the firmware")
+    if [layer["op"] for layer in isa_layers] != [layer["op"] for layer in plain_c]:
+        raise UserError("the ISA and the plain-C firmware ran different kernel chains; rebuild the firmware")
     return [{"op": f["op"], "kernels": f["kernels"], "variant": f["variant"], "instructions": f["instructions"],
              "macs": f["macs"],
-             "instructions_plain_c": c["instructions"]} for f, c in zip(fast, plain_c)]
+             "instructions_plain_c": c["instructions"]} for f, c in zip(isa_layers, plain_c)]
 
 
 def is_heavy(op: str) -> bool:
@@ -217,14 +217,14 @@ def is_heavy(op: str) -> bool:
     return any(kind in name for kind in HEAVY_OPERATORS)
 
 
-def bound_kernels(board: Board, fast: list, plain_c: list) -> str:
-    """The variant the runtime bound for the heavy layers of the fast build ("mve", "dsp" or "c").
+def bound_kernels(board: Board, isa_layers: list, plain_c: list) -> str:
+    """The variant the runtime bound for the heavy layers of the ISA build ("mve", "dsp" or "c").
 
     It must be the one the build was made for, and the plain-C build must bind "c" for every call:
     anything else is a bug in the variant choice or in the build's flags, refused naming the layer."""
-    check_variants(board, "fast", [layer for layer in fast if is_heavy(layer["op"])], kernels_name(board, "fast"))
+    check_variants(board, "isa", [layer for layer in isa_layers if is_heavy(layer["op"])], kernels_name(board, "isa"))
     check_variants(board, "plain-C", plain_c, "c")
-    heavy = {layer["kernels"] for layer in fast if is_heavy(layer["op"])}
+    heavy = {layer["kernels"] for layer in isa_layers if is_heavy(layer["op"])}
     if not heavy:
         raise UserError(f"the program has no convolution, linear or pooling layer to measure on {board.name}")
     return heavy.pop()

@@ -78,8 +78,8 @@ def require_qemu() -> str:
     return path
 
 
-def firmware_elf(board: str = DEFAULT_BOARD, kernels: str = "fast") -> Path:
-    """The firmware image of `board` with a kernel set ("fast" or "c"), built if its sources changed."""
+def firmware_elf(board: str = DEFAULT_BOARD, kernels: str = "isa") -> Path:
+    """The firmware image of `board` with a kernel set ("isa" or "c"), built if its sources changed."""
     from .build import build_firmware
     return build_firmware(firmware_kind(board, kernels)).tool(FIRMWARE_EXECUTABLE)
 
