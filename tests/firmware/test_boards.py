@@ -46,7 +46,7 @@ def test_the_m55_board_builds_without_mve_too(cortex_m_pte, test_images):
     fast = run_batch(cortex_m_pte, images, elf=firmware_elf("mps3-an547"), board="mps3-an547")
     dsp = run_batch(cortex_m_pte, images, elf=firmware_elf("mps3-an547", "dsp"), board="mps3-an547")
     assert np.array_equal(fast.int8, dsp.int8) and dsp.board == "mps3-an547"
-    with pytest.raises(UserError, match="valid: fast, c$"):
+    with pytest.raises(UserError, match="valid: isa, c$"):
         firmware_elf("mps2-an386", "dsp")
 
 

@@ -71,7 +71,7 @@ def test_a_layer_on_other_kernels_than_the_build_is_refused():
 
     m33 = get_board("mps2-an505")
     assert bound_kernels(m33, layers("c", "dsp", "dsp"), layers("c", "c", "c")) == "dsp"
-    with pytest.raises(UserError, match=r"fast firmware of mps2-an505 ran cortex_m::quantized_linear with the 'c' "
+    with pytest.raises(UserError, match=r"the ISA-kernel firmware of mps2-an505 ran cortex_m::quantized_linear with the 'c' "
                                         r"kernels, not 'dsp'"):
         bound_kernels(m33, layers("c", "dsp", "c"), layers("c", "c", "c"))
     with pytest.raises(UserError, match="plain-C firmware of mps2-an505 ran cortex_m::quantize_per_tensor with the "

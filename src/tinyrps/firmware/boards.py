@@ -77,6 +77,7 @@ CORE_BOARDS = {"cortex-m55": "mps3-an547", "cortex-m85": "mps3-an547",
 
 # Kernel sets a firmware build can bind: the fastest the ISA allows, or portable plain C.
 KERNEL_SETS = ("isa", "c")
+KERNEL_SET_NAMES = {"isa": "ISA-kernel", "c": "plain-C"}     # as messages name the builds
 
 
 def get_board(name: str) -> Board:

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from .boards import DEFAULT_BOARD, Board, get_board, kernels_name
+from .boards import DEFAULT_BOARD, KERNEL_SET_NAMES, Board, get_board, kernels_name
 
 # ELF32 section header flags and types
 SHF_ALLOC = 0x2
@@ -223,7 +223,7 @@ def bound_kernels(board: Board, isa_layers: list, plain_c: list) -> str:
     It must be the one the build was made for, and the plain-C build must bind "c" for every call:
     anything else is a bug in the variant choice or in the build's flags, refused naming the layer."""
     check_variants(board, "isa", [layer for layer in isa_layers if is_heavy(layer["op"])], kernels_name(board, "isa"))
-    check_variants(board, "plain-C", plain_c, "c")
+    check_variants(board, "c", plain_c, "c")
     heavy = {layer["kernels"] for layer in isa_layers if is_heavy(layer["op"])}
     if not heavy:
         raise UserError(f"the program has no convolution, linear or pooling layer to measure on {board.name}")
@@ -233,7 +233,7 @@ def bound_kernels(board: Board, isa_layers: list, plain_c: list) -> str:
 def check_variants(board: Board, build: str, layers: list, expected: str) -> None:
     for layer in layers:
         if layer["kernels"] != expected:
-            raise UserError(f"the {build} firmware of {board.name} ran {layer['op']} with the "
+            raise UserError(f"the {KERNEL_SET_NAMES[build]} firmware of {board.name} ran {layer['op']} with the "
                             f"'{layer['kernels']}' kernels, not '{expected}': the runtime's variant choice and the "
                             "build disagree")
 
