@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UserError, require_file
+
+if TYPE_CHECKING:        # the interface, for the annotation only: importing it here would cost every command
+    from .base import Device
 
 # name -> (module, class, what it runs)
 DEVICES = {
