@@ -45,17 +45,20 @@ int trt_conv2d_mve_accepts(const trt_conv_params *p) {
     return 1;
 }
 
-/* Windows of at most SHORT_CHUNKS * 16 bytes run a loop of their own (short_dots), on a copy of
- * the weights padded to whole 16-byte steps and an even channel count. */
+/* Windows of at most SHORT_CHUNKS * 16 bytes run a loop of their own (short_dots), on the
+ * weights padded to whole 16-byte steps and an even channel count (a copy, unless they are). */
 #define SHORT_CHUNKS 4
 static int32_t chunks(const trt_conv_params *p) { return (window_len(p) + 15) >> 4; }
 static int is_short(const trt_conv_params *p) { return chunks(p) <= SHORT_CHUNKS; }
 static size_t folded_bytes(const trt_conv_params *p) { return ((size_t)p->out_c * sizeof(int32_t) + 15) & ~(size_t)15; }
+/* Whole 16-byte steps and an even channel count: the weights as they are already have the
+ * padded copy's layout, so they are read in place (no copy in the workspace) when word-aligned. */
+static int padded_already(const trt_conv_params *p) { return window_len(p) % 16 == 0 && p->out_c % 2 == 0; }
 static size_t vector_weights_bytes(const trt_conv_params *p) {
-    return is_short(p) ? (size_t)((p->out_c + 1) & ~1) * 16 * (size_t)chunks(p) : 0;
+    return is_short(p) && !padded_already(p) ? (size_t)((p->out_c + 1) & ~1) * 16 * (size_t)chunks(p) : 0;
 }
 
-/* scratch: folded bias [out_c], then (short windows) the padded weights */
+/* scratch: folded bias [out_c], then (short windows not padded already) the padded weights */
 size_t trt_conv2d_mve_scratch_bytes(const trt_conv_params *p) { return folded_bytes(p) + vector_weights_bytes(p); }
 
 void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
@@ -69,7 +72,10 @@ void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
     }
     p->folded_bias = folded;
     p->vector_weights = NULL;
-    if (is_short(p)) {
+    if (is_short(p) && padded_already(p)) {
+        /* unaligned (a hand-made program): the general loop reads them as bytes */
+        if (trt_mve_word_aligned(p->weights)) p->vector_weights = p->weights;
+    } else if (is_short(p)) {
         const int32_t row = 16 * chunks(p), rows = (p->out_c + 1) & ~1;
         int8_t *padded = (int8_t *)scratch + folded_bytes(p);
         for (int32_t oc = 0; oc < rows; oc++)
