@@ -151,6 +151,15 @@ trt_status trt_load(trt_program *prog, const uint8_t *pte, size_t pte_len,
  * with TRT_ERR_ARENA_TOO_SMALL but still reports the need here, so a caller can size its arena. */
 size_t trt_arena_needed(const trt_program *prog);
 
+/* The arena's three parts, in their order (docs/runtime.md, "Memory plan"): the planned buffers;
+ * the kernel calls' own workspace (what their variants precompute at load, and the kept raw int8
+ * values); the working region all calls share while they run. They add up to trt_arena_needed
+ * (all 0 if nothing is loaded). */
+typedef struct {
+    size_t planned, workspace, working;
+} trt_arena_parts;
+void trt_arena_layout(const trt_program *prog, trt_arena_parts *parts);
+
 /* ---- inputs and outputs -------------------------------------------------------------------- */
 
 /* One input or output tensor of the loaded program. Its bytes are `data`, `nbytes` long, in the

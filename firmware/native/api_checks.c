@@ -64,7 +64,13 @@ int main(int argc, char **argv) {
     char tiny[1] = {'x'};
     check(trt_load(prog, pte, len - 100, arena, need, tiny, sizeof tiny) != TRT_OK && tiny[0] == '\0',
           "a one-byte detail buffer gets an empty string");
+    trt_arena_parts parts;
+    trt_arena_layout(prog, &parts);
+    check(parts.planned == 0 && parts.workspace == 0 && parts.working == 0, "a failed load has no arena parts");
     check(trt_load(prog, pte, len, arena, need, NULL, 0) == TRT_OK, "the program loads into exactly its arena");
+    trt_arena_layout(prog, &parts);
+    check(parts.planned > 0 && parts.planned % 16 == 0 && parts.planned + parts.workspace + parts.working == need,
+          "the arena's parts add up to what it needs");
     check(trt_infer(prog, image, q, logits, 16, &n, &n_q) == TRT_OK && n == 3 && n_q == 3,
           "inference gives three outputs and their int8 values");
     check(trt_infer(prog, image, q2, logits2, 16, &n, &n_q) == TRT_OK && memcmp(q, q2, 3) == 0 &&

@@ -18,7 +18,7 @@
 #ifndef TINYRPS_BATCH_FORMAT_H
 #define TINYRPS_BATCH_FORMAT_H
 
-#define BATCH_VERSION 4
+#define BATCH_VERSION 5
 /* The magic words at the start of each part (its MAGIC field). */
 #define BATCH_HEADER_ID "TRPO"
 #define BATCH_PROFILE_ID "TRPL"
@@ -42,8 +42,11 @@
     X(OUTPUTS, 138, u16)                                                                        \
     X(SAMPLE_BYTES, 140, u32)     /* bytes of one sample in the samples file */                \
     X(LIMIT_COUNT, 144, u32)                                                                    \
-    X(LIMITS, 148, u32x16)        /* this build's limits, in TRT_LIMIT_LIST order */
-#define BATCH_HEADER_FIXED_BYTES 212
+    X(LIMITS, 148, u32x16)        /* this build's limits, in TRT_LIMIT_LIST order */          \
+    X(ARENA_PLANNED, 212, u32)    /* ARENA_NEEDED's parts (trt_arena_layout) */              \
+    X(ARENA_WORKSPACE, 216, u32)                                                                \
+    X(ARENA_WORKING, 220, u32)
+#define BATCH_HEADER_FIXED_BYTES 224
 
 #define BATCH_RECORD_FIELDS(X) X(STATUS, 0, i32) X(PAD, 4, u32) X(INSTRUCTIONS, 8, u64)
 #define BATCH_RECORD_HEADER_BYTES 16

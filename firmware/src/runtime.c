@@ -66,6 +66,15 @@ uint32_t trt_limit(int i, const char **name) {
 
 size_t trt_arena_needed(const trt_program *prog) { return prog ? prog->arena_needed : 0; }
 
+void trt_arena_layout(const trt_program *prog, trt_arena_parts *parts) {
+    if (!parts) return;
+    memset(parts, 0, sizeof *parts);
+    if (!prog || !prog->loaded) return;
+    parts->planned = prog->workspace_base;
+    parts->working = align_up(prog->temp_bytes);   /* reserved last (load_all) */
+    parts->workspace = prog->workspace_used - parts->working;
+}
+
 uint64_t trt_macs(const trt_program *prog) { return prog && prog->loaded ? prog->macs : 0; }
 
 int trt_instruction_count(const trt_program *prog) { return prog && prog->loaded ? prog->n_instructions : 0; }

@@ -43,6 +43,9 @@ def test_footprint_is_within_the_targets(measured, cortex_m_pte):
     assert measured["flash_bytes"] == (measured["code_bytes"] + measured["rodata_bytes"] + measured["data_bytes"]
                                        + cortex_m_pte.stat().st_size)
     assert measured["arena_bytes"] <= measured["arena_reserved_bytes"]
+    parts = measured["arena_parts_bytes"]
+    assert list(parts) == ["planned", "workspace", "working"] and sum(parts.values()) == measured["arena_bytes"]
+    assert parts["planned"] > 0 and parts["workspace"] > 0, parts   # the Helium kernels' folded biases
     assert measured["stack_used_bytes"] < measured["stack_bytes"]
 
 

@@ -71,6 +71,11 @@ static void write_header(const firmware_state *fw, int out, uint32_t count)
     link_put_u32(header + BATCH_HEADER_LOAD_STATUS, (uint32_t)fw->load_status);
     link_put_u32(header + BATCH_HEADER_ARENA_NEEDED, (uint32_t)fw->arena_needed);
     link_put_u32(header + BATCH_HEADER_ARENA_CAPACITY, (uint32_t)fw->arena_capacity);
+    trt_arena_parts parts;
+    trt_arena_layout(fw->program, &parts);
+    link_put_u32(header + BATCH_HEADER_ARENA_PLANNED, (uint32_t)parts.planned);
+    link_put_u32(header + BATCH_HEADER_ARENA_WORKSPACE, (uint32_t)parts.workspace);
+    link_put_u32(header + BATCH_HEADER_ARENA_WORKING, (uint32_t)parts.working);
     link_put_u32(header + BATCH_HEADER_PROGRAM_BYTES, (uint32_t)fw->model.length);
     link_put_u32(header + BATCH_HEADER_BOOT_INSTRUCTIONS, fw->boot_instructions);
     memcpy(header + BATCH_HEADER_SHA256, fw->model_sha256, SHA256_DIGEST_BYTES);

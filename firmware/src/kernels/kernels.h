@@ -58,7 +58,8 @@ typedef struct {
     const int8_t *packed_weights;
     int32_t small_accumulators;   /* prepared: every channel's accumulator stays below 2^30 (dsp_requantize.h) */
     const int8_t *vector_weights; /* prepared by the Helium convolution for windows of at most 64 bytes:
-                                   * [out_c rounded up to even][window rounded up to 16], zero-filled */
+                                   * [out_c rounded up to even][window rounded up to 16], zero-filled
+                                   * (the weights themselves when they have that layout) */
     int8_t *output;               /* [batches, out_h, out_w, out_c] */
     int32_t batches, in_h, in_w, in_c;
     int32_t out_h, out_w, out_c;

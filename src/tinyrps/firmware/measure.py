@@ -19,6 +19,9 @@
   workspace and working memory). The firmware gives the arena all the RAM left after the
   rest (the linker's .arena section, up to the end of the port's RAM region), so a
   larger program needs no other build: `ram_bytes_reserved` is that whole RAM.
+- arena_parts_bytes: arena_bytes in its three parts (trt_arena_layout): {"planned": the
+  memory plan's buffers, "workspace": the kernel calls' own (load-time precomputations,
+  kept raw int8 values), "working": the region all calls share while they run}.
 - instructions_per_inference: the firmware's own count around trt_run, under
   QEMU's -icount shift=0 (1 instruction = 1 ns, counted by SysTick: exact to one
   tick, 1e9 / SysTick Hz instructions). Run twice on the same images; the counts must
@@ -141,6 +144,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
         "flash_bytes": footprint["flash_image"] + program_bytes,
         "ram_bytes": ram_needed,
         "arena_bytes": own.arena_needed,
+        "arena_parts_bytes": own.arena_parts,
         "instructions_per_inference": instructions,
         "instructions_per_inference_plain_c": instructions_c,
         "instructions_per_mac": round(instructions / macs, 3) if macs else None,

@@ -51,6 +51,8 @@ MODE_BATCH = c_facts.define("BOOT_MODE_BATCH")
 
 # Batch files (firmware/protocol/batch_format.h).
 BATCH_VERSION = c_facts.define("BATCH_VERSION")
+# The parts of the arena a program needs, in their order (trt_arena_layout; docs/runtime.md, "Memory plan").
+ARENA_PARTS = ("planned", "workspace", "working")
 BATCH_MAGIC = c_facts.define("BATCH_HEADER_ID").encode()
 BATCH_PROFILE_MAGIC = c_facts.define("BATCH_PROFILE_ID").encode()
 BATCH_TRAILER_MAGIC = c_facts.define("BATCH_TRAILER_ID").encode()
@@ -292,6 +294,8 @@ class BatchResult:
     inputs: tuple = ()            # TensorLayout of each input and output, as the firmware describes them
     output_specs: tuple = ()
     limits: dict = field(default_factory=dict)   # the firmware build's TRT_MAX_* limits
+    # arena_needed's parts (trt_arena_layout): {"planned", "workspace", "working"} bytes
+    arena_parts: dict = field(default_factory=dict)
 
     @property
     def int8(self) -> np.ndarray:
@@ -414,7 +418,7 @@ def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall
     return BatchResult(values, int8, instructions, header["SHA256"].hex(), header["PROGRAM_BYTES"],
                        header["ARENA_NEEDED"], header["ARENA_CAPACITY"], header["BOOT_INSTRUCTIONS"],
                        trailer["STACK_USED"], trailer["STACK_SIZE"], wall, header["BOARD"], layers, inputs, outputs,
-                       header["limits"])
+                       header["limits"], {part: header[f"ARENA_{part.upper()}"] for part in ARENA_PARTS})
 
 
 def _batch_profile(raw: bytes, count: int, mismatch: str, limits: dict) -> tuple:

@@ -6,8 +6,10 @@
  *   acc[oc] = bias[oc] + sum over the window of (x + input_offset) * w     (int32, wraps)
  *           = sum(x * w) + folded_bias[oc],  folded_bias = bias + input_offset * sum(w)
  *   out[oc] = clamp(requantize(acc[oc], multiplier[oc], shift[oc]) + output_offset, act_min, act_max)
- * The image is first copied with its padding (mve_padding.h: pad bytes contribute zero), so
- * every window is whole and folded_bias (prepared at load) is exact for every pixel.
+ * Padding: each window is copied anyway (below); the taps of a window outside the image are
+ * filled with pad bytes there (mve_padding.h: they contribute zero), so every window is whole
+ * and folded_bias (prepared at load) is exact for every pixel, without a padded copy of the
+ * image (the working memory is a few windows, not an image).
  *
  * Three output pixels at a time: their windows are copied (kernel_h runs of kernel_w * in_c
  * bytes each) so that each is as contiguous as an output channel's weights. Hot loop, two
@@ -36,7 +38,6 @@
 #define PIXELS 3
 
 static int32_t window_len(const trt_conv_params *p) { return p->kernel_h * p->kernel_w * p->kernel_c; }
-static int has_padding(const trt_conv_params *p) { return p->pad_h > 0 || p->pad_w > 0; }
 
 int trt_conv2d_mve_accepts(const trt_conv_params *p) {
     if (!trt_mve_pad_value_fits(p->input_offset)) return 0;
@@ -45,17 +46,20 @@ int trt_conv2d_mve_accepts(const trt_conv_params *p) {
     return 1;
 }
 
-/* Windows of at most SHORT_CHUNKS * 16 bytes run a loop of their own (short_dots), on a copy of
- * the weights padded to whole 16-byte steps and an even channel count. */
+/* Windows of at most SHORT_CHUNKS * 16 bytes run a loop of their own (short_dots), on the
+ * weights padded to whole 16-byte steps and an even channel count (a copy, unless they are). */
 #define SHORT_CHUNKS 4
 static int32_t chunks(const trt_conv_params *p) { return (window_len(p) + 15) >> 4; }
 static int is_short(const trt_conv_params *p) { return chunks(p) <= SHORT_CHUNKS; }
 static size_t folded_bytes(const trt_conv_params *p) { return ((size_t)p->out_c * sizeof(int32_t) + 15) & ~(size_t)15; }
+/* Whole 16-byte steps and an even channel count: the weights as they are already have the
+ * padded copy's layout, so they are read in place (no copy in the workspace) when word-aligned. */
+static int padded_already(const trt_conv_params *p) { return window_len(p) % 16 == 0 && p->out_c % 2 == 0; }
 static size_t vector_weights_bytes(const trt_conv_params *p) {
-    return is_short(p) ? (size_t)((p->out_c + 1) & ~1) * 16 * (size_t)chunks(p) : 0;
+    return is_short(p) && !padded_already(p) ? (size_t)((p->out_c + 1) & ~1) * 16 * (size_t)chunks(p) : 0;
 }
 
-/* scratch: folded bias [out_c], then (short windows) the padded weights */
+/* scratch: folded bias [out_c], then (short windows not padded already) the padded weights */
 size_t trt_conv2d_mve_scratch_bytes(const trt_conv_params *p) { return folded_bytes(p) + vector_weights_bytes(p); }
 
 void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
@@ -69,7 +73,10 @@ void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
     }
     p->folded_bias = folded;
     p->vector_weights = NULL;
-    if (is_short(p)) {
+    if (is_short(p) && padded_already(p)) {
+        /* unaligned (a hand-made program): the general loop reads them as bytes */
+        if (trt_mve_word_aligned(p->weights)) p->vector_weights = p->weights;
+    } else if (is_short(p)) {
         const int32_t row = 16 * chunks(p), rows = (p->out_c + 1) & ~1;
         int8_t *padded = (int8_t *)scratch + folded_bytes(p);
         for (int32_t oc = 0; oc < rows; oc++)
@@ -77,12 +84,6 @@ void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
                 padded[(size_t)oc * row + i] = oc < p->out_c && i < window ? p->weights[(size_t)oc * window + i] : 0;
         p->vector_weights = padded;
     }
-}
-
-static size_t padded_bytes(const trt_conv_params *p) {
-    if (!has_padding(p)) return 0;
-    size_t bytes = (size_t)(p->in_h + 2 * p->pad_h) * (size_t)(p->in_w + 2 * p->pad_w) * (size_t)p->in_c;
-    return (bytes + 15) & ~(size_t)15;
 }
 
 /* Each window's copy starts on 16 bytes, so the hot loop reads it as words (mve_load.h). */
@@ -95,8 +96,8 @@ size_t trt_conv2d_mve_block_bytes(const trt_conv_params *p) {
     return columns_bytes(p) + (size_t)((p->out_c + 1) & ~1) * PIXELS * sizeof(int32_t);
 }
 
-/* temp: [padded image][three windows][dot products] */
-size_t trt_conv2d_mve_temp_bytes(const trt_conv_params *p) { return padded_bytes(p) + trt_conv2d_mve_block_bytes(p); }
+/* temp: [three windows][dot products] */
+size_t trt_conv2d_mve_temp_bytes(const trt_conv_params *p) { return trt_conv2d_mve_block_bytes(p); }
 
 /* n bytes from src to dst (a window row into its column); as words when both are aligned. */
 static void copy_run(int8_t *dst, const int8_t *src, int32_t n) {
@@ -268,10 +269,15 @@ static void finish_block(const trt_conv_params *p, const int32_t *acc, int32_t c
 }
 
 typedef struct {
-    const int8_t *image;       /* padded (or unpadded when there is no padding) */
+    const int8_t *image;       /* [in_h][in_w][in_c] with the padding below, or prepared whole */
     int32_t pitch;             /* bytes from one image row to the next */
+    int32_t pad_h, pad_w;      /* padding the windows fill in (0: every window lies in the image) */
     int8_t *columns;           /* three windows, one after the other */
     int32_t *acc;              /* [out_c][PIXELS] dot products of one block */
+    /* The output pixels whose windows lie in the image: rows y_first .. y_first + y_span,
+     * columns x_first .. x_first + x_span (spans as unsigned, so one compare tests each) */
+    int32_t y_first, x_first;
+    uint32_t y_span, x_span;
 } workspace;
 
 static inline __attribute__((always_inline)) void dots(const trt_conv_params *p, const workspace *ws,
@@ -297,20 +303,66 @@ static inline __attribute__((always_inline)) void block_products(const trt_conv_
     }
 }
 
-/* The input of pixel k of a block, tap (0, 0) */
-static const int8_t *window_origin(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count,
-                                   int32_t k) {
+/* The first output pixel (along one axis) whose window starts in the image, and how many more
+ * follow whose window also ends in it. */
+static void interior(int32_t in, int32_t out, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation,
+                     int32_t *first, uint32_t *span) {
+    const int32_t lo = (pad + stride - 1) / stride, extent = (kernel - 1) * dilation + 1;
+    int32_t hi = (in - extent + pad) >= 0 ? (in - extent + pad) / stride : -1;
+    if (hi > out - 1) hi = out - 1;
+    *first = hi >= lo ? lo : out;   /* none: a first pixel no output pixel is */
+    *span = hi >= lo ? (uint32_t)(hi - lo) : 0;
+}
+
+/* Pixel k of a block: the input at tap (0, 0) of its window; NULL when the window reaches into the
+ * padding, with the image row and column of that tap (outside the image) in *y, *x. */
+static inline __attribute__((always_inline)) const int8_t *window_origin(const trt_conv_params *p,
+                                                                         const workspace *ws, int32_t first,
+                                                                         int32_t count, int32_t k, int32_t *y,
+                                                                         int32_t *x) {
     const int32_t pixel = first + (k < count ? k : 0);   /* a short block repeats its first pixel */
-    const int32_t oy = pixel / p->out_w, ox = pixel % p->out_w;
-    return ws->image + (size_t)oy * p->stride_h * ws->pitch + (size_t)ox * p->stride_w * p->in_c;
+    const int32_t oy = pixel / p->out_w, ox = pixel - oy * p->out_w;
+    *y = oy * p->stride_h - ws->pad_h;
+    *x = ox * p->stride_w - ws->pad_w;
+    if ((uint32_t)(oy - ws->y_first) > ws->y_span || (uint32_t)(ox - ws->x_first) > ws->x_span) return NULL;
+    return ws->image + (size_t)*y * ws->pitch + (size_t)*x * p->in_c;
+}
+
+/* The window at (y, x) of group g, which reaches into the padding, into column: all pad bytes
+ * first (a few vector stores), then the taps in the image copied over them (kernel_c bytes
+ * each; a row's taps as one run when they lie side by side: groups 1, dilation 1). */
+static void border_window(const trt_conv_params *p, const workspace *ws, int32_t y, int32_t x, int32_t g,
+                          int8_t *column) {
+    const int32_t kc = p->kernel_c, kw = p->kernel_w, row_len = kw * kc;
+    trt_mve_fill(column, column_stride(p), vdupq_n_s8((int8_t)-p->input_offset));
+    for (int32_t ky = 0; ky < p->kernel_h; ky++) {
+        const int32_t iy = y + ky * p->dilation_h;
+        if ((uint32_t)iy >= (uint32_t)p->in_h) continue;
+        const int8_t *row = ws->image + (size_t)iy * ws->pitch + (size_t)g * kc;
+        int8_t *dst = column + ky * row_len;
+        if (p->groups == 1 && p->dilation_w == 1) {
+            const int32_t lo = x > 0 ? x : 0, hi = x + kw < p->in_w ? x + kw : p->in_w;
+            if (hi > lo) copy_run(dst + (lo - x) * kc, row + (size_t)lo * kc, (hi - lo) * kc);
+            continue;
+        }
+        for (int32_t kx = 0; kx < kw; kx++) {
+            const int32_t ix = x + kx * p->dilation_w;
+            if ((uint32_t)ix < (uint32_t)p->in_w) copy_run(dst + kx * kc, row + (size_t)ix * p->in_c, kc);
+        }
+    }
 }
 
 /* Output pixels first .. first + count - 1 (row-major indices, count <= 3), groups 1, dilation 1 */
 static void conv_block(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count, int8_t *out) {
     const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), stride = column_stride(p);
     for (int32_t k = 0; k < PIXELS; k++) {
-        const int8_t *x = window_origin(p, ws, first, count, k);
+        int32_t y, x0;
+        const int8_t *x = window_origin(p, ws, first, count, k, &y, &x0);
         int8_t *column = ws->columns + (size_t)k * stride;
+        if (!x) {
+            border_window(p, ws, y, x0, 0, column);
+            continue;
+        }
         for (int32_t ky = 0; ky < p->kernel_h; ky++) copy_run(column + ky * row_len, x + (size_t)ky * ws->pitch, row_len);
     }
     block_products(p, ws, 0, window, p->out_c, ws->acc);
@@ -325,8 +377,14 @@ static void conv_block_grouped(const trt_conv_params *p, const workspace *ws, in
     const size_t row_step = (size_t)p->dilation_h * ws->pitch, tap_step = (size_t)p->dilation_w * p->in_c;
     for (int32_t g = 0; g < p->groups; g++) {
         for (int32_t k = 0; k < PIXELS; k++) {
-            const int8_t *x = window_origin(p, ws, first, count, k) + (size_t)g * kc;
+            int32_t y, x0;
+            const int8_t *x = window_origin(p, ws, first, count, k, &y, &x0);
             int8_t *column = ws->columns + (size_t)k * stride;
+            if (!x) {
+                border_window(p, ws, y, x0, g, column);
+                continue;
+            }
+            x += (size_t)g * kc;
             for (int32_t ky = 0; ky < p->kernel_h; ky++)
                 for (int32_t kx = 0; kx < p->kernel_w; kx++, column += kc)
                     copy_run(column, x + ky * row_step + kx * tap_step, kc);
@@ -359,11 +417,19 @@ static void pointwise_block(const trt_conv_params *p, const workspace *ws, int32
     finish_block(p, ws->acc, count, out);
 }
 
-void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
+/* The image with `pad_h` rows and `pad_w` columns of padding around it that the windows fill in. */
+static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int32_t pad_h, int32_t pad_w,
+                         int8_t *out, void *temp) {
     const int32_t pixels = p->out_h * p->out_w;
     const int general = p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1;
-    const int in_place = reads_in_place(p, image, pitch) && (p->vector_weights || trt_mve_word_aligned(p->weights));
-    workspace ws = {image, pitch, temp, (int32_t *)(void *)((int8_t *)temp + columns_bytes(p))};
+    const int in_place = (pad_h | pad_w) == 0 && reads_in_place(p, image, pitch) &&
+                         (p->vector_weights || trt_mve_word_aligned(p->weights));
+    workspace ws = {image, pitch, pad_h, pad_w, temp, (int32_t *)(void *)((int8_t *)temp + columns_bytes(p)),
+                    0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
+    if (pad_h | pad_w) {
+        interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws.y_first, &ws.y_span);
+        interior(p->in_w, p->out_w, p->kernel_w, p->stride_w, pad_w, p->dilation_w, &ws.x_first, &ws.x_span);
+    }
     /* three pixels at a time in row-major order (a block may span two rows) */
     for (int32_t i = 0; i < pixels; i += PIXELS) {
         const int32_t count = pixels - i < PIXELS ? pixels - i : PIXELS;
@@ -374,19 +440,15 @@ void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int3
     }
 }
 
+void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
+    run_on_image(p, image, pitch, 0, 0, out, temp);
+}
+
 void trt_conv2d_mve(const trt_conv_params *p, void *temp) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
-    const int32_t pitch = (p->in_w + 2 * p->pad_w) * p->in_c;
-    int8_t *padded = temp;
-    for (int32_t b = 0; b < p->batches; b++) {
-        const int8_t *image = p->input + (size_t)b * in_image;
-        if (has_padding(p)) {
-            trt_mve_pad_image(image, padded, p->in_h, p->in_w, p->in_c, p->pad_h, p->pad_w, p->input_offset);
-            image = padded;
-        }
-        trt_conv2d_mve_on_image(p, image, pitch, p->output + (size_t)b * p->out_h * p->out_w * p->out_c,
-                                padded + padded_bytes(p));
-    }
+    for (int32_t b = 0; b < p->batches; b++)
+        run_on_image(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
+                     p->output + (size_t)b * p->out_h * p->out_w * p->out_c, temp);
 }
 
 #endif
