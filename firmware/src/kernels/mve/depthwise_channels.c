@@ -21,6 +21,9 @@
  * accumulators, the even and the odd lanes (VMOVLB, VMOVLT): 16 MACs in about 13 instructions. Each pixel's channels are requantized four per vector with per-lane
  * multipliers and shifts arranged at load in that even/odd order (mve_requantize.h), and
  * stored with byte scatters. The last block of channels is tail-predicated.
+ * 3x3 windows with depth multiplier 1 (MobileNet's and DS-CNN's depthwise layers) run a loop of
+ * their own (block_row_3x3): the nine taps in four pairs and one, and the requantized lanes
+ * narrowed back into channel order and stored as one 8-byte run.
  */
 #include "../isa.h"
 #if TRT_HAVE_MVE
