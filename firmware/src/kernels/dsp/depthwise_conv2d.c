@@ -10,8 +10,7 @@
  *
  * The window's taps are taken two at a time: per pixel, each pair of inputs is packed once
  * into one word of two halfwords; at load, each output channel's weights were packed the
- * same way, so a channel is one SMLAD per two taps (windows over 10 taps: in runs of four pairs,
- * two LDM and four SMLAD a run on the core). Requantization: dsp_requantize.h when
+ * same way, so a channel is one SMLAD per two taps. Requantization: dsp_requantize.h when
  * every channel's accumulator stays below 2^30 (checked at load; its constants prepared per
  * channel), arith.h's otherwise. Other depthwise shapes run on depthwise_channels.c.
  */
@@ -30,68 +29,9 @@
 #define SHORT_PAIRS 5
 
 static int32_t taps(const trt_conv_params *p) { return p->kernel_h * p->kernel_w; }
-/* Larger windows are whole runs of four pairs (the long loop's step, dot_pairs), the pairs beyond
- * the window with zero weights. */
-#define RUN 4
 static int32_t tap_pairs(const trt_conv_params *p) {
     const int32_t pairs = (taps(p) + 1) / 2;
-    return pairs <= SHORT_PAIRS ? SHORT_PAIRS : (pairs + RUN - 1) / RUN * RUN;
-}
-
-/* acc + the dot product of `runs` runs of four pairs of halfwords: on the core two LDM of four
- * words and four SMLAD a run (the compiler's loop loads a word per multiply). */
-/* The same for two output channels at once, sharing the inputs' loads: w holds their weights run
- * by run, four words of the first channel then four of the second (interleaved at load). */
-static inline void dot_pairs2(const uint32_t *x, const uint32_t *w, int32_t runs, int32_t *a, int32_t *b) {
-    int32_t acc_a = *a, acc_b = *b;
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
-    __asm__("1:\n\t"
-            "ldm %[x]!, {r4, r5, r6, r8}\n\t"
-            "ldm %[w]!, {r9, r10, r11, r12}\n\t"
-            "smlad %[a], r4, r9, %[a]\n\t"
-            "smlad %[a], r5, r10, %[a]\n\t"
-            "smlad %[a], r6, r11, %[a]\n\t"
-            "smlad %[a], r8, r12, %[a]\n\t"
-            "ldm %[w]!, {r9, r10, r11, r12}\n\t"
-            "smlad %[b], r4, r9, %[b]\n\t"
-            "smlad %[b], r5, r10, %[b]\n\t"
-            "smlad %[b], r6, r11, %[b]\n\t"
-            "smlad %[b], r8, r12, %[b]\n\t"
-            "subs %[n], %[n], #1\n\t"
-            "bne 1b"
-            : [a] "+r"(acc_a), [b] "+r"(acc_b), [x] "+r"(x), [w] "+r"(w), [n] "+r"(runs)
-            :
-            : "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "cc", "memory");
-#else
-    for (int32_t run = 0; run < runs; run++, x += RUN, w += 2 * RUN)
-        for (int32_t j = 0; j < RUN; j++) {
-            acc_a = trt_smlad(x[j], w[j], acc_a);
-            acc_b = trt_smlad(x[j], w[RUN + j], acc_b);
-        }
-#endif
-    *a = acc_a;
-    *b = acc_b;
-}
-
-static inline int32_t dot_pairs(const uint32_t *x, const uint32_t *w, int32_t runs, int32_t acc) {
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
-    __asm__("1:\n\t"
-            "ldm %[x]!, {r4, r5, r6, r8}\n\t"
-            "ldm %[w]!, {r9, r10, r11, r12}\n\t"
-            "smlad %[acc], r4, r9, %[acc]\n\t"
-            "smlad %[acc], r5, r10, %[acc]\n\t"
-            "smlad %[acc], r6, r11, %[acc]\n\t"
-            "smlad %[acc], r8, r12, %[acc]\n\t"
-            "subs %[n], %[n], #1\n\t"
-            "bne 1b"
-            : [acc] "+r"(acc), [x] "+r"(x), [w] "+r"(w), [n] "+r"(runs)
-            : "m"(*(const uint32_t(*)[RUN])x), "m"(*(const uint32_t(*)[RUN])w)
-            : "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "cc", "memory");
-    return acc;
-#else
-    for (int32_t j = 0; j < runs * RUN; j++) acc = trt_smlad(x[j], w[j], acc);
-    return acc;
-#endif
+    return pairs <= SHORT_PAIRS ? SHORT_PAIRS : pairs;
 }
 static int32_t pitch(const trt_conv_params *p) { return p->in_w + 2 * p->pad_w; }
 static int has_padding(const trt_conv_params *p) { return p->pad_h > 0 || p->pad_w > 0; }
@@ -107,14 +47,6 @@ int trt_depthwise_dsp_accepts(const trt_conv_params *p) {
 size_t trt_depthwise_dsp_scratch_bytes(const trt_conv_params *p) {
     return (size_t)p->out_c * sizeof(int32_t) + (size_t)p->out_c * tap_pairs(p) * sizeof(uint32_t) +
            (size_t)tap_pairs(p) * 2 * sizeof(int32_t) + (size_t)p->out_c * sizeof(trt_dsp_requant);
-}
-
-/* trt_dsp_output_s8 of an accumulator already doubled (the long windows' weights and biases are
- * stored doubled: |2 acc| < 2^31 on the short requantization's path; 2 w fits a halfword). */
-static inline int8_t output_doubled(int32_t acc2, const trt_dsp_requant *r, int32_t output_offset, int32_t act_min,
-                                    int32_t act_max) {
-    const int32_t v = trt_smmulr(acc2, r->multiplier);
-    return (int8_t)trt_clamp(((v + r->half + ((v >> 31) & r->negative)) >> r->right) + output_offset, act_min, act_max);
 }
 
 static const trt_dsp_requant *requant_constants(const trt_conv_params *p) {
@@ -146,20 +78,6 @@ void trt_depthwise_dsp_prepare(trt_conv_params *p, void *scratch) {
         if (!trt_dsp_accumulator_fits(trt_abs_sum_s8(p->weights + oc, n, p->out_c), 128, folded[oc], p->shifts[oc]))
             p->small_accumulators = 0;
     }
-    if (p->small_accumulators && pairs != SHORT_PAIRS) {   /* doubled (output_doubled), pairs of channels interleaved (dot_pairs2) */
-        for (size_t i = 0; i < (size_t)p->out_c * pairs; i++)
-            packed[i] = halfwords((int32_t)(int16_t)(packed[i] & 0xFFFFu) * 2, (int32_t)(int16_t)(packed[i] >> 16) * 2);
-        for (int32_t oc = 0; oc < p->out_c; oc++) folded[oc] = (int32_t)((uint32_t)folded[oc] << 1);
-        uint32_t two[2 * ((TRT_MAX_DEPTHWISE_TAPS + 1) / 2 + RUN - 1) / RUN * RUN];
-        for (int32_t oc = 0; oc + 2 <= p->out_c; oc += 2) {
-            uint32_t *block = packed + (size_t)oc * pairs;
-            for (int32_t j = 0; j < 2 * pairs; j++) two[j] = block[j];
-            for (int32_t j = 0; j < pairs; j++) {
-                block[(j / RUN) * 2 * RUN + j % RUN] = two[j];
-                block[(j / RUN) * 2 * RUN + RUN + j % RUN] = two[pairs + j];
-            }
-        }
-    }
     p->folded_bias = folded;
     p->packed_weights = (const int8_t *)packed;
 }
@@ -188,17 +106,13 @@ static void depthwise_pixel(const trt_conv_params *p, const int8_t *window, uint
         }
         return;
     }
-    if (p->small_accumulators) {   /* weights and biases doubled at load: the accumulators are 2 acc */
+    if (p->small_accumulators) {
         const trt_dsp_requant *r = requant_constants(p);
-        const int32_t *folded = p->folded_bias;
-        int32_t oc = 0;
-        for (; oc + 2 <= p->out_c; oc += 2, packed += 2 * pairs, r += 2) {
-            int32_t a = folded[oc], b = folded[oc + 1];
-            dot_pairs2(inputs, packed, pairs / RUN, &a, &b);
-            out[oc] = output_doubled(a, &r[0], offset, lo, hi);
-            out[oc + 1] = output_doubled(b, &r[1], offset, lo, hi);
+        for (int32_t oc = 0; oc < p->out_c; oc++, packed += pairs, r++) {
+            int32_t acc = p->folded_bias[oc];
+            for (int32_t j = 0; j < pairs; j++) acc = trt_smlad(inputs[j], packed[j], acc);
+            out[oc] = trt_dsp_output_s8(acc, r, offset, lo, hi);
         }
-        if (oc < p->out_c) out[oc] = output_doubled(dot_pairs(inputs, packed, pairs / RUN, folded[oc]), r, offset, lo, hi);
         return;
     }
     for (int32_t oc = 0; oc < p->out_c; oc++, packed += pairs) {
@@ -218,7 +132,7 @@ static void depthwise_pixel(const trt_conv_params *p, const int8_t *window, uint
 }
 
 void trt_depthwise_conv2d_dsp(const trt_conv_params *p, void *temp) {
-    uint32_t inputs[((TRT_MAX_DEPTHWISE_TAPS + 1) / 2 + RUN - 1) / RUN * RUN];
+    uint32_t inputs[(TRT_MAX_DEPTHWISE_TAPS + 1) / 2 > SHORT_PAIRS ? (TRT_MAX_DEPTHWISE_TAPS + 1) / 2 : SHORT_PAIRS];
     for (int32_t b = 0; b < p->batches; b++) {
         const int8_t *image = p->input + (size_t)b * p->in_h * p->in_w;
         if (has_padding(p)) {
