@@ -110,10 +110,11 @@ PROBES = {
         nn.Conv2d(6, 12, 3, padding=1, groups=2), nn.ReLU(),
         nn.Conv2d(12, 9, (3, 1), padding=(2, 0), dilation=(2, 1), groups=3),
         nn.MaxPool2d(3, stride=2))),
-    # maps down to one pixel, then a 1x1 convolution padded by 1 (its border is the bias alone)
+    # maps down to one pixel, then a 1x1 convolution padded by 1 (its border is the bias alone);
+    # the first layer has an odd channel count and a 16-tap window
     "one_pixel": lambda: with_head(nn.Sequential(
-        nn.Conv2d(1, 4, 4, stride=4),                        # 7x7
-        nn.Conv2d(4, 10, 3, stride=2, padding=1),            # 4x4
+        nn.Conv2d(1, 5, 4, stride=4),                        # 7x7
+        nn.Conv2d(5, 10, 3, stride=2, padding=1),            # 4x4
         nn.Conv2d(10, 12, 3, stride=2, padding=1),           # 2x2
         nn.Conv2d(12, 16, 3, stride=2, padding=1),           # 1x1
         nn.Conv2d(16, 5, 1, padding=1))),                    # 3x3

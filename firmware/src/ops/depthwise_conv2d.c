@@ -49,13 +49,15 @@ ENTRY_POINTS(trt_depthwise_one_channel_mve, trt_depthwise_one_channel_mve)
 ENTRY_POINTS(trt_depthwise_channels_mve, trt_depthwise_channels_mve)
 #endif
 #if TRT_HAVE_DSP
+ENTRY_POINTS(trt_depthwise_long_window_dsp, trt_depthwise_long_window_dsp)
 ENTRY_POINTS(trt_depthwise_dsp, trt_depthwise_conv2d_dsp)
 ENTRY_POINTS(trt_depthwise_channels_dsp, trt_depthwise_channels_dsp)
 #endif
 static void run_c(const trt_params *p, void *temp) { (void)temp; trt_depthwise_conv2d_c(&p->quantized_depthwise_conv2d); }
 
 /* Fastest first: one input channel with a window of at most 16 taps (one gather per pixel), one
- * input channel as a convolution, then any depthwise layer. */
+ * input channel as a convolution, then any depthwise layer; with DSP, one input channel with a
+ * window over 10 taps, any other one-channel window, then any depthwise layer. */
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
     VARIANT("mve", trt_depthwise_mve),
@@ -63,6 +65,7 @@ static const trt_kernel_variant VARIANTS[] = {
     VARIANT("mve", trt_depthwise_channels_mve),
 #endif
 #if TRT_HAVE_DSP
+    VARIANT("dsp", trt_depthwise_long_window_dsp),
     VARIANT("dsp", trt_depthwise_dsp),
     VARIANT("dsp", trt_depthwise_channels_dsp),
 #endif

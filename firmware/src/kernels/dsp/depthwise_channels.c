@@ -22,7 +22,8 @@
  * dilation 1) only every stride-th column starts a pair, and only those columns are converted.
  * Requantization: dsp_requantize.h when every channel's accumulator stays below 2^30 and its
  * right shift is 1..21 (checked at load; the output offset is folded into the rounding term),
- * arith.h's otherwise.
+ * arith.h's otherwise. On the first path the weights and folded biases are stored doubled, so
+ * the accumulator is already the 2 acc that SMMULR takes (|2 acc| < 2^31; 2 w fits a halfword).
  */
 #include "../isa.h"
 #if TRT_HAVE_DSP
@@ -104,11 +105,27 @@ void trt_depthwise_channels_dsp_prepare(trt_conv_params *p, void *scratch) {
             !trt_dsp_accumulator_fits(trt_abs_sum_s8(w, taps, p->out_c), x_max, folded, shift))
             p->small_accumulators = 0;
     }
+    if (p->small_accumulators) {   /* doubled for SMMULR (see the top of the file): one shift less per output */
+        for (size_t i = 0; i < pairs_words(p); i++)
+            pairs[i] = trt_pack16((pairs[i] & 0xFFFFu) << 1, (pairs[i] >> 16) << 1);
+        for (int32_t oc = 0; oc < p->out_c; oc++) k[oc].folded = (int32_t)((uint32_t)k[oc].folded << 1);
+    }
     p->packed_weights = (const int8_t *)pairs;
 }
 
-/* temp: the ring of pair rows, then one pair row of padding */
+/* 3x3 windows with dilation_w 1 and multiplier 1 keep their input rows as halfword planes
+ * instead (see row_planar). */
+static int planar(const trt_conv_params *p) {
+    /* rows of fewer than four output pixels run faster on the pair rows: the planes' work per
+     * channel and row outweighs their shared loads there */
+    return p->kernel_h == 3 && p->kernel_w == 3 && p->dilation_w == 1 && p->depth_multiplier == 1 && p->out_w >= 4;
+}
+static size_t plane_row_halfwords(const trt_conv_params *p) { return (size_t)p->in_c * padded_width(p); }
+
+/* temp: the ring of pair rows, then one pair row of padding; or (planar) the ring of halfword
+ * rows and two halfwords that a window's last word may read past the last plane */
 size_t trt_depthwise_channels_dsp_temp_bytes(const trt_conv_params *p) {
+    if (planar(p)) return ((size_t)span(p) * plane_row_halfwords(p) + 2) * sizeof(int16_t);
     return (size_t)(span(p) + 1) * pair_row_words(p) * sizeof(uint32_t);
 }
 
@@ -179,7 +196,7 @@ static __attribute__((noinline)) void row_3x3(const trt_conv_params *p, const ui
             acc = trt_smlad(*b1++, w[3], acc);
             acc = trt_smlad(*a2++, w[4], acc);
             acc = trt_smlad(*b2++, w[5], acc);
-            const int32_t v = trt_smmulr(acc * 2, k->multiplier);
+            const int32_t v = trt_smmulr(acc, k->multiplier);
             *out = (int8_t)trt_clamp((v + k->rounding + (v >> 31)) >> k->right, k->lo, k->hi);
         }
         a0 += next;
@@ -208,7 +225,7 @@ static __attribute__((noinline)) void row_any(const trt_conv_params *p, const ui
                 for (int32_t j = 0; j < ppr; j++, q += pair_step) acc = trt_smlad(*q, *w++, acc);
             }
             if (fast) {
-                const int32_t v = trt_smmulr(acc * 2, k->multiplier);
+                const int32_t v = trt_smmulr(acc, k->multiplier);
                 out[oc] = (int8_t)trt_clamp((v + k->rounding + (v >> 31)) >> k->right, k->lo, k->hi);
             } else {
                 out[oc] = trt_output_s8(acc, k->multiplier, -k->right, p->output_offset, k->lo, k->hi);
@@ -217,7 +234,268 @@ static __attribute__((noinline)) void row_any(const trt_conv_params *p, const ui
     }
 }
 
+/* ---- 3x3 windows, dilation_w 1, depth multiplier 1: halfword planes ----
+ * Each input row a row of output pixels reads is converted once into one plane per channel of
+ * sign-extended halfwords, H[c][col] (col in padded columns, pads -input_offset, rows above and
+ * below the image all pads). Then any two horizontally adjacent taps of a channel are one word
+ * load, H[c][col .. col + 1], wherever col starts (an unaligned LDR), and a window row is
+ *   SMLAD(H[c][x .. x + 1], (w0, w1)) + SMLABB(H[c][x + 2 ..], (w2, 0))
+ * against the weight pairs of the pair rows' layout. Channel by channel, two output pixels at a
+ * time share their loads: with stride 1 the second's row is SMLAD(H[x + 1 .. x + 2], (w0, w1)) +
+ * SMLATB(H[x + 2 .. x + 3], (w2, 0)): three loads and four multiplies for two pixels' row; with
+ * stride 2 the first's second word is the second's first. */
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+static inline int32_t smlabb(uint32_t a, uint32_t b, int32_t acc) { return __smlabb((int32_t)a, (int32_t)b, acc); }
+static inline int32_t smlatb(uint32_t a, uint32_t b, int32_t acc) { return __smlatb((int32_t)a, (int32_t)b, acc); }
+#else
+/* SMLABB, SMLATB: acc + a's bottom (top) halfword * b's bottom halfword, modulo 2^32 */
+static inline int32_t smlabb(uint32_t a, uint32_t b, int32_t acc) {
+    return trt_smlad(a & 0xFFFFu, b & 0xFFFFu, acc);
+}
+static inline int32_t smlatb(uint32_t a, uint32_t b, int32_t acc) { return trt_smlad(a >> 16, b & 0xFFFFu, acc); }
+#endif
+
+/* Input row `row` (NULL: above or below the image) into its planes: dst[c][pad_w + col]. The
+ * pad columns were filled when the ring was. */
+static void convert_planes(const trt_conv_params *p, const int8_t *row, int16_t *dst) {
+    const int32_t c = p->in_c, width = padded_width(p), w = p->in_w;
+    const int16_t pad = (int16_t)-p->input_offset;
+    if (!row) {
+        for (size_t i = 0; i < plane_row_halfwords(p); i++) dst[i] = pad;
+        return;
+    }
+    int32_t ch = 0;
+    for (; ch + 4 <= c; ch += 4) {   /* four channels per word: SXTB16 gives (c0, c2) and (c1, c3) */
+        int16_t *d = dst + (size_t)ch * width + p->pad_w;
+        const int8_t *x = row + ch;
+        for (int32_t col = 0; col < w; col++, x += c, d++) {
+            const uint32_t v = trt_read32(x), even = trt_sxtb16(v), odd = trt_sxtb16_ror8(v);
+            d[0] = (int16_t)even;
+            d[width] = (int16_t)odd;
+            d[2 * width] = (int16_t)(even >> 16);
+            d[3 * width] = (int16_t)(odd >> 16);
+        }
+    }
+    for (; ch < c; ch++) {
+        int16_t *d = dst + (size_t)ch * width + p->pad_w;
+        const int8_t *x = row + ch;
+        for (int32_t col = 0; col < w; col++, x += c) d[col] = *x;
+    }
+}
+
+/* The requantized output of one channel: the short requantization (the output offset in its
+ * rounding term) and a clamp (an SSAT alone when the bounds are int8's), or arith.h's. */
+static inline int32_t planar_output(const trt_conv_params *p, int32_t acc, const channel_constants *k, const int fast,
+                                    const int whole) {
+    if (!fast) return trt_output_s8(acc, k->multiplier, -k->right, p->output_offset, k->lo, k->hi);
+    const int32_t v = trt_smmulr(acc, k->multiplier);
+    const int32_t y = (v + k->rounding + (v >> 31)) >> k->right;
+    return whole ? trt_ssat8(y) : trt_clamp(y, k->lo, k->hi);
+}
+
+/* A window row of four, two or one output pixels into acc0 .. acc3 (h: the row's first tap,
+ * wq: the channel's weight pairs, off: the row's pair in bytes). On the core they are written out
+ * (the compiler otherwise reloads the weights before every multiply and spills), with the same
+ * arithmetic in C elsewhere:
+ *   ROW4_S1  stride 1, four pixels: the row's two weight words, five loads, eight multiplies
+ *   ROW2_S1  stride 1, two pixels: (x0, x1), (x1, x2), (x2, x3): three loads, four multiplies
+ *   ROW2_S2  stride 2, two pixels: (x0, x1), (x2, x3), (x4, x5): three loads, four multiplies
+ *   ROW1     one pixel: two loads, two multiplies
+ * The ROW4 and ROW2 forms step h on past their pixels. */
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#define PLANAR_ASM(code, h, wq)                                                                                \
+    do {                                                                                                       \
+        uint32_t wa, wb, t;                                                                                    \
+        __asm__(code                                                                                           \
+                : [a0] "+r"(acc0), [a1] "+r"(acc1), [a2] "+r"(acc2), [a3] "+r"(acc3), [hp] "+r"(h),           \
+                  [wa] "=&r"(wa), [wb] "=&r"(wb), [t] "=&r"(t)                                                 \
+                : [wp] "r"(wq), "m"(*(const uint32_t(*)[6])(wq)), "m"(*(const int16_t(*)[10])(h)));      \
+    } while (0)
+#define ROW4_S1(h, wq, off)                                                                                    \
+    PLANAR_ASM("ldrd %[wa], %[wb], [%[wp], #" #off "]\n\t"                                                    \
+               "ldr %[t], [%[hp]]\n\tsmlad %[a0], %[t], %[wa], %[a0]\n\t"                                     \
+               "ldr %[t], [%[hp], #2]\n\tsmlad %[a1], %[t], %[wa], %[a1]\n\t"                                 \
+               "ldr %[t], [%[hp], #4]\n\tsmlabb %[a0], %[t], %[wb], %[a0]\n\t"                                \
+               "smlatb %[a1], %[t], %[wb], %[a1]\n\tsmlad %[a2], %[t], %[wa], %[a2]\n\t"                      \
+               "ldr %[t], [%[hp], #6]\n\tsmlad %[a3], %[t], %[wa], %[a3]\n\t"                                 \
+               "ldr %[t], [%[hp], #8]!\n\tsmlabb %[a2], %[t], %[wb], %[a2]\n\t"                               \
+               "smlatb %[a3], %[t], %[wb], %[a3]", h, wq)
+#define ROW2_S1(h, wq, off)                                                                                    \
+    PLANAR_ASM("ldrd %[wa], %[wb], [%[wp], #" #off "]\n\t"                                                    \
+               "ldr %[t], [%[hp]], #4\n\tsmlad %[a0], %[t], %[wa], %[a0]\n\t"                                 \
+               "ldr %[t], [%[hp], #-2]\n\tsmlad %[a1], %[t], %[wa], %[a1]\n\t"                                \
+               "ldr %[t], [%[hp]]\n\tsmlabb %[a0], %[t], %[wb], %[a0]\n\t"                                    \
+               "smlatb %[a1], %[t], %[wb], %[a1]", h, wq)
+#define ROW2_S2(h, wq, off)                                                                                    \
+    PLANAR_ASM("ldrd %[wa], %[wb], [%[wp], #" #off "]\n\t"                                                    \
+               "ldr %[t], [%[hp]], #8\n\tsmlad %[a0], %[t], %[wa], %[a0]\n\t"                                 \
+               "ldr %[t], [%[hp], #-4]\n\tsmlabb %[a0], %[t], %[wb], %[a0]\n\t"                               \
+               "smlad %[a1], %[t], %[wa], %[a1]\n\t"                                                          \
+               "ldr %[t], [%[hp]]\n\tsmlabb %[a1], %[t], %[wb], %[a1]", h, wq)
+#define ROW1(h, wq, off)                                                                                       \
+    PLANAR_ASM("ldrd %[wa], %[wb], [%[wp], #" #off "]\n\t"                                                    \
+               "ldr %[t], [%[hp]]\n\tsmlad %[a0], %[t], %[wa], %[a0]\n\t"                                     \
+               "ldr %[t], [%[hp], #4]\n\tsmlabb %[a0], %[t], %[wb], %[a0]", h, wq)
+#else
+#define ROW4_S1(h, wq, off)                                                                                    \
+    do {                                                                                                       \
+        const uint32_t wa = (wq)[(off) / 4], wb = (wq)[(off) / 4 + 1];                                         \
+        const uint32_t x23 = trt_read32((h) + 2), x45 = trt_read32((h) + 4);                                   \
+        acc0 = smlabb(x23, wb, trt_smlad(trt_read32(h), wa, acc0));                                            \
+        acc1 = smlatb(x23, wb, trt_smlad(trt_read32((h) + 1), wa, acc1));                                      \
+        acc2 = smlabb(x45, wb, trt_smlad(x23, wa, acc2));                                                      \
+        acc3 = smlatb(x45, wb, trt_smlad(trt_read32((h) + 3), wa, acc3));                                      \
+        (h) += 4;                                                                                              \
+    } while (0)
+#define ROW2_S1(h, wq, off)                                                                                    \
+    do {                                                                                                       \
+        const uint32_t wa = (wq)[(off) / 4], wb = (wq)[(off) / 4 + 1], x2 = trt_read32((h) + 2);               \
+        acc0 = smlabb(x2, wb, trt_smlad(trt_read32(h), wa, acc0));                                             \
+        acc1 = smlatb(x2, wb, trt_smlad(trt_read32((h) + 1), wa, acc1));                                       \
+        (h) += 2;                                                                                              \
+    } while (0)
+#define ROW2_S2(h, wq, off)                                                                                    \
+    do {                                                                                                       \
+        const uint32_t wa = (wq)[(off) / 4], wb = (wq)[(off) / 4 + 1], x2 = trt_read32((h) + 2);               \
+        acc0 = smlabb(x2, wb, trt_smlad(trt_read32(h), wa, acc0));                                             \
+        acc1 = smlabb(trt_read32((h) + 4), wb, trt_smlad(x2, wa, acc1));                                       \
+        (h) += 4;                                                                                              \
+    } while (0)
+#define ROW1(h, wq, off)                                                                                       \
+    (acc0 = smlabb(trt_read32((h) + 2), (wq)[(off) / 4 + 1], trt_smlad(trt_read32(h), (wq)[(off) / 4], acc0)))
+#endif
+
+/* The same in C for any stride (s), two pixels and one. */
+#define ROW2_ANY(h, wq, off)                                                                                   \
+    do {                                                                                                       \
+        const uint32_t wa = (wq)[(off) / 4], wb = (wq)[(off) / 4 + 1];                                         \
+        acc0 = smlabb(trt_read32((h) + 2), wb, trt_smlad(trt_read32(h), wa, acc0));                            \
+        acc1 = smlabb(trt_read32((h) + s + 2), wb, trt_smlad(trt_read32((h) + s), wa, acc1));                  \
+        (h) += 2 * s;                                                                                          \
+    } while (0)
+
+/* Output pixels ox .. ox + n - 1 of one channel, n <= 4: all requantized before any store (a byte
+ * store could alias the constants, which would then be loaded again for each output). */
+#define STORE(n)                                                                                               \
+    do {                                                                                                       \
+        const int32_t y0 = planar_output(p, acc0, k, fast, whole);                                             \
+        const int32_t y1 = (n) > 1 ? planar_output(p, acc1, k, fast, whole) : 0;                               \
+        const int32_t y2 = (n) > 2 ? planar_output(p, acc2, k, fast, whole) : 0;                               \
+        const int32_t y3 = (n) > 3 ? planar_output(p, acc3, k, fast, whole) : 0;                               \
+        o[0] = (int8_t)y0;                                                                                     \
+        if ((n) > 1) o[c] = (int8_t)y1;                                                                        \
+        if ((n) > 2) o[2 * c] = (int8_t)y2;                                                                    \
+        if ((n) > 3) o[3 * c] = (int8_t)y3;                                                                    \
+        o += (n) * c;                                                                                          \
+    } while (0)
+
+/* A row of output pixels, channel by channel: four pixels at a time (stride 1), then two, then
+ * one. */
+static inline __attribute__((always_inline)) void row_planar(const trt_conv_params *p, const int16_t *const *rows,
+                                                            int8_t *out, const int stride, const int fast,
+                                                            const int whole) {
+    const int32_t c = p->in_c, width = padded_width(p), s = p->stride_w, ow = p->out_w;
+    const uint32_t *w = pairs_of(p);
+    const channel_constants *k = constants_of(p);
+    for (int32_t ch = 0; ch < c; ch++, w += 6, k++) {
+        const int16_t *h0 = rows[0] + (size_t)ch * width, *h1 = rows[1] + (size_t)ch * width;
+        const int16_t *h2 = rows[2] + (size_t)ch * width;
+        int8_t *o = out + ch;
+        int32_t ox = 0;
+        int32_t acc0, acc1, acc2, acc3;
+        for (; stride == 1 && ox + 4 <= ow; ox += 4) {
+            acc0 = acc1 = acc2 = acc3 = k->folded;
+            ROW4_S1(h0, w, 0);
+            ROW4_S1(h1, w, 8);
+            ROW4_S1(h2, w, 16);
+            STORE(4);
+        }
+        for (; ox + 2 <= ow; ox += 2) {
+            acc0 = acc1 = k->folded;
+            acc2 = acc3 = 0;
+            if (stride == 1) {
+                ROW2_S1(h0, w, 0);
+                ROW2_S1(h1, w, 8);
+                ROW2_S1(h2, w, 16);
+            } else if (stride == 2) {
+                ROW2_S2(h0, w, 0);
+                ROW2_S2(h1, w, 8);
+                ROW2_S2(h2, w, 16);
+            } else {
+                ROW2_ANY(h0, w, 0);
+                ROW2_ANY(h1, w, 8);
+                ROW2_ANY(h2, w, 16);
+            }
+            STORE(2);
+        }
+        if (ox < ow) {   /* the last pixel of an odd row */
+            acc0 = k->folded;
+            acc1 = acc2 = acc3 = 0;
+            ROW1(h0, w, 0);
+            ROW1(h1, w, 8);
+            ROW1(h2, w, 16);
+            STORE(1);
+        }
+        (void)acc2;
+        (void)acc3;
+    }
+}
+#undef PLANAR_ASM
+#undef ROW4_S1
+#undef ROW2_S1
+#undef ROW2_S2
+#undef ROW1
+#undef ROW2_ANY
+#undef STORE
+
+/* Kept apart so that each loop nest has its stride and requantization as constants. */
+#define PLANAR(name, stride, fast, whole)                                                                      \
+    static __attribute__((noinline)) void name(const trt_conv_params *p, const int16_t *const *rows, int8_t *out) { \
+        row_planar(p, rows, out, stride, fast, whole);                                                         \
+    }
+PLANAR(planar_1, 1, 1, 0)
+PLANAR(planar_1_whole, 1, 1, 1)
+PLANAR(planar_2, 2, 1, 0)
+PLANAR(planar_2_whole, 2, 1, 1)
+PLANAR(planar_any, 0, 1, 0)
+PLANAR(planar_exact, 0, 0, 0)
+
+static void depthwise_planar(const trt_conv_params *p, void *temp) {
+    const int32_t n = span(p);
+    const size_t plane = plane_row_halfwords(p);
+    int16_t *ring = temp;
+    int32_t held[MAX_SPAN];
+    const int16_t pad = (int16_t)-p->input_offset;
+    const int whole = p->activation_min == -128 && p->activation_max == 127;   /* the clamp is an SSAT */
+    for (size_t i = 0; i < (size_t)n * plane + 2; i++) ring[i] = pad;   /* the pad columns, once */
+    for (int32_t b = 0; b < p->batches; b++) {
+        const int8_t *image = p->input + (size_t)b * p->in_h * p->in_w * p->in_c;
+        for (int32_t i = 0; i < n; i++) held[i] = INT32_MIN;
+        int8_t *out = p->output + (size_t)b * p->out_h * p->out_w * p->out_c;
+        for (int32_t oy = 0; oy < p->out_h; oy++, out += (size_t)p->out_w * p->out_c) {
+            const int16_t *rows[3];
+            for (int32_t ky = 0; ky < 3; ky++) {
+                const int32_t r = oy * p->stride_h - p->pad_h + ky * p->dilation_h, slot = ((r % n) + n) % n;
+                int16_t *dst = ring + (size_t)slot * plane;
+                if (held[slot] != r) {
+                    convert_planes(p, r >= 0 && r < p->in_h ? image + (size_t)r * p->in_w * p->in_c : NULL, dst);
+                    held[slot] = r;
+                }
+                rows[ky] = dst;
+            }
+            if (!p->small_accumulators) planar_exact(p, rows, out);
+            else if (p->stride_w == 1) whole ? planar_1_whole(p, rows, out) : planar_1(p, rows, out);
+            else if (p->stride_w == 2) whole ? planar_2_whole(p, rows, out) : planar_2(p, rows, out);
+            else planar_any(p, rows, out);
+        }
+    }
+}
+
 void trt_depthwise_channels_dsp(const trt_conv_params *p, void *temp) {
+    if (planar(p)) {
+        depthwise_planar(p, temp);
+        return;
+    }
     const uint32_t *rows[TRT_MAX_DEPTHWISE_TAPS];
     const int three = p->kernel_h == 3 && p->kernel_w == 3 && p->depth_multiplier == 1 && p->small_accumulators;
     rows_state st;

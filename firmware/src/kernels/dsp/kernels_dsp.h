@@ -21,6 +21,13 @@ void trt_conv2d_dsp(const trt_conv_params *p, void *temp);
 size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p);
 void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp);
 
+/* depthwise, one input channel, a window over 10 taps */
+int trt_depthwise_long_window_dsp_accepts(const trt_conv_params *p);
+size_t trt_depthwise_long_window_dsp_scratch_bytes(const trt_conv_params *p);
+void trt_depthwise_long_window_dsp_prepare(trt_conv_params *p, void *scratch);
+size_t trt_depthwise_long_window_dsp_temp_bytes(const trt_conv_params *p);
+void trt_depthwise_long_window_dsp(const trt_conv_params *p, void *temp);
+
 int trt_depthwise_dsp_accepts(const trt_conv_params *p);
 size_t trt_depthwise_dsp_scratch_bytes(const trt_conv_params *p);
 void trt_depthwise_dsp_prepare(trt_conv_params *p, void *scratch);

@@ -21,6 +21,9 @@
  * accumulators, the even and the odd lanes (VMOVLB, VMOVLT): 16 MACs in about 13 instructions. Each pixel's channels are requantized four per vector with per-lane
  * multipliers and shifts arranged at load in that even/odd order (mve_requantize.h), and
  * stored with byte scatters. The last block of channels is tail-predicated.
+ * 3x3 windows with depth multiplier 1 (MobileNet's and DS-CNN's depthwise layers) run a loop of
+ * their own (block_row_3x3): the nine taps in four pairs and one, and the requantized lanes
+ * narrowed back into channel order and stored as one 8-byte run.
  */
 #include "../isa.h"
 #if TRT_HAVE_MVE
@@ -196,6 +199,76 @@ static inline __attribute__((always_inline)) void block_row(const trt_conv_param
     }
 }
 
+/* 3x3 windows, depth multiplier 1: one block of eight channels along the output row, the three
+ * rows' pointers held in registers. The nine taps as four pairs and one single product (two
+ * taps of any rows add up in int16 as well as two of one row), so five widenings instead of six.
+ * Requantized as block_row does, then narrowed with saturation to 16 bits (VQMOVNB/VQMOVNT put
+ * the even and the odd lanes back in channel order), the output offset added saturating, the
+ * clamp taken and the eight bytes stored at once: a value saturated at +-32767 stays beyond
+ * the int8 activation bounds after an offset of at most 255, so the clamp gives the same byte. */
+static inline __attribute__((always_inline)) void block_row_3x3(const trt_conv_params *p, const block *b, const int tail) {
+    const int32_t step = p->stride_w * p->in_c, d = p->dilation_w * p->in_c;
+    const block_constants *constants = b->k;
+    const int16_t *weights = (const int16_t *)(const void *)(constants + 1);
+    const int8_t *x0 = b->rows[0] + b->in_channel, *x1 = b->rows[1] + b->in_channel, *x2 = b->rows[2] + b->in_channel;
+    const int16x8_t lo = vdupq_n_s16((int16_t)p->activation_min), hi = vdupq_n_s16((int16_t)p->activation_max);
+    const int16_t offset = (int16_t)p->output_offset;
+    const mve_pred16_t pred = b->pred;
+    const uint16x8_t none = vdupq_n_u16(0);
+    const int32_t width = p->out_w, pitch = p->out_c;
+    int8_t *out = b->out;
+#define X(ptr) load_x(ptr, none, pred, 0, tail)
+#define PAIR(pa, ta, pb, tb)                                                                                   \
+    do {                                                                                                       \
+        const int16x8_t s = vaddq_s16(vmulq_s16(X(pa), vldrhq_s16(w + (ta) * LANES)),                          \
+                                      vmulq_s16(X(pb), vldrhq_s16(w + (tb) * LANES)));                         \
+        SUBTRACT_WIDENED(s);                                                                                   \
+        __asm__ volatile("" ::: "memory"); /* keeps the next pair's loads after this one (no spills) */        \
+    } while (0)
+    for (int32_t ox = 0; ox < width; ox++, x0 += step, x1 += step, x2 += step, out += pitch) {
+        /* opaque each pixel, so that the compiler addresses the weights and constants with
+         * immediate offsets from one register instead of keeping (and spilling) a pointer each */
+        const int16_t *w = weights;
+        const block_constants *k = constants;
+        __asm__("" : "+r"(w), "+r"(k));
+        int32x4_t acc_e = vldrwq_s32(k->bias[0]), acc_o = vldrwq_s32(k->bias[1]);
+        PAIR(x0, 0, x0 + d, 1);
+        PAIR(x0 + 2 * d, 2, x1, 3);
+        PAIR(x1 + d, 4, x1 + 2 * d, 5);
+        PAIR(x2, 6, x2 + d, 7);
+        {
+            const int16x8_t s = vmulq_s16(X(x2 + 2 * d), vldrhq_s16(w + 8 * LANES));
+            SUBTRACT_WIDENED(s);
+        }
+        const int32x4_t se = vldrwq_s32(k->shift[0]), so = vldrwq_s32(k->shift[1]);
+        int32x4_t ve = vqrdmulhq_s32(acc_e, vldrwq_s32(k->multiplier[0]));
+        int32x4_t vo = vqrdmulhq_s32(acc_o, vldrwq_s32(k->multiplier[1]));
+        ve = vrshlq_s32(vqaddq_s32(ve, vshrq_n_s32(vandq_s32(ve, se), 31)), se);
+        vo = vrshlq_s32(vqaddq_s32(vo, vshrq_n_s32(vandq_s32(vo, so), 31)), so);
+        int16x8_t v = vqmovntq_s32(vqmovnbq_s32(vuninitializedq_s16(), ve), vo);
+        v = vminq_s16(vmaxq_s16(vqaddq_n_s16(v, offset), lo), hi);
+        if (tail) vstrbq_p_s16(out, v, pred);
+        else vstrbq_s16(out, v);
+    }
+#undef PAIR
+#undef X
+}
+
+/* Every whole block of eight channels of the output row in one call (the row's own set-up is a
+ * good part of the work when the row is short: DS-CNN's are 5 pixels), the last part block apart. */
+static __attribute__((noinline)) void row_3x3(const trt_conv_params *p, const int8_t *const *rows, int8_t *out) {
+    block b;
+    b.rows = rows;
+    b.pred = vctp16q(LANES);
+    for (int32_t oc = 0; oc + LANES <= p->out_c; oc += LANES) {
+        b.k = (const block_constants *)(const void *)(p->packed_weights + (size_t)(oc / LANES) * block_bytes(p));
+        b.out = out + oc;
+        b.in_channel = oc;
+        block_row_3x3(p, &b, 0);
+    }
+}
+static __attribute__((noinline)) void row_3x3_tail(const trt_conv_params *p, const block *b) { block_row_3x3(p, b, 1); }
+
 /* Kept apart so that each loop nest has its flags as constants. */
 #define ROW(name, three, gather, tail)                                                                         \
     static __attribute__((noinline)) void name(const trt_conv_params *p, const block *b) {                    \
@@ -210,22 +283,29 @@ ROW(row_gather_tail, 0, 1, 1)
 
 static void output_row(const trt_conv_params *p, const int8_t *const *rows, int8_t *out) {
     const int32_t m = p->depth_multiplier;
-    const int gather = m > 1, three = p->kernel_w == 3;
-    for (int32_t blk = 0; blk < blocks(p); blk++) {
+    const int gather = m > 1, three = p->kernel_w == 3, nine = !gather && three && p->kernel_h == 3;
+    int32_t blk = 0;
+    if (nine) {
+        row_3x3(p, rows, out);
+        blk = p->out_c / LANES;
+    }
+    for (; blk < blocks(p); blk++) {
         const int32_t oc = blk * LANES, left = p->out_c - oc;
         block b;
         b.rows = rows;
         b.k = (const block_constants *)(const void *)(p->packed_weights + (size_t)blk * block_bytes(p));
         b.out = out + oc;
         b.in_channel = oc / m;
-        uint16_t lanes[LANES];
-        for (int32_t i = 0; i < LANES; i++) lanes[i] = (uint16_t)((oc + i) / m - oc / m);
+        uint16_t lanes[LANES] = {0};
+        if (gather)
+            for (int32_t i = 0; i < LANES; i++) lanes[i] = (uint16_t)((oc + i) / m - oc / m);
         b.offsets = vld1q_u16(lanes);
         b.pred = vctp16q((uint32_t)(left < LANES ? left : LANES));
         b.even = vctp32q((uint32_t)(left < LANES ? (left + 1) / 2 : 4));
         b.odd = vctp32q((uint32_t)(left < LANES ? left / 2 : 4));
         const int tail = left < LANES;
         if (gather) tail ? row_gather_tail(p, &b) : row_gather(p, &b);
+        else if (nine) row_3x3_tail(p, &b);
         else if (three) tail ? row_three_tail(p, &b) : row_three(p, &b);
         else tail ? row_any_tail(p, &b) : row_any(p, &b);
     }
