@@ -288,6 +288,27 @@ static void quantize_special_values(void) {
     trt_quantize_params p = {inputs, out, 10, 1.0f, 2.0f, -100.0f, 90.0f};
     trt_quantize_c(&p);
     check(memcmp(out, expected, sizeof out) == 0, "quantize: NaN -> quant_min, infinities clamp, ties to even", 0);
+    memset(out, 0, sizeof out);
+    trt_quantize_dsp(&p);
+    check(memcmp(out, expected, sizeof out) == 0, "DSP quantize: NaN -> quant_min, infinities clamp, ties to even", 0);
+}
+
+/* Random floats, half of them exact ties after the scaling, through C and DSP quantize. */
+static void quantize_round(long round) {
+    enum { N = 64 };
+    float inputs[N];
+    int8_t out_c[N], out_d[N];
+    const float inv_scale = (float)pick(1, 4000) / 64.0f;
+    for (int i = 0; i < N; i++) {
+        const float tie = ((float)pick(-700, 700) + 0.5f) / inv_scale;
+        inputs[i] = pick(0, 1) ? tie : (float)pick(-1000000, 1000000) / (float)pick(1, 100000);
+    }
+    const float zp = (float)pick(-128, 127), lo = (float)pick(-128, 0), hi = (float)pick(0, 127);
+    trt_quantize_params p = {inputs, out_c, N, inv_scale, zp, lo, hi};
+    trt_quantize_c(&p);
+    p.output = out_d;
+    trt_quantize_dsp(&p);
+    check(memcmp(out_c, out_d, sizeof out_c) == 0, "DSP quantize equals plain C", round);
 }
 
 static void put_le(uint8_t *p, uint64_t v, int n) {
@@ -333,6 +354,7 @@ int main(int argc, char **argv) {
         linear_round(r);
         pool_round(r);
         dsp_model_round(r);
+        quantize_round(r);
     }
     quantize_special_values();
     program_extents();

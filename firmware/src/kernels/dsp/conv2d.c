@@ -18,8 +18,9 @@
  * weight word then holds up to 3 bytes of the next channel's row (times 0); only the
  * tensor's last row reads its last group byte by byte.
  *
- * Requantization: dsp_requantize.h's short form when no accumulator can reach 2^30 (checked
- * at load), with the output offset added before the rounding shift, scaled by 2^right
+ * Requantization: dsp_requantize.h's short form when no accumulator, shifted left by a
+ * positive shift, can reach 2^30 (checked at load; the left shift joins SMMULR's doubling),
+ * with the output offset added before the rounding shift, scaled by 2^right
  * (floor((v + c + k 2^n) / 2^n) = floor((v + c) / 2^n) + k: one add less per output; the
  * load checks that the sum stays below 2^31); arith.h's general one otherwise.
  *
@@ -59,11 +60,16 @@ int trt_conv2d_dsp_accepts(const trt_conv_params *p) { return trt_pad_value_fits
 
 size_t trt_conv2d_dsp_scratch_bytes(const trt_conv_params *p) { return trt_conv_sums_bytes(p); }
 
-/* Whether the output offset, scaled by 2^right, can join the rounding constant: with |v| <= 2^30
- * (the short form's product) the sum stays below 2^31. */
-static int offset_folds(int32_t output_offset, int32_t shift) {
+/* Whether a channel takes the short requantization: every value its accumulator can take,
+ * |sum(x * w)| + |folded| with |x| <= 128, times 2^max(shift, 0), stays below 2^30 (then
+ * (acc 2^left * m + 2^30) >> 31 = SMMULR(acc 2^(left + 1), m), exactly), and the output offset,
+ * scaled by 2^right, can join the rounding constant (with |v| <= 2^30 the sum stays below 2^31). */
+static int short_form_fits(int64_t weight_abs_sum, int32_t folded, int32_t shift, int32_t output_offset) {
+    const int64_t folded_abs = folded < 0 ? -(int64_t)folded : folded;
     const int64_t offset_abs = output_offset < 0 ? -(int64_t)output_offset : output_offset;
-    return shift > -30 && ((offset_abs + 1) << -shift) < ((int64_t)1 << 30) - 1;
+    const int32_t left = shift > 0 ? shift : 0, right = shift < 0 ? -shift : 0;
+    return left < 30 && right < 30 && (128 * weight_abs_sum + folded_abs) << left < TRT_DSP_ACC_LIMIT &&
+           (offset_abs + 1) << right < TRT_DSP_ACC_LIMIT - 1;
 }
 
 /* The weight sums (weight_sums.h), and whether every channel takes the short requantization. */
@@ -73,20 +79,21 @@ void trt_conv2d_dsp_prepare(trt_conv_params *p, void *scratch) {
     p->small_accumulators = 1;
     for (int32_t oc = 0; oc < p->out_c; oc++) {
         const int64_t abs_sum = trt_abs_sum_s8(p->weights + (size_t)oc * n, n, 1);
-        if (!trt_dsp_accumulator_fits(abs_sum, 128, p->folded_bias[oc], p->shifts[oc]) ||
-            !offset_folds(p->output_offset, p->shifts[oc]))
-            p->small_accumulators = 0;
+        if (!short_form_fits(abs_sum, p->folded_bias[oc], p->shifts[oc], p->output_offset)) p->small_accumulators = 0;
     }
 }
 
-/* The working memory of a call on a prepared image: the interleaved windows, the staging bytes. */
-size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p) {
-    size_t bytes = columns_bytes(p);
-    if (needs_staging(p)) bytes += ((size_t)window_len(p) + 3) & ~(size_t)3;
-    return bytes;
+/* The working memory of a call on a prepared image: the interleaved windows, the staging bytes,
+ * the spill rows of a last, partial block of pixels. */
+static size_t staging_bytes(const trt_conv_params *p) {
+    return needs_staging(p) ? (((size_t)window_len(p) + 3) & ~(size_t)3) : 0;
 }
+static size_t spill_bytes(const trt_conv_params *p) {
+    return (p->out_h * p->out_w) % PIXELS != 0 ? (size_t)PIXELS * p->out_c : 0;
+}
+size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p) { return columns_bytes(p) + staging_bytes(p) + spill_bytes(p); }
 
-/* temp: [padded image][interleaved windows][staging bytes] */
+/* temp: [padded image][interleaved windows][staging bytes][spill rows] */
 size_t trt_conv2d_dsp_temp_bytes(const trt_conv_params *p) { return padded_bytes(p) + trt_conv2d_dsp_block_bytes(p); }
 
 typedef struct {
@@ -194,72 +201,83 @@ static void dot4(const uint32_t *x, const int8_t *w, int32_t groups, int32_t acc
 }
 #endif
 
-/* What the finishing of every output channel reads, copied out of the parameters once per call
- * (the output's byte stores could alias them: GCC would reload each one per channel). */
+/* What the finishing of every output channel reads, gathered once per call. */
 typedef struct {
-    const int32_t *folded, *multipliers, *shifts;
-    int32_t offset, lo, hi, small;
+    int32_t offset, lo, hi, stride;   /* stride: bytes from one pixel's outputs to the next one's */
 } finish_constants;
 
-static finish_constants finish_constants_of(const trt_conv_params *p) {
-    const finish_constants k = {p->folded_bias, p->multipliers, p->shifts,        p->output_offset,
-                                p->activation_min, p->activation_max, p->small_accumulators};
-    return k;
+/* The short requantization of one output (acc: folded bias included), dsp_requantize.h's with the
+ * left shift in SMMULR's operand and the output offset in the rounding constant. */
+static inline __attribute__((always_inline)) int8_t short_output(int32_t acc, int32_t left, int32_t mult,
+                                                                int32_t round, int32_t negative, int32_t right,
+                                                                int32_t lo, int32_t hi) {
+    const int32_t v = trt_smmulr((int32_t)((uint32_t)acc << left), mult);
+    return (int8_t)trt_clamp((v + round + ((v >> 31) & negative)) >> right, lo, hi);
 }
 
-/* Output channel oc of the four pixels (acc: folded bias included). */
-static inline __attribute__((always_inline)) void finish_channel(const finish_constants *k, int32_t oc,
-                                                                const int32_t acc[PIXELS], int8_t *const out[PIXELS]) {
-    const int32_t mult = k->multipliers[oc], shift = k->shifts[oc];
-    if (k->small) {   /* |acc| < 2^30: no wrap, the short requantization, the offset folded in */
-        const int32_t right = -shift, negative = shift < 0 ? -1 : 0;
-        const int32_t round = (shift < 0 ? (int32_t)(1u << (right - 1)) : 0) + k->offset * (int32_t)(1u << right);
+/* One output channel of the four pixels, short form (a leaf function of its own: few values live). */
+static __attribute__((noinline)) void finish_short(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
+                                                   const finish_constants *k, int8_t *out) {
+    const int32_t lo = k->lo, hi = k->hi, stride = k->stride;
+    if (shift < 0) {   /* every exported layer: the rounding shift */
+        const int32_t right = -shift, round = (int32_t)(1u << (right - 1)) + k->offset * (int32_t)(1u << right);
         for (int32_t i = 0; i < PIXELS; i++) {
             const int32_t v = trt_smmulr(acc[i] * 2, mult);
-            out[i][oc] = (int8_t)trt_clamp((v + round + ((v >> 31) & negative)) >> right, k->lo, k->hi);
+            out[i * stride] = (int8_t)trt_clamp((v + round + (v >> 31)) >> right, lo, hi);
         }
         return;
     }
-    for (int32_t i = 0; i < PIXELS; i++) out[i][oc] = trt_output_s8(acc[i], mult, shift, k->offset, k->lo, k->hi);
+    const int32_t left = shift + 1;
+    for (int32_t i = 0; i < PIXELS; i++)
+        out[i * stride] = short_output(acc[i], left, mult, k->offset, 0, 0, lo, hi);
 }
 
-/* Output channels [oc0, oc1) of the block's four pixels (a last block's missing pixels repeat
- * its last one: computed and stored once more). */
-static void conv_block(const trt_conv_params *p, const workspace *ws, int32_t oc0, int32_t oc1,
-                       int8_t *const out[PIXELS]) {
+static __attribute__((noinline)) void finish_general(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
+                                                     const finish_constants *k, int8_t *out) {
+    for (int32_t i = 0; i < PIXELS; i++)
+        out[i * k->stride] = trt_output_s8(acc[i], mult, shift, k->offset, k->lo, k->hi);
+}
+
+/* Output channels [oc0, oc1) of the block's four pixels, whose outputs are `stride` bytes apart
+ * from out (channel oc0 of the first pixel). */
+static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1, int8_t *out,
+                       int32_t stride) {
     const int32_t n = window_len(p), groups = window_groups(p), whole = n / 4, rest = n % 4;
-    const uint32_t *columns = ws->columns;
-    const int8_t *weights = p->weights;
-    const finish_constants k = finish_constants_of(p);
-    for (int32_t oc = oc0; oc < oc1; oc++) {
-        const int8_t *w = weights + (size_t)oc * n;
-        const int32_t f = k.folded[oc];
+    const int32_t partial_oc = rest != 0 ? p->out_c - 1 : -1;   /* the tensor's last row: no word beyond it */
+    const int32_t *folded = p->folded_bias, *mults = p->multipliers, *shifts = p->shifts;
+    const finish_constants k = {p->output_offset, p->activation_min, p->activation_max, stride};
+    void (*const finish)(const int32_t *, int32_t, int32_t, const finish_constants *, int8_t *) =
+        p->small_accumulators ? finish_short : finish_general;
+    const int8_t *w = p->weights + (size_t)oc0 * n;
+    for (int32_t oc = oc0; oc < oc1; oc++, w += n, out++) {
+        const int32_t f = folded[oc];
         int32_t acc[PIXELS] = {f, f, f, f};
-        if (rest != 0 && oc == p->out_c - 1) {   /* the tensor's last bytes: no word beyond them */
+        if (oc == partial_oc) {
             dot4(columns, w, whole, acc);
             group4(columns + (size_t)whole * 2 * PIXELS, partial_word(w + 4 * whole, rest), acc);
         } else {
             dot4(columns, w, groups, acc);
         }
-        finish_channel(&k, oc, acc, out);
+        finish(acc, mults[oc], shifts[oc], &k, out);
     }
 }
 
 void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
     const int32_t pixels = p->out_h * p->out_w, per_group = p->out_c / p->groups;
     workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
+    int8_t *spill = (int8_t *)temp + columns_bytes(p) + staging_bytes(p);
     for (int32_t i = 0; i < pixels; i += PIXELS) {
-        const int8_t *x[PIXELS];
-        int8_t *o[PIXELS];
-        for (int32_t k = 0; k < PIXELS; k++) {
-            const int32_t pixel = i + k < pixels ? i + k : pixels - 1, oy = pixel / p->out_w, ox = pixel % p->out_w;
-            x[k] = image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c;
-            o[k] = out + (size_t)pixel * p->out_c;
-        }
+        const int whole_block = i + PIXELS <= pixels;
+        /* a last, partial block repeats its last pixel, its four outputs going to the spill rows */
+        int8_t *block_out = whole_block ? out + (size_t)i * p->out_c : spill;
         for (int32_t g = 0; g < p->groups; g++) {
-            for (int32_t k = 0; k < PIXELS; k++) window_to_columns(p, &ws, x[k], k, g);
-            conv_block(p, &ws, g * per_group, (g + 1) * per_group, o);
+            for (int32_t k = 0; k < PIXELS; k++) {
+                const int32_t pixel = i + k < pixels ? i + k : pixels - 1, oy = pixel / p->out_w, ox = pixel % p->out_w;
+                window_to_columns(p, &ws, image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c, k, g);
+            }
+            conv_block(p, ws.columns, g * per_group, (g + 1) * per_group, block_out + g * per_group, p->out_c);
         }
+        if (!whole_block) memcpy(out + (size_t)i * p->out_c, spill, (size_t)(pixels - i) * p->out_c);
     }
 }
 

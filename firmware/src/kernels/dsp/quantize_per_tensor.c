@@ -1,0 +1,50 @@
+/*
+ * cortex_m::quantize_per_tensor.out on the DSP cores (Cortex-M4, M33: single-precision FPU) --
+ * float32 -> int8.
+ *
+ * Arithmetic: as kernels/c/quantize_per_tensor.c, out = clamp(round_half_even(x * inv_scale) +
+ * zero_point, quant_min, quant_max), in an order that needs no rounding function: the clamp
+ * comes first, to [quant_min - zero_point, quant_max - zero_point] (integers: clamping and
+ * rounding to an integer commute, and NaN fails both comparisons and becomes the lower bound,
+ * as in the C kernel), then the rounding, on a value within +-510:
+ *   on the core, VCVTR.S32.F32 (the rounding mode of FPSCR: to nearest, ties to even, the
+ *   reset default, which nothing here changes);
+ *   elsewhere, (v + 1.5 * 2^23) - 1.5 * 2^23 (float32, to nearest even: exact for |v| < 2^22),
+ *   then an exact conversion;
+ * and the zero point is added in int32 (exact, as the reference's float32 add of integers
+ * this small is).
+ */
+#include "../isa.h"
+#if TRT_HAVE_DSP
+
+#include "kernels_dsp.h"
+
+#if defined(__ARM_FP) && (__ARM_FP & 4)
+static inline int32_t round_to_int(float v) {
+    float r;
+    int32_t i;
+    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(r) : "t"(v));
+    __builtin_memcpy(&i, &r, sizeof i);
+    return i;
+}
+#else
+static inline int32_t round_to_int(float v) {
+    const float magic = 12582912.0f;   /* 1.5 * 2^23: the sum's last bit is the units */
+    return (int32_t)((v + magic) - magic);
+}
+#endif
+
+void trt_quantize_dsp(const trt_quantize_params *p) {
+    const float lo = p->quant_min - p->zero_point, hi = p->quant_max - p->zero_point, inv_scale = p->inv_scale;
+    const int32_t zero_point = (int32_t)p->zero_point;
+    const float *x = p->input, *end = p->input + p->count;   /* read once: the stores could alias p */
+    int8_t *out = p->output;
+    for (; x != end; x++, out++) {
+        float v = *x * inv_scale;
+        if (!(v >= lo)) v = lo;   /* NaN too */
+        if (v > hi) v = hi;
+        *out = (int8_t)(round_to_int(v) + zero_point);
+    }
+}
+
+#endif
