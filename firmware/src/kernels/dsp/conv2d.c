@@ -8,12 +8,14 @@
  * with a padded copy of the image (kernels/padding.h) so every window is whole and
  * folded_bias = bias + input_offset * sum(w) (weight_sums.h) is exact for every pixel.
  *
- * Four output pixels at a time: each window is widened once to 16 bits, each group of four
- * bytes stored as the halfword pairs (x0, x2), (x1, x3) -- the order SXTB16 gives the
- * weights -- and the four windows interleaved group by group (8 words a group). The hot loop
- * takes one output channel: a weight word, split by two SXTB16, meets the four pixels' 8
- * words (two LDM) in 8 SMLAD: 32 MACs in 28 instructions per two groups with the loop. The
- * accumulators start at folded_bias (both sums wrap modulo 2^32: the order does not matter).
+ * Eight output pixels at a time, in two halves of four: each window is widened once to 16
+ * bits, each group of four bytes stored as the halfword pairs (x0, x2), (x1, x3) -- the order
+ * SXTB16 gives the weights -- and a half's four windows interleaved group by group (8 words a
+ * group). The hot loop takes one output channel and one half: a weight word, split by two
+ * SXTB16, meets the four pixels' 8 words (two LDM) in 8 SMLAD: 64 MACs in 52 instructions per
+ * four groups with the loop (LDRD for word-aligned weight rows). Each channel's requantization constants are then worked out once
+ * for its eight outputs. The accumulators start at folded_bias (both sums wrap modulo 2^32:
+ * the order does not matter).
  * A window not a multiple of four bytes is widened with zeros up to its last group, whose
  * weight word then holds up to 3 bytes of the next channel's row (times 0); only the
  * tensor's last row reads its last group byte by byte.
@@ -40,7 +42,8 @@
 #include "dsp_requantize.h"
 #include "kernels_dsp.h"
 
-#define PIXELS 4   /* output pixels per block */
+#define LANES 4    /* output pixels per pass of the hot loop */
+#define PIXELS 8   /* output pixels per block: two passes, one finish per output channel */
 
 static int32_t window_len(const trt_conv_params *p) { return p->kernel_h * p->kernel_w * p->kernel_c; }
 static int32_t window_groups(const trt_conv_params *p) { return (window_len(p) + 3) / 4; }
@@ -51,7 +54,7 @@ static size_t padded_bytes(const trt_conv_params *p) {
     size_t bytes = (size_t)(p->in_h + 2 * p->pad_h) * (size_t)(p->in_w + 2 * p->pad_w) * (size_t)p->in_c;
     return (bytes + 3) & ~(size_t)3;
 }
-/* the four interleaved windows: 8 words per group of four bytes */
+/* two halves of four interleaved windows: 8 words per group of four bytes each */
 static size_t columns_bytes(const trt_conv_params *p) { return (size_t)window_groups(p) * PIXELS * 8; }
 /* kernel_w * in_c not a multiple of 4, groups or dilation: a window is gathered into one byte run first */
 static int needs_staging(const trt_conv_params *p) { return is_general(p) || (p->kernel_w * p->in_c) % 4 != 0; }
@@ -109,10 +112,10 @@ static inline void widen_word(uint32_t v, uint32_t *slot) {
     slot[1] = trt_sxtb16_ror8(v);
 }
 
-/* n bytes (n % 4 == 0) of pixel k's window, from window position pos, into its column slots. */
+/* n bytes (n % 4 == 0) of lane k's window, from window position pos, into its column slots. */
 static void widen_groups(const int8_t *src, int32_t n, uint32_t *columns, int32_t pos, int32_t k) {
-    uint32_t *slot = columns + (size_t)(pos / 4) * 2 * PIXELS + 2 * k;
-    for (; n > 0; n -= 4, src += 4, slot += 2 * PIXELS) widen_word(trt_read32(src), slot);
+    uint32_t *slot = columns + (size_t)(pos / 4) * 2 * LANES + 2 * k;
+    for (; n > 0; n -= 4, src += 4, slot += 2 * LANES) widen_word(trt_read32(src), slot);
 }
 
 /* The last rest (1..3) bytes of a window, with zeros up to the group. */
@@ -123,8 +126,10 @@ static uint32_t partial_word(const int8_t *src, int32_t rest) {
 }
 
 /* Window of the output pixel at x (its top left tap in the image), as pixel k's columns, group g. */
-static void window_to_columns(const trt_conv_params *p, const workspace *ws, const int8_t *x, int32_t k, int32_t g) {
-    const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), whole = window & ~3;
+static void window_to_columns(const trt_conv_params *p, const workspace *ws, const int8_t *x, int32_t pixel,
+                              int32_t g) {
+    const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), whole = window & ~3, k = pixel % LANES;
+    uint32_t *columns = ws->columns + (size_t)(pixel / LANES) * window_groups(p) * 2 * LANES;
     if (is_general(p)) {
         const int32_t kc = p->kernel_c;
         const size_t row_step = (size_t)p->dilation_h * ws->pitch, tap_step = (size_t)p->dilation_w * p->in_c;
@@ -137,16 +142,16 @@ static void window_to_columns(const trt_conv_params *p, const workspace *ws, con
             memcpy(ws->staging + ky * row_len, x + (size_t)ky * ws->pitch, (size_t)row_len);
     } else {
         for (int32_t ky = 0; ky < p->kernel_h; ky++)
-            widen_groups(x + (size_t)ky * ws->pitch, row_len, ws->columns, ky * row_len, k);
+            widen_groups(x + (size_t)ky * ws->pitch, row_len, columns, ky * row_len, k);
         return;   /* window % 4 == 0 */
     }
-    widen_groups(ws->staging, whole, ws->columns, 0, k);
+    widen_groups(ws->staging, whole, columns, 0, k);
     if (window > whole)
-        widen_word(partial_word(ws->staging + whole, window - whole), ws->columns + (size_t)(whole / 4) * 2 * PIXELS + 2 * k);
+        widen_word(partial_word(ws->staging + whole, window - whole), columns + (size_t)(whole / 4) * 2 * LANES + 2 * k);
 }
 
 /* One group: the weight word v against the four pixels' 8 column words. */
-static inline __attribute__((always_inline)) void group4(const uint32_t *x, uint32_t v, int32_t acc[PIXELS]) {
+static inline __attribute__((always_inline)) void group4(const uint32_t *x, uint32_t v, int32_t acc[LANES]) {
     const uint32_t we = trt_sxtb16(v), wo = trt_sxtb16_ror8(v);
     acc[0] = trt_smlad(x[1], wo, trt_smlad(x[0], we, acc[0]));
     acc[1] = trt_smlad(x[3], wo, trt_smlad(x[2], we, acc[1]));
@@ -155,9 +160,11 @@ static inline __attribute__((always_inline)) void group4(const uint32_t *x, uint
 }
 
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
-/* acc[k] += pixel k's columns . w over `groups` groups (the weights read unaligned, one word at
- * a time: LDRD would need alignment). Registers: r0 columns, r1 weights, r2 the count, r4-r7
- * the accumulators, r8/r3 a weight word then its odd pair, lr its even pair, r9-r12 columns. */
+/* acc[k] += lane k's columns . w over `groups` groups: four groups a step (LDRD for the weights
+ * when they are word aligned, as exported rows of whole groups are; LDR otherwise), then the
+ * rest one at a time. Registers: r0 columns, r1 weights, r2 the count, r4-r7 the accumulators,
+ * r8/r3 a weight word then its odd pair, lr its even pair, r9-r12 columns; the group count
+ * and acc are kept on the stack. */
 #define TRT_CONV_GROUP(raw)                  \
     "sxtb16  lr, " raw "\n\t"               \
     "sxtb16  " raw ", " raw ", ror #8\n\t"   \
@@ -171,33 +178,81 @@ static inline __attribute__((always_inline)) void group4(const uint32_t *x, uint
     "smlad   r6, r10, " raw ", r6\n\t"      \
     "smlad   r7, r11, lr, r7\n\t"           \
     "smlad   r7, r12, " raw ", r7\n\t"
+/* One pass: r0 columns, r1 weights; the group count at [sp, #4]. */
+#define TRT_CONV_PASS                        \
+    "ldr     r2, [sp, #4]\n\t"               \
+    "lsrs    r2, r2, #2\n\t"                 \
+    "beq     5f\n\t"                         \
+    "tst     r1, #3\n\t"                     \
+    "bne     3f\n\t"                         \
+    "2:\n\t"                                 \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "subs    r2, r2, #1\n\t"                 \
+    "bne     2b\n\t"                         \
+    "b       5f\n\t"                         \
+    "3:\n\t"                                 \
+    "ldr     r8, [r1], #4\n\t"               \
+    "ldr     r3, [r1], #4\n\t"               \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "ldr     r8, [r1], #4\n\t"               \
+    "ldr     r3, [r1], #4\n\t"               \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "subs    r2, r2, #1\n\t"                 \
+    "bne     3b\n\t"                         \
+    "5:\n\t"                                 \
+    "ldr     r2, [sp, #4]\n\t"               \
+    "ands    r2, r2, #3\n\t"                 \
+    "beq     7f\n\t"                         \
+    "6:\n\t"                                 \
+    "ldr     r8, [r1], #4\n\t"               \
+    TRT_CONV_GROUP("r8")                     \
+    "subs    r2, r2, #1\n\t"                 \
+    "bne     6b\n\t"                         \
+    "7:\n\t"
 static __attribute__((naked, noinline)) void dot4(const uint32_t *x, const int8_t *w, int32_t groups,
+                                                  int32_t acc[LANES]) {
+    (void)x, (void)w, (void)groups, (void)acc;
+    __asm__ volatile(
+        "push    {r1-r11, lr}\n\t"   /* [sp] w, [sp, #4] groups, [sp, #8] acc */
+        "ldm     r3, {r4-r7}\n\t"
+        TRT_CONV_PASS
+        "ldr     r3, [sp, #8]\n\t"
+        "stm     r3, {r4-r7}\n\t"
+        "pop     {r1-r11, pc}\n\t");
+}
+/* Both halves of a block: the second half's columns follow the first's, where the first pass
+ * leaves r0; the weights are read again from the start. */
+static __attribute__((naked, noinline)) void dot8(const uint32_t *x, const int8_t *w, int32_t groups,
                                                   int32_t acc[PIXELS]) {
     (void)x, (void)w, (void)groups, (void)acc;
     __asm__ volatile(
-        "push    {r3-r11, lr}\n\t"
+        "push    {r1-r11, lr}\n\t"
         "ldm     r3, {r4-r7}\n\t"
-        "lsrs    r2, r2, #1\n\t"   /* pairs of groups; carry: one more */
-        "bcc     2f\n\t"
-        "ldr     r8, [r1], #4\n\t"
-        TRT_CONV_GROUP("r8")
-        "2:\n\t"
-        "beq     3f\n\t"           /* the flags are still those of lsrs */
-        "1:\n\t"
-        "ldr     r8, [r1], #4\n\t"
-        "ldr     r3, [r1], #4\n\t"
-        TRT_CONV_GROUP("r8")
-        TRT_CONV_GROUP("r3")
-        "subs    r2, r2, #1\n\t"
-        "bne     1b\n\t"
-        "3:\n\t"
-        "pop     {r3}\n\t"
+        TRT_CONV_PASS
+        "ldr     r3, [sp, #8]\n\t"
+        "stm     r3!, {r4-r7}\n\t"
+        "ldm     r3, {r4-r7}\n\t"
+        "ldr     r1, [sp]\n\t"
+        TRT_CONV_PASS
+        "ldr     r3, [sp, #8]\n\t"
+        "add     r3, r3, #16\n\t"
         "stm     r3, {r4-r7}\n\t"
-        "pop     {r4-r11, pc}\n\t");
+        "pop     {r1-r11, pc}\n\t");
 }
 #else
-static void dot4(const uint32_t *x, const int8_t *w, int32_t groups, int32_t acc[PIXELS]) {
-    for (; groups > 0; groups--, x += 2 * PIXELS, w += 4) group4(x, trt_read32(w), acc);
+static void dot4(const uint32_t *x, const int8_t *w, int32_t groups, int32_t acc[LANES]) {
+    for (; groups > 0; groups--, x += 2 * LANES, w += 4) group4(x, trt_read32(w), acc);
+}
+static void dot8(const uint32_t *x, const int8_t *w, int32_t groups, int32_t acc[PIXELS]) {
+    dot4(x, w, groups, acc);
+    dot4(x + (size_t)groups * 2 * LANES, w, groups, acc + LANES);
 }
 #endif
 
@@ -215,7 +270,7 @@ static inline __attribute__((always_inline)) int8_t short_output(int32_t acc, in
     return (int8_t)trt_clamp((v + round + ((v >> 31) & negative)) >> right, lo, hi);
 }
 
-/* One output channel of the four pixels, short form (a leaf function of its own: few values live). */
+/* One output channel of the block's pixels, short form (a leaf function of its own: few values live). */
 static __attribute__((noinline)) void finish_short(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
                                                    const finish_constants *k, int8_t *out) {
     const int32_t lo = k->lo, hi = k->hi, stride = k->stride;
@@ -238,11 +293,13 @@ static __attribute__((noinline)) void finish_general(const int32_t acc[PIXELS], 
         out[i * k->stride] = trt_output_s8(acc[i], mult, shift, k->offset, k->lo, k->hi);
 }
 
-/* Output channels [oc0, oc1) of the block's four pixels, whose outputs are `stride` bytes apart
- * from out (channel oc0 of the first pixel). */
+/* Output channels [oc0, oc1) of the block's eight pixels, whose outputs are `stride` bytes apart
+ * from out (channel oc0 of the first pixel); a last block of at most four pixels computes only
+ * its first half (the other half's outputs, of the bias alone, land in the spill rows). */
 static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1, int8_t *out,
-                       int32_t stride) {
+                       int32_t stride, int both_halves) {
     const int32_t n = window_len(p), groups = window_groups(p), whole = n / 4, rest = n % 4;
+    const uint32_t *second = columns + (size_t)groups * 2 * LANES;   /* the second half's windows */
     const int32_t partial_oc = rest != 0 ? p->out_c - 1 : -1;   /* the tensor's last row: no word beyond it */
     const int32_t *folded = p->folded_bias, *mults = p->multipliers, *shifts = p->shifts;
     const finish_constants k = {p->output_offset, p->activation_min, p->activation_max, stride};
@@ -251,12 +308,18 @@ static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_
     const int8_t *w = p->weights + (size_t)oc0 * n;
     for (int32_t oc = oc0; oc < oc1; oc++, w += n, out++) {
         const int32_t f = folded[oc];
-        int32_t acc[PIXELS] = {f, f, f, f};
+        int32_t acc[PIXELS] = {f, f, f, f, f, f, f, f};
         if (oc == partial_oc) {
+            const uint32_t last = partial_word(w + 4 * whole, rest);
             dot4(columns, w, whole, acc);
-            group4(columns + (size_t)whole * 2 * PIXELS, partial_word(w + 4 * whole, rest), acc);
+            group4(columns + (size_t)whole * 2 * LANES, last, acc);
+            if (both_halves) {
+                dot4(second, w, whole, acc + LANES);
+                group4(second + (size_t)whole * 2 * LANES, last, acc + LANES);
+            }
         } else {
-            dot4(columns, w, groups, acc);
+            if (both_halves) dot8(columns, w, groups, acc);
+            else dot4(columns, w, groups, acc);
         }
         finish(acc, mults[oc], shifts[oc], &k, out);
     }
@@ -267,15 +330,17 @@ void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int3
     workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
     int8_t *spill = (int8_t *)temp + columns_bytes(p) + staging_bytes(p);
     for (int32_t i = 0; i < pixels; i += PIXELS) {
-        const int whole_block = i + PIXELS <= pixels;
-        /* a last, partial block repeats its last pixel, its four outputs going to the spill rows */
+        const int whole_block = i + PIXELS <= pixels, both_halves = pixels - i > LANES;
+        /* a last, partial block repeats its last pixel, its outputs going to the spill rows */
         int8_t *block_out = whole_block ? out + (size_t)i * p->out_c : spill;
         for (int32_t g = 0; g < p->groups; g++) {
-            for (int32_t k = 0; k < PIXELS; k++) {
+            for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) {
                 const int32_t pixel = i + k < pixels ? i + k : pixels - 1, oy = pixel / p->out_w, ox = pixel % p->out_w;
-                window_to_columns(p, &ws, image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c, k, g);
+                window_to_columns(p, &ws, image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c, k,
+                                  g);
             }
-            conv_block(p, ws.columns, g * per_group, (g + 1) * per_group, block_out + g * per_group, p->out_c);
+            conv_block(p, ws.columns, g * per_group, (g + 1) * per_group, block_out + g * per_group, p->out_c,
+                       both_halves);
         }
         if (!whole_block) memcpy(out + (size_t)i * p->out_c, spill, (size_t)(pixels - i) * p->out_c);
     }

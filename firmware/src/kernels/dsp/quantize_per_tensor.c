@@ -5,8 +5,9 @@
  * Arithmetic: as kernels/c/quantize_per_tensor.c, out = clamp(round_half_even(x * inv_scale) +
  * zero_point, quant_min, quant_max), in an order that needs no rounding function: the clamp
  * comes first, to [quant_min - zero_point, quant_max - zero_point] (integers: clamping and
- * rounding to an integer commute, and NaN fails both comparisons and becomes the lower bound,
- * as in the C kernel), then the rounding, on a value within +-510:
+ * rounding to an integer commute; NaN becomes the lower bound, as in the C kernel: it fails
+ * both comparisons, and VMAXNM, on the Cortex-M33, returns the number), then the rounding, on
+ * a value within +-510:
  *   on the core, VCVTR.S32.F32 (the rounding mode of FPSCR: to nearest, ties to even, the
  *   reset default, which nothing here changes);
  *   elsewhere, (v + 1.5 * 2^23) - 1.5 * 2^23 (float32, to nearest even: exact for |v| < 2^22),
@@ -34,17 +35,27 @@ static inline int32_t round_to_int(float v) {
 }
 #endif
 
+/* Clamping to [lo, hi], NaN to lo: VMAXNM/VMINNM (Armv8-M's FPU: maxNum returns the number of a
+ * NaN and a number) where the core has them, else the C kernel's two comparisons. */
+#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__ARM_ARCH_8M_MAIN__)
+static inline float clamp_to(float v, float lo, float hi) {
+    __asm__("vmaxnm.f32 %0, %0, %1\n\tvminnm.f32 %0, %0, %2" : "+t"(v) : "t"(lo), "t"(hi));
+    return v;
+}
+#else
+static inline float clamp_to(float v, float lo, float hi) {
+    if (!(v >= lo)) v = lo;   /* NaN too */
+    if (v > hi) v = hi;
+    return v;
+}
+#endif
+
 void trt_quantize_dsp(const trt_quantize_params *p) {
     const float lo = p->quant_min - p->zero_point, hi = p->quant_max - p->zero_point, inv_scale = p->inv_scale;
     const int32_t zero_point = (int32_t)p->zero_point;
     const float *x = p->input, *end = p->input + p->count;   /* read once: the stores could alias p */
     int8_t *out = p->output;
-    for (; x != end; x++, out++) {
-        float v = *x * inv_scale;
-        if (!(v >= lo)) v = lo;   /* NaN too */
-        if (v > hi) v = hi;
-        *out = (int8_t)(round_to_int(v) + zero_point);
-    }
+    for (; x != end; x++, out++) *out = (int8_t)(round_to_int(clamp_to(*x * inv_scale, lo, hi)) + zero_point);
 }
 
 #endif
