@@ -97,6 +97,10 @@ static void conv_geometry(trt_conv_params *p, int kind) {
     p->output_offset = pick(-128, 127);
     p->activation_min = pick(-128, 0);
     p->activation_max = pick(p->activation_min, 127);
+    if (pick(0, 2) == 0) {   /* the whole int8 range, as most exported layers have it */
+        p->activation_min = -128;
+        p->activation_max = 127;
+    }
 }
 
 static int32_t extent(int32_t in, int32_t k, int32_t s, int32_t pad, int32_t d) {
@@ -211,6 +215,10 @@ static void linear_round(long round) {
     p.shift = pick(-12, 1);
     p.activation_min = pick(-128, 0);
     p.activation_max = pick(p.activation_min, 127);
+    if (pick(0, 2) == 0) {   /* the whole int8 range, as most exported layers have it */
+        p.activation_min = -128;
+        p.activation_max = 127;
+    }
     void *sums = aligned(trt_linear_sums_bytes(&p)), *temp = aligned(trt_linear_dsp_temp_bytes(&p));
     trt_linear_prepare_sums(&p, sums);
     p.output = out_c;

@@ -276,6 +276,13 @@ static __attribute__((noinline)) void finish_short(const int32_t acc[PIXELS], in
     const int32_t lo = k->lo, hi = k->hi, stride = k->stride;
     if (shift < 0) {   /* every exported layer: the rounding shift */
         const int32_t right = -shift, round = (int32_t)(1u << (right - 1)) + k->offset * (int32_t)(1u << right);
+        if (lo == -128 && hi == 127) {   /* the whole int8 range (a ReLU folded into the output zero point too) */
+            for (int32_t i = 0; i < PIXELS; i++) {
+                const int32_t v = trt_smmulr(acc[i] * 2, mult);
+                out[i * stride] = (int8_t)trt_ssat8((v + round + (v >> 31)) >> right);
+            }
+            return;
+        }
         for (int32_t i = 0; i < PIXELS; i++) {
             const int32_t v = trt_smmulr(acc[i] * 2, mult);
             out[i * stride] = (int8_t)trt_clamp((v + round + (v >> 31)) >> right, lo, hi);

@@ -56,7 +56,9 @@ static short_form short_form_of(const trt_linear_params *p) {
 
 static inline int8_t short_output(const short_form *f, int32_t acc) {
     const int32_t v = trt_smmulr((int32_t)((uint32_t)acc << f->left), f->multiplier);
-    return (int8_t)trt_clamp((v + f->round + ((v >> 31) & f->negative)) >> f->right, f->lo, f->hi);
+    const int32_t r = (v + f->round + ((v >> 31) & f->negative)) >> f->right;
+    /* the whole int8 range, SSAT alone, in most layers (a ReLU folded into the zero point too) */
+    return (int8_t)(f->lo == -128 && f->hi == 127 ? trt_ssat8(r) : trt_clamp(r, f->lo, f->hi));
 }
 
 /* Everything of output o's accumulator but the dot product, in int32 (exact: each term is within
