@@ -17,8 +17,8 @@
  * for its eight outputs. The accumulators start at folded_bias (both sums wrap modulo 2^32:
  * the order does not matter).
  * A window not a multiple of four bytes is widened with zeros up to its last group, whose
- * weight word then holds up to 3 bytes of the next channel's row (times 0); only the
- * tensor's last row reads its last group byte by byte.
+ * weight word then holds up to 3 bytes of the next channels' rows (times 0); only the rows
+ * whose word would reach past the tensor's end read their last group byte by byte.
  *
  * Requantization: dsp_requantize.h's short form when no accumulator, shifted left by a
  * positive shift, can reach 2^30 (checked at load; the left shift joins SMMULR's doubling),
@@ -307,7 +307,9 @@ static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_
                        int32_t stride, int both_halves) {
     const int32_t n = window_len(p), groups = window_groups(p), whole = n / 4, rest = n % 4;
     const uint32_t *second = columns + (size_t)groups * 2 * LANES;   /* the second half's windows */
-    const int32_t partial_oc = rest != 0 ? p->out_c - 1 : -1;   /* the tensor's last row: no word beyond it */
+    /* the rows whose last group's word would reach past the tensor's end (the last one; more when
+     * a row is shorter than the 1..3 bytes the word reads beyond it) read that group byte by byte */
+    const int32_t partial_from = rest != 0 ? p->out_c - 1 - (4 * groups - n - 1) / n : p->out_c;
     const int32_t *folded = p->folded_bias, *mults = p->multipliers, *shifts = p->shifts;
     const finish_constants k = {p->output_offset, p->activation_min, p->activation_max, stride};
     void (*const finish)(const int32_t *, int32_t, int32_t, const finish_constants *, int8_t *) =
@@ -316,7 +318,7 @@ static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_
     for (int32_t oc = oc0; oc < oc1; oc++, w += n, out++) {
         const int32_t f = folded[oc];
         int32_t acc[PIXELS] = {f, f, f, f, f, f, f, f};
-        if (oc == partial_oc) {
+        if (oc >= partial_from) {
             const uint32_t last = partial_word(w + 4 * whole, rest);
             dot4(columns, w, whole, acc);
             group4(columns + (size_t)whole * 2 * LANES, last, acc);
