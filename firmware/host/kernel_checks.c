@@ -299,6 +299,15 @@ static void quantize_special_values(void) {
     memset(out, 0, sizeof out);
     trt_quantize_dsp(&p);
     check(memcmp(out, expected, sizeof out) == 0, "DSP quantize: NaN -> quant_min, infinities clamp, ties to even", 0);
+    /* the whole int8 range (the DSP kernel's own path there), large values and ties included */
+    const float wide[] = {NAN, -NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 3e9f, 5000001.5f, 4194305.5f, 124.5f, -129.5f, 0.5f};
+    int8_t out_c[12], out_d[12];
+    trt_quantize_params q = {wide, out_c, 12, 1.0f, 2.0f, -128.0f, 127.0f};
+    trt_quantize_c(&q);
+    q.output = out_d;
+    trt_quantize_dsp(&q);
+    check(memcmp(out_c, out_d, sizeof out_c) == 0 && out_c[0] == -128 && out_c[2] == 127,
+          "DSP quantize over the whole int8 range: special values as plain C", 0);
 }
 
 /* Random floats, half of them exact ties after the scaling, through C and DSP quantize. */
@@ -311,7 +320,9 @@ static void quantize_round(long round) {
         const float tie = ((float)pick(-700, 700) + 0.5f) / inv_scale;
         inputs[i] = pick(0, 1) ? tie : (float)pick(-1000000, 1000000) / (float)pick(1, 100000);
     }
-    const float zp = (float)pick(-128, 127), lo = (float)pick(-128, 0), hi = (float)pick(0, 127);
+    const float zp = (float)pick(-128, 127);
+    const int full = pick(0, 1);   /* the whole int8 range half the time: the DSP kernel's own path there */
+    const float lo = full ? -128.0f : (float)pick(-128, 0), hi = full ? 127.0f : (float)pick(0, 127);
     trt_quantize_params p = {inputs, out_c, N, inv_scale, zp, lo, hi};
     trt_quantize_c(&p);
     p.output = out_d;
