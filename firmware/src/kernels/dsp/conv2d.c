@@ -11,11 +11,12 @@
  * Eight output pixels at a time, in two halves of four: each window is widened once to 16
  * bits, each group of four bytes stored as the halfword pairs (x0, x2), (x1, x3) -- the order
  * SXTB16 gives the weights -- and a half's four windows interleaved group by group (8 words a
- * group). The hot loop takes one output channel and one half: a weight word, split by two
- * SXTB16, meets the four pixels' 8 words (two LDM) in 8 SMLAD: 64 MACs in 52 instructions per
- * four groups with the loop (LDRD for word-aligned weight rows). Each channel's requantization constants are then worked out once
- * for its eight outputs. The accumulators start at folded_bias (both sums wrap modulo 2^32:
- * the order does not matter).
+ * group). The hot loop (assembly: the compiler spilled the accumulators) takes one output
+ * channel and one half: a weight word, split by two SXTB16, meets the four pixels' 8 words
+ * (two LDM) in 8 SMLAD: 64 MACs in 52 instructions per four groups with the loop (LDRD for
+ * word-aligned weight rows). Each channel's requantization constants are then worked out
+ * once for its eight outputs. The accumulators start at folded_bias (both sums wrap modulo
+ * 2^32: the order does not matter).
  * A window not a multiple of four bytes is widened with zeros up to its last group, whose
  * weight word then holds up to 3 bytes of the next channels' rows (times 0); only the rows
  * whose word would reach past the tensor's end read their last group byte by byte.
@@ -24,7 +25,8 @@
  * positive shift, can reach 2^30 (checked at load; the left shift joins SMMULR's doubling),
  * with the output offset added before the rounding shift, scaled by 2^right
  * (floor((v + c + k 2^n) / 2^n) = floor((v + c) / 2^n) + k: one add less per output; the
- * load checks that the sum stays below 2^31); arith.h's general one otherwise.
+ * load checks that the sum stays below 2^31), and SSAT alone when the activation range is the
+ * whole int8 range; arith.h's general one otherwise.
  *
  * Groups and dilation: each window is first gathered tap by tap (kernel_c bytes of its group's
  * channels per tap, taps dilation apart) into one byte run, then widened, group by group, each
@@ -274,7 +276,7 @@ static inline __attribute__((always_inline)) int8_t short_output(int32_t acc, in
 static __attribute__((noinline)) void finish_short(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
                                                    const finish_constants *k, int8_t *out) {
     const int32_t lo = k->lo, hi = k->hi, stride = k->stride;
-    if (shift < 0) {   /* every exported layer: the rounding shift */
+    if (shift < 0) {   /* the usual case: a rounding shift */
         const int32_t right = -shift, round = (int32_t)(1u << (right - 1)) + k->offset * (int32_t)(1u << right);
         if (lo == -128 && hi == 127) {   /* the whole int8 range (a ReLU folded into the output zero point too) */
             for (int32_t i = 0; i < PIXELS; i++) {
