@@ -97,6 +97,10 @@ static void conv_geometry(trt_conv_params *p, int kind) {
     p->output_offset = pick(-128, 127);
     p->activation_min = pick(-128, 0);
     p->activation_max = pick(p->activation_min, 127);
+    if (pick(0, 2) == 0) {   /* the whole int8 range, as most exported layers have it */
+        p->activation_min = -128;
+        p->activation_max = 127;
+    }
 }
 
 static int32_t extent(int32_t in, int32_t k, int32_t s, int32_t pad, int32_t d) {
@@ -211,6 +215,10 @@ static void linear_round(long round) {
     p.shift = pick(-12, 1);
     p.activation_min = pick(-128, 0);
     p.activation_max = pick(p.activation_min, 127);
+    if (pick(0, 2) == 0) {   /* the whole int8 range, as most exported layers have it */
+        p.activation_min = -128;
+        p.activation_max = 127;
+    }
     void *sums = aligned(trt_linear_sums_bytes(&p)), *temp = aligned(trt_linear_dsp_temp_bytes(&p));
     trt_linear_prepare_sums(&p, sums);
     p.output = out_c;
@@ -288,6 +296,38 @@ static void quantize_special_values(void) {
     trt_quantize_params p = {inputs, out, 10, 1.0f, 2.0f, -100.0f, 90.0f};
     trt_quantize_c(&p);
     check(memcmp(out, expected, sizeof out) == 0, "quantize: NaN -> quant_min, infinities clamp, ties to even", 0);
+    memset(out, 0, sizeof out);
+    trt_quantize_dsp(&p);
+    check(memcmp(out, expected, sizeof out) == 0, "DSP quantize: NaN -> quant_min, infinities clamp, ties to even", 0);
+    /* the whole int8 range (the DSP kernel's own path there), large values and ties included */
+    const float wide[] = {NAN, -NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 3e9f, 5000001.5f, 4194305.5f, 124.5f, -129.5f, 0.5f};
+    int8_t out_c[12], out_d[12];
+    trt_quantize_params q = {wide, out_c, 12, 1.0f, 2.0f, -128.0f, 127.0f};
+    trt_quantize_c(&q);
+    q.output = out_d;
+    trt_quantize_dsp(&q);
+    check(memcmp(out_c, out_d, sizeof out_c) == 0 && out_c[0] == -128 && out_c[2] == 127,
+          "DSP quantize over the whole int8 range: special values as plain C", 0);
+}
+
+/* Random floats, half of them exact ties after the scaling, through C and DSP quantize. */
+static void quantize_round(long round) {
+    enum { N = 64 };
+    float inputs[N];
+    int8_t out_c[N], out_d[N];
+    const float inv_scale = (float)pick(1, 4000) / 64.0f;
+    for (int i = 0; i < N; i++) {
+        const float tie = ((float)pick(-700, 700) + 0.5f) / inv_scale;
+        inputs[i] = pick(0, 1) ? tie : (float)pick(-1000000, 1000000) / (float)pick(1, 100000);
+    }
+    const float zp = (float)pick(-128, 127);
+    const int full = pick(0, 1);   /* the whole int8 range half the time: the DSP kernel's own path there */
+    const float lo = full ? -128.0f : (float)pick(-128, 0), hi = full ? 127.0f : (float)pick(0, 127);
+    trt_quantize_params p = {inputs, out_c, N, inv_scale, zp, lo, hi};
+    trt_quantize_c(&p);
+    p.output = out_d;
+    trt_quantize_dsp(&p);
+    check(memcmp(out_c, out_d, sizeof out_c) == 0, "DSP quantize equals plain C", round);
 }
 
 static void put_le(uint8_t *p, uint64_t v, int n) {
@@ -333,6 +373,7 @@ int main(int argc, char **argv) {
         linear_round(r);
         pool_round(r);
         dsp_model_round(r);
+        quantize_round(r);
     }
     quantize_special_values();
     program_extents();

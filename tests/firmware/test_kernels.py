@@ -104,8 +104,7 @@ def test_c_and_dsp_kernels_match_the_reference_layer_by_layer(name, core, awkwar
     # every convolution, pooling and linear layer of these models takes the DSP path
     calls = json.loads(native.tool(native_tool, "info", pte).stdout)["calls"]
     for call, kernel in zip(calls, dsp_kernels):
-        wanted = "c" if call.split("::")[1] in ("quantize_per_tensor", "dequantize_per_tensor",
-                                                "_clone_dim_order") else "dsp"
+        wanted = "c" if call.split("::")[1] in ("dequantize_per_tensor", "_clone_dim_order") else "dsp"
         assert kernel == wanted, f"{call} runs the {kernel} kernel"
 
 

@@ -1,6 +1,7 @@
 /* cortex_m::quantize_per_tensor.out(Tensor input, float scale, int zero_point, int quant_min,
  * int quant_max, ScalarType dtype, *, Tensor(a!) out): bind step and variants. */
 #include "../kernels/c/kernels_c.h"
+#include "../kernels/dsp/kernels_dsp.h"
 #include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "operator_table.h"
@@ -30,11 +31,17 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 #if TRT_HAVE_MVE
 static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantize_mve(&p->quantize_per_tensor); }
 #endif
+#if TRT_HAVE_DSP
+static void run_dsp(const trt_params *p, void *temp) { (void)temp; trt_quantize_dsp(&p->quantize_per_tensor); }
+#endif
 static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantize_c(&p->quantize_per_tensor); }
 
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
     {"mve", NULL, NULL, NULL, NULL, run_mve},
+#endif
+#if TRT_HAVE_DSP
+    {"dsp", NULL, NULL, NULL, NULL, run_dsp},
 #endif
     {"c", NULL, NULL, NULL, NULL, run_c},
 };

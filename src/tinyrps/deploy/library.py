@@ -66,7 +66,8 @@ OPERATOR_LIST = "ops/operators.def"
 OPERATOR_SOURCES = {
     "quantize_per_tensor": {
         "ops": ("ops/quantize.c",),
-        "c": ("kernels/c/quantize_per_tensor.c",), "mve": ("kernels/mve/quantize.c",)},
+        "c": ("kernels/c/quantize_per_tensor.c",), "dsp": ("kernels/dsp/quantize_per_tensor.c",),
+        "mve": ("kernels/mve/quantize.c",)},
     "dequantize_per_tensor": {
         "ops": ("ops/dequantize.c",),
         "c": ("kernels/c/dequantize_per_tensor.c",), "mve": ("kernels/mve/dequantize.c",)},

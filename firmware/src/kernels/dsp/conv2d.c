@@ -8,18 +8,31 @@
  * with a padded copy of the image (kernels/padding.h) so every window is whole and
  * folded_bias = bias + input_offset * sum(w) (weight_sums.h) is exact for every pixel.
  *
- * Two output pixels at a time: each window is widened once to 16 bits, each group of four
- * bytes stored as the halfword pairs (x0, x2), (x1, x3) -- the order SXTB16 gives the
- * weights -- and the two windows interleaved group by group. The hot loop, two output
- * channels at a time, reads a weight word per channel, splits it with two SXTB16 and feeds
- * eight SMLAD from four window words: 16 MACs in about 20 instructions. A reduction not a
- * multiple of four ends with plain multiplies.
+ * Eight output pixels at a time, in two halves of four: each window is widened once to 16
+ * bits, each group of four bytes stored as the halfword pairs (x0, x2), (x1, x3) -- the order
+ * SXTB16 gives the weights -- and a half's four windows interleaved group by group (8 words a
+ * group). The hot loop (assembly: the compiler spilled the accumulators) takes one output
+ * channel and one half: a weight word, split by two SXTB16, meets the four pixels' 8 words
+ * (two LDM) in 8 SMLAD: 64 MACs in 52 instructions per four groups with the loop (LDRD for
+ * word-aligned weight rows). Each channel's requantization constants are then worked out
+ * once for its eight outputs. The accumulators start at folded_bias (both sums wrap modulo
+ * 2^32: the order does not matter).
+ * A window not a multiple of four bytes is widened with zeros up to its last group, whose
+ * weight word then holds up to 3 bytes of the next channels' rows (times 0); only the rows
+ * whose word would reach past the tensor's end read their last group byte by byte.
+ *
+ * Requantization: dsp_requantize.h's short form when no accumulator, shifted left by a
+ * positive shift, can reach 2^30 (checked at load; the left shift joins SMMULR's doubling),
+ * with the output offset added before the rounding shift, scaled by 2^right
+ * (floor((v + c + k 2^n) / 2^n) = floor((v + c) / 2^n) + k: one add less per output; the
+ * load checks that the sum stays below 2^31), and SSAT alone when the activation range is the
+ * whole int8 range; arith.h's general one otherwise.
  *
  * Groups and dilation: each window is first gathered tap by tap (kernel_c bytes of its group's
  * channels per tap, taps dilation apart) into one byte run, then widened, group by group, each
  * group against its own output channels (OHWI weights: contiguous per group). The same code
- * runs the convolutions other operators reduce to (transposed convolution, a one-input-channel
- * depthwise layer): trt_conv2d_dsp_on_image takes an image already padded or prepared.
+ * runs the convolutions other operators reduce to (transposed convolution):
+ * trt_conv2d_dsp_on_image takes an image already padded or prepared.
  */
 #include "../isa.h"
 #if TRT_HAVE_DSP
@@ -31,7 +44,11 @@
 #include "dsp_requantize.h"
 #include "kernels_dsp.h"
 
+#define LANES 4    /* output pixels per pass of the hot loop */
+#define PIXELS 8   /* output pixels per block: two passes, one finish per output channel */
+
 static int32_t window_len(const trt_conv_params *p) { return p->kernel_h * p->kernel_w * p->kernel_c; }
+static int32_t window_groups(const trt_conv_params *p) { return (window_len(p) + 3) / 4; }
 static int is_general(const trt_conv_params *p) { return p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1; }
 static int has_padding(const trt_conv_params *p) { return p->pad_h > 0 || p->pad_w > 0; }
 static size_t padded_bytes(const trt_conv_params *p) {
@@ -39,14 +56,26 @@ static size_t padded_bytes(const trt_conv_params *p) {
     size_t bytes = (size_t)(p->in_h + 2 * p->pad_h) * (size_t)(p->in_w + 2 * p->pad_w) * (size_t)p->in_c;
     return (bytes + 3) & ~(size_t)3;
 }
-/* the two interleaved windows: 4 words per group of four bytes, then 2 x 4 plain halfwords */
-static size_t columns_bytes(const trt_conv_params *p) { return (size_t)(window_len(p) / 4) * 16 + 16; }
+/* two halves of four interleaved windows: 8 words per group of four bytes each */
+static size_t columns_bytes(const trt_conv_params *p) { return (size_t)window_groups(p) * PIXELS * 8; }
 /* kernel_w * in_c not a multiple of 4, groups or dilation: a window is gathered into one byte run first */
 static int needs_staging(const trt_conv_params *p) { return is_general(p) || (p->kernel_w * p->in_c) % 4 != 0; }
 
 int trt_conv2d_dsp_accepts(const trt_conv_params *p) { return trt_pad_value_fits(p->input_offset); }
 
 size_t trt_conv2d_dsp_scratch_bytes(const trt_conv_params *p) { return trt_conv_sums_bytes(p); }
+
+/* Whether a channel takes the short requantization: every value its accumulator can take,
+ * |sum(x * w)| + |folded| with |x| <= 128, times 2^max(shift, 0), stays below 2^30 (then
+ * (acc 2^left * m + 2^30) >> 31 = SMMULR(acc 2^(left + 1), m), exactly), and the output offset,
+ * scaled by 2^right, can join the rounding constant (with |v| <= 2^30 the sum stays below 2^31). */
+static int short_form_fits(int64_t weight_abs_sum, int32_t folded, int32_t shift, int32_t output_offset) {
+    const int64_t folded_abs = folded < 0 ? -(int64_t)folded : folded;
+    const int64_t offset_abs = output_offset < 0 ? -(int64_t)output_offset : output_offset;
+    const int32_t left = shift > 0 ? shift : 0, right = shift < 0 ? -shift : 0;
+    return left < 30 && right < 30 && (128 * weight_abs_sum + folded_abs) << left < TRT_DSP_ACC_LIMIT &&
+           (offset_abs + 1) << right < TRT_DSP_ACC_LIMIT - 1;
+}
 
 /* The weight sums (weight_sums.h), and whether every channel takes the short requantization. */
 void trt_conv2d_dsp_prepare(trt_conv_params *p, void *scratch) {
@@ -55,18 +84,21 @@ void trt_conv2d_dsp_prepare(trt_conv_params *p, void *scratch) {
     p->small_accumulators = 1;
     for (int32_t oc = 0; oc < p->out_c; oc++) {
         const int64_t abs_sum = trt_abs_sum_s8(p->weights + (size_t)oc * n, n, 1);
-        if (!trt_dsp_accumulator_fits(abs_sum, 128, p->folded_bias[oc], p->shifts[oc])) p->small_accumulators = 0;
+        if (!short_form_fits(abs_sum, p->folded_bias[oc], p->shifts[oc], p->output_offset)) p->small_accumulators = 0;
     }
 }
 
-/* The working memory of a call on a prepared image: the interleaved windows, the staging bytes. */
-size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p) {
-    size_t bytes = columns_bytes(p);
-    if (needs_staging(p)) bytes += ((size_t)window_len(p) + 3) & ~(size_t)3;
-    return bytes;
+/* The working memory of a call on a prepared image: the interleaved windows, the staging bytes,
+ * the spill rows of a last, partial block of pixels. */
+static size_t staging_bytes(const trt_conv_params *p) {
+    return needs_staging(p) ? (((size_t)window_len(p) + 3) & ~(size_t)3) : 0;
 }
+static size_t spill_bytes(const trt_conv_params *p) {
+    return (p->out_h * p->out_w) % PIXELS != 0 ? (size_t)PIXELS * p->out_c : 0;
+}
+size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p) { return columns_bytes(p) + staging_bytes(p) + spill_bytes(p); }
 
-/* temp: [padded image][interleaved windows][staging bytes] */
+/* temp: [padded image][interleaved windows][staging bytes][spill rows] */
 size_t trt_conv2d_dsp_temp_bytes(const trt_conv_params *p) { return padded_bytes(p) + trt_conv2d_dsp_block_bytes(p); }
 
 typedef struct {
@@ -76,22 +108,30 @@ typedef struct {
     int8_t *staging;
 } workspace;
 
-/* n bytes (n % 4 == 0) of pixel k's window, from window position pos, into its column slots. */
-static void widen_groups(const int8_t *src, int32_t n, uint32_t *columns, int32_t pos, int32_t k) {
-    uint32_t *slot = columns + (size_t)(pos / 4) * 4 + 2 * k;
-    for (; n > 0; n -= 4, src += 4, slot += 4) {
-        uint32_t v = trt_read32(src);
-        slot[0] = trt_sxtb16(v);
-        slot[1] = trt_sxtb16_ror8(v);
-    }
+/* One group's word of pixel k into its column slots. */
+static inline void widen_word(uint32_t v, uint32_t *slot) {
+    slot[0] = trt_sxtb16(v);
+    slot[1] = trt_sxtb16_ror8(v);
 }
 
-/* Pixel k's window, group g. */
-static void window_to_columns(const trt_conv_params *p, const workspace *ws, int32_t pixel, int32_t k, int32_t g) {
-    const int32_t oy = pixel / p->out_w, ox = pixel % p->out_w, row_len = p->kernel_w * p->in_c;
-    const int32_t window = window_len(p), whole = window & ~3;
-    const int8_t *x = ws->image + (size_t)oy * p->stride_h * ws->pitch + (size_t)ox * p->stride_w * p->in_c;
-    const int8_t *flat = x;
+/* n bytes (n % 4 == 0) of lane k's window, from window position pos, into its column slots. */
+static void widen_groups(const int8_t *src, int32_t n, uint32_t *columns, int32_t pos, int32_t k) {
+    uint32_t *slot = columns + (size_t)(pos / 4) * 2 * LANES + 2 * k;
+    for (; n > 0; n -= 4, src += 4, slot += 2 * LANES) widen_word(trt_read32(src), slot);
+}
+
+/* The last rest (1..3) bytes of a window, with zeros up to the group. */
+static uint32_t partial_word(const int8_t *src, int32_t rest) {
+    uint32_t v = 0;
+    for (int32_t i = 0; i < rest; i++) v |= (uint32_t)(uint8_t)src[i] << (8 * i);
+    return v;
+}
+
+/* Window of the output pixel at x (its top left tap in the image), as pixel k's columns, group g. */
+static void window_to_columns(const trt_conv_params *p, const workspace *ws, const int8_t *x, int32_t pixel,
+                              int32_t g) {
+    const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), whole = window & ~3, k = pixel % LANES;
+    uint32_t *columns = ws->columns + (size_t)(pixel / LANES) * window_groups(p) * 2 * LANES;
     if (is_general(p)) {
         const int32_t kc = p->kernel_c;
         const size_t row_step = (size_t)p->dilation_h * ws->pitch, tap_step = (size_t)p->dilation_w * p->in_c;
@@ -99,114 +139,221 @@ static void window_to_columns(const trt_conv_params *p, const workspace *ws, int
         x += (size_t)g * kc;
         for (int32_t ky = 0; ky < p->kernel_h; ky++)
             for (int32_t kx = 0; kx < p->kernel_w; kx++, dst += kc) memcpy(dst, x + ky * row_step + kx * tap_step, (size_t)kc);
-        flat = ws->staging;
-        widen_groups(flat, whole, ws->columns, 0, k);
     } else if (needs_staging(p)) {
         for (int32_t ky = 0; ky < p->kernel_h; ky++)
             memcpy(ws->staging + ky * row_len, x + (size_t)ky * ws->pitch, (size_t)row_len);
-        flat = ws->staging;
-        widen_groups(flat, whole, ws->columns, 0, k);
     } else {
         for (int32_t ky = 0; ky < p->kernel_h; ky++)
-            widen_groups(x + (size_t)ky * ws->pitch, row_len, ws->columns, ky * row_len, k);
+            widen_groups(x + (size_t)ky * ws->pitch, row_len, columns, ky * row_len, k);
+        return;   /* window % 4 == 0 */
     }
-    /* the last window % 4 bytes, plainly (only with staging: otherwise window % 4 == 0) */
-    int16_t *tail = (int16_t *)(void *)(ws->columns + (size_t)(window / 4) * 4) + 4 * k;
-    for (int32_t i = 0; i < window - whole; i++) tail[i] = flat[whole + i];
+    widen_groups(ws->staging, whole, columns, 0, k);
+    if (window > whole)
+        widen_word(partial_word(ws->staging + whole, window - whole), columns + (size_t)(whole / 4) * 2 * LANES + 2 * k);
 }
 
-/* acc = {pixel 0 . w0, pixel 0 . w1, pixel 1 . w0, pixel 1 . w1} over `groups` groups of four. */
-static __attribute__((noinline)) void dot2x2(const uint32_t *columns, int32_t groups, const int8_t *w0,
-                                            const int8_t *w1, int32_t acc[4]) {
-    int32_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
-    for (int32_t g = groups; g > 0; g--) {
-        const uint32_t v0 = trt_read32(w0), v1 = trt_read32(w1);
-        w0 += 4;
-        w1 += 4;
-        const uint32_t w0e = trt_sxtb16(v0), w0o = trt_sxtb16_ror8(v0);
-        const uint32_t w1e = trt_sxtb16(v1), w1o = trt_sxtb16_ror8(v1);
-        uint32_t xe = columns[0], xo = columns[1];
-        a0 = trt_smlad(xe, w0e, a0);
-        a0 = trt_smlad(xo, w0o, a0);
-        a1 = trt_smlad(xe, w1e, a1);
-        a1 = trt_smlad(xo, w1o, a1);
-        xe = columns[2];
-        xo = columns[3];
-        columns += 4;
-        b0 = trt_smlad(xe, w0e, b0);
-        b0 = trt_smlad(xo, w0o, b0);
-        b1 = trt_smlad(xe, w1e, b1);
-        b1 = trt_smlad(xo, w1o, b1);
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = b0;
-    acc[3] = b1;
+/* One group: the weight word v against the four pixels' 8 column words. */
+static inline __attribute__((always_inline)) void group4(const uint32_t *x, uint32_t v, int32_t acc[LANES]) {
+    const uint32_t we = trt_sxtb16(v), wo = trt_sxtb16_ror8(v);
+    acc[0] = trt_smlad(x[1], wo, trt_smlad(x[0], we, acc[0]));
+    acc[1] = trt_smlad(x[3], wo, trt_smlad(x[2], we, acc[1]));
+    acc[2] = trt_smlad(x[5], wo, trt_smlad(x[4], we, acc[2]));
+    acc[3] = trt_smlad(x[7], wo, trt_smlad(x[6], we, acc[3]));
 }
 
-/* What the finishing of every output channel reads, copied out of the parameters once per call
- * (the output's byte stores could alias them: GCC would reload each one per channel). */
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+/* acc[k] += lane k's columns . w over `groups` groups: four groups a step (LDRD for the weights
+ * when they are word aligned, as exported rows of whole groups are; LDR otherwise), then the
+ * rest one at a time. Registers: r0 columns, r1 weights, r2 the count, r4-r7 the accumulators,
+ * r8/r3 a weight word then its odd pair, lr its even pair, r9-r12 columns; the group count
+ * and acc are kept on the stack. */
+#define TRT_CONV_GROUP(raw)                  \
+    "sxtb16  lr, " raw "\n\t"               \
+    "sxtb16  " raw ", " raw ", ror #8\n\t"   \
+    "ldm     r0!, {r9-r12}\n\t"             \
+    "smlad   r4, r9, lr, r4\n\t"            \
+    "smlad   r4, r10, " raw ", r4\n\t"      \
+    "smlad   r5, r11, lr, r5\n\t"           \
+    "smlad   r5, r12, " raw ", r5\n\t"      \
+    "ldm     r0!, {r9-r12}\n\t"             \
+    "smlad   r6, r9, lr, r6\n\t"            \
+    "smlad   r6, r10, " raw ", r6\n\t"      \
+    "smlad   r7, r11, lr, r7\n\t"           \
+    "smlad   r7, r12, " raw ", r7\n\t"
+/* One pass: r0 columns, r1 weights; the group count at [sp, #4]. */
+#define TRT_CONV_PASS                        \
+    "ldr     r2, [sp, #4]\n\t"               \
+    "lsrs    r2, r2, #2\n\t"                 \
+    "beq     5f\n\t"                         \
+    "tst     r1, #3\n\t"                     \
+    "bne     3f\n\t"                         \
+    "2:\n\t"                                 \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "subs    r2, r2, #1\n\t"                 \
+    "bne     2b\n\t"                         \
+    "b       5f\n\t"                         \
+    "3:\n\t"                                 \
+    "ldr     r8, [r1], #4\n\t"               \
+    "ldr     r3, [r1], #4\n\t"               \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "ldr     r8, [r1], #4\n\t"               \
+    "ldr     r3, [r1], #4\n\t"               \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "subs    r2, r2, #1\n\t"                 \
+    "bne     3b\n\t"                         \
+    "5:\n\t"                                 \
+    "ldr     r2, [sp, #4]\n\t"               \
+    "ands    r2, r2, #3\n\t"                 \
+    "beq     7f\n\t"                         \
+    "6:\n\t"                                 \
+    "ldr     r8, [r1], #4\n\t"               \
+    TRT_CONV_GROUP("r8")                     \
+    "subs    r2, r2, #1\n\t"                 \
+    "bne     6b\n\t"                         \
+    "7:\n\t"
+static __attribute__((naked, noinline)) void dot4(const uint32_t *x, const int8_t *w, int32_t groups,
+                                                  int32_t acc[LANES]) {
+    (void)x, (void)w, (void)groups, (void)acc;
+    __asm__ volatile(
+        "push    {r1-r11, lr}\n\t"   /* [sp] w, [sp, #4] groups, [sp, #8] acc */
+        "ldm     r3, {r4-r7}\n\t"
+        TRT_CONV_PASS
+        "ldr     r3, [sp, #8]\n\t"
+        "stm     r3, {r4-r7}\n\t"
+        "pop     {r1-r11, pc}\n\t");
+}
+/* Both halves of a block: the second half's columns follow the first's, where the first pass
+ * leaves r0; the weights are read again from the start. */
+static __attribute__((naked, noinline)) void dot8(const uint32_t *x, const int8_t *w, int32_t groups,
+                                                  int32_t acc[PIXELS]) {
+    (void)x, (void)w, (void)groups, (void)acc;
+    __asm__ volatile(
+        "push    {r1-r11, lr}\n\t"
+        "ldm     r3, {r4-r7}\n\t"
+        TRT_CONV_PASS
+        "ldr     r3, [sp, #8]\n\t"
+        "stm     r3!, {r4-r7}\n\t"
+        "ldm     r3, {r4-r7}\n\t"
+        "ldr     r1, [sp]\n\t"
+        TRT_CONV_PASS
+        "ldr     r3, [sp, #8]\n\t"
+        "add     r3, r3, #16\n\t"
+        "stm     r3, {r4-r7}\n\t"
+        "pop     {r1-r11, pc}\n\t");
+}
+#else
+static void dot4(const uint32_t *x, const int8_t *w, int32_t groups, int32_t acc[LANES]) {
+    for (; groups > 0; groups--, x += 2 * LANES, w += 4) group4(x, trt_read32(w), acc);
+}
+static void dot8(const uint32_t *x, const int8_t *w, int32_t groups, int32_t acc[PIXELS]) {
+    dot4(x, w, groups, acc);
+    dot4(x + (size_t)groups * 2 * LANES, w, groups, acc + LANES);
+}
+#endif
+
+/* What the finishing of every output channel reads, gathered once per call. */
 typedef struct {
-    const int32_t *folded, *multipliers, *shifts;
-    int32_t offset, lo, hi, small;
+    int32_t offset, lo, hi, stride;   /* stride: bytes from one pixel's outputs to the next one's */
 } finish_constants;
 
-static finish_constants finish_constants_of(const trt_conv_params *p) {
-    const finish_constants k = {p->folded_bias, p->multipliers, p->shifts,        p->output_offset,
-                                p->activation_min, p->activation_max, p->small_accumulators};
-    return k;
+/* The short requantization of one output (acc: folded bias included), dsp_requantize.h's with the
+ * left shift in SMMULR's operand and the output offset in the rounding constant. */
+static inline __attribute__((always_inline)) int8_t short_output(int32_t acc, int32_t left, int32_t mult,
+                                                                int32_t round, int32_t negative, int32_t right,
+                                                                int32_t lo, int32_t hi) {
+    const int32_t v = trt_smmulr((int32_t)((uint32_t)acc << left), mult);
+    return (int8_t)trt_clamp((v + round + ((v >> 31) & negative)) >> right, lo, hi);
 }
 
-/* Output channel oc of two pixels, whose parameters are read once. */
-static inline __attribute__((always_inline)) void finish_channel(const finish_constants *k, int32_t oc, int32_t acc_a,
-                                                                int32_t acc_b, int8_t *out_a, int8_t *out_b) {
-    const int32_t folded = k->folded[oc], mult = k->multipliers[oc], shift = k->shifts[oc];
-    if (k->small) {   /* |acc + folded| < 2^30: no wrap, the short requantization */
-        const trt_dsp_requant r = trt_dsp_requant_of(mult, shift);
-        out_a[oc] = trt_dsp_output_s8(acc_a + folded, &r, k->offset, k->lo, k->hi);
-        out_b[oc] = trt_dsp_output_s8(acc_b + folded, &r, k->offset, k->lo, k->hi);
+/* One output channel of the block's pixels, short form (a leaf function of its own: few values live). */
+static __attribute__((noinline)) void finish_short(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
+                                                   const finish_constants *k, int8_t *out) {
+    const int32_t lo = k->lo, hi = k->hi, stride = k->stride;
+    if (shift < 0) {   /* the usual case: a rounding shift */
+        const int32_t right = -shift, round = (int32_t)(1u << (right - 1)) + k->offset * (int32_t)(1u << right);
+        if (lo == -128 && hi == 127) {   /* the whole int8 range (a ReLU folded into the output zero point too) */
+            for (int32_t i = 0; i < PIXELS; i++) {
+                const int32_t v = trt_smmulr(acc[i] * 2, mult);
+                out[i * stride] = (int8_t)trt_ssat8((v + round + (v >> 31)) >> right);
+            }
+            return;
+        }
+        for (int32_t i = 0; i < PIXELS; i++) {
+            const int32_t v = trt_smmulr(acc[i] * 2, mult);
+            out[i * stride] = (int8_t)trt_clamp((v + round + (v >> 31)) >> right, lo, hi);
+        }
         return;
     }
-    out_a[oc] = trt_output_s8(trt_add_wrap(acc_a, folded), mult, shift, k->offset, k->lo, k->hi);
-    out_b[oc] = trt_output_s8(trt_add_wrap(acc_b, folded), mult, shift, k->offset, k->lo, k->hi);
+    const int32_t left = shift + 1;
+    for (int32_t i = 0; i < PIXELS; i++)
+        out[i * stride] = short_output(acc[i], left, mult, k->offset, 0, 0, lo, hi);
 }
 
-/* Output channels [oc0, oc1) of pixels a and b (b == a for a last, odd one: computed once more,
- * stored once more). */
-static void conv_pair(const trt_conv_params *p, const workspace *ws, int32_t oc0, int32_t oc1, int8_t *out_a,
-                      int8_t *out_b) {
-    const int32_t n = window_len(p), groups = n / 4, rest = n % 4;
-    const int16_t *tail = (const int16_t *)(const void *)(ws->columns + (size_t)groups * 4);
-    const uint32_t *columns = ws->columns;
-    const int8_t *weights = p->weights;
-    const finish_constants k = finish_constants_of(p);
-    for (int32_t oc = oc0; oc < oc1; oc += 2) {
-        const int8_t *w0 = weights + (size_t)oc * n;
-        const int8_t *w1 = oc + 1 < oc1 ? w0 + n : w0;
-        int32_t acc[4];
-        dot2x2(columns, groups, w0, w1, acc);
-        for (int32_t i = 0; i < rest; i++) {
-            const int32_t x = tail[i], y = tail[4 + i], u = w0[4 * groups + i], v = w1[4 * groups + i];
-            acc[0] += x * u;
-            acc[1] += x * v;
-            acc[2] += y * u;
-            acc[3] += y * v;
+static __attribute__((noinline)) void finish_general(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
+                                                     const finish_constants *k, int8_t *out) {
+    for (int32_t i = 0; i < PIXELS; i++)
+        out[i * k->stride] = trt_output_s8(acc[i], mult, shift, k->offset, k->lo, k->hi);
+}
+
+/* Output channels [oc0, oc1) of the block's eight pixels, whose outputs are `stride` bytes apart
+ * from out (channel oc0 of the first pixel); a last block of at most four pixels computes only
+ * its first half (the other half's outputs, of the bias alone, land in the spill rows). */
+static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1, int8_t *out,
+                       int32_t stride, int both_halves) {
+    const int32_t n = window_len(p), groups = window_groups(p), whole = n / 4, rest = n % 4;
+    const uint32_t *second = columns + (size_t)groups * 2 * LANES;   /* the second half's windows */
+    /* the rows whose last group's word would reach past the tensor's end (the last one; more when
+     * a row is shorter than the 1..3 bytes the word reads beyond it) read that group byte by byte */
+    const int32_t partial_from = rest != 0 ? p->out_c - 1 - (4 * groups - n - 1) / n : p->out_c;
+    const int32_t *folded = p->folded_bias, *mults = p->multipliers, *shifts = p->shifts;
+    const finish_constants k = {p->output_offset, p->activation_min, p->activation_max, stride};
+    void (*const finish)(const int32_t *, int32_t, int32_t, const finish_constants *, int8_t *) =
+        p->small_accumulators ? finish_short : finish_general;
+    const int8_t *w = p->weights + (size_t)oc0 * n;
+    for (int32_t oc = oc0; oc < oc1; oc++, w += n, out++) {
+        const int32_t f = folded[oc];
+        int32_t acc[PIXELS] = {f, f, f, f, f, f, f, f};
+        if (oc >= partial_from) {
+            const uint32_t last = partial_word(w + 4 * whole, rest);
+            dot4(columns, w, whole, acc);
+            group4(columns + (size_t)whole * 2 * LANES, last, acc);
+            if (both_halves) {
+                dot4(second, w, whole, acc + LANES);
+                group4(second + (size_t)whole * 2 * LANES, last, acc + LANES);
+            }
+        } else {
+            if (both_halves) dot8(columns, w, groups, acc);
+            else dot4(columns, w, groups, acc);
         }
-        finish_channel(&k, oc, acc[0], acc[2], out_a, out_b);
-        if (oc + 1 < oc1) finish_channel(&k, oc + 1, acc[1], acc[3], out_a, out_b);
+        finish(acc, mults[oc], shifts[oc], &k, out);
     }
 }
 
 void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
     const int32_t pixels = p->out_h * p->out_w, per_group = p->out_c / p->groups;
     workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
-    for (int32_t i = 0; i < pixels; i += 2) {
-        const int32_t j = i + 1 < pixels ? i + 1 : i;
+    int8_t *spill = (int8_t *)temp + columns_bytes(p) + staging_bytes(p);
+    for (int32_t i = 0; i < pixels; i += PIXELS) {
+        const int whole_block = i + PIXELS <= pixels, both_halves = pixels - i > LANES;
+        /* a last, partial block repeats its last pixel, its outputs going to the spill rows */
+        int8_t *block_out = whole_block ? out + (size_t)i * p->out_c : spill;
         for (int32_t g = 0; g < p->groups; g++) {
-            window_to_columns(p, &ws, i, 0, g);
-            window_to_columns(p, &ws, j, 1, g);
-            conv_pair(p, &ws, g * per_group, (g + 1) * per_group, out + (size_t)i * p->out_c, out + (size_t)j * p->out_c);
+            for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) {
+                const int32_t pixel = i + k < pixels ? i + k : pixels - 1, oy = pixel / p->out_w, ox = pixel % p->out_w;
+                window_to_columns(p, &ws, image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c, k,
+                                  g);
+            }
+            conv_block(p, ws.columns, g * per_group, (g + 1) * per_group, block_out + g * per_group, p->out_c,
+                       both_halves);
         }
+        if (!whole_block) memcpy(out + (size_t)i * p->out_c, spill, (size_t)(pixels - i) * p->out_c);
     }
 }
 

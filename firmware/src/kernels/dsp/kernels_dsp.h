@@ -11,6 +11,8 @@
 
 #include "../kernels.h"
 
+void trt_quantize_dsp(const trt_quantize_params *p);
+
 int trt_conv2d_dsp_accepts(const trt_conv_params *p);
 size_t trt_conv2d_dsp_scratch_bytes(const trt_conv_params *p);
 void trt_conv2d_dsp_prepare(trt_conv_params *p, void *scratch);

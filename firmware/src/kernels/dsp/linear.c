@@ -4,10 +4,12 @@
  *
  * Arithmetic: as kernels/c/linear.c (both forms; linear_finish.h does everything after the
  * dot products). Each input row is widened once to 16 bits in the order SXTB16 gives the
- * weights (groups of four as (x0, x2), (x1, x3)); the hot loop reads one weight word per
- * output row, splits it with two SXTB16 and feeds two SMLAD, two output rows at a time.
- * Requantization: dsp_requantize.h when no input can take an accumulator to 2^30 (checked at
- * load: then the int32 sum is the exact one of either form), linear_finish.h's otherwise.
+ * weights (groups of four as (x0, x2), (x1, x3)); the hot loop, two output rows at a time,
+ * loads two groups' input words with one LDM and per row and group reads one weight word,
+ * splits it with two SXTB16 and feeds two SMLAD.
+ * Requantization: dsp_requantize.h when no input can take an accumulator, shifted left by a
+ * positive shift, to 2^30 (checked at load: then the int32 sum is the exact one of either
+ * form, and the left shift joins SMMULR's doubling), linear_finish.h's otherwise.
  */
 #include "../isa.h"
 #if TRT_HAVE_DSP
@@ -20,18 +22,50 @@
 
 size_t trt_linear_dsp_scratch_bytes(const trt_linear_params *p) { return trt_linear_sums_bytes(p); }
 
+/* The short requantization needs every accumulator, shifted left by a positive shift, below 2^30. */
+/* The short requantization needs every accumulator, shifted left by a positive shift, below 2^30,
+ * and the output offset, scaled by 2^right, small enough to join the rounding constant. */
 void trt_linear_dsp_prepare(trt_linear_params *p, void *scratch) {
+    const int32_t left = p->shift > 0 ? p->shift : 0, right = p->shift < 0 ? -p->shift : 0;
+    const int64_t offset_abs = p->output_offset < 0 ? -(int64_t)p->output_offset : p->output_offset;
     trt_linear_prepare_sums(p, scratch);
-    p->small_accumulators = p->shift <= 0;
+    p->small_accumulators = left < 30 && right < 30 && (offset_abs + 1) << right < TRT_DSP_ACC_LIMIT - 1;
     for (int32_t o = 0; o < p->out_features && p->small_accumulators; o++)
-        if (trt_linear_accumulator_bound(p, o) >= TRT_DSP_ACC_LIMIT) p->small_accumulators = 0;
+        if (trt_linear_accumulator_bound(p, o) << left >= TRT_DSP_ACC_LIMIT) p->small_accumulators = 0;
 }
 
-/* The accumulator of output o in int32 (exact: below 2^30 by the load-time bound). */
-static inline int32_t short_accumulator(const trt_linear_params *p, int32_t o, int32_t dot, int32_t input_sum,
-                                        int32_t terms) {
-    if (p->kernel_sum) return dot + input_sum * p->filter_offset + p->kernel_sum[o];
-    int32_t acc = dot + terms;
+/* The short requantization's constants, read once per call: SMMULR(acc 2^(left + 1), m) =
+ * (acc 2^left m + 2^30) >> 31 while |acc 2^left| < 2^30, then dsp_requantize.h's rounding shift
+ * with the output offset in the rounding constant (floor((v + c + k 2^n) / 2^n) = floor((v + c)
+ * / 2^n) + k; the load checked that the sum stays below 2^31). */
+typedef struct {
+    int32_t multiplier, left, right, negative, round, lo, hi;
+} short_form;
+
+static short_form short_form_of(const trt_linear_params *p) {
+    const int32_t shift = p->shift, right = shift < 0 ? -shift : 0;
+    const short_form f = {p->multiplier,
+                          shift > 0 ? shift + 1 : 1,
+                          right,
+                          shift < 0 ? -1 : 0,
+                          (shift < 0 ? (int32_t)(1u << (right - 1)) : 0) + p->output_offset * (int32_t)(1u << right),
+                          p->activation_min,
+                          p->activation_max};
+    return f;
+}
+
+static inline int8_t short_output(const short_form *f, int32_t acc) {
+    const int32_t v = trt_smmulr((int32_t)((uint32_t)acc << f->left), f->multiplier);
+    const int32_t r = (v + f->round + ((v >> 31) & f->negative)) >> f->right;
+    /* the whole int8 range, SSAT alone, in most layers (a ReLU folded into the zero point too) */
+    return (int8_t)(f->lo == -128 && f->hi == 127 ? trt_ssat8(r) : trt_clamp(r, f->lo, f->hi));
+}
+
+/* Everything of output o's accumulator but the dot product, in int32 (exact: each term is within
+ * the load-time bound). terms: filter_offset * sum(x) + depth * input_offset * filter_offset. */
+static inline int32_t start_of(const trt_linear_params *p, int32_t o, int32_t input_sum, int32_t terms) {
+    if (p->kernel_sum) return input_sum * p->filter_offset + p->kernel_sum[o];
+    int32_t acc = terms;
     if (p->input_offset != 0) acc += p->input_offset * p->weight_sums[o];
     if (p->bias) acc += p->bias[o];
     return acc;
@@ -55,48 +89,101 @@ static int32_t widen(const int8_t *src, int32_t n, int16_t *dst) {
     return sum;
 }
 
-static void dot2(const int16_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t acc[2]) {
-    int32_t a0 = 0, a1 = 0, i = 0;
-    for (; i + 4 <= n; i += 4) {
-        uint32_t xe = trt_read32(x + i), xo = trt_read32(x + i + 2);
-        uint32_t v0 = trt_read32(w0 + i), v1 = trt_read32(w1 + i);
-        a0 = trt_smlad(xe, trt_sxtb16(v0), a0);
-        a0 = trt_smlad(xo, trt_sxtb16_ror8(v0), a0);
-        a1 = trt_smlad(xe, trt_sxtb16(v1), a1);
-        a1 = trt_smlad(xo, trt_sxtb16_ror8(v1), a1);
+/* Two output rows' dot products with the widened input x over `groups` groups of four. */
+typedef struct {
+    const uint32_t *x;           /* per group: (x0, x2), (x1, x3) */
+    const int8_t *w0, *w1;
+    int32_t groups;
+    int32_t acc0, acc1;          /* in: the start values; out: the sums */
+} dot2_job;
+
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+/* Two groups a step: an LDM of four input words, per row and group a weight word (LDR: the rows
+ * need not be aligned), two SXTB16 and two SMLAD: 16 MACs in 23 instructions with the loop.
+ * Registers: r0 the job, r1 x, r2 w0, r3 w1, r4 the count, r5/r6 the sums, r7/r8 and r11/r12
+ * input words, r9 a weight word then its odd pair, r10 its even pair. */
+#define TRT_LINEAR_GROUP(acc, wp, xe, xo)              \
+    "ldr     r9, [" wp "], #4\n\t"                      \
+    "sxtb16  r10, r9\n\t"                               \
+    "sxtb16  r9, r9, ror #8\n\t"                        \
+    "smlad   " acc ", " xe ", r10, " acc "\n\t"         \
+    "smlad   " acc ", " xo ", r9, " acc "\n\t"
+static __attribute__((naked, noinline)) void dot2(dot2_job *job) {
+    (void)job;
+    __asm__ volatile(
+        "push    {r4-r11, lr}\n\t"
+        "ldm     r0, {r1-r6}\n\t"
+        "lsrs    r4, r4, #1\n\t"   /* pairs of groups; carry: one more */
+        "bcc     2f\n\t"
+        "ldm     r1!, {r7, r8}\n\t"
+        TRT_LINEAR_GROUP("r5", "r2", "r7", "r8")
+        TRT_LINEAR_GROUP("r6", "r3", "r7", "r8")
+        "2:\n\t"
+        "beq     3f\n\t"           /* the flags are still those of lsrs */
+        "1:\n\t"
+        "ldm     r1!, {r7, r8, r11, r12}\n\t"
+        TRT_LINEAR_GROUP("r5", "r2", "r7", "r8")
+        TRT_LINEAR_GROUP("r6", "r3", "r7", "r8")
+        TRT_LINEAR_GROUP("r5", "r2", "r11", "r12")
+        TRT_LINEAR_GROUP("r6", "r3", "r11", "r12")
+        "subs    r4, r4, #1\n\t"
+        "bne     1b\n\t"
+        "3:\n\t"
+        "strd    r5, r6, [r0, #16]\n\t"
+        "pop     {r4-r11, pc}\n\t");
+}
+#else
+static void dot2(dot2_job *job) {
+    const uint32_t *x = job->x;
+    const int8_t *w0 = job->w0, *w1 = job->w1;
+    int32_t a0 = job->acc0, a1 = job->acc1;
+    for (int32_t g = job->groups; g > 0; g--, x += 2, w0 += 4, w1 += 4) {
+        const uint32_t v0 = trt_read32(w0), v1 = trt_read32(w1);
+        a0 = trt_smlad(x[1], trt_sxtb16_ror8(v0), trt_smlad(x[0], trt_sxtb16(v0), a0));
+        a1 = trt_smlad(x[1], trt_sxtb16_ror8(v1), trt_smlad(x[0], trt_sxtb16(v1), a1));
     }
-    for (; i < n; i++) {
-        a0 += x[i] * w0[i];
-        a1 += x[i] * w1[i];
+    job->acc0 = a0;
+    job->acc1 = a1;
+}
+#endif
+
+/* acc[i] += row w_i . the widened input x of n values: the whole groups, then n % 4 plainly. */
+static void dot_rows(const int16_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t acc[2]) {
+    const int32_t whole = n & ~3;
+    dot2_job job = {(const uint32_t *)(const void *)x, w0, w1, n / 4, acc[0], acc[1]};
+    dot2(&job);
+    for (int32_t i = whole; i < n; i++) {
+        job.acc0 += x[i] * w0[i];
+        job.acc1 += x[i] * w1[i];
     }
-    acc[0] = a0;
-    acc[1] = a1;
+    acc[0] = job.acc0;
+    acc[1] = job.acc1;
 }
 
 void trt_linear_dsp(const trt_linear_params *p, void *temp) {
-    const int32_t n = p->depth;
+    const int32_t n = p->depth, outs = p->out_features;
+    const short_form f = short_form_of(p);
     int16_t *x = temp;
     for (int32_t r = 0; r < p->rows; r++) {
         const int32_t input_sum = widen(p->input + (size_t)r * n, n, x);
-        int8_t *out = p->output + (size_t)r * p->out_features;
-        for (int32_t o = 0; o < p->out_features; o += 2) {
+        /* within the bound too, when the short form holds */
+        const int32_t terms = p->filter_offset * input_sum + p->depth * p->input_offset * p->filter_offset;
+        int8_t *out = p->output + (size_t)r * outs;
+        for (int32_t o = 0; o < outs; o += 2) {
             const int8_t *w0 = p->weights + (size_t)o * n;
-            const int8_t *w1 = o + 1 < p->out_features ? w0 + n : w0;
-            int32_t acc[2];
-            dot2(x, w0, w1, n, acc);
+            const int32_t pair = o + 1 < outs;
+            const int8_t *w1 = pair ? w0 + n : w0;
             if (p->small_accumulators) {
-                /* filter_offset * sum(x) + depth * input_offset * filter_offset: within the bound too */
-                const int32_t terms = p->filter_offset * input_sum + p->depth * p->input_offset * p->filter_offset;
-                const trt_dsp_requant rq = trt_dsp_requant_of(p->multiplier, p->shift);
-                out[o] = trt_dsp_output_s8(short_accumulator(p, o, acc[0], input_sum, terms), &rq, p->output_offset,
-                                           p->activation_min, p->activation_max);
-                if (o + 1 < p->out_features)
-                    out[o + 1] = trt_dsp_output_s8(short_accumulator(p, o + 1, acc[1], input_sum, terms), &rq,
-                                                   p->output_offset, p->activation_min, p->activation_max);
+                int32_t acc[2] = {start_of(p, o, input_sum, terms), pair ? start_of(p, o + 1, input_sum, terms) : 0};
+                dot_rows(x, w0, w1, n, acc);
+                out[o] = short_output(&f, acc[0]);
+                if (pair) out[o + 1] = short_output(&f, acc[1]);
                 continue;
             }
+            int32_t acc[2] = {0, 0};
+            dot_rows(x, w0, w1, n, acc);
             out[o] = trt_linear_finish(p, o, acc[0], input_sum);
-            if (o + 1 < p->out_features) out[o + 1] = trt_linear_finish(p, o + 1, acc[1], input_sum);
+            if (pair) out[o + 1] = trt_linear_finish(p, o + 1, acc[1], input_sum);
         }
     }
 }
