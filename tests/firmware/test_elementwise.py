@@ -45,7 +45,7 @@ FRAME = ("quantize_per_tensor", "dequantize_per_tensor", "quantized_conv2d", "qu
 # parameters are all within the ISA kernels' range).
 MVE_OPERATORS = {"cortex_m::quantized_add", "cortex_m::quantized_mul", "cortex_m::minimum", "cortex_m::maximum",
                  "cortex_m::quantized_activation", "aten::clamp"}
-DSP_OPERATORS = {"cortex_m::quantized_add", "cortex_m::quantized_mul"}
+DSP_OPERATORS = {"cortex_m::quantized_add", "cortex_m::quantized_mul", "cortex_m::quantize_per_tensor"}
 # ... but where the lowering gave the output the contiguous layout of the flatten after it, the NHWC
 # operands are read a channel count apart: that is plain C's.
 STRIDED = {("minimum", "cortex_m::minimum"), ("maximum_channels", "cortex_m::maximum")}
