@@ -162,9 +162,11 @@ def summary_line(m: dict) -> str:
     parts = []
     if "firmware" in m:
         fw = m["firmware"]
-        parts.append(f"{fw['instructions_per_inference']:,} instructions per inference on {fw['board']} "
-                     f"({fw['kernels']} kernels; QEMU counts instructions, not cycles), arena {fw['arena_bytes']:,} B, "
-                     f"flash {fw['flash_bytes']:,} B{FLASH_OF.get(fw.get('image'), '')}")
+        line = (f"{fw['instructions_per_inference']:,} instructions per inference on {fw['board']} "
+                f"({fw['kernels']} kernels; QEMU counts instructions, not cycles), arena {fw['arena_bytes']:,} B")
+        # a quick measurement (--quick) has the instruction count only: no footprint to show
+        parts.append(line + (f", flash {fw['flash_bytes']:,} B{FLASH_OF.get(fw.get('image'), '')}"
+                             if "flash_bytes" in fw else " (--quick: no footprint)"))
     if "vela" in m:
         v = m["vela"]
         parts.append(f"Vela: {v['inference_ms']:.4f} ms, SRAM {v['sram_bytes'] / 1024:.1f} KiB")

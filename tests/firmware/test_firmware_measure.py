@@ -102,3 +102,15 @@ def test_the_footprint_is_of_the_programs_own_image(measured):
     assert generic["flash_bytes"] == (generic["code_bytes"] + generic["rodata_bytes"] + generic["data_bytes"]
                                       + measured["program_bytes"])
     assert measured["flash_bytes"] < generic["flash_bytes"]
+
+
+def test_a_quick_measurement_prints_its_count_and_says_it_has_no_footprint(cli, cortex_m_pte, measured, tmp_path):
+    """`measure --quick` takes the instruction count only (one emulator run): its line says so."""
+    import shutil
+    pte = tmp_path / cortex_m_pte.name
+    shutil.copy(cortex_m_pte, pte)
+    shutil.copy(cortex_m_pte.with_suffix(".json"), pte.with_suffix(".json"))
+    res = cli("measure", "--model", pte, "--quick")
+    assert res.returncode == 0, res.stderr
+    assert f"{measured['instructions_per_inference']:,} instructions per inference" in res.stdout, res.stdout
+    assert "--quick: no footprint" in res.stdout and "Traceback" not in res.stderr
