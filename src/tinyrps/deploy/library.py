@@ -78,7 +78,8 @@ OPERATOR_SOURCES = {
     "quantized_depthwise_conv2d": {
         "ops": ("ops/depthwise_conv2d.c", "ops/conv_common.c", "kernels/weight_sums.c"),
         "c": ("kernels/c/depthwise_conv2d.c",),
-        "dsp": ("kernels/dsp/depthwise_conv2d.c", "kernels/dsp/depthwise_channels.c"),
+        "dsp": ("kernels/dsp/depthwise_conv2d.c", "kernels/dsp/depthwise_channels.c",
+                "kernels/dsp/depthwise_long_window.c"),
         "mve": ("kernels/mve/depthwise_conv2d.c", "kernels/mve/depthwise_one_channel.c",
                 "kernels/mve/depthwise_channels.c", "kernels/mve/conv2d.c")},
     "quantized_transpose_conv2d": {
@@ -158,7 +159,8 @@ VARIANT_SOURCES = {
         "trt_depthwise_one_channel_mve": ("kernels/mve/depthwise_one_channel.c", "kernels/mve/conv2d.c"),
         "trt_depthwise_channels_mve": ("kernels/mve/depthwise_channels.c",),
         "trt_depthwise_dsp": ("kernels/dsp/depthwise_conv2d.c",),
-        "trt_depthwise_channels_dsp": ("kernels/dsp/depthwise_channels.c",)},
+        "trt_depthwise_channels_dsp": ("kernels/dsp/depthwise_channels.c",),
+        "trt_depthwise_long_window_dsp": ("kernels/dsp/depthwise_long_window.c",)},
 }
 
 # The _nhwc forms (ExecuTorch's explicit-layout flow) are defined in their legacy operator's ops/ file,
