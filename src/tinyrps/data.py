@@ -497,23 +497,24 @@ def largest_fitting(memory: int, disk: int) -> int:
 
 
 def preview(images: np.ndarray, labels: np.ndarray, path: Path, columns: int = 12, rows: int = 6) -> None:
-    """A labelled grid of the first images, as PNG."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """A labelled grid of the first images, as PNG. Drawn with Pillow: a figure of 72 matplotlib
+    axes took a second, most of a small data set's whole stage."""
+    zoom, label_px, gap = 3, 14, 6
+    side = IMAGE_SIZE * zoom
     count = min(len(images), columns * rows)
-    fig, axes = plt.subplots(rows, columns, figsize=(columns * 0.9, rows * 1.05))
-    for i, ax in enumerate(axes.flat):
-        ax.axis("off")
-        if i < count:
-            ax.imshow(images[i], cmap="gray", vmin=0, vmax=255)
-            ax.set_title(LABELS[labels[i]], fontsize=7)
-    fig.tight_layout()
-    try:
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=100)
-    finally:
-        plt.close(fig)
+    rows = max(1, -(-count // columns))                     # no empty rows below a small set's images
+    sheet = Image.new("L", (gap + columns * (side + gap), gap + rows * (label_px + side + gap)), 255)
+    draw = ImageDraw.Draw(sheet)
+    font = ImageFont.truetype(font_files()[1], 11)          # DejaVu Sans
+    for i in range(count):
+        row, column = divmod(i, columns)
+        x, y = gap + column * (side + gap), gap + row * (label_px + side + gap)
+        name = LABELS[labels[i]]
+        draw.text((x + (side - draw.textlength(name, font=font)) / 2, y), name, fill=0, font=font)
+        tile = Image.fromarray(np.asarray(images[i], np.uint8), "L").resize((side, side), Image.NEAREST)
+        sheet.paste(tile, (x, y + label_px))
+    buffer = io.BytesIO()
+    sheet.save(buffer, format="png")
     atomic_write_bytes(path, buffer.getvalue())
 
 
