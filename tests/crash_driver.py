@@ -8,8 +8,8 @@ hook (sys.addaudithook) counts the child's changes to the file system (a file op
 writing, a rename, a removal, a new folder, a link, the renameat2 exchange of two folders) and,
 with "kill_at": K, sends the child a real signal just before its K-th change: SIGKILL
 (the process dies there, as in a crash or power loss) or SIGINT (Ctrl-C). With
-"after_s": T the signal comes from this process after T seconds instead, wherever the
-child is. "no_exchange" makes the child swap folders the way file systems without
+"after_s": T the signal comes from this process T seconds after the command began (the
+child says when it calls tinyrps's main), wherever the command is then. "no_exchange" makes the child swap folders the way file systems without
 renameat2(RENAME_EXCHANGE) do.
 
 A command: {"argv": [...], "stdout": PATH, "stderr": PATH, "kill_at": K, "signal": "SIGINT",
@@ -40,7 +40,7 @@ def is_change(event: str, args: tuple) -> bool:
     return False
 
 
-def child(command: dict, report) -> None:
+def child(command: dict, report, started) -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     for fd, key in ((1, "stdout"), (2, "stderr")):
@@ -68,10 +68,13 @@ def child(command: dict, report) -> None:
     tinyrps.artifacts.exchange = audited_exchange
     from tinyrps.cli import main
     sys.addaudithook(hook)
+    os.write(started, b"s")          # a timed stop counts from here: the command's own run
+    os.close(started)
     try:
         rc = main(command["argv"])
     except SystemExit as e:
         rc = e.code if isinstance(e.code, int) else 1
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the command is over: a late Ctrl-C stops nothing
     os.write(report, json.dumps({"events": count[0], "log": log}).encode())
     os.close(report)
     sys.stdout.flush()
@@ -98,15 +101,20 @@ def serve() -> None:
     for line in sys.stdin:
         command = json.loads(line)
         read_end, write_end = os.pipe()
+        started_read, started_write = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(read_end)
+            os.close(started_read)
             try:
-                child(command, write_end)
+                child(command, write_end, started_write)
             finally:
                 os._exit(99)
         os.close(write_end)
-        if command.get("after_s") is not None:
+        os.close(started_write)
+        began = os.read(started_read, 1)      # empty if the child died before its command began
+        os.close(started_read)
+        if command.get("after_s") is not None and began:
             time.sleep(command["after_s"])
             os.kill(pid, getattr(signal, command.get("signal") or "SIGKILL"))
         chunks = []
