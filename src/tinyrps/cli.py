@@ -768,9 +768,19 @@ def report_bug(e: BaseException) -> None:
           "please report it with the command you ran and the traceback above", file=sys.stderr)
 
 
+def interrupted() -> int:
+    if debugging():
+        traceback.print_exc()
+    print("tinyrps: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def main(argv=None) -> int:
-    quiet_libraries()
-    args = build_parser().parse_args(argv)
+    try:
+        quiet_libraries()
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:      # Ctrl-C while the command line is still being read
+        return interrupted()
     try:
         status = args.func(args)
     except BrokenPipeError:   # output piped into `head` and the like
@@ -779,10 +789,7 @@ def main(argv=None) -> int:
         report_error(str(e))
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
-        if debugging():
-            traceback.print_exc()
-        print("tinyrps: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return interrupted()
     except Exception as e:
         if is_user_os_error(e):
             report_error(os_error_line(e))
