@@ -10,19 +10,22 @@ with "kill_at": K, sends the child a real signal just before its K-th change: SI
 (the process dies there, as in a crash or power loss) or SIGINT (Ctrl-C). With
 "after_s": T the signal comes from this process T seconds after the command began (the
 child says when it calls tinyrps's main), wherever the command is then. "no_exchange" makes the child swap folders the way file systems without
-renameat2(RENAME_EXCHANGE) do.
+renameat2(RENAME_EXCHANGE) do. "group" puts the child in a process group of its own and sends
+the signal to the whole group, as a terminal's Ctrl-C or a power loss reaches the emulators,
+compilers and helper processes a command has started too.
 
 A command: {"argv": [...], "stdout": PATH, "stderr": PATH, "kill_at": K, "signal": "SIGINT",
-"after_s": T, "no_exchange": false, "log": false}. The answer: {"rc": exit code (-N for a
+"after_s": T, "no_exchange": false, "group": false, "log": false}. The answer: {"rc": exit code (-N for a
 signal), "events": changes made (when the child got to report), "log": [[event, path]...]}.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import signal
 import sys
-import time
 
 CHANGES = {"os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.link", "os.symlink", "os.chmod", "os.truncate",
            "shutil.rmtree", "tinyrps.exchange"}
@@ -47,6 +50,9 @@ def child(command: dict, report, started) -> None:
         out = os.open(command[key], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(out, fd)
     kill_at, signum = command.get("kill_at"), getattr(signal, command.get("signal") or "SIGKILL")
+    if command.get("group"):
+        os.setpgid(0, 0)
+    stop = (lambda: os.killpg(0, signum)) if command.get("group") else (lambda: os.kill(os.getpid(), signum))
     log = [] if command.get("log") else None
     count = [0]
 
@@ -57,7 +63,7 @@ def child(command: dict, report, started) -> None:
         if log is not None:
             log.append([event, str(args[0]) if args else ""])
         if count[0] == kill_at:
-            os.kill(os.getpid(), signum)
+            stop()
 
     import tinyrps.artifacts
     exchange = tinyrps.artifacts.exchange
@@ -114,9 +120,11 @@ def serve() -> None:
         os.close(started_write)
         began = os.read(started_read, 1)      # empty if the child died before its command began
         os.close(started_read)
-        if command.get("after_s") is not None and began:
-            time.sleep(command["after_s"])
-            os.kill(pid, getattr(signal, command.get("signal") or "SIGKILL"))
+        # the signal only if the command is still running then (its report not begun)
+        if command.get("after_s") is not None and began and not select.select([read_end], [], [], command["after_s"])[0]:
+            signum = getattr(signal, command.get("signal") or "SIGKILL")
+            with contextlib.suppress(ProcessLookupError):        # the command may be over already
+                (os.killpg if command.get("group") else os.kill)(pid, signum)
         chunks = []
         while True:
             chunk = os.read(read_end, 1 << 16)

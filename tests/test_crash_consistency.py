@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import itertools
 import json
 import os
 import queue
@@ -266,12 +267,12 @@ def program_part(snapshot: dict) -> dict:
     return {k: v for k, v in snapshot.items() if k.startswith(own)}
 
 
-def read_program(run: Path) -> bool:
+def read_program(run: Path, target: str = EXPORT_TARGET) -> bool:
     """Read the run's program as every later stage does (its descriptor, checked against the
     program and each kept file): True if it is whole, False if it is refused for export again."""
     from tinyrps import descriptor
     from tinyrps.errors import UserError
-    pte = run / "export" / f"{EXPORT_TARGET}.pte"
+    pte = run / "export" / f"{target}.pte"
     try:
         described = descriptor.read(pte, pte.read_bytes())
         assert described is not None
@@ -588,6 +589,221 @@ def test_a_full_disk_during_training_leaves_the_old_run_as_it_was(tmp_path, trai
 
 
 def test_a_full_disk_during_the_main_job_leaves_no_empty_out_folder(tmp_path):
-    assert_full_disk_line(on_a_full_disk("all", "--out", tmp_path / "out", "--per-class", "200", "--epochs", "1",
-                                         "--quiet"))
+    """Nor the folders it made on the way to a new OUT."""
+    assert_full_disk_line(on_a_full_disk("all", "--out", tmp_path / "new" / "sub" / "out", "--per-class", "200",
+                                         "--epochs", "1", "--quiet"))
     assert os.listdir(tmp_path) == []
+
+
+# ── the main job, stopped again and again ────────────────────────────────────
+# Every stage of `all` in about 80 s: a network of two layers on 4 images per class.
+JOB = ["all", "--per-class", PER_CLASS, "--epochs", "1", "--arch", "c4-p-f8"]
+JOB_REUSABLE = ("data", "train", "export", "measure", "eval", "bench")     # the stages `all` takes as they are
+REPORT_FILES = ("summary.json", "report.md", "run/latency.png", "run/npu_layers.png")
+
+
+def job_owner(rel: str) -> str:
+    """The part of the main job's area (OUT = out/ and what lies beside it) that `rel` belongs to:
+    the stage that writes it, "leftovers" for a hidden name (a lock, a scratch folder), else "other"."""
+    parts = rel.split("/")
+    if any(p.startswith(".") for p in parts):
+        return "leftovers"
+    if parts[0] != "out" or len(parts) < 2:
+        return "other"
+    rel, parts = "/".join(parts[1:]), parts[1:]
+    if parts[0] == "data":
+        return "data"
+    if rel in REPORT_FILES:
+        return "report"
+    if parts[0] != "run":
+        return "other"
+    if len(parts) == 2:
+        return {"eval.json": "eval", "bench.json": "bench"}.get(parts[1], "train")
+    if parts[1] == "export" and len(parts) >= 3:
+        name = parts[2]
+        if name.endswith(".measure.json"):
+            return "measure " + name[:-len(".measure.json")]
+        return "export " + name.split(".")[0]
+    return "other"
+
+
+def job_digest(path: Path, area: Path) -> str:
+    """What a file of the main job holds, comparable between two areas: its sha256 with the area's own
+    path read as {area} (a run records where its data is; a manifest is read as the digests of what it
+    lists); for the results that carry timings, what they describe (the checkpoint and the programs)."""
+    name = path.name
+    if name in ("report.md", "latency.png"):
+        return "present"
+    if name in ("bench.json", "summary.json"):
+        result = json.loads(path.read_text())
+        programs = result.get("programs_sha256") or {k: v.get("program_sha256")
+                                                     for k, v in result.get("variants", {}).items()}
+        return json.dumps([result.get("checkpoint_sha256"), programs], sort_keys=True)
+    if name == "manifest.json":
+        listed = json.loads(path.read_text())["files"]
+        return json.dumps({k: job_digest(path.parent / k, area) for k in sorted(listed)})
+    data = path.read_bytes()
+    if path.suffix in (".json", ".md"):
+        data = data.replace(str(area).encode(), b"{area}")
+    return hashlib.sha256(data).hexdigest()
+
+
+def job_parts(area: Path) -> dict:
+    """The main job's area, file by file, in its parts (job_owner)."""
+    parts = {}
+    for root, dirs, files in os.walk(area):
+        for name in dirs + files:
+            path = Path(root) / name
+            rel = path.relative_to(area).as_posix()
+            if name in dirs:        # folders are read through their files, but for a hidden one
+                if name.startswith("."):
+                    parts.setdefault("leftovers", {})[rel + "/"] = None
+                continue
+            owner = job_owner(rel)
+            parts.setdefault(owner, {})[rel] = None if owner == "leftovers" else job_digest(path, area)
+    return parts
+
+
+@dataclass
+class MainJob:
+    pristine: Path          # an earlier job's whole area (seed 1)
+    clean: dict             # the parts an uninterrupted job (seed 0) leaves in it
+
+    def argv(self, area: Path) -> list:
+        return [*JOB, "--out", area / "out", "--seed", "0"]
+
+
+@pytest.fixture(scope="module")
+def main_job_areas(drivers, work) -> MainJob:
+    """An area holding the job of seed 1, and the parts the job of seed 0 leaves in it when nothing
+    stops it (kept across sessions: the parts read the area's own path as {area})."""
+    import fixture_cache
+    from tinyrps.firmware.sources import firmware_dir, source_files
+    key = fixture_cache.fixture_key("crash-job", *JOB, modules=fixture_cache.package_modules("tinyrps"),
+                                    files=source_files(firmware_dir()))
+
+    def build(folder: Path) -> None:
+        result = drivers[0].run([*JOB, "--out", folder / "pristine" / "out", "--seed", "1", "--quiet"])
+        assert result["rc"] == 0, result["stderr"][-3000:]
+        area = work / "clean-main-job"
+        shutil.copytree(folder / "pristine", area, symlinks=True)
+        result = drivers[0].run([*JOB, "--out", area / "out", "--seed", "0", "--quiet"])
+        assert result["rc"] == 0, result["stderr"][-3000:]
+        (folder / "clean.json").write_text(json.dumps(job_parts(area), indent=0, sort_keys=True))
+    stored = fixture_cache.cached_folder("crash-job", key, build, work / "main-job")
+    job = MainJob(stored / "pristine", json.loads((stored / "clean.json").read_text()))
+    assert not job.clean.get("leftovers") and not job.clean.get("other"), job.clean
+    assert job.clean["train"] != job_parts(job.pristine)["train"]
+    return job
+
+
+def last_stage(stderr: str) -> str:
+    """The stage the job had announced when it stopped ("start" if none yet)."""
+    stages = [line[3:].strip() for line in stderr.splitlines() if line.startswith("── ")
+              and line[3:].strip() in (*JOB_REUSABLE, "game")]
+    return stages[-1] if stages else "start"
+
+
+def check_report_part(now: dict, old: dict, new: dict, where: str) -> None:
+    """An earlier job's summary and report go first; the new ones come last, after the plots."""
+    for rel, digest in now.items():
+        assert digest == new[rel] or (rel.endswith(".png") and digest == old.get(rel)), (where, rel)
+    if "out/report.md" in now:
+        assert now == new, where
+
+
+def check_stopped_job(job: MainJob, area: Path, before: dict, after: dict, sig: str, result: dict,
+                      where: str) -> None:
+    """After a stop: each part as before the stop or as the clean job leaves it (a program between two of
+    its commit's renames refused), nothing else, and after Ctrl-C nothing left behind."""
+    if sig == "SIGINT":
+        lines = result["stderr"].strip().splitlines()
+        assert result["rc"] == 130 and lines[-1] == "tinyrps: interrupted", (where, result["stderr"][-3000:])
+        assert set(after.get("leftovers", {})) <= set(before.get("leftovers", {})), where
+    else:
+        assert result["rc"] == -9, (where, result["rc"], result["stderr"][-3000:])
+    assert not after.get("other"), (where, after.get("other"))
+    for name in sorted((set(before) | set(after) | set(job.clean)) - {"leftovers", "other"}):
+        now, old, new = after.get(name, {}), before.get(name, {}), job.clean.get(name, {})
+        if name == "report":
+            check_report_part(now, old, new, where)
+        elif now not in (old, new):
+            refused = name.startswith("export ") and sig == "SIGKILL" and \
+                not read_program(area / "out" / "run", name.split()[1])
+            assert refused, (where, name, sorted(set(now.items()) ^ set(new.items())))
+
+
+def stage_is_current(stage: str, parts: dict, clean: dict) -> bool:
+    names = [n for n in clean if n == stage or n.startswith(stage + " ")]
+    return all(parts.get(n) == clean[n] for n in names)
+
+
+def check_stale_programs_refused(driver: Driver, area: Path, parts: dict, job: MainJob) -> list:
+    """With the new checkpoint beside a program of the old one, evaluating that program is refused with
+    one line saying how to export it again."""
+    pristine = job_parts(job.pristine)
+    stale = [n.split()[1] for n in parts if n.startswith("export ") and parts[n] != job.clean.get(n)
+             and parts[n] == pristine.get(n)]
+    if parts.get("train") != job.clean["train"] or not stale:
+        return []
+    result = driver.run(["eval", "--run", area / "out" / "run", "--variant", stale[0], "--quiet"])
+    err = result["stderr"].strip()
+    assert result["rc"] == 2 and len(err.splitlines()) == 1, err[-3000:]
+    assert f"export it again: tinyrps export --run {area / 'out' / 'run'} --target {stale[0]}" in err, err
+    return stale[:1]
+
+
+def job_stops():
+    """The chain's stops in turn: changes in the data and training stages while they are stale, then
+    moments in time (grown when a stop came before anything changed, so that the chain moves on),
+    every other one a change early in the job (the lock, the retired report, the checks of what is
+    current); SIGKILL and SIGINT in turn."""
+    wait = 1.5
+    for i in itertools.count():
+        sig = ("SIGKILL", "SIGINT")[i % 2 if i < 4 else i // 2 % 2]     # each kind of stop with both
+        if i < 4:
+            how = {"kill_at": (10, 46, 90, 124)[i]}
+        elif i % 2:
+            how = {"kill_at": 3 + i % 9}
+        else:
+            how = {"after_s": round(wait, 2)}
+        moved = yield sig, how
+        if "after_s" in how and not moved:
+            wait *= 1.4
+
+
+@pytest.mark.slow
+def test_the_main_job_stopped_again_and_again_ends_as_one_never_stopped(drivers, work, main_job_areas):
+    """`all` into a folder of an earlier job, stopped by SIGKILL and Ctrl-C (to its whole process
+    group: the emulators, compilers and helper processes it started too) at changes and moments
+    spread over its stages, each time started again on what the last stop left, until one run ends.
+    After every stop each stage's files are its old ones or the new ones whole; a program of the old
+    checkpoint beside the new one is refused; the run that ends takes as they are exactly the stages
+    that were current, and leaves the area as an uninterrupted job does, nothing behind."""
+    job = main_job_areas
+    area = work / "chain-main-job"
+    shutil.copytree(job.pristine, area, symlinks=True)
+    driver, stops, landed, refused = drivers[0], job_stops(), [], []
+    sig, how = next(stops)
+    while True:
+        before = job_parts(area)
+        result = driver.run(job.argv(area), signal=sig, group=True, **how)
+        after = job_parts(area)
+        where = f"stop {len(landed) + 1} ({sig} {how}, after {landed})"
+        if result["rc"] == 0:
+            break
+        check_stopped_job(job, area, before, after, sig, result, where)
+        landed.append(last_stage(result["stderr"]))
+        refused += check_stale_programs_refused(driver, area, after, job)
+        assert len(landed) < 80, where
+        moved = {k: v for k, v in after.items() if k != "leftovers"} != \
+            {k: v for k, v in before.items() if k != "leftovers"}
+        sig, how = stops.send(moved)
+    summary = json.loads((area / "out" / "summary.json").read_text())
+    assert summary["reused"] == [s for s in JOB_REUSABLE if stage_is_current(s, before, job.clean)], where
+    assert after == job.clean, (where, {k: sorted(set(after.get(k, {}).items()) ^ set(v.items()))
+                                             for k, v in job.clean.items() if after.get(k) != v},
+                                     after.get("leftovers"))
+    print(f"{len(landed)} stops, at {landed}; stale programs refused: {refused}")
+    assert len(landed) >= 20 and {"data", "train", "export", "measure", "eval", "bench"} <= set(landed), landed
+    assert refused, "no stop left a program of the old checkpoint beside the new one"

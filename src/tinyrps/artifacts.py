@@ -104,7 +104,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     if not path.parent.is_dir():
         path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # the writer's pid in the name: what a killed writer leaves is told from a live one's (tidy)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -444,6 +445,48 @@ def recover(target) -> None:
         fsync_dir(target.parent)
 
 
+_TEMPORARY = re.compile(r"\..+\.(\d+)-[a-z0-9_]+\.tmp")      # atomic_write_bytes's, with its writer's pid
+
+
+def process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_dead_temporaries(folder) -> None:
+    """The temporary files in `folder` of writers killed mid-write (a live writer's are left alone)."""
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        found = _TEMPORARY.fullmatch(entry.name)
+        if found and entry.is_file(follow_symlinks=False) and not process_alive(int(found.group(1))):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(entry.path)
+
+
+def tidy(folder) -> None:
+    """What killed writers of `folder` left: a swap cut short finished, their staged folders and
+    set-aside folders removed and a dead holder's lock file cleared (under the folder's lock, so never
+    a live writer's), and their temporary files beside and inside it removed. A stage does this even
+    when its result is current and it writes nothing."""
+    target = real_target(folder)
+    if any(_leftovers(target)) or os.path.lexists(lock_path(target)):
+        with folder_lock(target):
+            recover(target)
+    remove_dead_temporaries(target.parent)
+    if target.is_dir():
+        remove_dead_temporaries(target)
+
+
 def recover_for_reading(folder) -> None:
     """What a reader does first: if the folder is missing but an interrupted swap left it beside
     its name, put it back (when no writer is at work; else that writer is named)."""
@@ -466,6 +509,23 @@ def _make_parents(folder: Path) -> list:
             except FileExistsError:
                 pass
     return made[::-1]
+
+
+@contextlib.contextmanager
+def parents_made(target: Path):
+    """The missing folders up to `target` made for the block, and removed after it (those left empty)
+    if the block leaves no `target`: a stage that fails on a new path leaves nothing behind."""
+    made = []
+    try:
+        with interrupts_deferred():
+            made += _make_parents(target)
+        yield
+    finally:
+        with interrupts_deferred():
+            if not target.exists():
+                for folder in made:
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()
 
 
 def _check_replaceable(target: Path, kind: str) -> Optional[dict]:
@@ -557,44 +617,34 @@ def staged_folder(target, kind: str, carry: bool = True):
     `carry`, the old folder's other entries are kept in the new one. An exception leaves
     `target` exactly as it was (and no folder where there was none)."""
     target = real_target(target)
-    made = []
-    try:
-        with interrupts_deferred():
-            made += _make_parents(target)
-        with folder_lock(target):
-            recover(target)
-            old_manifest = _check_replaceable(target, kind)
-            stage = target.parent / f".{target.name}.stage-{os.getpid()}-{secrets.token_hex(4)}"
-            try:
-                stage.mkdir()
-                _active_stages.add(stage)
-                yield stage
-                with interrupts_deferred():
-                    owned = folder_files(stage)
-                    if carry and target.is_dir():
-                        skip = {name.split("/")[0] for name in owned}
-                        skip |= {name.split("/")[0] for name in (old_manifest or {}).get("files", {})}
-                        _carry_over(target, stage, skip)
-                    write_manifest(stage, kind, owned)
-                    try:
-                        swap_in(stage, target)
-                    except OSError as e:
-                        if e.errno not in (errno.EBUSY, errno.EXDEV):
-                            raise
-                        raise UserError(f"{target} cannot be replaced ({e.strerror}; a mount point?): give a "
-                                        f"folder inside it") from None
-            except BaseException:
-                with interrupts_deferred():
-                    shutil.rmtree(stage, ignore_errors=True)
-                raise
-            finally:
-                _active_stages.discard(stage)
-    finally:
-        with interrupts_deferred():
-            if not target.exists():
-                for folder in made:
-                    with contextlib.suppress(OSError):
-                        folder.rmdir()
+    with parents_made(target), folder_lock(target):
+        recover(target)
+        old_manifest = _check_replaceable(target, kind)
+        stage = target.parent / f".{target.name}.stage-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            stage.mkdir()
+            _active_stages.add(stage)
+            yield stage
+            with interrupts_deferred():
+                owned = folder_files(stage)
+                if carry and target.is_dir():
+                    skip = {name.split("/")[0] for name in owned}
+                    skip |= {name.split("/")[0] for name in (old_manifest or {}).get("files", {})}
+                    _carry_over(target, stage, skip)
+                write_manifest(stage, kind, owned)
+                try:
+                    swap_in(stage, target)
+                except OSError as e:
+                    if e.errno not in (errno.EBUSY, errno.EXDEV):
+                        raise
+                    raise UserError(f"{target} cannot be replaced ({e.strerror}; a mount point?): give a "
+                                    f"folder inside it") from None
+        except BaseException:
+            with interrupts_deferred():
+                shutil.rmtree(stage, ignore_errors=True)
+            raise
+        finally:
+            _active_stages.discard(stage)
 
 
 # ── resources ────────────────────────────────────────────────────────────────

@@ -17,7 +17,9 @@ each stage's previous result where it is still current, so that `all` after an i
     game     always played (a few rounds)
 
 The summary and report of an earlier job are removed before anything else changes, so
-neither ever shows the figures of another checkpoint than the one beside it.
+neither ever shows the figures of another checkpoint than the one beside it. Each stage first
+removes what a killed job left of it (a lock, a staged or scratch folder, a temporary file),
+even when its result is current, so a job that ends leaves nothing behind.
 """
 from __future__ import annotations
 
@@ -30,10 +32,11 @@ import sys
 import time
 from pathlib import Path
 
-from .artifacts import atomic_write_json, data_info, folder_lock, run_config, sha256_file
+from .artifacts import (atomic_write_json, data_info, folder_lock, parents_made, real_target, remove_dead_temporaries,
+                        run_config, sha256_file, tidy)
 from .data import check_seed, make_data, split_sizes
 from .errors import UserError
-from .export import export_target
+from .export import export_target, remove_leftovers
 from .families import family_of_target, targets
 from .progress import console, say
 
@@ -70,6 +73,8 @@ def export_all(run_dir: Path, checkpoint: str, quiet: bool) -> tuple:
             say(f"  [yellow]skipped {name}: {reason}[/]", quiet)
             continue
         pte = run_dir / "export" / f"{name}.pte"
+        if pte.parent.is_dir():
+            remove_leftovers(pte.parent, name)      # a killed export's, even where the program is current
         if current_program(pte, checkpoint):
             artifacts[name] = pte
             continue
@@ -123,7 +128,8 @@ def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False
     check_seed(seed)
     check_epochs(epochs)
     split_sizes(per_class)
-    with folder_lock(out):     # beside OUT: a job that fails on a new OUT leaves nothing behind
+    # the lock beside OUT (and the new folders up to it): a job that fails on a new OUT leaves nothing behind
+    with parents_made(real_target(out)), folder_lock(out):
         retire_results(out)
         return _run_all(out, seed, epochs, per_class, quiet, arch)
 
@@ -143,6 +149,7 @@ def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) ->
     data_dir, run_dir = out / "data", out / "run"
     timings, reused, start = {}, [], time.perf_counter()
     with stage("data", timings, quiet):
+        tidy(data_dir)          # what a killed job left, even where the stage's result is current
         info = current_data(data_dir, seed, split_sizes(per_class))
         if info is None:
             info = make_data(data_dir, seed=seed, per_class=per_class, quiet=quiet)
@@ -150,6 +157,7 @@ def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) ->
             reused.append("data")
             say(f"  {data_dir} holds this data set already", quiet)
     with stage("train", timings, quiet):
+        tidy(run_dir)
         config = TrainConfig(data=str(data_dir.resolve()), epochs=epochs, seed=seed, arch=arch)
         metrics = current_run(run_dir, config)
         if metrics is None:
@@ -163,6 +171,7 @@ def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) ->
         if not fresh:
             reused.append("export")
     with stage("measure", timings, quiet):
+        remove_dead_temporaries(run_dir / "export")
         measurements, taken = {}, 0
         for name, pte in artifacts.items():
             measured = read_measurement(pte)

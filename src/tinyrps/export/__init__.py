@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Optional
 
 from .. import descriptor as descriptors
-from ..artifacts import check_run_data, folder_lock, fsync_dir, interrupts_deferred, sha256_file, swap_in
+from ..artifacts import (check_run_data, folder_lock, fsync_dir, interrupts_deferred, process_alive,
+                         sha256_file, swap_in)
 from ..descriptor import Origin, ProgramDescriptor, TensorSpec
 from ..errors import UserError
 from ..families import Target, family_of_target, get_family, get_target, targets  # noqa: F401 (re-exported)
@@ -198,17 +199,6 @@ def remove_leftovers(out_dir: Path, name: str) -> None:
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(entry.path)
 
-
-def process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 DTYPE_NAMES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 6: "float32", 7: "float64", 11: "bool"}
