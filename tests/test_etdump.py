@@ -323,24 +323,24 @@ def test_bench_on_native_writes_every_timed_run(cli, exported, measured, tmp_pat
 @pytest.mark.slow
 def test_eval_on_native_writes_one_run_per_batch(cli, trained_run, exported, tmp_path):
     pte = exported("cortex-m55")
-    res = cli("eval", "--run", trained_run, "--variant", "cortex-m55", "--device", "native", "--limit", "60",
+    res = cli("eval", "--run", trained_run, "--program", "cortex-m55", "--device", "native", "--limit", "60",
               "--etdump", tmp_path / "eval.etdp", "--json")
     assert res.returncode == 0, res.stderr
     result = json.loads(res.stdout)
     assert result["test_images"] == 60
     # the evaluation classifies 50 images at a time: two batches (50 and 10), each one run of the file
-    assert result["etdump"] == {"path": str(tmp_path / "eval.etdp"), "variant": "cortex-m55",
+    assert result["etdump"] == {"path": str(tmp_path / "eval.etdp"), "program": "cortex-m55",
                                 "counter": "nanoseconds", "runs": 2, "images": 60}
-    assert result["variants"]["cortex-m55"]["bit_exact"] is True
+    assert result["programs"]["cortex-m55"]["bit_exact"] is True
     native_rows_are_the_programs_calls(open_inspector(tmp_path / "eval.etdp"), pte, 2)
 
 
 @pytest.mark.parametrize("extra, message", [
-    (("--variant", "cortex-m55", "--variant", "int8-xnnpack"), "--etdump profiles one program and 2 are selected"),
-    (("--variant", "int8-xnnpack",), "--etdump needs a Cortex-M program on --device mcu or native"),
-    (("--variant", "cortex-m55", "--device", "host"), "not cortex-m55 on host"),
-    (("--variant", "cortex-m55", "--port", "socket://127.0.0.1:1"), "a board on a serial port sends no"),
-], ids=["two-variants", "not-cortex-m", "host", "serial-port"])
+    (("--program", "cortex-m55", "--program", "int8-xnnpack"), "--etdump profiles one program and 2 are selected"),
+    (("--program", "int8-xnnpack",), "--etdump needs a Cortex-M program on --device mcu or native"),
+    (("--program", "cortex-m55", "--device", "host"), "not cortex-m55 on host"),
+    (("--program", "cortex-m55", "--port", "socket://127.0.0.1:1"), "a board on a serial port sends no"),
+], ids=["two-programs", "not-cortex-m", "host", "serial-port"])
 def test_eval_etdump_refusals_are_one_line(cli, trained_run, exported, tmp_path, extra, message):
     exported("cortex-m55"), exported("int8-xnnpack")
     res = cli("eval", "--run", trained_run, "--limit", "5", "--etdump", tmp_path / "p.etdp", *extra)
@@ -351,7 +351,7 @@ def test_eval_etdump_refusals_are_one_line(cli, trained_run, exported, tmp_path,
 
 def test_an_etdump_folder_is_refused_before_the_work(cli, trained_run, exported, tmp_path):
     pte = exported("cortex-m55")
-    for command in (("eval", "--run", trained_run, "--variant", "cortex-m55", "--device", "native"),
+    for command in (("eval", "--run", trained_run, "--program", "cortex-m55", "--device", "native"),
                     ("bench", "--model", pte, "--device", "native")):
         res = cli(*command, "--etdump", tmp_path)
         assert res.returncode == 2 and "is a folder" in res.stderr and len(res.stderr.strip().splitlines()) == 1
@@ -361,7 +361,7 @@ def test_an_etdump_folder_is_refused_before_the_work(cli, trained_run, exported,
 def test_eval_on_the_board_writes_its_instructions(cli, trained_run, cortex_m_pte, tmp_path):
     """eval --etdump on the emulated board: the batch transport even for a few images (the serial link
     sends no profile), each run the batch's mean instructions per kernel call."""
-    res = cli("eval", "--run", trained_run, "--variant", "cortex-m55", "--device", "mcu", "--limit", "5",
+    res = cli("eval", "--run", trained_run, "--program", "cortex-m55", "--device", "mcu", "--limit", "5",
               "--etdump", tmp_path / "eval.etdp", "--json")
     assert res.returncode == 0, res.stderr
     result = json.loads(res.stdout)
