@@ -23,7 +23,7 @@ PROFILE = [
 
 
 def rows(inspector) -> list:
-    """(name, raw values, instruction id) of every event of the only event block."""
+    """(name, raw values, index in the chain: ETDump's instruction_id) of every event of the only event block."""
     (block,) = inspector.event_blocks
     assert block.name == RUN_NAME
     return [(e.name, [int(v) for v in e.perf_data.raw], e._instruction_id) for e in block.events]
@@ -71,7 +71,7 @@ def test_the_file_is_what_executorchs_serializer_writes(tmp_path):
 
     def event(e):
         return schema.Event(profile_event=schema.ProfileEvent(
-            name=e["name"], chain_index=e["chain"], instruction_id=e["instruction"], delegate_debug_id_int=-1,
+            name=e["name"], chain_index=e["chain"], instruction_id=e["index"], delegate_debug_id_int=-1,
             delegate_debug_id_str=None, delegate_debug_metadata=e["metadata"] or None, start_time=e["start"],
             end_time=e["end"]), allocation_event=None, debug_event=None)
     official = schema.ETDumpFlatCC(version=0, run_data=[
@@ -97,7 +97,7 @@ def test_writing_imports_neither_torch_nor_executorch(tmp_path):
     ([{"op": "cortex_m::quantized_conv2d"}], None, "has no 'instructions' count"),
     ([{"op": "cortex_m::quantized_conv2d", "instructions": -4}], None, "is negative"),
     ([{"op": "cortex_m::quantized_conv2d", "instructions": 2.5}], None, "is not a whole number"),
-    ([{"op": "cortex_m::quantized_conv2d", "instructions": 4, "index": "one"}], None, "is not an instruction index"),
+    ([{"op": "cortex_m::quantized_conv2d", "instructions": 4, "index": "one"}], None, "is not an index in the chain"),
     (PROFILE, [1, 2], "2 whole-inference counts for 1 profiled runs"),
     (PROFILE, [1000], "less than its kernel calls"),
 ])
@@ -132,8 +132,8 @@ def test_the_program_reader_agrees_with_executorch(m55_program):
     from executorch.exir._serialize._program import deserialize_pte_binary
     pte = m55_program
     plan = deserialize_pte_binary(pte.read_bytes()).program.execution_plan[0]
-    expected = [(c, n, plan.operators[ins.instr_args.op_index].name, plan.operators[ins.instr_args.op_index].overload)
-                for c, chain in enumerate(plan.chains) for n, ins in enumerate(chain.instructions)]
+    expected = [(c, n, plan.operators[call.instr_args.op_index].name, plan.operators[call.instr_args.op_index].overload)
+                for c, chain in enumerate(plan.chains) for n, call in enumerate(chain.instructions)]
     assert program_kernel_calls(pte) == program_kernel_calls(pte.read_bytes()) == expected
     assert len(expected) == 10
 
@@ -158,7 +158,7 @@ def test_a_profile_of_another_program_is_refused(m55_program, tmp_path):
                      program=pte)
     with pytest.raises(UserError, match="profiles 9 kernel calls, the program has 10"):
         write_etdump(tmp_path / "p.etdp", layers[:-1], program=pte)
-    with pytest.raises(UserError, match="says it is instruction 7"):
+    with pytest.raises(UserError, match="says it is call 7 of the chain"):
         write_etdump(tmp_path / "p.etdp", [dict(layer, index=7) for layer in layers], program=pte)
     assert not (tmp_path / "p.etdp").exists()
 

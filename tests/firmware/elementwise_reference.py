@@ -73,8 +73,8 @@ def edited_program(pte: Path, operator: str, ints: dict | None = None, doubles: 
 
     found = 0
     for chain in plan.chains:
-        for instruction in chain.instructions:
-            call = instruction.instr_args
+        for entry in chain.instructions:
+            call = entry.instr_args
             if names[call.op_index] != operator:
                 continue
             found += 1
