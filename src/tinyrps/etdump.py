@@ -64,7 +64,7 @@ from .errors import UserError
 RUN_NAME = "Execute"
 RUN_EVENT = "Method::execute"
 KERNEL_EVENT_PREFIX = "native_call_"
-# The overload of every kernel call of an ExecuTorch program (they are all `.out` variants),
+# The overload of every kernel call of an ExecuTorch program (they are all `.out` overloads),
 # used when no program is given to read it from.
 DEFAULT_OVERLOAD = "out"
 # ExecuTorch's ETDump schema: file identifier, the version its runtime writes, field slots.
@@ -374,7 +374,7 @@ def write_etrecord(edge_manager, et_manager, path) -> Path:
     event of write_etdump's files its operators, stack traces and module hierarchy.
 
     edge_manager: the EdgeProgramManager as it was before `to_executorch()` (which rewrites its
-      graph in place into `.out` variants): a `copy.deepcopy` taken before, or use
+      graph in place into `.out` overloads): a `copy.deepcopy` taken before, or use
       to_executorch_with_etrecord. For tinyrps's Cortex-M exports it is lower_to_edge's manager,
       whose program the Cortex-M passes replaced.
     et_manager: what `to_executorch()` returned; its `.buffer` is the .pte the ETRecord describes.
@@ -394,7 +394,7 @@ def write_etrecord(edge_manager, et_manager, path) -> Path:
                  if n.op == "call_function" and getattr(n.target, "_overloadname", None) == "out"]
     if rewritten:
         raise UserError(f"the edge program was already lowered by to_executorch() (it runs {rewritten[0]}, an "
-                        ".out variant): give a copy taken before, or use to_executorch_with_etrecord")
+                        ".out overload): give a copy taken before, or use to_executorch_with_etrecord")
     handles = et_manager.debug_handle_map.get("forward") or {}
     calls = program_kernel_calls(et_manager.buffer)
     missing = [i for _, i, _, _ in calls if i not in handles]
