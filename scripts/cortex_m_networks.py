@@ -35,7 +35,7 @@ BLOCK = re.compile(r"<!-- networks:(?P<name>[\w-]+) [^\n]*-->\n(?P<body>.*?)<!--
 # The static tables of the firmware's runtime, read from its headers: account count -> C constant.
 RUNTIME_HEADERS = (REPO / "firmware" / "src" / "runtime_internal.h", REPO / "firmware" / "include" / "tinyrps_runtime.h")
 RUNTIME_LIMITS = {"values": "TRT_MAX_VALUES", "tensor_values": "TRT_MAX_TENSORS", "int_list_items": "TRT_MAX_LIST_ITEMS",
-                  "operators": "TRT_MAX_OPERATORS", "kernel_calls": "TRT_MAX_INSTRUCTIONS",
+                  "operators": "TRT_MAX_OPERATORS", "kernel_calls": "TRT_MAX_KERNEL_CALLS",
                   "output_elements": "TRT_MAX_OUTPUTS"}
 
 

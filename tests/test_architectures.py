@@ -20,15 +20,15 @@ def test_train_records_the_architecture(fast_run):
 def test_host_and_npu_programs_of_fast_agree_with_eager(cli, fast_run, exported_fast):
     for target in ("fp32", "int8-xnnpack", "ethos-u85-128"):
         exported_fast(target)
-    res = cli("eval", "--run", fast_run, "--json", "--variant", "fp32", "--variant", "int8-xnnpack",
-              "--variant", "ethos-u85-128")
+    res = cli("eval", "--run", fast_run, "--json", "--program", "fp32", "--program", "int8-xnnpack",
+              "--program", "ethos-u85-128")
     assert res.returncode == 0, res.stderr
-    variants = json.loads(res.stdout)["variants"]
-    assert variants["fp32"]["agreement"] == 1.0 and variants["fp32"]["max_abs_logit_diff"] < 1e-3
-    assert variants["int8-xnnpack"]["agreement"] >= 0.97
-    assert variants["ethos-u85-128"]["device"] == "npu-ref"
-    assert variants["ethos-u85-128"]["agreement_with"] == "int8-xnnpack"
-    assert variants["ethos-u85-128"]["agreement"] >= 0.98
+    programs = json.loads(res.stdout)["programs"]
+    assert programs["fp32"]["agreement"] == 1.0 and programs["fp32"]["max_abs_logit_diff"] < 1e-3
+    assert programs["int8-xnnpack"]["agreement"] >= 0.97
+    assert programs["ethos-u85-128"]["device"] == "npu-ref"
+    assert programs["ethos-u85-128"]["agreement_with"] == "int8-xnnpack"
+    assert programs["ethos-u85-128"]["agreement"] >= 0.98
 
 
 @pytest.mark.slow
@@ -37,10 +37,10 @@ def test_fast_runs_bit_exact_on_the_firmware(cli, fast_run, exported_fast, measu
     pte = exported_fast("cortex-m55")
     firmware = measured(pte)["firmware"]
     assert firmware["macs"] == count_macs("fast")
-    res = cli("eval", "--run", fast_run, "--json", "--variant", "cortex-m55", "--device", device, "--limit", "40")
+    res = cli("eval", "--run", fast_run, "--json", "--program", "cortex-m55", "--device", device, "--limit", "40")
     assert res.returncode == 0, res.stderr
-    variant = json.loads(res.stdout)["variants"]["cortex-m55"]
-    assert variant["device"] == device and variant["bit_exact"] is True and variant["images"] == 40
+    program = json.loads(res.stdout)["programs"]["cortex-m55"]
+    assert program["device"] == device and program["bit_exact"] is True and program["images"] == 40
 
 
 @pytest.mark.slow

@@ -7,10 +7,10 @@ pytestmark = pytest.mark.slow     # timed runs of a program
 
 def test_bench_json_contract(cli, trained_run, exported):
     exported("int8-xnnpack")
-    res = cli("bench", "--run", trained_run, "--json", "--runs", "20", "--variant", "int8-xnnpack")
+    res = cli("bench", "--run", trained_run, "--json", "--runs", "20", "--program", "int8-xnnpack")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    eager, int8 = out["variants"]["eager"], out["variants"]["int8-xnnpack"]
+    eager, int8 = out["programs"]["eager"], out["programs"]["int8-xnnpack"]
     assert eager["latency_ms"] > 0 and eager["runs"] >= 20
     assert int8["latency_ms"] > 0 and int8["size_bytes"] == exported("int8-xnnpack").stat().st_size
     ratio = int8["latency_ms"] / eager["latency_ms"]
@@ -32,7 +32,7 @@ def test_firmware_tables_have_one_row_per_board_and_layers_side_by_side():
     firmware = {"board": "mps2-an505", "core": "cortex-m33", "kernels": "dsp", "flash_bytes": 480_000,
                 "ram_bytes": 72_000, "instructions_per_inference": 2_900, "instructions_per_mac": 2.9,
                 "instructions_per_inference_plain_c": 4_400, "instructions_per_mac_plain_c": 4.4, "layers": layers}
-    result = {"variants": {"eager": {"device": "eager", "latency_ms": 0.5},
+    result = {"programs": {"eager": {"device": "eager", "latency_ms": 0.5},
                            "cortex-m33": {"device": "mcu", "latency_ms": 61.4, "firmware": firmware}}}
     assert firmware_rows(result) == [["cortex-m33", "mps2-an505", "469", "70.3", "0.00", "2.90", "0.00", "4.40", "61"]]
     (title, rows), = layer_tables(result)

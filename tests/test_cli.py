@@ -80,7 +80,7 @@ def all_options():
             if isinstance(action, argparse._SubParsersAction):
                 for sub_name, sub in action.choices.items():
                     yield from walk(sub, f"{name} {sub_name}".strip())
-            elif action.option_strings:
+            elif action.option_strings and action.help != argparse.SUPPRESS:   # not an old spelling
                 yield name, parser, action
     return list(walk(build_parser(), ""))
 
@@ -125,7 +125,7 @@ def test_make_data_refuses_a_negative_seed_and_leaves_no_folder(tmp_path):
 
 
 def test_eval_limit_takes_exactly_that_many_images(cli, trained_run):
-    res = cli("eval", "--run", trained_run, "--variant", "eager", "--limit", "5", "--json")
+    res = cli("eval", "--run", trained_run, "--program", "eager", "--limit", "5", "--json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["test_images"] == 5
 
@@ -138,10 +138,22 @@ def test_eval_limit_is_checked_in_the_api_too(trained_run):
             evaluate(trained_run, only=["eager"], limit=limit, quiet=True)
 
 
-def test_bench_refuses_an_unknown_variant(cli, trained_run, exported):
+def test_bench_refuses_an_unknown_program(cli, trained_run, exported):
     exported("fp32")
-    assert_user_error(cli("bench", "--run", trained_run, "--variant", "bogus"), "unknown variant 'bogus'", "fp32")
-    assert_user_error(cli("eval", "--run", trained_run, "--variant", "bogus"), "unknown variant 'bogus'")
+    assert_user_error(cli("bench", "--run", trained_run, "--program", "bogus"), "unknown program 'bogus'", "fp32")
+    assert_user_error(cli("eval", "--run", trained_run, "--program", "bogus"), "unknown program 'bogus'")
+
+
+@pytest.mark.parametrize("command", ["eval", "bench"])
+def test_the_old_spelling_of_program_still_works_and_help_says_so(command):
+    from tinyrps.cli import OLD_PROGRAM_OPTION, build_parser
+    parser = build_parser()
+    old = parser.parse_args([command, "--run", "RUN", "--variant", "fp32", "--program", "cortex-m55"])
+    assert old.program == ["fp32", "cortex-m55"]
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    text = sub.format_help()
+    assert "--program T" in text and OLD_PROGRAM_OPTION in " ".join(text.split())
+    assert "--variant" not in sub.format_usage()
 
 
 # ── messages that name the real cause ─────────────────────────────────────────

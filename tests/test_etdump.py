@@ -23,7 +23,7 @@ PROFILE = [
 
 
 def rows(inspector) -> list:
-    """(name, raw values, instruction id) of every event of the only event block."""
+    """(name, raw values, index in the chain: ETDump's instruction_id) of every event of the only event block."""
     (block,) = inspector.event_blocks
     assert block.name == RUN_NAME
     return [(e.name, [int(v) for v in e.perf_data.raw], e._instruction_id) for e in block.events]
@@ -71,7 +71,7 @@ def test_the_file_is_what_executorchs_serializer_writes(tmp_path):
 
     def event(e):
         return schema.Event(profile_event=schema.ProfileEvent(
-            name=e["name"], chain_index=e["chain"], instruction_id=e["instruction"], delegate_debug_id_int=-1,
+            name=e["name"], chain_index=e["chain"], instruction_id=e["index"], delegate_debug_id_int=-1,
             delegate_debug_id_str=None, delegate_debug_metadata=e["metadata"] or None, start_time=e["start"],
             end_time=e["end"]), allocation_event=None, debug_event=None)
     official = schema.ETDumpFlatCC(version=0, run_data=[
@@ -97,7 +97,7 @@ def test_writing_imports_neither_torch_nor_executorch(tmp_path):
     ([{"op": "cortex_m::quantized_conv2d"}], None, "has no 'instructions' count"),
     ([{"op": "cortex_m::quantized_conv2d", "instructions": -4}], None, "is negative"),
     ([{"op": "cortex_m::quantized_conv2d", "instructions": 2.5}], None, "is not a whole number"),
-    ([{"op": "cortex_m::quantized_conv2d", "instructions": 4, "index": "one"}], None, "is not an instruction index"),
+    ([{"op": "cortex_m::quantized_conv2d", "instructions": 4, "index": "one"}], None, "is not an index in the chain"),
     (PROFILE, [1, 2], "2 whole-inference counts for 1 profiled runs"),
     (PROFILE, [1000], "less than its kernel calls"),
 ])
@@ -132,8 +132,8 @@ def test_the_program_reader_agrees_with_executorch(m55_program):
     from executorch.exir._serialize._program import deserialize_pte_binary
     pte = m55_program
     plan = deserialize_pte_binary(pte.read_bytes()).program.execution_plan[0]
-    expected = [(c, n, plan.operators[ins.instr_args.op_index].name, plan.operators[ins.instr_args.op_index].overload)
-                for c, chain in enumerate(plan.chains) for n, ins in enumerate(chain.instructions)]
+    expected = [(c, n, plan.operators[call.instr_args.op_index].name, plan.operators[call.instr_args.op_index].overload)
+                for c, chain in enumerate(plan.chains) for n, call in enumerate(chain.instructions)]
     assert program_kernel_calls(pte) == program_kernel_calls(pte.read_bytes()) == expected
     assert len(expected) == 10
 
@@ -158,7 +158,7 @@ def test_a_profile_of_another_program_is_refused(m55_program, tmp_path):
                      program=pte)
     with pytest.raises(UserError, match="profiles 9 kernel calls, the program has 10"):
         write_etdump(tmp_path / "p.etdp", layers[:-1], program=pte)
-    with pytest.raises(UserError, match="says it is instruction 7"):
+    with pytest.raises(UserError, match="says it is call 7 of the chain"):
         write_etdump(tmp_path / "p.etdp", [dict(layer, index=7) for layer in layers], program=pte)
     assert not (tmp_path / "p.etdp").exists()
 
@@ -323,24 +323,24 @@ def test_bench_on_native_writes_every_timed_run(cli, exported, measured, tmp_pat
 @pytest.mark.slow
 def test_eval_on_native_writes_one_run_per_batch(cli, trained_run, exported, tmp_path):
     pte = exported("cortex-m55")
-    res = cli("eval", "--run", trained_run, "--variant", "cortex-m55", "--device", "native", "--limit", "60",
+    res = cli("eval", "--run", trained_run, "--program", "cortex-m55", "--device", "native", "--limit", "60",
               "--etdump", tmp_path / "eval.etdp", "--json")
     assert res.returncode == 0, res.stderr
     result = json.loads(res.stdout)
     assert result["test_images"] == 60
     # the evaluation classifies 50 images at a time: two batches (50 and 10), each one run of the file
-    assert result["etdump"] == {"path": str(tmp_path / "eval.etdp"), "variant": "cortex-m55",
+    assert result["etdump"] == {"path": str(tmp_path / "eval.etdp"), "program": "cortex-m55",
                                 "counter": "nanoseconds", "runs": 2, "images": 60}
-    assert result["variants"]["cortex-m55"]["bit_exact"] is True
+    assert result["programs"]["cortex-m55"]["bit_exact"] is True
     native_rows_are_the_programs_calls(open_inspector(tmp_path / "eval.etdp"), pte, 2)
 
 
 @pytest.mark.parametrize("extra, message", [
-    (("--variant", "cortex-m55", "--variant", "int8-xnnpack"), "--etdump profiles one program and 2 are selected"),
-    (("--variant", "int8-xnnpack",), "--etdump needs a Cortex-M program on --device mcu or native"),
-    (("--variant", "cortex-m55", "--device", "host"), "not cortex-m55 on host"),
-    (("--variant", "cortex-m55", "--port", "socket://127.0.0.1:1"), "a board on a serial port sends no"),
-], ids=["two-variants", "not-cortex-m", "host", "serial-port"])
+    (("--program", "cortex-m55", "--program", "int8-xnnpack"), "--etdump profiles one program and 2 are selected"),
+    (("--program", "int8-xnnpack",), "--etdump needs a Cortex-M program on --device mcu or native"),
+    (("--program", "cortex-m55", "--device", "host"), "not cortex-m55 on host"),
+    (("--program", "cortex-m55", "--port", "socket://127.0.0.1:1"), "a board on a serial port sends no"),
+], ids=["two-programs", "not-cortex-m", "host", "serial-port"])
 def test_eval_etdump_refusals_are_one_line(cli, trained_run, exported, tmp_path, extra, message):
     exported("cortex-m55"), exported("int8-xnnpack")
     res = cli("eval", "--run", trained_run, "--limit", "5", "--etdump", tmp_path / "p.etdp", *extra)
@@ -351,7 +351,7 @@ def test_eval_etdump_refusals_are_one_line(cli, trained_run, exported, tmp_path,
 
 def test_an_etdump_folder_is_refused_before_the_work(cli, trained_run, exported, tmp_path):
     pte = exported("cortex-m55")
-    for command in (("eval", "--run", trained_run, "--variant", "cortex-m55", "--device", "native"),
+    for command in (("eval", "--run", trained_run, "--program", "cortex-m55", "--device", "native"),
                     ("bench", "--model", pte, "--device", "native")):
         res = cli(*command, "--etdump", tmp_path)
         assert res.returncode == 2 and "is a folder" in res.stderr and len(res.stderr.strip().splitlines()) == 1
@@ -361,7 +361,7 @@ def test_an_etdump_folder_is_refused_before_the_work(cli, trained_run, exported,
 def test_eval_on_the_board_writes_its_instructions(cli, trained_run, cortex_m_pte, tmp_path):
     """eval --etdump on the emulated board: the batch transport even for a few images (the serial link
     sends no profile), each run the batch's mean instructions per kernel call."""
-    res = cli("eval", "--run", trained_run, "--variant", "cortex-m55", "--device", "mcu", "--limit", "5",
+    res = cli("eval", "--run", trained_run, "--program", "cortex-m55", "--device", "mcu", "--limit", "5",
               "--etdump", tmp_path / "eval.etdp", "--json")
     assert res.returncode == 0, res.stderr
     result = json.loads(res.stdout)

@@ -127,7 +127,7 @@ def test_eval_refuses_a_broken_test_split(main, small_data, trained_run, tmp_pat
     """Labels out of range or an empty split were 0.00 % and exit 0: now they are refused."""
     make, words = BROKEN_SPLITS[case]
     data = broken_data(small_data, tmp_path, "test", make((small_data / "test.npz").read_bytes()))
-    assert_one_line(main("eval", "--run", trained_run, "--data", data, "--variant", "eager", "--quiet"),
+    assert_one_line(main("eval", "--run", trained_run, "--data", data, "--program", "eager", "--quiet"),
                     str(data / "test.npz"), words)
 
 
@@ -137,7 +137,7 @@ def test_a_split_changed_after_it_was_written_is_refused(main, small_data, tmp_p
     assert_one_line(main("train", "--data", data, "--out", tmp_path / "run", "--epochs", "1", "--quiet"),
                     str(data / "train.npz"), f"is not the file {data / 'data.json'} records")
     shutil.copy(small_data / "val.npz", data / "test.npz")          # a split of the same set, in the wrong place
-    assert_one_line(main("eval", "--run", trained_run, "--data", data, "--variant", "eager", "--quiet"),
+    assert_one_line(main("eval", "--run", trained_run, "--data", data, "--program", "eager", "--quiet"),
                     str(data / "test.npz"), "is not the file")
 
 
@@ -230,7 +230,7 @@ def test_eval_export_and_classify_refuse_a_broken_config(main, trained_run, tmp_
     run = broken_config(trained_run, tmp_path, case)
     words = BROKEN_CONFIGS[case][1]
     config = str(run / "config.json")
-    assert_one_line(main("eval", "--run", run, "--variant", "eager", "--quiet"), config, words, "tinyrps train")
+    assert_one_line(main("eval", "--run", run, "--program", "eager", "--quiet"), config, words, "tinyrps train")
     assert_one_line(main("export", "--run", run, "--target", "fp32", "--quiet"), config, words, "tinyrps train")
     assert_one_line(main("classify", "--model", run / "model.pt", "--device", "eager", png(tmp_path)), config, words)
     assert not (run / "export").exists()
@@ -238,14 +238,14 @@ def test_eval_export_and_classify_refuse_a_broken_config(main, trained_run, tmp_
 
 def test_a_config_changed_after_training_is_refused(main, trained_run, tmp_path):
     run = broken_config(trained_run, tmp_path, "no data", record=False)
-    assert_one_line(main("eval", "--run", run, "--variant", "eager", "--quiet"),
+    assert_one_line(main("eval", "--run", run, "--program", "eager", "--quiet"),
                     "config.json is not the file", "manifest.json records")
 
 
 def test_a_config_copied_without_its_manifest_is_checked_by_itself(main, trained_run, tmp_path):
     run = broken_config(trained_run, tmp_path, "a list", record=False)
     (run / "manifest.json").unlink()
-    assert_one_line(main("eval", "--run", run, "--variant", "eager", "--quiet"), "holds a JSON list")
+    assert_one_line(main("eval", "--run", run, "--program", "eager", "--quiet"), "holds a JSON list")
 
 
 # ── model.pt: eval, export, classify ─────────────────────────────────────────
@@ -287,7 +287,7 @@ def test_eval_export_and_classify_refuse_a_broken_checkpoint(main, trained_run, 
     make, words = BROKEN_CHECKPOINTS[case]
     run = broken_checkpoint(trained_run, tmp_path, make((trained_run / "model.pt").read_bytes()))
     checkpoint = str(run / "model.pt")
-    lines = {assert_one_line(main("eval", "--run", run, "--variant", "eager", "--quiet"), checkpoint, words),
+    lines = {assert_one_line(main("eval", "--run", run, "--program", "eager", "--quiet"), checkpoint, words),
              assert_one_line(main("export", "--run", run, "--target", "fp32", "--quiet"), checkpoint, words),
              assert_one_line(main("classify", "--model", run / "model.pt", "--device", "eager", png(tmp_path)),
                              checkpoint, words)}
@@ -299,7 +299,7 @@ def test_a_checkpoint_changed_after_training_is_refused(main, trained_run, tmp_p
     """The finding: an old model.pt beside a new config.json (or the reverse)."""
     run = broken_checkpoint(trained_run, tmp_path, saved(__import__("tinyrps.model").model.TinyRPS().state_dict()),
                             record=False)
-    assert_one_line(main("eval", "--run", run, "--variant", "eager", "--quiet"),
+    assert_one_line(main("eval", "--run", run, "--program", "eager", "--quiet"),
                     str(run / "model.pt"), "is not the checkpoint", "config.json was written with")
 
 

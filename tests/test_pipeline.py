@@ -32,8 +32,8 @@ def test_all_writes_summary_report_and_every_main_artifact(main_job, markdown_ta
         assert not Path(path).is_absolute() and (out / path).is_file(), path
     for target in MAIN_TARGETS:
         assert (out / "run" / "export" / f"{target}.pte").is_file()
-        assert summary["test_accuracy"][target] == summary["eval"]["variants"][target]["accuracy"]
-        assert summary["programs_sha256"][target] == summary["eval"]["variants"][target]["program_sha256"]
+        assert summary["test_accuracy"][target] == summary["eval"]["programs"][target]["accuracy"]
+        assert summary["programs_sha256"][target] == summary["eval"]["programs"][target]["program_sha256"]
     assert (out / "data" / "train.npz").is_file() and (out / "run" / "model.pt").is_file()
     report = (out / "report.md").read_text()
     markdown_tables(report, check=True)
@@ -43,7 +43,7 @@ def test_all_writes_summary_report_and_every_main_artifact(main_job, markdown_ta
         assert image in report
         assert list(out.rglob(image))
     for target in ("cortex-m55", "cortex-m33", "cortex-m4"):       # each on its own board, the whole test split
-        assert summary["eval"]["variants"][target]["bit_exact"] is True, summary["eval"]["variants"][target]
+        assert summary["eval"]["programs"][target]["bit_exact"] is True, summary["eval"]["programs"][target]
     for board in ("mps3-an547", "mps2-an505", "mps2-an386"):
         assert board in report
     assert "not cycles" in report
@@ -106,7 +106,7 @@ def test_all_after_an_interruption_redoes_exactly_what_is_stale(main_job, cli):
     exported = [line.split(":")[0].strip() for line in res.stderr.splitlines() if " bytes in " in line]
     assert exported == ["cortex-m4"]
     assert (main_job / "run" / "model.pt").read_bytes() == checkpoint
-    assert summary["eval"]["variants"]["cortex-m4"]["bit_exact"] is True
+    assert summary["eval"]["programs"]["cortex-m4"]["bit_exact"] is True
 
 
 def test_a_second_job_into_the_same_folder_is_refused(main_job, tmp_path):

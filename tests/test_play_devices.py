@@ -58,14 +58,14 @@ def test_classify_on_the_mcu_matches_the_host_format(cli, exported, tmp_path):
     assert [r["probabilities"] for r in mcu] == [r["probabilities"] for r in native]
 
 
-def test_eval_lists_npu_and_mcu_variants_by_contract(cli, trained_run, exported):
+def test_eval_lists_npu_and_mcu_programs_by_contract(cli, trained_run, exported):
     for target in ("int8-xnnpack", "ethos-u85-128", "cortex-m55"):
         exported(target)
     # a relative --run, as typed by a user in the run's parent folder
-    res = cli("eval", "--run", trained_run.name, "--json", "--variant", "int8-xnnpack", "--variant", "ethos-u85-128",
-              "--variant", "cortex-m55", cwd=trained_run.parent)
+    res = cli("eval", "--run", trained_run.name, "--json", "--program", "int8-xnnpack", "--program", "ethos-u85-128",
+              "--program", "cortex-m55", cwd=trained_run.parent)
     assert res.returncode == 0, res.stderr
-    v = json.loads(res.stdout)["variants"]
+    v = json.loads(res.stdout)["programs"]
     assert v["ethos-u85-128"]["device"] == "npu-ref" and v["ethos-u85-128"]["agreement_with"] == "int8-xnnpack"
     assert v["ethos-u85-128"]["agreement"] >= 0.97
     assert v["cortex-m55"]["device"] == "mcu"
@@ -108,8 +108,8 @@ def test_eval_on_a_board_on_a_serial_port(cli, trained_run, cortex_m_pte):
     from tinyrps.firmware import qemu
     with qemu.FirmwareServer(cortex_m_pte) as server:
         server.link.close()
-        res = cli("eval", "--run", trained_run, "--variant", "cortex-m55", "--port",
+        res = cli("eval", "--run", trained_run, "--program", "cortex-m55", "--port",
                   f"socket://127.0.0.1:{server.port}", "--limit", "3", "--json")
         assert res.returncode == 0, res.stderr
-        v = json.loads(res.stdout)["variants"]["cortex-m55"]
+        v = json.loads(res.stdout)["programs"]["cortex-m55"]
         assert v["device"] == "mcu" and v["bit_exact"] is True

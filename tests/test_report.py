@@ -10,12 +10,12 @@ FIRMWARE = {"flash_bytes": 481576, "ram_bytes": 71208, "arena_bytes": 42048,
 
 
 def summary_of_a_run() -> dict:
-    """A summary as the main job writes it, with a variant of every family."""
+    """A summary as the main job writes it, with a program of every family."""
     return {
         "seconds": {"data": 3.0, "train": 20.0, "total": 23.0},
         "data": {"images": 10500, "seed": 0, "per_class": {"train": 3000, "val": 300, "test": 200}},
         "training": {"epochs": [{"epoch": 1}, {"epoch": 2}], "best_val_accuracy": 0.995},
-        "eval": {"test_images": 600, "variants": {
+        "eval": {"test_images": 600, "programs": {
             "eager": {"accuracy": 0.9967, "device": "eager"},
             "int8-xnnpack": {"accuracy": 0.9983, "device": "host", "agreement": 0.9983, "max_abs_logit_diff": 8.8},
             "ethos-u85-128": {"accuracy": 0.9983, "device": "npu-ref", "agreement": 1.0,
@@ -24,7 +24,7 @@ def summary_of_a_run() -> dict:
                            "bit_exact": True, "mismatches": 0, "images": 600,
                            "reference": "ExecuTorch cortex_m Python operators"}}},
         "bench": {"rounds": 10, "runs": 200, "block_s": 0.1, "render_images_per_s": 8140.0,
-                  "eager_size_bytes": 120000, "variants": {
+                  "eager_size_bytes": 120000, "programs": {
                       "eager": {"device": "eager", "latency_ms": 0.45, "runs": 200},
                       "int8-xnnpack": {"device": "host", "latency_ms": 0.052, "runs": 2000, "ratio_to_eager": 0.114,
                                        "size_bytes": 437260},
@@ -85,7 +85,7 @@ def test_latency_labels_stay_inside_the_plot():
     from tinyrps.plots import latency_figure
     rows = [{"name": "eager (eager)", "latency_ms": 0.45},
             {"name": "int8-xnnpack (host)", "latency_ms": 0.01, "ratio_to_eager": 0.022},
-            {"name": "a-very-long-variant-name (mcu, simulated)", "latency_ms": 9870.0, "ratio_to_eager": 21933.0}]
+            {"name": "a-very-long-program-name (mcu, simulated)", "latency_ms": 9870.0, "ratio_to_eager": 21933.0}]
     fig = latency_figure(rows)
     renderer = fig.canvas.get_renderer()
     ax = fig.axes[0]

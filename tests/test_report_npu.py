@@ -13,13 +13,13 @@ VELA = {"clock_hz": 1_000_000_000, "npu_cycles": 70_000, "total_cycles": 150_000
 
 def test_report_charts_each_target_layers_split_into_compute_and_memory_waits(tmp_path):
     (tmp_path / "run").mkdir()
-    bench = {"variants": {"eager": {}, "ethos-u85-128": {"vela": VELA}, "ethos-u55-128": {"vela": VELA}}}
+    bench = {"programs": {"eager": {}, "ethos-u85-128": {"vela": VELA}, "ethos-u55-128": {"vela": VELA}}}
     parts = npu_layers_section(tmp_path, bench, lambda p: Path(p).relative_to(tmp_path).as_posix())
     text = "\n".join(parts)
     assert "ethos-u85-128: 53% of the cycles wait on memory" in text and "FullyConnected (fc), takes 73%" in text
     assert "![NPU layers](run/npu_layers.png)" in text
     assert (tmp_path / "run" / "npu_layers.png").stat().st_size > 10_000
-    assert npu_layers_section(tmp_path, {"variants": {"eager": {}}}, str) == []
+    assert npu_layers_section(tmp_path, {"programs": {"eager": {}}}, str) == []
 
 
 def config(accelerator, mode, ms, weights="DRAM"):

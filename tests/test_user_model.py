@@ -149,7 +149,7 @@ def test_your_model_exported_run_and_benchmarked(cli, model_file, tmp_path):
 
     res = cli("bench", "--model", pte, "--device", "native", "--runs", "3", "--json")
     assert res.returncode == 0, res.stderr
-    (entry,) = json.loads(res.stdout)["variants"].values()
+    (entry,) = json.loads(res.stdout)["programs"].values()
     assert entry["runs"] == 3 and entry["latency_ms"] > 0
 
 

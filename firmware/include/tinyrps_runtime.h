@@ -32,7 +32,7 @@
 /* ---- limits --------------------------------------------------------------------------------
  * The static tables of a trt_program (trt_program_storage is sized from them). A program over
  * one is refused with TRT_ERR_LIMIT and a reason naming it. Each may be changed at build time
- * (-DTRT_MAX_INSTRUCTIONS=128 to CMake or the compiler). The defaults hold the MLPerf Tiny
+ * (-DTRT_MAX_KERNEL_CALLS=128 to CMake or the compiler). The defaults hold the MLPerf Tiny
  * networks with room to spare; MobileNetV1 0.25 at 96x96x3 exported for the Cortex-M backend
  * has 704 values (307 tensors, 170 int-list items), 6 operators, 31 kernel calls of at most 16
  * arguments, one input and one output. Values and tensors are not copied into tables: each
@@ -43,8 +43,8 @@
 #ifndef TRT_MAX_OPERATORS
 #define TRT_MAX_OPERATORS 32       /* entries of the plan's operator table */
 #endif
-#ifndef TRT_MAX_INSTRUCTIONS
-#define TRT_MAX_INSTRUCTIONS 64    /* kernel calls of the chain */
+#ifndef TRT_MAX_KERNEL_CALLS
+#define TRT_MAX_KERNEL_CALLS 64    /* kernel calls of the chain */
 #endif
 #ifndef TRT_MAX_KERNEL_ARGS
 #define TRT_MAX_KERNEL_ARGS 32     /* arguments of one kernel call (its tensors among them) */
@@ -64,7 +64,7 @@
 
 /* Every limit, in the order trt_limit() numbers them (and the link and the batch report them). */
 #define TRT_LIMIT_LIST(X) \
-    X(TRT_MAX_VALUES) X(TRT_MAX_OPERATORS) X(TRT_MAX_INSTRUCTIONS) X(TRT_MAX_KERNEL_ARGS) \
+    X(TRT_MAX_VALUES) X(TRT_MAX_OPERATORS) X(TRT_MAX_KERNEL_CALLS) X(TRT_MAX_KERNEL_ARGS) \
     X(TRT_MAX_CALL_LIST_ITEMS) X(TRT_MAX_MEMORY_IDS) X(TRT_MAX_INPUTS) X(TRT_MAX_OUTPUTS)
 #define TRT_LIMIT_COUNT_ONE(name) +1
 #define TRT_LIMIT_COUNT (0 TRT_LIMIT_LIST(TRT_LIMIT_COUNT_ONE))
@@ -74,7 +74,7 @@
 /* Bytes of static storage a trt_program needs (checked at compile time): what its tables take
  * at the limits above. They hold pointers, so 64-bit hosts need more than a Cortex-M. */
 #define TRT_PROGRAM_STORAGE_BYTES                                                                 \
-    ((size_t)TRT_MAX_INSTRUCTIONS * (sizeof(void *) <= 4 ? 192u : 264u) +                         \
+    ((size_t)TRT_MAX_KERNEL_CALLS * (sizeof(void *) <= 4 ? 192u : 264u) +                         \
      (size_t)(TRT_MAX_INPUTS + TRT_MAX_OUTPUTS) * (sizeof(void *) <= 4 ? 112u : 136u) +          \
      (size_t)TRT_MAX_KERNEL_ARGS * (sizeof(void *) <= 4 ? 96u : 112u) +                           \
      (size_t)TRT_MAX_CALL_LIST_ITEMS * 8u + (size_t)TRT_MAX_OPERATORS * sizeof(void *) +          \
@@ -136,7 +136,7 @@ trt_program *trt_program_init(trt_program_storage *storage);
 size_t trt_program_size(void);
 
 /* Limit `i` (0 .. TRT_LIMIT_COUNT - 1, in TRT_LIMIT_LIST order) as this build has it, and its
- * name ("TRT_MAX_INSTRUCTIONS"); NULL name and 0 out of range. */
+ * name ("TRT_MAX_KERNEL_CALLS"); NULL name and 0 out of range. */
 uint32_t trt_limit(int i, const char **name);
 
 /* Parse and validate the whole program (every offset, index, tensor size against
@@ -209,20 +209,20 @@ trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], in
 /* Multiply-accumulates of one inference (convolutions and linear layers). */
 uint64_t trt_macs(const trt_program *prog);
 
-/* Number of kernel calls in the loaded program's instruction chain. */
-int trt_instruction_count(const trt_program *prog);
+/* Number of kernel calls in the loaded program's chain. */
+int trt_call_count(const trt_program *prog);
 
 /* Name of kernel call i ("cortex_m::quantized_conv2d"), or NULL if out of range. */
-const char *trt_instruction_name(const trt_program *prog, int i);
+const char *trt_call_name(const trt_program *prog, int i);
 
 /* Kernel variant kernel call i runs with, chosen at load from the build's ISA: "mve" (Helium),
  * "dsp" (the DSP extension's SIMD multiply-accumulates) or "c" (portable); NULL if out of range. */
-const char *trt_instruction_variant(const trt_program *prog, int i);
+const char *trt_call_variant(const trt_program *prog, int i);
 
 /* Place of that variant in its operator's variant list as this build compiles it (0: the
  * fastest its ISA has), or -1 if out of range: which of several variants of one ISA a call
  * binds, so that a build for one program can keep only those (tinyrps deploy library). */
-int trt_instruction_variant_index(const trt_program *prog, int i);
+int trt_call_variant_index(const trt_program *prog, int i);
 
 /* Run only kernel calls [begin, end) of the chain, on the arena as it is: after writing the
  * inputs, trt_run_calls(prog, 0, k + 1) leaves the output of call k in place, and calls may
@@ -230,7 +230,7 @@ int trt_instruction_variant_index(const trt_program *prog, int i);
 trt_status trt_run_calls(trt_program *prog, int begin, int end);
 
 /* Where the output tensor of kernel call i lives (within the arena) and its length. */
-trt_status trt_instruction_output(const trt_program *prog, int i, const uint8_t **data, size_t *len);
+trt_status trt_call_output(const trt_program *prog, int i, const uint8_t **data, size_t *len);
 
 /* Per-layer profile, optional. `counter` is any monotonic count (on the boards: executed
  * instructions); while it is set, trt_run and trt_run_calls record how far it advanced
@@ -240,7 +240,7 @@ void trt_set_counter(trt_program *prog, trt_counter_fn counter);
 
 /* Counter advance of kernel call i in the last profiled run (0 if none ran), and the
  * multiply-accumulates it does per inference. */
-trt_status trt_instruction_profile(const trt_program *prog, int i, uint64_t *count, uint64_t *macs);
+trt_status trt_call_profile(const trt_program *prog, int i, uint64_t *count, uint64_t *macs);
 
 const char *trt_status_name(trt_status s);
 

@@ -97,32 +97,32 @@ int main(int argc, char **argv) {
     check(trt_output_int8(prog, 0, &raw, &raw_count) == TRT_OK && raw_count == 3 && memcmp(raw, q, 3) == 0 &&
               trt_output_int8(prog, 1, &raw, &raw_count) == TRT_ERR_BAD_INPUT, "and its raw int8 values");
     const char *limit_name = NULL;
-    check(trt_limit(2, &limit_name) == TRT_MAX_INSTRUCTIONS && strcmp(limit_name, "TRT_MAX_INSTRUCTIONS") == 0 &&
+    check(trt_limit(2, &limit_name) == TRT_MAX_KERNEL_CALLS && strcmp(limit_name, "TRT_MAX_KERNEL_CALLS") == 0 &&
               trt_limit(TRT_LIMIT_COUNT, &limit_name) == 0 && limit_name == NULL, "the limits are listed");
     check(strcmp(trt_dtype_name(TRT_INT8), "int8") == 0 && trt_dtype_name(5) == NULL, "dtype names");
-    check(trt_instruction_count(prog) == 10 && trt_instruction_name(prog, 10) == NULL &&
-              trt_instruction_name(prog, -1) == NULL, "kernel calls are listed within range");
+    check(trt_call_count(prog) == 10 && trt_call_name(prog, 10) == NULL &&
+              trt_call_name(prog, -1) == NULL, "kernel calls are listed within range");
     check(trt_run_calls(prog, 0, 11) == TRT_ERR_BAD_INPUT && trt_run_calls(prog, 5, 4) == TRT_ERR_BAD_INPUT &&
               trt_run_calls(prog, 3, 3) == TRT_OK, "a range of calls past the chain or backwards is refused");
     int named = 1;
-    for (int i = 0; i < trt_instruction_count(prog); i++) {
-        const char *variant = trt_instruction_variant(prog, i);
+    for (int i = 0; i < trt_call_count(prog); i++) {
+        const char *variant = trt_call_variant(prog, i);
         named &= variant && (!strcmp(variant, "c") || !strcmp(variant, "dsp") || !strcmp(variant, "mve"));
     }
-    check(named && trt_instruction_variant(prog, 10) == NULL && trt_instruction_variant(prog, -1) == NULL &&
-              trt_instruction_variant(NULL, 0) == NULL, "every kernel call names its variant, within range");
+    check(named && trt_call_variant(prog, 10) == NULL && trt_call_variant(prog, -1) == NULL &&
+              trt_call_variant(NULL, 0) == NULL, "every kernel call names its variant, within range");
     uint64_t count = 99, macs = 0, all_macs = 0;
     int each_once = 1;
-    check(trt_instruction_profile(prog, 0, &count, &macs) == TRT_OK && count == 0, "nothing is counted unprofiled");
+    check(trt_call_profile(prog, 0, &count, &macs) == TRT_OK && count == 0, "nothing is counted unprofiled");
     trt_set_counter(prog, tick);
     check(trt_infer(prog, image, q2, logits2, 16, &n, &n_q) == TRT_OK && memcmp(q, q2, 3) == 0,
           "a profiled inference agrees");
-    for (int i = 0; i < trt_instruction_count(prog); i++) {
-        each_once &= trt_instruction_profile(prog, i, &count, &macs) == TRT_OK && count == 1;
+    for (int i = 0; i < trt_call_count(prog); i++) {
+        each_once &= trt_call_profile(prog, i, &count, &macs) == TRT_OK && count == 1;
         all_macs += macs;
     }
     check(each_once && all_macs == trt_macs(prog), "the profile counts every kernel call and adds up to the MACs");
-    check(trt_instruction_profile(prog, 10, &count, &macs) == TRT_ERR_BAD_INPUT, "a profile past the chain is refused");
+    check(trt_call_profile(prog, 10, &count, &macs) == TRT_ERR_BAD_INPUT, "a profile past the chain is refused");
     trt_set_counter(prog, NULL);
     check(strcmp(trt_status_name(TRT_ERR_UNSUPPORTED_OP), "unsupported operator") == 0 &&
               strcmp(trt_status_name((trt_status)-99), "unknown status") == 0, "status names");

@@ -93,18 +93,18 @@ static void collect_value_targets(const pte_file *f, const pte_plan *p, uint32_t
 static void collect_targets(const uint8_t *pte, size_t len) {
     pte_file f;
     pte_plan p;
-    fb_vector instructions, args;
+    fb_vector calls, args;
     if (pte_open(pte, len, &f) != TRT_OK || pte_plan_at(&f, 0, &p) != TRT_OK) return;
     for (uint32_t i = 0; i < p.values.count; i++) collect_value_targets(&f, &p, i);
     add_vector(&p.memory_sizes, 8);
     add_vector(&p.inputs, 4);
     add_vector(&p.outputs, 4);
     add_vector(&f.constant_offsets, 8);
-    if (pte_chain_instructions(&f, &p, 0, &instructions) != TRT_OK) return;
-    for (uint32_t i = 0; i < instructions.count; i++) {
+    if (pte_chain_calls(&f, &p, 0, &calls) != TRT_OK) return;
+    for (uint32_t i = 0; i < calls.count; i++) {
         uint8_t kind;
         int32_t op_index;
-        if (pte_instruction_at(&f, &instructions, i, &kind, &op_index, &args) == TRT_OK) add_vector(&args, 4);
+        if (pte_call_at(&f, &calls, i, &kind, &op_index, &args) == TRT_OK) add_vector(&args, 4);
     }
 }
 

@@ -101,14 +101,14 @@ static int print_plan(const pte_file *f, uint32_t index) {
     for (uint32_t i = 0; i < p.memory_sizes.count; i++) printf("%s%lld", i ? ", " : "", (long long)fb_vector_i64(fb, &p.memory_sizes, i));
     printf("], \"chains\": [");
     for (uint32_t c = 0; c < p.chains.count; c++) {
-        fb_vector instructions;
-        if (pte_chain_instructions(f, &p, c, &instructions) != TRT_OK) return -1;
+        fb_vector calls;
+        if (pte_chain_calls(f, &p, c, &calls) != TRT_OK) return -1;
         printf("%s[", c ? ", " : "");
-        for (uint32_t i = 0; i < instructions.count; i++) {
+        for (uint32_t i = 0; i < calls.count; i++) {
             uint8_t kind;
             int32_t op_index;
             fb_vector args;
-            if (pte_instruction_at(f, &instructions, i, &kind, &op_index, &args) != TRT_OK) return -1;
+            if (pte_call_at(f, &calls, i, &kind, &op_index, &args) != TRT_OK) return -1;
             printf("%s{\"kind\": %u, \"op_index\": %ld, \"args\": ", i ? ", " : "", kind, (long)op_index);
             print_i32_vector(fb, &args);
             printf("}");

@@ -172,11 +172,11 @@ static int cmd_info(const char *model) {
         trt_tensor_info t;
         printf("{\"arena_bytes\": %zu, \"program_storage_bytes\": %zu, \"macs\": %llu, \"calls\": [",
                trt_arena_needed(lp.prog), trt_program_size(), (unsigned long long)trt_macs(lp.prog));
-        for (int i = 0; i < trt_instruction_count(lp.prog); i++)
-            printf("%s\"%s\"", i ? ", " : "", trt_instruction_name(lp.prog, i));
+        for (int i = 0; i < trt_call_count(lp.prog); i++)
+            printf("%s\"%s\"", i ? ", " : "", trt_call_name(lp.prog, i));
         printf("], \"kernels\": [");
-        for (int i = 0; i < trt_instruction_count(lp.prog); i++)
-            printf("%s\"%s\"", i ? ", " : "", trt_instruction_variant(lp.prog, i));
+        for (int i = 0; i < trt_call_count(lp.prog); i++)
+            printf("%s\"%s\"", i ? ", " : "", trt_call_variant(lp.prog, i));
         printf("], \"inputs\": [");
         for (int i = 0; i < trt_input_count(lp.prog); i++) {
             trt_input(lp.prog, i, &t);
@@ -240,12 +240,12 @@ static void profile_header(uint8_t *out, size_t samples, int calls) {
     memcpy(out + NATIVE_PROFILE_HEADER_COUNTER, NATIVE_PROFILE_COUNTER, strlen(NATIVE_PROFILE_COUNTER));
 }
 
-/* One sample's record: the inference's count, then each kernel call's (trt_instruction_profile). */
+/* One sample's record: the inference's count, then each kernel call's (trt_call_profile). */
 static void profile_record(const trt_program *prog, uint64_t inference, uint8_t *out) {
     put_u64(out, inference);
-    for (int k = 0; k < trt_instruction_count(prog); k++) {
+    for (int k = 0; k < trt_call_count(prog); k++) {
         uint64_t count = 0, macs = 0;
-        trt_instruction_profile(prog, k, &count, &macs);
+        trt_call_profile(prog, k, &count, &macs);
         put_u64(out + (size_t)(k + 1) * NATIVE_PROFILE_COUNT_BYTES, count);
     }
 }
@@ -261,9 +261,9 @@ static int cmd_run(const char *model, const char *inputs_path, const char *out_p
         results = malloc(n * out_bytes + 1);
         if (profile_path) {
             trt_set_counter(lp.prog, host_nanoseconds);
-            record = (size_t)(trt_instruction_count(lp.prog) + 1) * NATIVE_PROFILE_COUNT_BYTES;
+            record = (size_t)(trt_call_count(lp.prog) + 1) * NATIVE_PROFILE_COUNT_BYTES;
             profile = malloc(NATIVE_PROFILE_HEADER_BYTES + n * record);
-            profile_header(profile, n, trt_instruction_count(lp.prog));
+            profile_header(profile, n, trt_call_count(lp.prog));
         }
         for (size_t i = 0; i < n && rc == 0; i++) {
             write_inputs(lp.prog, samples + i * in_bytes);
@@ -332,14 +332,14 @@ static int cmd_layers(const char *model, const char *inputs_path, const char *ou
     if (rc == 0 && !(samples = read_samples(inputs_path, in_bytes, &n))) rc = EXIT_USAGE;
     FILE *f = rc == 0 ? fopen(out_path, "wb") : NULL;
     if (rc == 0 && !f) rc = EXIT_USAGE;
-    int calls = rc == 0 ? trt_instruction_count(lp.prog) : 0;
+    int calls = rc == 0 ? trt_call_count(lp.prog) : 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         write_inputs(lp.prog, samples + i * in_bytes);
         for (int k = 0; k < calls; k++) {
             const uint8_t *data;
             size_t len;
             trt_run_calls(lp.prog, k, k + 1);   /* read each output before a later call reuses its bytes */
-            trt_instruction_output(lp.prog, k, &data, &len);
+            trt_call_output(lp.prog, k, &data, &len);
             if (fwrite(data, 1, len, f) != len) rc = EXIT_USAGE;
         }
     }
@@ -349,8 +349,8 @@ static int cmd_layers(const char *model, const char *inputs_path, const char *ou
         for (int k = 0; k < calls; k++) {
             const uint8_t *data;
             size_t len;
-            trt_instruction_output(lp.prog, k, &data, &len);
-            printf("%s{\"name\": \"%s\", \"bytes\": %zu}", k ? ", " : "", trt_instruction_name(lp.prog, k), len);
+            trt_call_output(lp.prog, k, &data, &len);
+            printf("%s{\"name\": \"%s\", \"bytes\": %zu}", k ? ", " : "", trt_call_name(lp.prog, k), len);
         }
         printf("]}\n");
     }

@@ -57,7 +57,7 @@
 /* per kernel call: the kernel variant the runtime bound (TRT_KERNEL_VARIANT_NAMES), the
  * multiply-accumulates per inference, the instructions summed over the samples, and the bound
  * variant's place in its operator's variant list as the firmware compiles it
- * (trt_instruction_variant_index) */
+ * (trt_call_variant_index) */
 #define BATCH_LAYER_FIELDS(X)                                                                          \
     X(OPERATOR, 0, text40) X(VARIANT, 40, text8) X(MACS, 48, u64) X(INSTRUCTIONS, 56, u64)             \
     X(VARIANT_INDEX, 64, u32) X(LAYER_PAD, 68, u32)

@@ -1,5 +1,5 @@
 /*
- * The profile file of the host build's `tinyrps-native run MODEL INPUTS RESULTS PROFILE`
+ * The profile file of the native build's `tinyrps-native run MODEL INPUTS RESULTS PROFILE`
  * (firmware/native/tinyrps_native.c): how far the host's monotonic clock advanced across each
  * inference and each of its kernel calls. The host (src/tinyrps/devices/native.py) reads these
  * constants and layouts from this file (src/tinyrps/firmware/c_facts.py). Little-endian.

@@ -373,26 +373,26 @@ trt_status pte_delegate_id(const pte_file *f, const pte_plan *p, uint32_t index,
     return fb_string_field(&f->flat, &delegate, DELEGATE_ID, id, len);
 }
 
-trt_status pte_chain_instructions(const pte_file *f, const pte_plan *p, uint32_t chain, fb_vector *out) {
+trt_status pte_chain_calls(const pte_file *f, const pte_plan *p, uint32_t chain, fb_vector *out) {
     fb_table c;
     trt_status s;
     if ((s = fb_vector_table(&f->flat, &p->chains, chain, &c)) != TRT_OK) return s;
     return fb_vector_field(&f->flat, &c, CHAIN_INSTRUCTIONS, 4, out);
 }
 
-trt_status pte_instruction_at(const pte_file *f, const fb_vector *instructions, uint32_t index,
-                              uint8_t *kind, int32_t *op_index, fb_vector *args) {
+trt_status pte_call_at(const pte_file *f, const fb_vector *calls, uint32_t index,
+                       uint8_t *kind, int32_t *op_index, fb_vector *args) {
     const fb_buffer *fb = &f->flat;
-    fb_table instr, call;
+    fb_table entry, call;
     trt_status s;
     int present;
     *op_index = -1;
     args->pos = 0;
     args->count = 0;
-    if ((s = fb_vector_table(fb, instructions, index, &instr)) != TRT_OK) return s;
-    if ((s = fb_u8(fb, &instr, INSTRUCTION_TYPE, 0, kind)) != TRT_OK) return s;
-    if (*kind != PTE_INSTR_KERNEL_CALL) return TRT_OK;
-    if ((s = fb_table_field(fb, &instr, INSTRUCTION_ARGS, &call, &present)) != TRT_OK) return s;
+    if ((s = fb_vector_table(fb, calls, index, &entry)) != TRT_OK) return s;
+    if ((s = fb_u8(fb, &entry, INSTRUCTION_TYPE, 0, kind)) != TRT_OK) return s;
+    if (*kind != PTE_KERNEL_CALL) return TRT_OK;
+    if ((s = fb_table_field(fb, &entry, INSTRUCTION_ARGS, &call, &present)) != TRT_OK) return s;
     if (!present) return TRT_ERR_MALFORMED;
     if ((s = fb_i32(fb, &call, KERNEL_CALL_OP_INDEX, 0, op_index)) != TRT_OK) return s;
     return fb_vector_field(fb, &call, KERNEL_CALL_ARGS, 4, args);

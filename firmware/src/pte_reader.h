@@ -91,7 +91,7 @@ enum {
 };
 enum { ALLOC_MEMORY_ID = 0, ALLOC_OFFSET_LOW = 1, ALLOC_OFFSET_HIGH = 2 };
 enum { OPERATOR_NAME = 0, OPERATOR_OVERLOAD = 1 };
-enum { CHAIN_INSTRUCTIONS = 2 };
+enum { CHAIN_INSTRUCTIONS = 2 };   /* Chain.instructions: the schema's word for the chain's calls */
 enum { DELEGATE_ID = 0 };
 enum { INSTRUCTION_TYPE = 0, INSTRUCTION_ARGS = 1 };
 enum { KERNEL_CALL_OP_INDEX = 0, KERNEL_CALL_ARGS = 1 };
@@ -103,10 +103,10 @@ enum {
     PTE_VALUE_BOOL_LIST = 9, PTE_VALUE_TENSOR_LIST = 10, PTE_VALUE_OPTIONAL_TENSOR_LIST = 11,
 };
 
-/* Instruction kinds: the InstructionArguments union tags. */
+/* Kinds of call: the InstructionArguments union tags of program.fbs. */
 enum {
-    PTE_INSTR_KERNEL_CALL = 1, PTE_INSTR_DELEGATE_CALL = 2, PTE_INSTR_MOVE_CALL = 3,
-    PTE_INSTR_JUMP_FALSE_CALL = 4, PTE_INSTR_FREE_CALL = 5,
+    PTE_KERNEL_CALL = 1, PTE_DELEGATE_CALL = 2, PTE_MOVE_CALL = 3,
+    PTE_JUMP_FALSE_CALL = 4, PTE_FREE_CALL = 5,
 };
 
 typedef struct {
@@ -178,10 +178,11 @@ trt_status pte_operator_at(const pte_file *f, const pte_plan *p, uint32_t index,
 /* Backend id of delegate `index` ("XnnpackBackend"), to name it in errors. */
 trt_status pte_delegate_id(const pte_file *f, const pte_plan *p, uint32_t index, const char **id, uint32_t *len);
 
-/* The instructions of chain `chain`; then each one's kind and, for kernel calls, operator and args. */
-trt_status pte_chain_instructions(const pte_file *f, const pte_plan *p, uint32_t chain, fb_vector *out);
-trt_status pte_instruction_at(const pte_file *f, const fb_vector *instructions, uint32_t index,
-                              uint8_t *kind, int32_t *op_index, fb_vector *args);
+/* The calls of chain `chain` (program.fbs's Chain.instructions); then each one's kind and, for
+ * kernel calls, operator and args. */
+trt_status pte_chain_calls(const pte_file *f, const pte_plan *p, uint32_t chain, fb_vector *out);
+trt_status pte_call_at(const pte_file *f, const fb_vector *calls, uint32_t index,
+                       uint8_t *kind, int32_t *op_index, fb_vector *args);
 
 /* Bytes of constant buffer `index` (from the constant segment, or inline). */
 trt_status pte_constant(const pte_file *f, uint32_t index, const uint8_t **data, size_t *len);

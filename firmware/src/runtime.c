@@ -3,7 +3,7 @@
  *
  * trt_load walks the program once, in this order: header and root (pte_reader),
  * the "forward" execution plan, its memory plan, the operator table, the inputs and
- * outputs, the one instruction chain (each kernel call's arguments resolved from the
+ * outputs, the one chain of kernel calls (each kernel call's arguments resolved from the
  * program, validated by its operator's bind step and bound to one kernel variant,
  * ops/operator_table.h), then what the memory plan must guarantee about the inputs and
  * outputs (check_io_lifetimes). Only when all of it is consistent and fits the arena is
@@ -77,21 +77,21 @@ void trt_arena_layout(const trt_program *prog, trt_arena_parts *parts) {
 
 uint64_t trt_macs(const trt_program *prog) { return prog && prog->loaded ? prog->macs : 0; }
 
-int trt_instruction_count(const trt_program *prog) { return prog && prog->loaded ? prog->n_instructions : 0; }
+int trt_call_count(const trt_program *prog) { return prog && prog->loaded ? prog->n_calls : 0; }
 
-const char *trt_instruction_name(const trt_program *prog, int i) {
-    if (!prog || !prog->loaded || i < 0 || i >= prog->n_instructions) return NULL;
-    return prog->instructions[i].op->name;
+const char *trt_call_name(const trt_program *prog, int i) {
+    if (!prog || !prog->loaded || i < 0 || i >= prog->n_calls) return NULL;
+    return prog->calls[i].op->name;
 }
 
-const char *trt_instruction_variant(const trt_program *prog, int i) {
-    if (!prog || !prog->loaded || i < 0 || i >= prog->n_instructions) return NULL;
-    return prog->instructions[i].kernel->isa;
+const char *trt_call_variant(const trt_program *prog, int i) {
+    if (!prog || !prog->loaded || i < 0 || i >= prog->n_calls) return NULL;
+    return prog->calls[i].kernel->isa;
 }
 
-int trt_instruction_variant_index(const trt_program *prog, int i) {
-    if (!prog || !prog->loaded || i < 0 || i >= prog->n_instructions) return -1;
-    return (int)(prog->instructions[i].kernel - prog->instructions[i].op->variants);
+int trt_call_variant_index(const trt_program *prog, int i) {
+    if (!prog || !prog->loaded || i < 0 || i >= prog->n_calls) return -1;
+    return (int)(prog->calls[i].kernel - prog->calls[i].op->variants);
 }
 
 const char *trt_status_name(trt_status s) {
@@ -267,7 +267,7 @@ static trt_status resolve_argument(trt_program *prog, int32_t index, uint16_t sl
     }
 }
 
-/* ---- operators and instructions ------------------------------------------------------------------------ */
+/* ---- operators and kernel calls ------------------------------------------------------------------------ */
 
 /* "unsupported operator aten::convolution.out" */
 static trt_status unsupported_operator(trt_program *prog, const char *name, uint32_t name_len, const char *overload,
@@ -332,47 +332,47 @@ static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, 
 
 /* Validate the call (its operator's bind step), choose its kernel variant once, and reserve the
  * variant's workspace; the working memory all calls share is sized for the largest. */
-static trt_status bind_instruction(trt_program *prog, trt_instruction *ins, int16_t k, const int32_t *args,
-                                   uint32_t n_args) {
+static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
+                            uint32_t n_args) {
     const trt_value_tables tables = {prog->call_args, (uint16_t)n_args, prog->call_tensors, prog->call_items};
-    const trt_call call = {&tables, &prog->detail, args, n_args, ins->op->name};
+    const trt_call call = {&tables, &prog->detail, args, n_args, kc->op->name};
     uint64_t macs = 0;
-    memset(&ins->p, 0, sizeof ins->p);
-    trt_status s = ins->op->bind(&call, &ins->p, &macs);
+    memset(&kc->p, 0, sizeof kc->p);
+    trt_status s = kc->op->bind(&call, &kc->p, &macs);
     if (s != TRT_OK) return s;
-    ins->macs = (uint32_t)macs;
+    kc->macs = (uint32_t)macs;
     prog->macs += macs;
     /* binding succeeded: args[n-2] is the planned output (== the return), as every bind step checks
      * (trt_need_output); a kernel writes nothing else of the memory plan (operator_table.h) */
     if (n_args < 2 || prog->call_args[n_args - 2].kind != PTE_VALUE_TENSOR ||
         !prog->call_tensors[n_args - 2].in_arena)
         return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "the out argument is not a planned tensor in",
-                             ins->op->name);
+                             kc->op->name);
     const trt_tensor *out = &prog->call_tensors[n_args - 2];
-    ins->out_value = (uint16_t)args[n_args - 2];
-    ins->out_offset = (uint32_t)out->arena_offset;
-    ins->out_bytes = out->nbytes;
+    kc->out_value = (uint16_t)args[n_args - 2];
+    kc->out_offset = (uint32_t)out->arena_offset;
+    kc->out_bytes = out->nbytes;
     note_input_reads(prog, k, args, n_args);
-    ins->kernel = trt_choose_variant(ins->op, &ins->p);
-    if (!ins->kernel)
+    kc->kernel = trt_choose_variant(kc->op, &kc->p);
+    if (!kc->kernel)
         return trt_fail_text(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "no kernel variant of this build takes the call of",
-                             ins->op->name);
-    size_t scratch = ins->kernel->scratch_bytes ? ins->kernel->scratch_bytes(&ins->p) : 0;
-    ins->scratch_bytes = (uint32_t)scratch;
-    if (scratch && (s = reserve_workspace(prog, scratch, &ins->scratch_offset)) != TRT_OK) return s;
-    size_t temp = ins->kernel->temp_bytes ? ins->kernel->temp_bytes(&ins->p) : 0;
+                             kc->op->name);
+    size_t scratch = kc->kernel->scratch_bytes ? kc->kernel->scratch_bytes(&kc->p) : 0;
+    kc->scratch_bytes = (uint32_t)scratch;
+    if (scratch && (s = reserve_workspace(prog, scratch, &kc->scratch_offset)) != TRT_OK) return s;
+    size_t temp = kc->kernel->temp_bytes ? kc->kernel->temp_bytes(&kc->p) : 0;
     if (temp > prog->temp_bytes) prog->temp_bytes = temp;
     return TRT_OK;
 }
 
-static trt_status load_instruction(trt_program *prog, const fb_vector *instructions, uint32_t i) {
+static trt_status load_call(trt_program *prog, const fb_vector *calls, uint32_t i) {
     uint8_t kind;
     int32_t op_index;
     fb_vector args_vec;
     int32_t args[TRT_MAX_KERNEL_ARGS];
-    trt_status s = pte_instruction_at(&prog->file, instructions, i, &kind, &op_index, &args_vec);
-    if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad instruction");
-    if (kind != PTE_INSTR_KERNEL_CALL) return trt_fail_number(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "unsupported instruction kind", kind);
+    trt_status s = pte_call_at(&prog->file, calls, i, &kind, &op_index, &args_vec);
+    if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad kernel call");
+    if (kind != PTE_KERNEL_CALL) return trt_fail_number(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "call of an unsupported kind:", kind);
     if (op_index < 0 || op_index >= prog->n_operators) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "kernel call of an unknown operator");
     if (args_vec.count > TRT_MAX_KERNEL_ARGS)
         return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel call arguments above TRT_MAX_KERNEL_ARGS:", args_vec.count);
@@ -381,23 +381,23 @@ static trt_status load_instruction(trt_program *prog, const fb_vector *instructi
         args[k] = fb_vector_i32(&prog->file.flat, &args_vec, k);
         if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
     }
-    trt_instruction *ins = &prog->instructions[i];
-    ins->op = prog->operators[op_index];
-    ins->operator_index = (uint8_t)op_index;
-    return bind_instruction(prog, ins, (int16_t)i, args, args_vec.count);
+    trt_chain_call *kc = &prog->calls[i];
+    kc->op = prog->operators[op_index];
+    kc->operator_index = (uint8_t)op_index;
+    return bind_call(prog, kc, (int16_t)i, args, args_vec.count);
 }
 
 static trt_status load_chain(trt_program *prog) {
-    fb_vector instructions;
+    fb_vector calls;
     if (prog->plan.chains.count != 1) return trt_fail_number(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "expected one chain, found", prog->plan.chains.count);
-    trt_status s = pte_chain_instructions(&prog->file, &prog->plan, 0, &instructions);
+    trt_status s = pte_chain_calls(&prog->file, &prog->plan, 0, &calls);
     if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad chain");
-    if (instructions.count == 0) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "empty instruction chain");
-    if (instructions.count > TRT_MAX_INSTRUCTIONS)
-        return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel calls above TRT_MAX_INSTRUCTIONS:", instructions.count);
-    for (uint32_t i = 0; i < instructions.count; i++) {
-        if ((s = load_instruction(prog, &instructions, i)) != TRT_OK) return s;
-        prog->n_instructions = (uint16_t)(i + 1);
+    if (calls.count == 0) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "empty kernel call chain");
+    if (calls.count > TRT_MAX_KERNEL_CALLS)
+        return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel calls above TRT_MAX_KERNEL_CALLS:", calls.count);
+    for (uint32_t i = 0; i < calls.count; i++) {
+        if ((s = load_call(prog, &calls, i)) != TRT_OK) return s;
+        prog->n_calls = (uint16_t)(i + 1);
     }
     return TRT_OK;
 }
@@ -460,14 +460,14 @@ static trt_status lifetime_error(trt_program *prog, const char *what, int index,
 /* The tensor argument 0 of kernel call i, resolved again from the program (calls keep only
  * their kernel parameters). */
 static trt_status call_input_tensor(trt_program *prog, int i, trt_tensor *t) {
-    fb_vector instructions, args;
+    fb_vector calls, args;
     uint8_t kind;
     int32_t op_index;
     pte_value v;
     trt_status s;
-    if ((s = pte_chain_instructions(&prog->file, &prog->plan, 0, &instructions)) != TRT_OK ||
-        (s = pte_instruction_at(&prog->file, &instructions, (uint32_t)i, &kind, &op_index, &args)) != TRT_OK)
-        return trt_fail(&prog->detail, s, "bad instruction");
+    if ((s = pte_chain_calls(&prog->file, &prog->plan, 0, &calls)) != TRT_OK ||
+        (s = pte_call_at(&prog->file, &calls, (uint32_t)i, &kind, &op_index, &args)) != TRT_OK)
+        return trt_fail(&prog->detail, s, "bad kernel call");
     if (args.count == 0) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "kernel call without arguments");
     if ((s = read_value(prog, fb_vector_i32(&prog->file.flat, &args, 0), &v)) != TRT_OK) return s;
     if (v.kind != PTE_VALUE_TENSOR) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "expected a tensor argument");
@@ -478,7 +478,7 @@ static trt_status call_input_tensor(trt_program *prog, int i, trt_tensor *t) {
  * When a later call writes over those bytes, the dequantize's call copies them to workspace right
  * after it runs, so they are still the values it read when the run ends. */
 static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
-    trt_instruction *producer = &prog->instructions[out->producer];
+    trt_chain_call *producer = &prog->calls[out->producer];
     if (producer->op != &trt_op_dequantize_per_tensor) return TRT_OK;
     out->has_int8 = 1;
     if (producer->copy_bytes) {   /* another output of the same call keeps them already */
@@ -495,8 +495,8 @@ static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
     }
     out->int8_in_arena = 1;
     out->int8_offset = (uint32_t)q.arena_offset;
-    for (int k = out->producer + 1; k < prog->n_instructions; k++) {
-        const trt_instruction *later = &prog->instructions[k];
+    for (int k = out->producer + 1; k < prog->n_calls; k++) {
+        const trt_chain_call *later = &prog->calls[k];
         if (!ranges_overlap(later->out_offset, later->out_bytes, q.arena_offset, q.nbytes)) continue;
         if ((s = reserve_workspace(prog, q.nbytes, &producer->copy_to)) != TRT_OK) return s;
         producer->copy_from = (uint32_t)q.arena_offset;
@@ -520,20 +520,20 @@ static trt_status check_io_lifetimes(trt_program *prog) {
     for (uint8_t m = 0; m < prog->n_inputs; m++) {
         const trt_io *in = &prog->inputs[m];
         for (int k = 0; k <= in->last_reader; k++) {
-            const trt_instruction *ins = &prog->instructions[k];
-            if (ranges_overlap(ins->out_offset, ins->out_bytes, in->t.arena_offset, in->t.nbytes))
+            const trt_chain_call *kc = &prog->calls[k];
+            if (ranges_overlap(kc->out_offset, kc->out_bytes, in->t.arena_offset, in->t.nbytes))
                 return lifetime_error(prog, "input", m, " is overwritten by kernel call ", k,
                                       " before it is read by kernel call ", in->last_reader);
         }
     }
     for (uint8_t m = 0; m < prog->n_outputs; m++) {
         trt_io *out = &prog->outputs[m];
-        for (int k = prog->n_instructions - 1; k >= 0 && out->producer < 0; k--)
-            if (prog->instructions[k].out_value == out->value) out->producer = (int16_t)k;
+        for (int k = prog->n_calls - 1; k >= 0 && out->producer < 0; k--)
+            if (prog->calls[k].out_value == out->value) out->producer = (int16_t)k;
         if (out->producer < 0) return trt_fail_number(&prog->detail, TRT_ERR_BAD_TENSOR, "no kernel call writes output", m);
-        for (int k = out->producer + 1; k < prog->n_instructions; k++) {
-            const trt_instruction *ins = &prog->instructions[k];
-            if (ranges_overlap(ins->out_offset, ins->out_bytes, out->t.arena_offset, out->t.nbytes))
+        for (int k = out->producer + 1; k < prog->n_calls; k++) {
+            const trt_chain_call *kc = &prog->calls[k];
+            if (ranges_overlap(kc->out_offset, kc->out_bytes, out->t.arena_offset, out->t.nbytes))
                 return lifetime_error(prog, "output", m, " is overwritten by kernel call ", k,
                                       " after it is written by kernel call ", out->producer);
         }
@@ -581,10 +581,10 @@ static trt_status open_file(trt_program *prog) {
 /* Fill each kernel variant's workspace (weight sums, folded offsets, packed weights): the
  * load's cost, never the inference's. */
 static void prepare_kernels(trt_program *prog) {
-    for (uint16_t i = 0; i < prog->n_instructions; i++) {
-        trt_instruction *ins = &prog->instructions[i];
-        if (ins->kernel->prepare)
-            ins->kernel->prepare(&ins->p, ins->scratch_bytes ? prog->arena + ins->scratch_offset : NULL);
+    for (uint16_t i = 0; i < prog->n_calls; i++) {
+        trt_chain_call *kc = &prog->calls[i];
+        if (kc->kernel->prepare)
+            kc->kernel->prepare(&kc->p, kc->scratch_bytes ? prog->arena + kc->scratch_offset : NULL);
     }
 }
 
@@ -681,58 +681,58 @@ TRT_LOAD_CODE_END
 /* ---- inference ------------------------------------------------------------------------------------- */
 
 static void run_range(trt_program *prog, int begin, int end) {
-    trt_instruction *ins = prog->instructions;
+    trt_chain_call *kc = prog->calls;
     if (prog->has_copies) {
         for (int i = begin; i < end; i++) {
             uint64_t before = prog->counter ? prog->counter() : 0;
-            ins[i].kernel->invoke(&ins[i].p, prog->temp);
-            if (ins[i].copy_bytes) memcpy(prog->arena + ins[i].copy_to, prog->arena + ins[i].copy_from, ins[i].copy_bytes);
-            if (prog->counter) ins[i].counted = (uint32_t)(prog->counter() - before);
+            kc[i].kernel->invoke(&kc[i].p, prog->temp);
+            if (kc[i].copy_bytes) memcpy(prog->arena + kc[i].copy_to, prog->arena + kc[i].copy_from, kc[i].copy_bytes);
+            if (prog->counter) kc[i].counted = (uint32_t)(prog->counter() - before);
         }
         return;
     }
     if (!prog->counter) {
-        for (int i = begin; i < end; i++) ins[i].kernel->invoke(&ins[i].p, prog->temp);
+        for (int i = begin; i < end; i++) kc[i].kernel->invoke(&kc[i].p, prog->temp);
         return;
     }
     uint64_t before = prog->counter();
     for (int i = begin; i < end; i++) {
-        ins[i].kernel->invoke(&ins[i].p, prog->temp);
+        kc[i].kernel->invoke(&kc[i].p, prog->temp);
         uint64_t after = prog->counter();
-        ins[i].counted = (uint32_t)(after - before);
+        kc[i].counted = (uint32_t)(after - before);
         before = after;
     }
 }
 
 trt_status trt_run_calls(trt_program *prog, int begin, int end) {
-    if (!prog || !prog->loaded || begin < 0 || end < begin || end > prog->n_instructions) return TRT_ERR_BAD_INPUT;
+    if (!prog || !prog->loaded || begin < 0 || end < begin || end > prog->n_calls) return TRT_ERR_BAD_INPUT;
     run_range(prog, begin, end);
     return TRT_OK;
 }
 
 trt_status trt_run(trt_program *prog) {
     if (!prog || !prog->loaded) return TRT_ERR_BAD_INPUT;
-    run_range(prog, 0, prog->n_instructions);
+    run_range(prog, 0, prog->n_calls);
     return TRT_OK;
 }
 
 void trt_set_counter(trt_program *prog, trt_counter_fn counter) {
     if (!prog) return;
     prog->counter = counter;
-    for (uint16_t i = 0; i < prog->n_instructions; i++) prog->instructions[i].counted = 0;
+    for (uint16_t i = 0; i < prog->n_calls; i++) prog->calls[i].counted = 0;
 }
 
-trt_status trt_instruction_profile(const trt_program *prog, int i, uint64_t *count, uint64_t *macs) {
-    if (!prog || !prog->loaded || i < 0 || i >= prog->n_instructions || !count || !macs) return TRT_ERR_BAD_INPUT;
-    *count = prog->instructions[i].counted;
-    *macs = prog->instructions[i].macs;
+trt_status trt_call_profile(const trt_program *prog, int i, uint64_t *count, uint64_t *macs) {
+    if (!prog || !prog->loaded || i < 0 || i >= prog->n_calls || !count || !macs) return TRT_ERR_BAD_INPUT;
+    *count = prog->calls[i].counted;
+    *macs = prog->calls[i].macs;
     return TRT_OK;
 }
 
-trt_status trt_instruction_output(const trt_program *prog, int i, const uint8_t **data, size_t *len) {
-    if (!prog || !prog->loaded || i < 0 || i >= prog->n_instructions || !data || !len) return TRT_ERR_BAD_INPUT;
-    *data = prog->arena + prog->instructions[i].out_offset;
-    *len = prog->instructions[i].out_bytes;
+trt_status trt_call_output(const trt_program *prog, int i, const uint8_t **data, size_t *len) {
+    if (!prog || !prog->loaded || i < 0 || i >= prog->n_calls || !data || !len) return TRT_ERR_BAD_INPUT;
+    *data = prog->arena + prog->calls[i].out_offset;
+    *len = prog->calls[i].out_bytes;
     return TRT_OK;
 }
 
@@ -759,7 +759,7 @@ trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], in
     const trt_io *out = &prog->outputs[0];
     if (out->t.numel > capacity) return TRT_ERR_LIMIT;
     write_image(prog, image);
-    run_range(prog, 0, prog->n_instructions);   /* trt_run's work, without its checks: all made above */
+    run_range(prog, 0, prog->n_calls);   /* trt_run's work, without its checks: all made above */
     /* the logits in logical order (an output of a classifier is [1, n] or [n]: one order either way) */
     memcpy(logits, out->t.data, out->t.nbytes);
     *n_out = out->t.numel;

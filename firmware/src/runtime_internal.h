@@ -21,7 +21,7 @@
 #if TRT_MAX_VALUES > 65535
 #error "TRT_MAX_VALUES above 65535: value indices are stored in 16 bits"
 #endif
-#if TRT_MAX_INSTRUCTIONS > 32767 || TRT_MAX_OPERATORS > 255 || TRT_MAX_MEMORY_IDS > 255 || \
+#if TRT_MAX_KERNEL_CALLS > 32767 || TRT_MAX_OPERATORS > 255 || TRT_MAX_MEMORY_IDS > 255 || \
     TRT_MAX_INPUTS > 255 || TRT_MAX_OUTPUTS > 255 || TRT_MAX_CALL_LIST_ITEMS > 65535 || TRT_MAX_KERNEL_ARGS > 65535
 #error "a TRT_MAX_* limit is above what its table's index holds"
 #endif
@@ -40,7 +40,7 @@ typedef struct {
      * int8 values of an output that a later call reuses the bytes of (0: nothing to copy). */
     uint32_t copy_from, copy_to, copy_bytes;
     trt_params p;
-} trt_instruction;
+} trt_chain_call;
 
 /* An input or output of the program. */
 typedef struct {
@@ -70,7 +70,7 @@ struct trt_program {
     pte_file file;
     pte_plan plan;
 
-    uint16_t n_values, n_instructions;
+    uint16_t n_values, n_calls;
     uint8_t n_operators, n_memory_ids, n_inputs, n_outputs;
     uint8_t has_copies;        /* some call copies raw int8 values after it runs */
     uint8_t image_classifier;  /* input 0 float32 [1, 1, 28, 28], output 0 float32: trt_infer runs it */
@@ -78,7 +78,7 @@ struct trt_program {
     size_t memory_size[TRT_MAX_MEMORY_IDS];
 
     const trt_operator *operators[TRT_MAX_OPERATORS];
-    trt_instruction instructions[TRT_MAX_INSTRUCTIONS];
+    trt_chain_call calls[TRT_MAX_KERNEL_CALLS];
     trt_io inputs[TRT_MAX_INPUTS];
     trt_io outputs[TRT_MAX_OUTPUTS];
 

@@ -1,4 +1,4 @@
-"""Benchmarks: latency of one inference per variant, measured side by side in one process.
+"""Benchmarks: latency of one inference per program, measured side by side in one process.
 
 Torch runs on one thread for the whole benchmark: on a machine of two cores, torch's
 intra-op pool and the ExecuTorch runtime's own thread pool (whose workers spin a while
@@ -6,8 +6,8 @@ after each call) take the cores from each other, and eager calls then stalled fo
 up to 160 ms (medians from 0.2 to 160 ms over runs of the same command). One image of
 these networks gains little from a second thread; a stable baseline gains everything.
 
-Every variant's device stays open; each runs single-image calls in ROUNDS warmed-up
-blocks, the variants taking turns block by block. The median is reported with its
+Every program's device stays open; each runs single-image calls in ROUNDS warmed-up
+blocks, the programs taking turns block by block. The median is reported with its
 ratio to eager (measured side by side, so the ratio survives a noisy shared machine
 better than absolute times). Also the data renderer's throughput, and the Ethos-U /
 firmware figures recorded at export.
@@ -20,18 +20,18 @@ import time
 
 import numpy as np
 
-from . import measure, variants
+from . import measure
 from .data import make_split
 from .devices import default_device, open_device
 from .errors import UserError
 from .progress import progress_bar
 
 FIRST_WARMUP_SECONDS = 0.5   # untimed, once per device
-WARMUP_SECONDS = 0.03        # before each block: caches and thread pools after the other variants
+WARMUP_SECONDS = 0.03        # before each block: caches and thread pools after the other programs
 BLOCK_SECONDS = 0.1          # each block runs at least this long ...
-RUNS = 200                   # ... and all blocks of a variant at least this many calls in all
-ROUNDS = 10                  # blocks per variant, taking turns: bursts of load on the shared
-                             # machine (sub-second) then hit every variant alike
+RUNS = 200                   # ... and all blocks of a program at least this many calls in all
+ROUNDS = 10                  # blocks per program, taking turns: bursts of load on the shared
+                             # machine (sub-second) then hit every program alike
 
 
 def time_block(device, image: np.ndarray, runs: int, seconds: float = 0.0, warmup: float = WARMUP_SECONDS) -> list:
@@ -48,14 +48,14 @@ def time_block(device, image: np.ndarray, runs: int, seconds: float = 0.0, warmu
 
 
 def spread(times: list) -> dict:
-    """Median and spread of one variant's timed calls (ms): the interquartile range beside the median."""
+    """Median and spread of one program's timed calls (ms): the interquartile range beside the median."""
     q1, median, q3 = (float(v) for v in np.percentile(times, [25, 50, 75]))
     return {"latency_ms": statistics.median(times), "runs": len(times), "q1_ms": q1, "q3_ms": q3,
             "iqr_ms": q3 - q1, "p90_ms": float(np.percentile(times, 90))}
 
 
 def ratio_to(entry: dict, baseline: dict) -> dict:
-    """The variant's median over the baseline's, unless the baseline spreads too much to carry it:
+    """The program's median over the baseline's, unless the baseline spreads too much to carry it:
     a baseline whose interquartile range, relative to its median, is larger than the ratio would
     show says nothing about that ratio (`ratio_refused` says why instead)."""
     ratio = entry["latency_ms"] / baseline["latency_ms"]
@@ -92,16 +92,17 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
     mcu; `device_options`: device name -> more options to open it with.
 
     All devices stay open; each gets ROUNDS blocks of at least runs/ROUNDS timed calls
-    and BLOCK_SECONDS, the variants taking turns block by block."""
+    and BLOCK_SECONDS, the programs taking turns block by block."""
     if runs < 1:
         raise UserError(f"--runs must be at least 1, got {runs}")
-    ckpt = variants.checkpoint(run_dir)
-    programs = variants.selected(run_dir, only)
+    from .programs import checkpoint, selected
+    ckpt = checkpoint(run_dir)
+    programs = selected(run_dir, only)
     device_options = device_options or {}
     image = make_split("test", 1, 1234)[0][:1]
     entries = [("eager", "eager", ckpt)] + [(n, device_override or default_device(p), p) for n, p in programs.items()]
     from .artifacts import sha256_file
-    result = {"runs": runs, "rounds": ROUNDS, "block_s": BLOCK_SECONDS, "variants": {},
+    result = {"runs": runs, "rounds": ROUNDS, "block_s": BLOCK_SECONDS, "programs": {},
               "checkpoint_sha256": sha256_file(ckpt)}
     from .torch_settings import torch_threads
     with contextlib.ExitStack() as stack, progress_bar(quiet) as bar, torch_threads(1):
@@ -128,9 +129,9 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
                 entry["size_bytes"] = path.stat().st_size
                 entry["program_sha256"] = sha256_file(path)
                 entry.update(measured_figures(path))
-            result["variants"][name] = entry
-        baseline = result["variants"]["eager"]
-        for name, entry in result["variants"].items():
+            result["programs"][name] = entry
+        baseline = result["programs"]["eager"]
+        for name, entry in result["programs"].items():
             if name != "eager":
                 entry.update(ratio_to(entry, baseline))
         result["eager_size_bytes"] = ckpt.stat().st_size
@@ -187,7 +188,7 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
     if measurements_for(described.family):
         measured = measure.read(pte) or take(pte)
         entry.update({key: measured[key] for key in ("vela", "firmware") if key in measured})
-    result = {"runs": count, "rounds": 1, "block_s": 0.0, "variants": {pte.stem: entry}}
+    result = {"runs": count, "rounds": 1, "block_s": 0.0, "programs": {pte.stem: entry}}
     if profile:
         result["profile"] = timed_profile(profiled)
     return result

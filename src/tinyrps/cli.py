@@ -230,7 +230,7 @@ def cmd_measure(a):
     else:
         check_run(a.run)
         if a.target:
-            from .variants import selected
+            from .programs import selected
             selected(a.run, a.target)
         results = measure.measure_run(a.run, quiet=True, only_targets=a.target)
         if not results:
@@ -252,7 +252,7 @@ def cmd_eval(a):
         from .etdump import check_path
         check_path(a.etdump)
     from .evaluate import evaluate
-    result = evaluate(a.run, a.data, only=a.variant, device_override=a.device, limit=a.limit,
+    result = evaluate(a.run, a.data, only=a.program, device_override=a.device, limit=a.limit,
                       quiet=a.quiet or a.json, board=a.board, device_options=options, etdump=a.etdump)
     if a.json:
         emit_json(result)
@@ -307,14 +307,14 @@ def print_classification(report: dict, show: bool) -> None:
 
 def cmd_bench(a):
     if bool(a.run) == bool(a.model):
-        raise UserError("bench needs --run RUN (every variant of a run, side by side) or --model X.pte (one program)")
+        raise UserError("bench needs --run RUN (every program of a run, side by side) or --model X.pte (one program)")
     if a.etdump is not None and not a.model:
         raise UserError("--etdump is for --model X.pte (one Cortex-M program's per-layer profile)")
     options = device_options(a)
     if a.model:
         check_model(a.model)
-        if a.variant:
-            raise UserError("--variant is for --run; --model names the one program")
+        if a.program:
+            raise UserError("--program is for --run; --model names the one program")
         if a.etdump is not None:
             from .etdump import check_path
             check_path(a.etdump)
@@ -327,7 +327,7 @@ def cmd_bench(a):
     else:
         check_run(a.run)
         from .bench import bench
-        result = bench(a.run, runs=a.runs, only=a.variant, device_override=a.device, quiet=a.quiet or a.json,
+        result = bench(a.run, runs=a.runs, only=a.program, device_override=a.device, quiet=a.quiet or a.json,
                        board=a.board, device_options=options)
     if a.json:
         emit_json(result)
@@ -345,7 +345,7 @@ def write_profile(model, result: dict, path, profile=None) -> None:
         write_etdump(path, profile["runs"], program=model, counter=profile["counter"], totals=profile["totals"])
         print(written_message(path, profile["counter"]), file=sys.stderr)
         return
-    (entry,) = result["variants"].values()
+    (entry,) = result["programs"].values()
     firmware = entry.get("firmware")
     if not firmware or not firmware.get("layers"):
         raise UserError(f"{Path(model).name} has no per-layer profile (only Cortex-M programs are profiled: on "
@@ -501,6 +501,10 @@ def per_class_help() -> str:
             f"(default: {d['train']}, with {d['val']} val and {d['test']} test)")
 
 
+# An option renamed after 0.1.0: its old spelling stays, hidden, for one release.
+OLD_PROGRAM_OPTION = "--variant T (tinyrps 0.1.0) is an old spelling of --program T, kept for one release."
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .arch import TUNED_EPOCHS, epochs_help
     from .devices import device_names
@@ -524,6 +528,13 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default: the device of the program's family: host, npu-ref or mcu)")
         s.add_argument("--port", metavar="DEV", help="for the mcu device: a board running the tinyrps firmware on "
                        "this serial port, e.g. /dev/ttyACM0 (default: the firmware in QEMU)")
+
+    def add_program(s):
+        s.add_argument("--program", action="append", metavar="T",
+                       help="only this exported program; repeatable (default: every exported program)")
+        # 0.1.0's spelling, hidden; the epilog says so, for one release
+        s.add_argument("--variant", action="append", dest="program", help=argparse.SUPPRESS)
+        s.epilog = OLD_PROGRAM_OPTION
 
     def add_board(s):
         s.add_argument("--board", choices=list(BOARDS),
@@ -580,12 +591,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("eval", cmd_eval, "accuracy of eager and every exported program on the test split")
     s.add_argument("--run", required=True, type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
     s.add_argument("--data", type=Path, metavar="DIR", help="data folder (default: the one the run was trained on)")
-    s.add_argument("--variant", action="append", metavar="T",
-                   help="only this exported program; repeatable (default: every exported program)")
+    add_program(s)
     add_device(s, "every program")
     add_board(s)
     s.add_argument("--limit", type=count, metavar="N", help="only the first N test images (default: all)")
-    s.add_argument("--etdump", type=Path, metavar="PATH", help="with one Cortex-M --variant on --device mcu or "
+    s.add_argument("--etdump", type=Path, metavar="PATH", help="with one Cortex-M --program on --device mcu or "
                    "native: write its per-layer profile as an ExecuTorch ETDump file, one run per batch the device "
                    "ran (instructions on the emulated board, not cycles; host nanoseconds on native) (default: none)")
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
@@ -600,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--show", action="store_true", help="print the 28x28 image the model saw, as ASCII art")
     s.add_argument("--json", action="store_true", help="one JSON object: model, device and a result per picture")
 
-    s = add("bench", cmd_bench, "median latency of one inference per variant, side by side; or one program's "
+    s = add("bench", cmd_bench, "median latency of one inference per program, side by side; or one program's "
             "latency and per-layer instructions")
     s.add_argument("--run", type=Path, metavar="RUN", help="a run folder made by `tinyrps train` "
                    "(required, except with --model)")
@@ -609,10 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--etdump", type=Path, metavar="PATH", help="with --model: write the per-layer profile as an "
                    "ExecuTorch ETDump file: the emulated board's instructions per kernel call (not cycles), or on "
                    "--device native each timed run's host nanoseconds (default: none)")
-    s.add_argument("--runs", type=count, default=200, metavar="N", help="timed single-image calls per variant "
+    s.add_argument("--runs", type=count, default=200, metavar="N", help="timed single-image calls per program "
                    "(at least; the mcu takes at most 20)")
-    s.add_argument("--variant", action="append", metavar="T",
-                   help="only this exported program; repeatable (default: every exported program)")
+    add_program(s)
     add_device(s, "every program")
     add_board(s)
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of tables")

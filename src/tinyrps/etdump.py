@@ -24,7 +24,7 @@ the edge graph's nodes (`debug_handle`), which gives each row its source operato
 (`op_types`), stack traces and module hierarchy.
 
 What is written here: the same run and event names and ids, one event per kernel call of
-tinyrps's runtime (it runs one chain of kernel calls: call i is instruction i of chain 0),
+tinyrps's runtime (it runs one chain of kernel calls: call i is at index i of chain 0),
 and a Method::execute event per run. No OPERATOR_CALL events: the runtime's counter measures
 the kernels only, so such an event would only repeat the kernel's figure. The kernel variant
 the runtime bound for a call ("mve", "dsp", "c") is the event's `delegate_debug_metadata`
@@ -64,7 +64,7 @@ from .errors import UserError
 RUN_NAME = "Execute"
 RUN_EVENT = "Method::execute"
 KERNEL_EVENT_PREFIX = "native_call_"
-# The overload of every kernel call of an ExecuTorch program (they are all `.out` variants),
+# The overload of every kernel call of an ExecuTorch program (they are all `.out` overloads),
 # used when no program is given to read it from.
 DEFAULT_OVERLOAD = "out"
 # ExecuTorch's ETDump schema: file identifier, the version its runtime writes, field slots.
@@ -77,7 +77,7 @@ EVENT_PROFILE_SLOT = 0
  PROFILE_DELEGATE_STR_SLOT, PROFILE_METADATA_SLOT, PROFILE_START_SLOT, PROFILE_END_SLOT) = range(8)
 UNSET = -1          # the schema's default for ids and for bundled_input_index
 # ExecuTorch's program schema (executorch/exir/_serialize/program.fbs): the fields that give
-# each kernel call's operator.
+# each kernel call's operator (the schema names a chain's calls `instructions`).
 PROGRAM_EXECUTION_PLAN_SLOT = 1
 PLAN_CHAINS_SLOT, PLAN_OPERATORS_SLOT = 5, 6
 CHAIN_INSTRUCTIONS_SLOT = 2
@@ -98,7 +98,7 @@ def kernel_event_name(op: str, overload: str = DEFAULT_OVERLOAD) -> str:
 
 
 def etdump_runs(runs, program=None, counter: str = "instructions", totals: Optional[Sequence] = None) -> list:
-    """The runs as they go into the file: [{"name", "events": [{"name", "chain", "instruction",
+    """The runs as they go into the file: [{"name", "events": [{"name", "chain", "index",
     "start", "end", "metadata"}]}]; see write_etdump for the arguments."""
     profiles = _as_profiles(runs)
     if totals is not None and len(totals) != len(profiles):
@@ -121,9 +121,9 @@ def _run_events(r: int, profile: list, calls: Optional[list], counter: str, tota
                         "the profile is of another program")
     events, clock = [], start
     for i, call in enumerate(profile):
-        chain, instruction, overload = _call_place(r, i, call, calls)
+        chain, index, overload = _call_place(r, i, call, calls)
         count = _whole(call.get(counter), f"run {r}, kernel call {i} ({call['op']})", counter)
-        events.append({"name": kernel_event_name(call["op"], overload), "chain": chain, "instruction": instruction,
+        events.append({"name": kernel_event_name(call["op"], overload), "chain": chain, "index": index,
                        "start": clock, "end": clock + count,
                        "metadata": str(call.get("kernels") or "").encode("ascii", "replace")})
         clock += count
@@ -132,7 +132,7 @@ def _run_events(r: int, profile: list, calls: Optional[list], counter: str, tota
             raise UserError(f"run {r}: the whole inference counts {total}, less than its kernel calls "
                             f"({clock - start}): the counts are not of the same run")
         clock = start + total
-    events.append({"name": RUN_EVENT, "chain": UNSET, "instruction": UNSET, "start": start, "end": clock,
+    events.append({"name": RUN_EVENT, "chain": UNSET, "index": UNSET, "start": start, "end": clock,
                    "metadata": b""})
     return events
 
@@ -154,21 +154,21 @@ def _as_profiles(runs) -> list:
 
 
 def _call_place(run: int, i: int, call: dict, calls: Optional[list]) -> tuple:
-    """(chain index, instruction index, overload) of kernel call i, checked against the program."""
+    """(chain index, index in the chain, overload) of kernel call i, checked against the program."""
     given = call.get("index")
     if calls is None:
         return 0, i if given is None else _index(given, run, i), DEFAULT_OVERLOAD
     if i >= len(calls):
         raise UserError(f"run {run} profiles more kernel calls than the program has ({len(calls)}): "
                         "the profile is of another program")
-    chain, instruction, op, overload = calls[i]
+    chain, index, op, overload = calls[i]
     if call["op"] != op:
         raise UserError(f"run {run}, kernel call {i} of the profile is {call['op']}, the program's is {op}: "
                         "the profile is of another program")
-    if given is not None and _index(given, run, i) != instruction:
-        raise UserError(f"run {run}, kernel call {i} says it is instruction {given}, the program's is "
-                        f"{instruction}")
-    return chain, instruction, overload
+    if given is not None and _index(given, run, i) != index:
+        raise UserError(f"run {run}, kernel call {i} says it is call {given} of the chain, the program's is "
+                        f"{index}")
+    return chain, index, overload
 
 
 def _index(value, run: int, i: int) -> int:
@@ -177,7 +177,7 @@ def _index(value, run: int, i: int) -> int:
     except TypeError:
         index = -1
     if index < 0:
-        raise UserError(f"run {run}, kernel call {i}: its index {value!r} is not an instruction index")
+        raise UserError(f"run {run}, kernel call {i}: its index {value!r} is not an index in the chain")
     return index
 
 
@@ -199,7 +199,7 @@ def _whole(value, what: str, key: str = "") -> int:
 # ---------------------------------------------------------------------------------------------
 
 def program_kernel_calls(program) -> list:
-    """[(chain index, instruction index, operator name, overload)] of the first execution plan's
+    """[(chain index, index in the chain, operator name, overload)] of the first execution plan's
     kernel calls, in order; `program` is a .pte path or its bytes."""
     from flatbuffers.table import Table
 
@@ -215,10 +215,10 @@ def program_kernel_calls(program) -> list:
                      for o in _tables(plan, PLAN_OPERATORS_SLOT)]
         calls = []
         for c, chain in enumerate(_tables(plan, PLAN_CHAINS_SLOT)):
-            for n, instruction in enumerate(_tables(chain, CHAIN_INSTRUCTIONS_SLOT)):
-                if _scalar(instruction, INSTRUCTION_TYPE_SLOT, "<B") != KERNEL_CALL_TYPE:
+            for n, entry in enumerate(_tables(chain, CHAIN_INSTRUCTIONS_SLOT)):
+                if _scalar(entry, INSTRUCTION_TYPE_SLOT, "<B") != KERNEL_CALL_TYPE:
                     continue
-                kernel_call = Table(data, instruction.Indirect(_position(instruction, INSTRUCTION_ARGS_SLOT)))
+                kernel_call = Table(data, entry.Indirect(_position(entry, INSTRUCTION_ARGS_SLOT)))
                 name, overload = operators[_scalar(kernel_call, KERNEL_CALL_OP_INDEX_SLOT, "<i")]
                 calls.append((c, n, name, overload))
     except (IndexError, KeyError, ValueError, TypeError, UnicodeDecodeError, struct.error):
@@ -292,7 +292,7 @@ def _event(builder, event: dict) -> int:
     builder.StartObject(8)
     builder.PrependUOffsetTRelativeSlot(PROFILE_NAME_SLOT, name, 0)
     builder.PrependInt32Slot(PROFILE_CHAIN_SLOT, event["chain"], 0)
-    builder.PrependInt32Slot(PROFILE_INSTRUCTION_SLOT, event["instruction"], UNSET)
+    builder.PrependInt32Slot(PROFILE_INSTRUCTION_SLOT, event["index"], UNSET)
     builder.PrependInt32Slot(PROFILE_DELEGATE_INT_SLOT, UNSET, UNSET)
     if metadata is not None:
         builder.PrependUOffsetTRelativeSlot(PROFILE_METADATA_SLOT, metadata, 0)
@@ -348,11 +348,11 @@ def write_etdump(path, runs, program=None, counter: str = "instructions",
       profile is one run ("Execute") of the file. A mean profile (run_batch's `layers` are the
       mean per image of a batch) is one run holding those means.
     program: the .pte (path or bytes) that was profiled. Given, each profile must be its kernel
-      calls in order (else UserError), and the events take their chain, instruction index and
-      overload from it; without it, call i is instruction i of chain 0 and every overload
+      calls in order (else UserError), and the events take their chain, index in the chain and
+      overload from it; without it, call i is at index i of chain 0 and every overload
       "out" (what tinyrps's runtime runs: one chain of `.out` kernel calls).
     counter: the key of each call's count ("instructions"; "instructions_plain_c" for
-      measure.py's plain-C figures). A call may carry "index", its instruction index.
+      measure.py's plain-C figures). A call may carry "index", its index in the chain.
     totals: one whole-inference count per run (e.g. run_batch's `instructions`), the
       Method::execute event's span; by default the sum of the run's kernel calls.
 
@@ -370,11 +370,11 @@ def write_etdump(path, runs, program=None, counter: str = "instructions",
 
 def write_etrecord(edge_manager, et_manager, path) -> Path:
     """Write the ETRecord of a Cortex-M program: its edge program and the map from each
-    instruction to the edge graph's nodes (`debug_handle`), with which Inspector gives every
+    call of the chain to the edge graph's nodes (`debug_handle`), with which Inspector gives every
     event of write_etdump's files its operators, stack traces and module hierarchy.
 
     edge_manager: the EdgeProgramManager as it was before `to_executorch()` (which rewrites its
-      graph in place into `.out` variants): a `copy.deepcopy` taken before, or use
+      graph in place into `.out` overloads): a `copy.deepcopy` taken before, or use
       to_executorch_with_etrecord. For tinyrps's Cortex-M exports it is lower_to_edge's manager,
       whose program the Cortex-M passes replaced.
     et_manager: what `to_executorch()` returned; its `.buffer` is the .pte the ETRecord describes.
@@ -394,12 +394,12 @@ def write_etrecord(edge_manager, et_manager, path) -> Path:
                  if n.op == "call_function" and getattr(n.target, "_overloadname", None) == "out"]
     if rewritten:
         raise UserError(f"the edge program was already lowered by to_executorch() (it runs {rewritten[0]}, an "
-                        ".out variant): give a copy taken before, or use to_executorch_with_etrecord")
+                        ".out overload): give a copy taken before, or use to_executorch_with_etrecord")
     handles = et_manager.debug_handle_map.get("forward") or {}
     calls = program_kernel_calls(et_manager.buffer)
     missing = [i for _, i, _, _ in calls if i not in handles]
     if missing:
-        raise UserError(f"the program's instructions {missing} have no debug handle: the events of those kernel "
+        raise UserError(f"the program's calls {missing} have no debug handle: the events of those kernel "
                         "calls would map to no node of the graph")
     buffer = io.BytesIO()
     generate_etrecord(buffer, edge_manager, et_manager)

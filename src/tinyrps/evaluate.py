@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from . import variants
 from .artifacts import check_run_data, sha256_file
 from .data import load_split
 from .devices import default_device, device_class, open_device
@@ -38,7 +37,7 @@ class EvalContext:
     labels: np.ndarray
     logits: np.ndarray          # this program's logits on its device
     device: object              # the open Device that produced them
-    predictions: dict           # variant name -> predicted labels of the variants evaluated before
+    predictions: dict           # program name -> predicted labels of the programs evaluated before
 
 
 def family_check(target_name: str):
@@ -59,21 +58,22 @@ def classify_with_progress(device, images, bar, description) -> np.ndarray:
 
 def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False, board=None,
              device_options=None, etdump=None) -> dict:
-    """Evaluate eager and the exported variants (all, or those named in `only`) on the first
+    """Evaluate eager and the exported programs (all, or those named in `only`) on the first
     `limit` test images (all when None). `board` overrides the emulated board of Cortex-M
     programs on device mcu; `device_options`: device name -> more options to open it with.
 
     etdump: a path to write the per-layer profile of the evaluation to, as an ETDump file for
-    ExecuTorch's Inspector (one Cortex-M program on mcu or native; see profiled_variant): one run
+    ExecuTorch's Inspector (one Cortex-M program on mcu or native; see profiled_program): one run
     of the file per batch the device ran, each the mean per image of that batch."""
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1, got {limit}")
-    ckpt = variants.checkpoint(run_dir)
-    programs = variants.selected(run_dir, only)
+    from .programs import checkpoint, selected
+    ckpt = checkpoint(run_dir)
+    programs = selected(run_dir, only)
     device_options = dict(device_options or {})
     profiled = None
     if etdump is not None:
-        profiled = profiled_variant(programs, device_override, device_options)
+        profiled = profiled_program(programs, device_override, device_options)
         if profiled[1] == "mcu":     # the batch file carries the per-layer profile; the serial link none
             device_options["mcu"] = {**device_options.get("mcu", {}), "transport": "batch"}
     # the run's own test split must be the one of the data it was trained on; another --data is the user's choice
@@ -81,7 +81,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
     images, labels = load_split(data_dir, "test")
     if limit is not None:
         images, labels = images[:limit], labels[:limit]
-    result = {"test_images": int(len(images)), "variants": {}, "data": str(data_dir),
+    result = {"test_images": int(len(images)), "programs": {}, "data": str(data_dir),
               "test_split_sha256": sha256_file(Path(data_dir) / "test.npz"),
               "checkpoint_sha256": sha256_file(ckpt)}
     from .reference.cortex_m import replays_in_background
@@ -90,7 +90,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         with open_device("eager", ckpt) as eager:
             eager_logits = classify_with_progress(eager, images, bar, "eager")
         predictions = {"eager": eager_logits.argmax(1)}
-        result["variants"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
+        result["programs"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
         entries = {}
         in_worker = {name for name, pte in programs.items()
                      if device_class(device_override or default_device(pte)).out_of_process}
@@ -105,13 +105,13 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
             for name, pte in programs.items():
                 device_name = device_override or default_device(pte)
                 if name in in_worker:
-                    entries[name] = pool.submit(evaluate_variant, name, pte, device_name, images, labels,
+                    entries[name] = pool.submit(evaluate_program, name, pte, device_name, images, labels,
                                                 eager_logits, dict(predictions), bar, board,
                                                 device_options.get(device_name, {}), profiled is not None)
             for name, pte in programs.items():
                 if name not in entries:
                     device_name = device_override or default_device(pte)
-                    entries[name] = evaluate_variant(name, pte, device_name, images, labels, eager_logits,
+                    entries[name] = evaluate_program(name, pte, device_name, images, labels, eager_logits,
                                                      predictions, bar, board, device_options.get(device_name, {}),
                                                      profiled is not None)
                     predictions[name] = entries[name].pop("_predictions")
@@ -121,16 +121,16 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
             profiles = entry.pop("_profiles", None)
             if profiled is not None and name == profiled[0]:
                 result["etdump"] = write_eval_profile(etdump, programs[name], name, entry["device"], profiles)
-            result["variants"][name] = entry
+            result["programs"][name] = entry
     return result
 
 
-def profiled_variant(programs: dict, device_override, device_options: dict) -> tuple:
+def profiled_program(programs: dict, device_override, device_options: dict) -> tuple:
     """(name, device) of the one program eval --etdump profiles; one line when it cannot."""
     from .etdump import PROFILING_DEVICES
     if len(programs) != 1:
         raise UserError(f"--etdump profiles one program and {len(programs)} are selected "
-                        f"({', '.join(programs) or 'none'}): name one Cortex-M variant with --variant T")
+                        f"({', '.join(programs) or 'none'}): name one Cortex-M program with --program T")
     (name, pte), = programs.items()
     device_name = device_override or default_device(pte)
     if program_family(pte) != "cortex-m" or device_name not in PROFILING_DEVICES:
@@ -150,7 +150,7 @@ def write_eval_profile(path, pte, name: str, device_name: str, profiles: list) -
     totals = [mean_total(r) for r in profiles]
     totals = None if None in totals else totals
     write_etdump(path, [r.layers for r in profiles], program=pte, counter=counter, totals=totals)
-    return {"path": str(path), "variant": name, "counter": counter, "runs": len(profiles),
+    return {"path": str(path), "program": name, "counter": counter, "runs": len(profiles),
             "images": int(sum(len(r.outputs[0]) for r in profiles))}
 
 
@@ -162,7 +162,7 @@ def import_shared_modules_first() -> None:
     import executorch.exir  # noqa: F401
 
 
-def evaluate_variant(name, pte, device_name, images, labels, eager_logits, predictions, bar, board=None,
+def evaluate_program(name, pte, device_name, images, labels, eager_logits, predictions, bar, board=None,
                      options=None, profile: bool = False) -> dict:
     """One program on its device: accuracy, agreement with eager, and the family's own checks; with
     `profile`, the device's RunResults that took a per-layer profile under "_profiles"."""

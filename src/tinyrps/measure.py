@@ -137,7 +137,7 @@ def read(pte) -> Optional[dict]:
 
 def measure_run(run_dir, quiet: bool = False, only_targets=None) -> dict:
     """Measure every exported program of a run whose family has measurements: target -> measurements."""
-    from .variants import exported
+    from .programs import exported
     from .progress import say
     results = {}
     for name, pte in exported(run_dir).items():

@@ -109,7 +109,7 @@ def bench_in_fresh_process(run_dir: Path, names: list, quiet: bool) -> dict:
     """`tinyrps bench` in its own process, as a user would run it: timings taken after training
     and export in this process depend on the state those leave behind (thread pools, heap)."""
     command = [sys.executable, "-m", "tinyrps", "bench", "--run", str(run_dir), "--json"] + (["--quiet"] if quiet else [])
-    command += [arg for name in names for arg in ("--variant", name)]
+    command += [arg for name in names for arg in ("--program", name)]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if done.returncode != 0:
         raise UserError(f"the benchmark failed (exit code {done.returncode}); run `{' '.join(command[2:])}` to see why")
@@ -208,7 +208,7 @@ def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) ->
         rounds = play_demo(artifacts, seed, quiet)
     timings["total"] = round(time.perf_counter() - start, 2)
     summary = {
-        "test_accuracy": {name: v["accuracy"] for name, v in evaluation["variants"].items()},
+        "test_accuracy": {name: v["accuracy"] for name, v in evaluation["programs"].items()},
         # relative to OUT, so the folder can be moved or shared
         "artifacts": {name: Path(os.path.relpath(path, out)).as_posix()
                       for name, path in {"model": run_dir / "model.pt", **artifacts}.items()},
@@ -302,16 +302,16 @@ def current_result(path: Path, checkpoint: str, programs: dict, **more):
         return None
     if any(result.get(key) != value for key, value in more.items()):
         return None
-    variants = result.get("variants", {})
-    if set(variants) != {"eager", *programs}:
+    entries = result.get("programs", {})
+    if set(entries) != {"eager", *programs}:
         return None
-    return result if all(variants[name].get("program_sha256") == sha for name, sha in programs.items()) else None
+    return result if all(entries[name].get("program_sha256") == sha for name, sha in programs.items()) else None
 
 
 def refresh_measured_figures(benchmark: dict, artifacts: dict) -> None:
     from .bench import measured_figures
     for name, path in artifacts.items():
-        entry = benchmark["variants"][name]
+        entry = benchmark["programs"][name]
         for key in ("vela", "firmware"):
             entry.pop(key, None)
         entry.update(measured_figures(path))

@@ -62,7 +62,7 @@ def plot_confusion(labels, predictions, path: Path, title: str = "") -> None:
 
 
 def plot_latency(rows: list, path: Path) -> None:
-    """Horizontal bars of median latency per variant (log scale), annotated with the ratio to eager."""
+    """Horizontal bars of median latency per program (log scale), annotated with the ratio to eager."""
     _save(latency_figure(rows), path)
 
 

@@ -30,10 +30,10 @@ def account(program: bytes) -> dict:
     operators = [_op_name(op) for op in plan.operators]
     calls, others = [], Counter()
     for chain in plan.chains:
-        for ins in chain.instructions:
-            kind = type(ins.instr_args).__name__
+        for entry in chain.instructions:        # the schema's word for the chain's calls
+            kind = type(entry.instr_args).__name__
             if kind == "KernelCall":
-                calls.append(_call(ins.instr_args, plan, operators, constants))
+                calls.append(_call(entry.instr_args, plan, operators, constants))
             else:
                 others[kind] += 1
     values = [type(v.val).__name__ for v in plan.values]
@@ -56,7 +56,7 @@ def account(program: bytes) -> dict:
             "constant_tensors": sum(1 for t in tensors if t.data_buffer_idx > 0),
             "planned_tensors": sum(1 for t in tensors if t.allocation_info is not None),
             "kernel_calls": len(calls),
-            "other_instructions": dict(others),
+            "other_calls": dict(others),
             "chains": len(plan.chains),
             "operators": len(operators),
             "delegates": len(plan.delegates),
@@ -71,11 +71,11 @@ def account(program: bytes) -> dict:
 
 
 def _unreferenced(plan) -> list:
-    """Indices of the values that no instruction argument, int list, input or output refers to."""
+    """Indices of the values that no call's argument, int list, input or output refers to."""
     used = set(plan.inputs) | set(plan.outputs)
     for chain in plan.chains:
-        for ins in chain.instructions:
-            used.update(getattr(ins.instr_args, "args", []))
+        for entry in chain.instructions:
+            used.update(getattr(entry.instr_args, "args", []))
     for v in plan.values:
         if type(v.val).__name__ in ("IntList", "TensorList", "OptionalTensorList"):
             used.update(i for i in v.val.items if i >= 0)

@@ -43,21 +43,21 @@ def _bit_exact(v: dict) -> str:
 
 def eval_rows(result: dict) -> list:
     rows = []
-    for name, v in result["variants"].items():
+    for name, v in result["programs"].items():
         rows.append([name, v["device"], _pct(v["accuracy"]), _pct(v.get("agreement")),
                      "" if "max_abs_logit_diff" not in v else f"{v['max_abs_logit_diff']:.4f}",
                      _bit_exact(v)])
     return rows
 
 
-EVAL_HEADER = ["variant", "device", "accuracy", "agreement", "max |Δlogit|", "int8 bit-exact"]
+EVAL_HEADER = ["program", "device", "accuracy", "agreement", "max |Δlogit|", "int8 bit-exact"]
 
 
 def eval_notes(result: dict) -> str:
     """What the columns compare against, from the results themselves."""
     notes = ["agreement: same predicted label as eager (Ethos-U: as the int8 CPU model); "
              "max |Δlogit|: largest difference from eager's logits"]
-    references = sorted({v["reference"] for v in result["variants"].values() if v.get("reference")})
+    references = sorted({v["reference"] for v in result["programs"].values() if v.get("reference")})
     if references:
         notes.append(f"int8 bit-exact: the device's int8 outputs equal, on every test image, those of "
                      f"{' and '.join(references)} running the same program")
@@ -83,11 +83,11 @@ def eval_table(result: dict) -> None:
                 EVAL_HEADER, eval_rows(result))
 
 
-BENCH_HEADER = ["variant", "device", "timed on", "median ms", "IQR ms", "× eager", "runs", "size"]
+BENCH_HEADER = ["program", "device", "timed on", "median ms", "IQR ms", "× eager", "runs", "size"]
 
 
 def timed_on(v: dict) -> str:
-    """Where a variant's time comes from: this machine's CPU, or a model of the hardware."""
+    """Where a program's time comes from: this machine's CPU, or a model of the hardware."""
     return f"{v['simulated_by']} (not hardware time)" if v.get("simulated_by") else "this CPU"
 
 
@@ -109,7 +109,7 @@ def ratio_cell(v: dict) -> str:
 
 def bench_rows(result: dict) -> list:
     rows = []
-    for name, v in result["variants"].items():
+    for name, v in result["programs"].items():
         rows.append([name, v["device"], timed_on(v), f"{v['latency_ms']:.4f}", iqr(v),
                      "1" if name == "eager" else ratio_cell(v), f"{v['runs']:,}",
                      f"{v.get('size_bytes', result.get('eager_size_bytes', 0)):,} B"])
@@ -118,12 +118,12 @@ def bench_rows(result: dict) -> list:
 
 def bench_table(result: dict) -> None:
     if "render_images_per_s" in result:
-        title = (f"latency of one inference: median over {result['rounds']} warmed-up blocks per variant, "
+        title = (f"latency of one inference: median over {result['rounds']} warmed-up blocks per program, "
                  f"taking turns; data renderer {result['render_images_per_s']:,.0f} images/s")
     else:
         title = f"latency of one inference: median of {result['runs']} timed calls after a warm-up"
     print_table(title, BENCH_HEADER, bench_rows(result), text_columns=3, unwrapped=2)
-    if any(v.get("simulated_by") for v in result["variants"].values()):
+    if any(v.get("simulated_by") for v in result["programs"].values()):
         out_console.print(SIMULATION_NOTE)
     vela, firmware = vela_rows(result), firmware_rows(result)
     if vela:
@@ -140,7 +140,7 @@ VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "util. (NPU)"
 
 def vela_rows(result: dict) -> list:
     rows = []
-    for name, v in result["variants"].items():
+    for name, v in result["programs"].items():
         vela = v.get("vela")
         if vela:
             rows.append([name, f"{v['size_bytes']:,} B", f"{vela['inference_ms']:.3f}",
@@ -166,10 +166,10 @@ def _per_mac(value) -> str:
 
 
 def firmware_rows(result: dict) -> list:
-    """One row per Cortex-M variant: its board, footprint, and instructions per inference with the
+    """One row per Cortex-M program: its board, footprint, and instructions per inference with the
     fastest kernels its core allows and with plain C ("C"), and the serial round trip bench measured."""
     rows = []
-    for name, v in result["variants"].items():
+    for name, v in result["programs"].items():
         fw = v.get("firmware")
         if fw:
             rows.append([name, fw.get("board", ""), f"{fw['flash_bytes'] / 1024:.0f}", f"{fw['ram_bytes'] / 1024:.1f}",
@@ -190,11 +190,11 @@ def _layer_name(op: str) -> str:
 
 
 def layer_tables(result: dict) -> list:
-    """(title, rows) per Cortex-M variant with a per-layer profile: the kernel variant each call ran with
+    """(title, rows) per Cortex-M program with a per-layer profile: the kernel variant each call ran with
     in the ISA build, its instructions with those kernels and with plain C side by side, and per MAC
     where the layer has MACs."""
     tables = []
-    for name, v in result["variants"].items():
+    for name, v in result["programs"].items():
         fw = v.get("firmware") or {}
         if not fw.get("layers"):
             continue
@@ -241,7 +241,7 @@ def arch_line(arch) -> str:
 def npu_layers_section(out: Path, bench: dict, rel) -> list:
     """Where each Ethos-U program's time goes, layer by layer (Vela's per-layer estimate)."""
     from .plots import plot_npu_layers
-    profiles = {name: v["vela"] for name, v in bench["variants"].items() if v.get("vela", {}).get("layers")}
+    profiles = {name: v["vela"] for name, v in bench["programs"].items() if v.get("vela", {}).get("layers")}
     if not profiles:
         return []
     path = out / "run" / "npu_layers.png"
@@ -277,13 +277,13 @@ def write_report(out: Path, summary: dict) -> None:
         f"Test split, {ev['test_images']} images. {_sentence(eval_notes(ev))}.",
         markdown_table(EVAL_HEADER, eval_rows(ev)),
         "## Speed and size",
-        f"Median latency of single-image inferences, measured in one process: each variant runs {be['rounds']} "
-        f"warmed-up blocks (at least {be['runs'] // be['rounds']} calls and {be['block_s']} s each), the variants "
-        "taking turns block by block so that bursts of load on the machine hit every variant alike. The MCU, "
+        f"Median latency of single-image inferences, measured in one process: each program runs {be['rounds']} "
+        f"warmed-up blocks (at least {be['runs'] // be['rounds']} calls and {be['block_s']} s each), the programs "
+        "taking turns block by block so that bursts of load on the machine hit every program alike. The MCU, "
         "over its serial link, takes fewer runs.",
         markdown_table(BENCH_HEADER, bench_rows(be)),
     ]
-    if any(v.get("simulated_by") for v in be["variants"].values()):
+    if any(v.get("simulated_by") for v in be["programs"].values()):
         parts.append(SIMULATION_NOTE)
     parts.append(f"![latency]({rel(out / 'run' / 'latency.png')})")
     vela, firmware = vela_rows(be), firmware_rows(be)
@@ -306,7 +306,7 @@ def write_report(out: Path, summary: dict) -> None:
                                                     "model reads", "outcome"], rows)]
     from .plots import plot_latency
     plot_latency([{**v, "name": f"{n} ({v['device']}{', simulated' if v.get('simulated_by') else ''})"}
-                  for n, v in be["variants"].items()], out / "run" / "latency.png")
+                  for n, v in be["programs"].items()], out / "run" / "latency.png")
     atomic_write_bytes(out / "report.md", ("\n\n".join(parts) + "\n").encode())
 
 

@@ -92,7 +92,7 @@ def collect_programs(runs=(), models=(), device: str = None, board: str = None, 
     from . import descriptor
     from .families import get_family
     from .pte import program_family
-    from .variants import selected
+    from .programs import selected
     paths = []
     for run in runs:
         found = selected(run)

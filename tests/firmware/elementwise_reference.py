@@ -1,7 +1,7 @@
 """The Python reference replay of tinyrps.reference.cortex_m, for one program it does not take yet.
 
 `_Replay` replays a .pte with ExecuTorch's Python operators, calling each operator's default
-overload; an out variant whose functional form is another overload is beyond it
+overload; an overload writing to `out` whose functional form is another overload is beyond it
 (aten::squeeze_copy.dims_out is squeeze_copy.dims, not squeeze_copy(self)). This subclass calls
 that overload -- still the same Python operators on the same memory plan -- so every kernel call
 of those programs can be compared too.
@@ -73,8 +73,8 @@ def edited_program(pte: Path, operator: str, ints: dict | None = None, doubles: 
 
     found = 0
     for chain in plan.chains:
-        for instruction in chain.instructions:
-            call = instruction.instr_args
+        for entry in chain.instructions:
+            call = entry.instr_args
             if names[call.op_index] != operator:
                 continue
             found += 1

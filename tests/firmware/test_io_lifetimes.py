@@ -36,16 +36,16 @@ def calls(plan) -> list:
     return plan.chains[0].instructions
 
 
-def op_name(plan, instruction) -> str:
-    return plan.operators[instruction.instr_args.op_index].name.split("::")[-1]
+def op_name(plan, call) -> str:
+    return plan.operators[call.instr_args.op_index].name.split("::")[-1]
 
 
-def write_to(plan, instruction, place_like: int, offset: int):
+def write_to(plan, call, place_like: int, offset: int):
     """A copy of the kernel call whose `out` is a new tensor like value `place_like`, planned at `offset`."""
     value = copy.deepcopy(plan.values[place_like])
     value.val.allocation_info.memory_offset_low = offset
     plan.values.append(value)
-    moved = copy.deepcopy(instruction)
+    moved = copy.deepcopy(call)
     moved.instr_args.args[-2:] = [len(plan.values) - 1] * 2
     return moved
 

@@ -19,7 +19,7 @@ def test_the_built_table_is_the_list(native, native_tool, native_dsp_tool):
     for tool, isas in ((native_tool, {"c"}), (native_dsp_tool, {"dsp", "c"})):
         built = json.loads(native.tool(tool, "ops").stdout)["operators"]
         assert [(op["name"], op["overload"]) for op in built] == [(row.name, row.overload) for row in rows]
-        # the host builds have the variants of the lists for their ISAs, in the lists' order
+        # the native builds have the variants of the lists for their ISAs, in the lists' order
         assert [op["variants"] for op in built] == [[v for v in variants[row.symbol] if v in isas] for row in rows]
 
 

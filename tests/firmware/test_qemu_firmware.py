@@ -145,7 +145,7 @@ def test_batch_parser_reads_a_well_formed_file(tmp_path):
     assert result.logits.tolist() == [[0.5, 1, -1]] * 2
     assert [o.shape for o in result.outputs] == [(2, 1, 3), (2, 2)] and result.outputs_int8[1] is None
     assert result.outputs[1].dtype == np.int32 and result.outputs[1].tolist() == [[7, -8]] * 2
-    assert result.board == "mps2-an505" and result.limits["TRT_MAX_INSTRUCTIONS"] == 64
+    assert result.board == "mps2-an505" and result.limits["TRT_MAX_KERNEL_CALLS"] == 64
     assert [s.shape for s in result.inputs] == [(1, 4)]
     assert result.layers == [
         {"op": "cortex_m::quantized_conv2d", "kernels": "dsp", "variant": 2, "macs": 1000, "instructions": 1_500_000},

@@ -18,7 +18,7 @@
 #include "tensor_desc.h"
 
 /* SysTick ticks of each kernel call, summed over the batch's samples. */
-static uint64_t layer_ticks[TRT_MAX_INSTRUCTIONS];
+static uint64_t layer_ticks[TRT_MAX_KERNEL_CALLS];
 
 static __attribute__((noreturn)) void fail(const char *why)
 {
@@ -132,13 +132,13 @@ static void write_record(const firmware_state *fw, int out, trt_status status, u
     }
 }
 
-static int layer_count(const firmware_state *fw) { return loaded(fw) ? trt_instruction_count(fw->program) : 0; }
+static int layer_count(const firmware_state *fw) { return loaded(fw) ? trt_call_count(fw->program) : 0; }
 
 static void add_layer_profile(const firmware_state *fw)
 {
     for (int i = 0; i < layer_count(fw); i++) {
         uint64_t ticks = 0, macs = 0;
-        if (trt_instruction_profile(fw->program, i, &ticks, &macs) == TRT_OK)
+        if (trt_call_profile(fw->program, i, &ticks, &macs) == TRT_OK)
             layer_ticks[i] += ticks;
     }
 }
@@ -154,14 +154,14 @@ static void write_profile(const firmware_state *fw, int out, uint32_t samples)
     for (int i = 0; i < layer_count(fw); i++) {
         uint8_t layer[BATCH_LAYER_BYTES];
         uint64_t ticks = 0, macs = 0;
-        trt_instruction_profile(fw->program, i, &ticks, &macs);
+        trt_call_profile(fw->program, i, &ticks, &macs);
         text_copy((char *)layer + BATCH_LAYER_OPERATOR, BATCH_LAYER_VARIANT - BATCH_LAYER_OPERATOR,
-                  trt_instruction_name(fw->program, i));
+                  trt_call_name(fw->program, i));
         text_copy((char *)layer + BATCH_LAYER_VARIANT, BATCH_LAYER_MACS - BATCH_LAYER_VARIANT,
-                  trt_instruction_variant(fw->program, i));
+                  trt_call_variant(fw->program, i));
         link_put_u64(layer + BATCH_LAYER_MACS, macs);
         link_put_u64(layer + BATCH_LAYER_INSTRUCTIONS, board_ticks_to_instructions(layer_ticks[i]));
-        link_put_u32(layer + BATCH_LAYER_VARIANT_INDEX, (uint32_t)trt_instruction_variant_index(fw->program, i));
+        link_put_u32(layer + BATCH_LAYER_VARIANT_INDEX, (uint32_t)trt_call_variant_index(fw->program, i));
         link_put_u32(layer + BATCH_LAYER_LAYER_PAD, 0);
         write_all(out, layer, sizeof layer);
     }

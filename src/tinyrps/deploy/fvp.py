@@ -43,7 +43,8 @@ RUNNER_FAST_SCRATCH_BYTES = 384 * 1024
 # Short names in the semihosting folder keep the runner's command line far from its limit.
 PROGRAM_NAME, INPUT_NAME, OUTPUT_BASE = "m.pte", "x.bin", "out"
 
-Target = namedtuple("Target", "model root settings fvp workdir env")
+# One deployment: its program, ExecuTorch checkout, settings, FVP binary, work folder, environment.
+FvpSetup = namedtuple("FvpSetup", "model root settings fvp workdir env")
 
 
 # --- the program --------------------------------------------------------------------------------
@@ -121,13 +122,13 @@ def deploy_fvp(model, executorch_root, fvp=None, toolchain=None, workdir=None, i
     settings = program_settings(model)
     check_memory_fits(model, settings)
     prepared = prepare_images(images) if images else []
-    target = prepare_target(model, executorch_root, settings, fvp, toolchain, workdir)
+    setup = prepare_setup(model, executorch_root, settings, fvp, toolchain, workdir)
     if prepared:
-        return classify_on_fvp(target, prepared, timeout_s, build_timeout_s)
-    return run_with_ones(target, timeout_s, build_timeout_s)
+        return classify_on_fvp(setup, prepared, timeout_s, build_timeout_s)
+    return run_with_ones(setup, timeout_s, build_timeout_s)
 
 
-def prepare_target(model: Path, executorch_root, settings: dict, fvp, toolchain, workdir) -> Target:
+def prepare_setup(model: Path, executorch_root, settings: dict, fvp, toolchain, workdir) -> FvpSetup:
     root = Path(executorch_root).expanduser().resolve()
     checks = check_all(settings["accelerator"], root, fvp, toolchain)
     if not all(c.ok for c in checks):
@@ -137,10 +138,10 @@ def prepare_target(model: Path, executorch_root, settings: dict, fvp, toolchain,
                               "this Python": sys.executable, "the executorch package's flatc": flatc_path()})
     workdir.mkdir(parents=True, exist_ok=True)
     env = build_environment(find_toolchain(root, toolchain))
-    return Target(model, root, settings, find_fvp(settings["accelerator"], root, fvp), workdir, env)
+    return FvpSetup(model, root, settings, find_fvp(settings["accelerator"], root, fvp), workdir, env)
 
 
-def run_with_ones(t: Target, timeout_s: int, build_timeout_s: int) -> dict:
+def run_with_ones(t: FvpSetup, timeout_s: int, build_timeout_s: int) -> dict:
     """The runner with the program baked in, on its built-in input of ones."""
     refuse_paths_with_spaces({"the program": t.model})
     elf = build_runner(t.root, t.settings, t.workdir / "build", t.workdir / "build.log", t.env,
@@ -154,7 +155,7 @@ def run_with_ones(t: Target, timeout_s: int, build_timeout_s: int) -> dict:
     return ones_report(t, elf, log, parsed)
 
 
-def classify_on_fvp(t: Target, prepared: list, timeout_s: int, build_timeout_s: int) -> list:
+def classify_on_fvp(t: FvpSetup, prepared: list, timeout_s: int, build_timeout_s: int) -> list:
     """The semihosting runner, built once, run on the FVP once per image."""
     elf = build_runner(t.root, t.settings, t.workdir / "build-semihosting", t.workdir / "build-semihosting.log",
                        t.env, build_timeout_s)
@@ -168,7 +169,7 @@ def classify_on_fvp(t: Target, prepared: list, timeout_s: int, build_timeout_s: 
     return entries
 
 
-def classify_one(t: Target, elf: Path, path: Path, image: np.ndarray, log: Path, timeout_s: int) -> tuple:
+def classify_one(t: FvpSetup, elf: Path, path: Path, image: np.ndarray, log: Path, timeout_s: int) -> tuple:
     """One FVP run of the semihosting runner: program and input tensor in, logits and cycle counts out."""
     accelerator = t.settings["accelerator"]
     with tempfile.TemporaryDirectory(prefix="tinyrps-fvp-") as tmp:
@@ -221,7 +222,7 @@ def image_entry(path: Path, logits: np.ndarray, counts: dict, log: Path, expecte
             **agreement(np.asarray(logits, np.float32), expected, step), "log": str(log)}
 
 
-def ones_report(t: Target, elf: Path, log: Path, parsed: dict) -> dict:
+def ones_report(t: FvpSetup, elf: Path, log: Path, parsed: dict) -> dict:
     white = np.full((1, IMAGE_SIZE, IMAGE_SIZE), 255, np.uint8)  # the runner's input of ones
     expected = npu_ref_logits(t.model, white)[0]
     logits = np.array(parsed["logits"], np.float32)

@@ -477,7 +477,7 @@ def table_limits(dump: dict) -> dict:
     counts = {
         "TRT_MAX_VALUES": len(values),
         "TRT_MAX_OPERATORS": len(plan["operators"]),
-        "TRT_MAX_INSTRUCTIONS": len(calls),
+        "TRT_MAX_KERNEL_CALLS": len(calls),
         # a Tensor[]'s tensors take kernel-argument slots after the call's own arguments
         "TRT_MAX_KERNEL_ARGS": max((len(c["args"]) + list_items(c, ("tensor_list",)) for c in calls), default=1),
         "TRT_MAX_CALL_LIST_ITEMS": max((list_items(c) for c in calls), default=1),

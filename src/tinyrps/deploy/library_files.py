@@ -434,7 +434,7 @@ static int matches_header(const trt_program *p) {{
         if (trt_input(p, i, &t) != TRT_OK || t.dtype != INPUTS[i].dtype || t.nbytes != INPUTS[i].bytes) return 0;
     for (int i = 0; i < {m}_OUTPUT_COUNT; i++)
         if (trt_output(p, i, &t) != TRT_OK || t.dtype != OUTPUTS[i].dtype || t.nbytes != OUTPUTS[i].bytes) return 0;
-    return trt_instruction_count(p) == {m}_LAYER_COUNT;
+    return trt_call_count(p) == {m}_LAYER_COUNT;
 }}
 
 int {n}_init(void *arena, size_t arena_bytes) {{
@@ -491,11 +491,11 @@ int {n}_profile(uint64_t counts[{m}_LAYER_COUNT]) {{
     uint64_t macs;
     if (!program || !counts) return TRT_ERR_BAD_INPUT;
     for (int i = 0; i < {m}_LAYER_COUNT; i++)
-        if (trt_instruction_profile(program, i, &counts[i], &macs) != TRT_OK) return TRT_ERR_BAD_INPUT;
+        if (trt_call_profile(program, i, &counts[i], &macs) != TRT_OK) return TRT_ERR_BAD_INPUT;
     return TRT_OK;
 }}
 
-const char *{n}_layer_kernels(int index) {{ return program ? trt_instruction_variant(program, index) : NULL; }}
+const char *{n}_layer_kernels(int index) {{ return program ? trt_call_variant(program, index) : NULL; }}
 """
 
 

@@ -86,7 +86,7 @@ def build_firmware(kind: str = "native", limits: dict = None, image: dict = None
     """Build (if sources changed) and return the executables of one firmware kind.
 
     limits: the runtime's table limits to build with instead of its header's defaults, e.g.
-    {"TRT_MAX_INSTRUCTIONS": 128} (a build of its own, beside the default one).
+    {"TRT_MAX_KERNEL_CALLS": 128} (a build of its own, beside the default one).
     image: sources of their own instead of the firmware tree, {path relative to firmware/: text} of
     every file (a program's own image, tinyrps.deploy.firmware_image): built from a copy of them in
     the build folder, `<kind>-program-<key>`, keyed by them."""

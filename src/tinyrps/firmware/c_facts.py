@@ -268,7 +268,7 @@ def dtypes() -> dict:
 
 @lru_cache(maxsize=None)
 def limits() -> dict:
-    """The runtime's table limits as its header sets them by default: {"TRT_MAX_INSTRUCTIONS": 64, ...},
+    """The runtime's table limits as its header sets them by default: {"TRT_MAX_KERNEL_CALLS": 64, ...},
     in TRT_LIMIT_LIST order (a build may set others: the firmware reports its own)."""
     return {row[0]: define(row[0]) for row in listing("TRT_LIMIT_LIST")}
 
@@ -279,7 +279,7 @@ def limit_names() -> list:
 
 @lru_cache(maxsize=None)
 def kernel_variants() -> tuple:
-    """The kernel variant names the runtime reports (trt_instruction_variant), fastest first."""
+    """The kernel variant names the runtime reports (trt_call_variant), fastest first."""
     return tuple(define("TRT_KERNEL_VARIANT_NAMES").split())
 
 

@@ -61,7 +61,7 @@ BATCH_RECORD = c_facts.layout("BATCH_RECORD_FIELDS", "BATCH_RECORD_HEADER_BYTES"
 BATCH_PROFILE_HEADER = c_facts.layout("BATCH_PROFILE_FIELDS", "BATCH_PROFILE_HEADER_BYTES")
 BATCH_LAYER = c_facts.layout("BATCH_LAYER_FIELDS", "BATCH_LAYER_BYTES")
 BATCH_TRAILER = c_facts.layout("BATCH_TRAILER_FIELDS", "BATCH_TRAILER_BYTES")
-KERNEL_VARIANTS = c_facts.kernel_variants()                       # what trt_instruction_variant names
+KERNEL_VARIANTS = c_facts.kernel_variants()                       # what trt_call_variant names
 BATCH_EXIT_CODES = {code: text for code, text in c_facts.named_values("BATCH_EXIT_LIST").items() if code}
 
 BOOT_TIMEOUT_S = 30.0
@@ -427,7 +427,7 @@ def _batch_profile(raw: bytes, count: int, mismatch: str, limits: dict) -> tuple
         raise UserError(f"{mismatch}: no per-layer profile; rebuild the firmware")
     profile = BATCH_PROFILE_HEADER.unpack(raw)
     n_layers, size = profile["LAYERS"], BATCH_PROFILE_HEADER.size + profile["LAYERS"] * profile["LAYER_BYTES"]
-    max_calls = limits.get("TRT_MAX_INSTRUCTIONS", 0)
+    max_calls = limits.get("TRT_MAX_KERNEL_CALLS", 0)
     if (profile["MAGIC"].encode() != BATCH_PROFILE_MAGIC or profile["LAYER_BYTES"] != BATCH_LAYER.size
             or profile["SAMPLES"] != count or n_layers > max_calls or len(raw) < size):
         raise UserError(f"{mismatch}: a damaged per-layer profile ({n_layers} kernel calls of at most {max_calls}, "

@@ -3,7 +3,7 @@
 tinyrps's C runtime must match, bit for bit, ExecuTorch's Python implementations of the
 `cortex_m::` operators (executorch/backends/cortex_m/ops/operators.py) and of the portable
 operators between them. `replay` is that reference for any .pte: it executes the serialized
-program itself -- the same instruction chain, the same memory plan, the same constants --
+program itself -- the same chain of kernel calls, the same memory plan, the same constants --
 calling the Python operator of every kernel call. Working from the .pte bytes (rather than a
 kept copy of the edge program) means the reference can never describe a different program
 than the one on the device; the export checks the replay against the edge program it lowered.

@@ -36,8 +36,8 @@ def io_quantization(program: bytes) -> dict:
     sides = {QUANTIZE: "input", DEQUANTIZE: "output"}
     found = {}
     for chain in plan.chains:
-        for instruction in chain.instructions:
-            call = instruction.instr_args
+        for entry in chain.instructions:
+            call = entry.instr_args
             if isinstance(call, KernelCall) and names[call.op_index] in sides:
                 _, scale, zero_point, qmin, qmax = (plan.values[i].val for i in call.args[:5])
                 found.setdefault(sides[names[call.op_index]], []).append(

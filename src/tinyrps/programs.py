@@ -1,6 +1,6 @@
-"""The variants of a run: the eager checkpoint and every exported .pte, in the families' target order.
+"""The programs of a run: the eager checkpoint and every exported .pte, in the families' target order.
 
-A run's program is one of its variants only if it was exported from the run's checkpoint as it
+An exported program is one of the run's programs only if it was exported from the run's checkpoint as it
 is now: `selected` refuses a program whose descriptor names another checkpoint (a retrain after
 the export), so no result of a stage ever comes from another checkpoint than the one it names.
 """
@@ -60,5 +60,5 @@ def named(run_dir, programs: dict, only) -> dict:
         if name in targets():
             raise UserError(f"no exported program for {name} in {Path(run_dir) / 'export'}: "
                             f"create it with `tinyrps export --run {run_dir} --target {name}`")
-        raise UserError(f"unknown variant '{name}'; this run has: {', '.join(['eager', *programs])}")
+        raise UserError(f"unknown program '{name}'; this run has: {', '.join(['eager', *programs])}")
     return {name: path for name, path in programs.items() if name in only}
