@@ -387,12 +387,12 @@ def short_trials(scenario: dict) -> list:
 
 
 def export_trials(scenario: dict) -> list:
-    """18 stops of an export into a run holding a stale program: kills at changes spread over the
+    """20 stops of an export into a run holding a stale program: kills at changes spread over the
     run and at each change of the commit (T/ swapped in with and without renameat2, the program
     renamed, its descriptor renamed), Ctrl-C spread and at the descriptor's rename; a kill and a
     Ctrl-C mid-way, and a kill before the program's rename, for a run with no programs yet."""
     existing, new = scenario["existing"], scenario["new"]
-    kills = sorted({*spread(6, existing.events), existing.swap, *existing.commits})
+    kills = sorted({*spread(8, existing.events), existing.swap, *existing.commits})
     trials = [("existing", f"kill-{k}", dict(sig="SIGKILL", kill_at=k)) for k in kills]
     trials += [("existing", f"kill-nx-{existing.swap_without_exchange}",
                 dict(sig="SIGKILL", kill_at=existing.swap_without_exchange, no_exchange=True))]
@@ -457,7 +457,7 @@ def test_export_stopped_anywhere_leaves_the_old_program_the_new_one_or_a_refused
     run = export_scenarios["existing"]
     assert program_part(run.part(run.before)) != program_part(run.part(run.clean))       # the stale program
     trials = export_trials(export_scenarios)
-    assert len(trials) >= 16
+    assert len(trials) >= 20
     outcomes = run_trials(export_scenarios, drivers, work, trials)
     assert {"before", "clean"} <= set(outcomes.values()), outcomes
     # a kill between the program's rename and its descriptor's leaves a pair the readers refuse
@@ -637,7 +637,7 @@ def job_digest(path: Path, area: Path) -> str:
     if name in ("bench.json", "summary.json"):
         result = json.loads(path.read_text())
         programs = result.get("programs_sha256") or {k: v.get("program_sha256")
-                                                     for k, v in result.get("variants", {}).items()}
+                                                     for k, v in result.get("programs", {}).items()}
         return json.dumps([result.get("checkpoint_sha256"), programs], sort_keys=True)
     if name == "manifest.json":
         listed = json.loads(path.read_text())["files"]
@@ -746,7 +746,7 @@ def check_stale_programs_refused(driver: Driver, area: Path, parts: dict, job: M
              and parts[n] == pristine.get(n)]
     if parts.get("train") != job.clean["train"] or not stale:
         return []
-    result = driver.run(["eval", "--run", area / "out" / "run", "--variant", stale[0], "--quiet"])
+    result = driver.run(["eval", "--run", area / "out" / "run", "--program", stale[0], "--quiet"])
     err = result["stderr"].strip()
     assert result["rc"] == 2 and len(err.splitlines()) == 1, err[-3000:]
     assert f"export it again: tinyrps export --run {area / 'out' / 'run'} --target {stale[0]}" in err, err
