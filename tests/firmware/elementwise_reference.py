@@ -60,7 +60,8 @@ def edited_program(pte: Path, operator: str, ints: dict | None = None, doubles: 
 
     `ints`, `doubles` and `int_lists` map an argument position to its new value; each new
     value is a value of its own (appended), so other calls sharing the old one keep it.
-    `constants` maps an argument position to new bytes for that constant tensor's buffer."""
+    `constants` maps an argument position to new bytes for that constant tensor's buffer, or to a
+    function of the call's old bytes that gives them (calls of other shapes keep their own size)."""
     from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
     from executorch.exir.schema import Double, EValue, Int, IntList
     program = deserialize_pte_binary(Path(pte).read_bytes())
@@ -86,7 +87,8 @@ def edited_program(pte: Path, operator: str, ints: dict | None = None, doubles: 
                 call.args[position] = append(IntList([append(Int(int(v))) for v in items]))
             for position, data in (constants or {}).items():
                 tensor = plan.values[call.args[position]].val
-                program.program.constant_buffer[tensor.data_buffer_idx].storage = bytes(data)
+                buffer = program.program.constant_buffer[tensor.data_buffer_idx]
+                buffer.storage = bytes(data(bytes(buffer.storage)) if callable(data) else data)
     if not found:
         raise ValueError(f"the program calls no {operator}")
     return bytes(serialize_pte_binary(program, extract_delegate_segments=False))

@@ -147,6 +147,13 @@ PROBES = {
         dw(8, stride=2, padding=1),                          # 2x2
         dw(8, stride=2, padding=1),                          # 1x1
         dw(8, padding=1), nn.ReLU())),
+    # 3x3 depthwise at stride 3, rows of 10 and 4 output pixels, 13 and 6 channels (the DSP kernel's
+    # halfword planes, which take strides above 2 in their general loop)
+    "depthwise_stride3": lambda: with_head(nn.Sequential(
+        nn.Conv2d(1, 13, 3, padding=1), nn.ReLU(),           # 28x28x13
+        dw(13, stride=3, padding=1), nn.ReLU(),              # 10x10
+        nn.Conv2d(13, 6, 1),
+        dw(6, stride=3, padding=1))),                        # 4x4
     # transposed convolutions: stride 2 with padding (14 -> 27), a rectangular stride and kernel,
     # a 1x1
     "transpose": lambda: with_head(nn.Sequential(

@@ -97,6 +97,10 @@ PROBES = {
     # quantized_add: a residual connection, 5 channels (not a multiple of 4), 14x14
     "add_residual": (probe(5, lambda m, x: F.relu(x + m.extra["c"](x)), {"c": conv(5, 5, padding=1)}),
                      {"cortex_m::quantized_add.out"}),
+    # quantized_add: a residual connection on a 7x7 map of 5 channels (245 elements: too few to
+    # repay the Helium kernel's tables)
+    "add_small": (probe(5, lambda m, x: F.relu(x + m.extra["c"](x)), {"c": conv(5, 5, padding=1)}, stride=4),
+                  {"cortex_m::quantized_add.out"}),
     # quantized_add with a negative second multiplier: a subtraction, 13 channels, 13x13
     "sub": (probe(13, lambda m, x: x - m.extra["c"](x), {"c": conv(13, 13, padding=1)}, padding=0),
             {"cortex_m::quantized_add.out"}),

@@ -3,6 +3,7 @@ program of each core runs on its own board (or, with --board, on another), bit-e
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,3 +137,48 @@ def test_unknown_board_on_the_command_line(cli, exported):
 def test_board_option_needs_the_mcu_device(cli, exported):
     res = cli("play", "--model", exported("cortex-m4"), "--device", "native", "--board", "mps2-an505", "--moves", "r")
     assert res.returncode == 2 and "--device mcu" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def _input_quantization(pte) -> tuple:
+    """(scale, zero_point, quant_min, quant_max) of the program's first call, its input quantize."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    plan = deserialize_pte_binary(Path(pte).read_bytes()).program.execution_plan[0]
+    call = plan.chains[0].instructions[0].instr_args
+    assert plan.operators[call.op_index].name == "cortex_m::quantize_per_tensor"
+    return tuple(plan.values[call.args[i]].val.double_val if i == 1 else plan.values[call.args[i]].val.int_val
+                 for i in range(1, 5))
+
+
+def _special_inputs(pte) -> np.ndarray:
+    """Four float32 inputs [4, 1, 1, 28, 28] of values quantize must define: infinities, values far past the
+    int8 range and past int32, exact ties of the input scale (to even), and NaN in every other pixel."""
+    scale, zero_point = _input_quantization(pte)[:2]
+    rng = np.random.default_rng(17)
+    x = rng.uniform(0.0, 1.0, (4, 28 * 28)).astype(np.float32)
+    specials = np.array([np.inf, -np.inf, 1e30, -1e30, 3e9, -3e9, 2.0 ** 31, -(2.0 ** 31)], np.float32)
+    x[0, ::7] = np.resize(specials, x[0, ::7].size)
+    ties = (np.arange(-140, 140) + 0.5 - zero_point) * scale   # x / scale lands on k + 0.5
+    x[1, :ties.size] = ties.astype(np.float32)
+    x[2, ::2] = np.nan
+    x[3, ::3] = -np.nan
+    return x.reshape(4, 1, 1, 28, 28)
+
+
+@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386"])
+def test_the_dsp_quantize_defines_nan_and_infinities_on_the_boards(exported, board):
+    """The DSP quantize_per_tensor on the boards (VMAXNM/VMINNM on the M33, two comparisons on the M4,
+    VCVTR's ties to even) against ExecuTorch's reference operators: infinities and values past any
+    integer range clamp, ties round to even, bit for bit. NaN has no result in the reference (torch casts
+    it to int8 through an undefined C conversion: 0 on x86); the runtime defines it as quant_min (docs/
+    runtime.md), which is what the reference gives for -inf: the outputs equal the reference's with every
+    NaN replaced by -inf."""
+    from tinyrps.firmware.qemu import firmware_elf, run_batch
+    from tinyrps.reference.cortex_m import replay_many_with_int8
+    pte = exported("cortex-m4")
+    x = _special_inputs(pte)
+    result = run_batch(pte, [x], elf=firmware_elf(board), board=board)
+    assert result.layers[0]["op"] == "cortex_m::quantize_per_tensor" and result.layers[0]["kernels"] == "dsp"
+    expected = replay_many_with_int8(pte, [np.where(np.isnan(x), np.float32(-np.inf), x)])[1][0]
+    expected = expected.reshape(len(x), -1)        # [N, 1, classes] -> the firmware's [N, classes]
+    np.testing.assert_array_equal(result.int8, expected)
+    assert len({row.tobytes() for row in expected}) == 4, "the four inputs should give four outputs"

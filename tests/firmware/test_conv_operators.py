@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import elementwise_reference  # noqa: E402
 import probes_conv  # noqa: E402
 
 from tinyrps.data import make_split  # noqa: E402
@@ -41,6 +42,7 @@ FORMS = {
     "depth_multiplier": {"quantized_depthwise_conv2d": 5},
     "depthwise_windows": {"quantized_depthwise_conv2d": 5},
     "depthwise_one_pixel": {"quantized_depthwise_conv2d": 5},
+    "depthwise_stride3": {"quantized_depthwise_conv2d": 3},
     "transpose": {"quantized_transpose_conv2d": 3},
     "avg_pool": {"quantized_avg_pool2d": 3},
     "global_avg_pool": {"quantized_avg_pool2d": 1},
@@ -152,3 +154,69 @@ def test_the_cortex_m33_board_matches_the_reference(case, probe_programs, probe_
     pte = probe_programs(name, core, explicit)
     result = run_batch(pte, probe_images, elf=firmware_elf("mps2-an505"), board="mps2-an505")
     np.testing.assert_array_equal(result.int8, reference_outputs(pte, probe_images))
+
+
+# ---- depthwise requantization the fast paths cannot hold -------------------------------------------------
+
+def _first_channel(value: int):
+    """An edit of an int32 per-channel constant: its first channel set to `value`."""
+    def edit(data: bytes) -> bytes:
+        words = np.frombuffer(data, np.int32).copy()
+        words[0] = value
+        return words.tobytes()
+    return edit
+
+
+# Every depthwise call's first channel edited (argument position -> edit): a bias of 2^30 is past the DSP
+# kernels' accumulator bound, so they requantize the whole call exactly (arith.h) instead of with SMMULR; a
+# positive shift is too, and Helium, which takes no left shift, hands the call to the DSP kernels. The other
+# channels keep their outputs, so the outputs still take many values.
+DEPTHWISE_EDGES = {"bias-2^30": {2: _first_channel(1 << 30)}, "positive-shift": {10: _first_channel(1)}}
+# One input channel with 9 taps (dsp/depthwise_conv2d.c) and 40 (dsp/depthwise_long_window.c); channels in
+# pair rows and in halfword planes (dsp/depthwise_channels.c), the planes at strides 1, 2 and 3.
+DEPTHWISE_EDGE_PROBES = ("rectangular", "depthwise", "depthwise_stride3")
+DEPTHWISE = "cortex_m::quantized_depthwise_conv2d"
+
+
+@pytest.fixture(scope="module")
+def depthwise_edge_programs(probe_programs, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("depthwise-edges")
+
+    def get(name: str, core: str, edge: str) -> Path:
+        pte = folder / f"{name}-{core}-{edge}.pte"
+        if not pte.exists():
+            pte.write_bytes(elementwise_reference.edited_program(probe_programs(name, core, False), DEPTHWISE,
+                                                                 constants=DEPTHWISE_EDGES[edge]))
+        return pte
+    return get
+
+
+@pytest.mark.parametrize("edge", sorted(DEPTHWISE_EDGES))
+@pytest.mark.parametrize("name", DEPTHWISE_EDGE_PROBES)
+def test_depthwise_exact_requantization_natively(name, edge, depthwise_edge_programs, probe_images, native,
+                                                 native_tool, native_dsp_tool, tmp_path):
+    pte = depthwise_edge_programs(name, "cortex-m4", edge)
+    for tool in (native_tool, native_dsp_tool):
+        assert layer_mismatches(native, tool, pte, probe_images[:3], tmp_path) == [], tool.name
+    expected = reference_outputs(pte, probe_images)
+    assert len(np.unique(expected)) > 3, "degenerate outputs would not test the arithmetic"
+
+
+@pytest.mark.slow     # boots QEMU on three Cortex-M55 builds and the Cortex-M33 board
+@pytest.mark.parametrize("edge", sorted(DEPTHWISE_EDGES))
+@pytest.mark.parametrize("name", DEPTHWISE_EDGE_PROBES)
+def test_depthwise_exact_requantization_on_the_boards(name, edge, depthwise_edge_programs, probe_images,
+                                                      m55_variants):
+    from tinyrps.firmware.qemu import firmware_elf, run_batch
+    for core, runs in (("cortex-m55", m55_variants.items()), ("cortex-m4", [("dsp", firmware_elf("mps2-an505"))])):
+        pte = depthwise_edge_programs(name, core, edge)
+        expected = reference_outputs(pte, probe_images)
+        for variant, elf in runs:
+            board = "mps2-an505" if core == "cortex-m4" else "mps3-an547"
+            result = run_batch(pte, probe_images, elf=elf, board=board)
+            mismatching = int((result.int8 != expected).any(axis=1).sum())
+            assert mismatching == 0, f"{core} {variant}: {mismatching} of {len(expected)} images differ"
+            bound = {layer["kernels"] for layer in result.layers if layer["op"] == DEPTHWISE}
+            # Helium declines a left shift; the DSP kernels keep every call, on their exact path
+            wanted = "dsp" if variant == "dsp" or (variant == "mve" and edge == "positive-shift") else variant
+            assert bound == {wanted}, (core, variant, bound)

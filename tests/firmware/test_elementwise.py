@@ -194,6 +194,20 @@ def test_every_cortex_m55_variant_matches_the_reference_on_qemu(name, probe_prog
     assert counts["mve"] < counts["dsp"] < counts["c"], counts
 
 
+@pytest.mark.slow     # boots QEMU once per probe
+def test_helium_adds_operands_of_one_layout_through_their_tables(probe_programs, probe_images, m55_builds):
+    """quantized_add's Helium variants (ops/quantized_add.c's list): operands read along the row (a
+    residual, a [1, C, 1, 1] gate: rows of C channels) with 512 elements or more through their tables
+    (kernels/mve/quantized_add_table.c, first), fewer on the vector terms (second); the test above
+    checks their outputs."""
+    from tinyrps.firmware.qemu import run_batch
+    for name, wanted in (("add_residual", 0), ("sub", 0), ("add_channels", 0), ("add_small", 1)):
+        result = run_batch(probe_programs(name), probe_images[:1], elf=m55_builds["mve"])
+        bound = {(layer["kernels"], layer["variant"]) for layer in result.layers
+                 if layer["op"] == "cortex_m::quantized_add"}
+        assert bound == {("mve", wanted)}, (name, bound)
+
+
 # ---- arguments at the edges of their ranges -------------------------------------------------------------
 
 def _table(seed: int) -> bytes:

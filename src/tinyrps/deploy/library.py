@@ -108,7 +108,7 @@ OPERATOR_SOURCES = {
     "quantized_add": {
         "ops": ("ops/quantized_add.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
         "c": ("kernels/c/quantized_add.c",), "dsp": ("kernels/dsp/quantized_add.c",),
-        "mve": ("kernels/mve/quantized_add.c",)},
+        "mve": ("kernels/mve/quantized_add.c", "kernels/mve/quantized_add_table.c")},
     "quantized_mul": {
         "ops": ("ops/quantized_mul.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
         "c": ("kernels/c/quantized_mul.c",), "dsp": ("kernels/dsp/quantized_mul.c",),
@@ -161,6 +161,8 @@ VARIANT_SOURCES = {
         "trt_depthwise_dsp": ("kernels/dsp/depthwise_conv2d.c",),
         "trt_depthwise_channels_dsp": ("kernels/dsp/depthwise_channels.c",),
         "trt_depthwise_long_window_dsp": ("kernels/dsp/depthwise_long_window.c",)},
+    "quantized_add": {
+        "run_mve_table": ("kernels/mve/quantized_add_table.c",)},
 }
 
 # The _nhwc forms (ExecuTorch's explicit-layout flow) are defined in their legacy operator's ops/ file,

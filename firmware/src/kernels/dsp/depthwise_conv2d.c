@@ -20,6 +20,7 @@
 #include "../arith.h"
 #include "../kernels.h"
 #include "../padding.h"
+#include "depthwise_pack.h"
 #include "dsp_intrinsics.h"
 #include "dsp_requantize.h"
 #include "kernels_dsp.h"
@@ -36,18 +37,12 @@ static int32_t tap_pairs(const trt_conv_params *p) {
 static int32_t pitch(const trt_conv_params *p) { return p->in_w + 2 * p->pad_w; }
 static int has_padding(const trt_conv_params *p) { return p->pad_h > 0 || p->pad_w > 0; }
 
-static uint32_t halfwords(int32_t lo, int32_t hi) { return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16); }
-
 int trt_depthwise_dsp_accepts(const trt_conv_params *p) {
     return p->in_c == 1 && p->dilation_h == 1 && p->dilation_w == 1 && trt_pad_value_fits(p->input_offset);
 }
 
-/* scratch: folded bias [out_c], packed weights [out_c][tap_pairs] (two halfwords each),
- * tap offsets in the padded image [tap_pairs * 2], the short requantization's constants [out_c] */
-size_t trt_depthwise_dsp_scratch_bytes(const trt_conv_params *p) {
-    return (size_t)p->out_c * sizeof(int32_t) + (size_t)p->out_c * tap_pairs(p) * sizeof(uint32_t) +
-           (size_t)tap_pairs(p) * 2 * sizeof(int32_t) + (size_t)p->out_c * sizeof(trt_dsp_requant);
-}
+/* scratch: depthwise_pack.h's, SHORT_PAIRS pairs or more */
+size_t trt_depthwise_dsp_scratch_bytes(const trt_conv_params *p) { return trt_dsp_one_channel_scratch_bytes(p, tap_pairs(p)); }
 
 static const trt_dsp_requant *requant_constants(const trt_conv_params *p) {
     const uint32_t *packed = (const uint32_t *)(const void *)p->packed_weights;
@@ -55,31 +50,7 @@ static const trt_dsp_requant *requant_constants(const trt_conv_params *p) {
 }
 
 void trt_depthwise_dsp_prepare(trt_conv_params *p, void *scratch) {
-    const int32_t n = taps(p), pairs = tap_pairs(p);
-    int32_t *folded = scratch;
-    uint32_t *packed = (uint32_t *)(folded + p->out_c);
-    int32_t *offsets = (int32_t *)(packed + (size_t)p->out_c * pairs);
-    for (int32_t oc = 0; oc < p->out_c; oc++) {
-        uint32_t sum = 0;
-        for (int32_t j = 0; j < pairs; j++) {
-            const int32_t lo = 2 * j < n ? p->weights[(size_t)(2 * j) * p->out_c + oc] : 0;
-            const int32_t hi = 2 * j + 1 < n ? p->weights[(size_t)(2 * j + 1) * p->out_c + oc] : 0;
-            packed[(size_t)oc * pairs + j] = halfwords(lo, hi);
-            sum += (uint32_t)lo + (uint32_t)hi;
-        }
-        folded[oc] = trt_wrap32(sum * (uint32_t)p->input_offset + (uint32_t)(p->bias ? p->bias[oc] : 0));
-    }
-    for (int32_t t = 0; t < 2 * pairs; t++)   /* taps past the window read tap 0, against zero weights */
-        offsets[t] = t < n ? (t / p->kernel_w) * pitch(p) + t % p->kernel_w : 0;
-    trt_dsp_requant *requant = (trt_dsp_requant *)(void *)(offsets + 2 * pairs);
-    p->small_accumulators = 1;
-    for (int32_t oc = 0; oc < p->out_c; oc++) {
-        requant[oc] = trt_dsp_requant_of(p->multipliers[oc], p->shifts[oc] > 0 ? 0 : p->shifts[oc]);
-        if (!trt_dsp_accumulator_fits(trt_abs_sum_s8(p->weights + oc, n, p->out_c), 128, folded[oc], p->shifts[oc]))
-            p->small_accumulators = 0;
-    }
-    p->folded_bias = folded;
-    p->packed_weights = (const int8_t *)packed;
+    trt_dsp_one_channel_pack(p, scratch, tap_pairs(p), pitch(p));
 }
 
 size_t trt_depthwise_dsp_temp_bytes(const trt_conv_params *p) {
@@ -90,7 +61,7 @@ static void depthwise_pixel(const trt_conv_params *p, const int8_t *window, uint
     const int32_t pairs = tap_pairs(p);
     const uint32_t *packed = (const uint32_t *)(const void *)p->packed_weights;
     const int32_t *offsets = (const int32_t *)(packed + (size_t)p->out_c * pairs);
-    for (int32_t j = 0; j < pairs; j++) inputs[j] = halfwords(window[offsets[2 * j]], window[offsets[2 * j + 1]]);
+    for (int32_t j = 0; j < pairs; j++) inputs[j] = trt_dsp_halfwords(window[offsets[2 * j]], window[offsets[2 * j + 1]]);
     const int32_t offset = p->output_offset, lo = p->activation_min, hi = p->activation_max;
     if (p->small_accumulators && pairs == SHORT_PAIRS) {   /* the first layer of an image model */
         const trt_dsp_requant *r = requant_constants(p);

@@ -24,6 +24,7 @@
 #include "../arith.h"
 #include "../kernels.h"
 #include "../padding.h"
+#include "depthwise_pack.h"
 #include "dsp_intrinsics.h"
 #include "dsp_requantize.h"
 #include "kernels_dsp.h"
@@ -37,19 +38,16 @@ static int32_t taps(const trt_conv_params *p) { return p->kernel_h * p->kernel_w
 static int32_t tap_pairs(const trt_conv_params *p) { return ((taps(p) + 1) / 2 + RUN - 1) / RUN * RUN; }
 static int32_t pitch(const trt_conv_params *p) { return p->in_w + 2 * p->pad_w; }
 static int has_padding(const trt_conv_params *p) { return p->pad_h > 0 || p->pad_w > 0; }
-static uint32_t halfwords(int32_t lo, int32_t hi) { return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16); }
 
 int trt_depthwise_long_window_dsp_accepts(const trt_conv_params *p) {
     return p->in_c == 1 && taps(p) > SHORT_TAPS && p->dilation_h == 1 && p->dilation_w == 1 &&
            trt_pad_value_fits(p->input_offset);
 }
 
-/* scratch: folded bias [out_c], packed weights [out_c][tap_pairs] (two halfwords each; on the
- * short requantization's path doubled and, channel pair by channel pair, interleaved run by run),
- * tap offsets in the padded image [tap_pairs * 2], the short requantization's constants [out_c] */
+/* scratch: depthwise_pack.h's, in runs of four pairs; on the short requantization's path the
+ * weights doubled and, channel pair by channel pair, interleaved run by run */
 size_t trt_depthwise_long_window_dsp_scratch_bytes(const trt_conv_params *p) {
-    return (size_t)p->out_c * sizeof(int32_t) + (size_t)p->out_c * tap_pairs(p) * sizeof(uint32_t) +
-           (size_t)tap_pairs(p) * 2 * sizeof(int32_t) + (size_t)p->out_c * sizeof(trt_dsp_requant);
+    return trt_dsp_one_channel_scratch_bytes(p, tap_pairs(p));
 }
 
 static const uint32_t *packed_of(const trt_conv_params *p) { return (const uint32_t *)(const void *)p->packed_weights; }
@@ -65,7 +63,7 @@ static const trt_dsp_requant *requant_of(const trt_conv_params *p) {
 static void double_and_interleave(const trt_conv_params *p, uint32_t *packed, int32_t *folded) {
     const int32_t pairs = tap_pairs(p);
     for (size_t i = 0; i < (size_t)p->out_c * pairs; i++)
-        packed[i] = halfwords((int16_t)(packed[i] & 0xFFFFu) * 2, (int16_t)(packed[i] >> 16) * 2);
+        packed[i] = trt_dsp_halfwords((int16_t)(packed[i] & 0xFFFFu) * 2, (int16_t)(packed[i] >> 16) * 2);
     for (int32_t oc = 0; oc < p->out_c; oc++) folded[oc] = (int32_t)((uint32_t)folded[oc] << 1);
     uint32_t two[2 * MAX_PAIRS];
     for (int32_t oc = 0; oc + 2 <= p->out_c; oc += 2) {
@@ -79,32 +77,9 @@ static void double_and_interleave(const trt_conv_params *p, uint32_t *packed, in
 }
 
 void trt_depthwise_long_window_dsp_prepare(trt_conv_params *p, void *scratch) {
-    const int32_t n = taps(p), pairs = tap_pairs(p);
+    trt_dsp_one_channel_pack(p, scratch, tap_pairs(p), pitch(p));
     int32_t *folded = scratch;
-    uint32_t *packed = (uint32_t *)(folded + p->out_c);
-    int32_t *offsets = (int32_t *)(packed + (size_t)p->out_c * pairs);
-    for (int32_t oc = 0; oc < p->out_c; oc++) {
-        uint32_t sum = 0;
-        for (int32_t j = 0; j < pairs; j++) {
-            const int32_t lo = 2 * j < n ? p->weights[(size_t)(2 * j) * p->out_c + oc] : 0;
-            const int32_t hi = 2 * j + 1 < n ? p->weights[(size_t)(2 * j + 1) * p->out_c + oc] : 0;
-            packed[(size_t)oc * pairs + j] = halfwords(lo, hi);
-            sum += (uint32_t)lo + (uint32_t)hi;
-        }
-        folded[oc] = trt_wrap32(sum * (uint32_t)p->input_offset + (uint32_t)(p->bias ? p->bias[oc] : 0));
-    }
-    for (int32_t t = 0; t < 2 * pairs; t++)   /* taps past the window read tap 0, against zero weights */
-        offsets[t] = t < n ? (t / p->kernel_w) * pitch(p) + t % p->kernel_w : 0;
-    trt_dsp_requant *requant = (trt_dsp_requant *)(void *)(offsets + 2 * pairs);
-    p->small_accumulators = 1;
-    for (int32_t oc = 0; oc < p->out_c; oc++) {
-        requant[oc] = trt_dsp_requant_of(p->multipliers[oc], p->shifts[oc] > 0 ? 0 : p->shifts[oc]);
-        if (!trt_dsp_accumulator_fits(trt_abs_sum_s8(p->weights + oc, n, p->out_c), 128, folded[oc], p->shifts[oc]))
-            p->small_accumulators = 0;
-    }
-    if (p->small_accumulators) double_and_interleave(p, packed, folded);
-    p->folded_bias = folded;
-    p->packed_weights = (const int8_t *)packed;
+    if (p->small_accumulators) double_and_interleave(p, (uint32_t *)(folded + p->out_c), folded);
 }
 
 size_t trt_depthwise_long_window_dsp_temp_bytes(const trt_conv_params *p) {
@@ -209,7 +184,7 @@ void trt_depthwise_long_window_dsp(const trt_conv_params *p, void *temp) {
             for (int32_t ox = 0; ox < p->out_w; ox++, out += p->out_c) {
                 const int8_t *window = row + (size_t)ox * p->stride_w;
                 for (int32_t j = 0; j < pairs; j++)
-                    inputs[j] = halfwords(window[offsets[2 * j]], window[offsets[2 * j + 1]]);
+                    inputs[j] = trt_dsp_halfwords(window[offsets[2 * j]], window[offsets[2 * j + 1]]);
                 pixel_channels(p, inputs, out);
             }
         }

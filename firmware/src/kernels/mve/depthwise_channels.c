@@ -18,9 +18,11 @@
  * tap's eight weights with VMUL.I16. The weights are stored negated and in 16 bits (-w lies in
  * [-127, 128]), so that a product x * -w lies in [-16384, 16256] and two horizontally adjacent
  * taps' products add up without leaving int16; the sum is widened and subtracted from two int32
- * accumulators, the even and the odd lanes (VMOVLB, VMOVLT): 16 MACs in about 13 instructions. Each pixel's channels are requantized four per vector with per-lane
- * multipliers and shifts arranged at load in that even/odd order (mve_requantize.h), and
- * stored with byte scatters. The last block of channels is tail-predicated.
+ * accumulators, the even and the odd lanes (VMOVLB, VMOVLT): 16 MACs in about 13 instructions.
+ * Each pixel's channels are requantized four per vector with per-lane multipliers and shifts
+ * arranged in that even/odd order (mve_requantize.h), and stored with byte scatters. The 16-bit
+ * weights and the arranged constants are packed at the start of each call into the working
+ * memory (pack_blocks), not kept per layer: the program holds no second copy of its weights. The last block of channels is tail-predicated.
  * 3x3 windows with depth multiplier 1 (MobileNet's and DS-CNN's depthwise layers) run a loop of
  * their own (block_row_3x3): the nine taps in four pairs and one, and the requantized lanes
  * narrowed back into channel order and stored as one 8-byte run.
@@ -61,39 +63,81 @@ static size_t block_bytes(const trt_conv_params *p) {
     return sizeof(block_constants) + (size_t)taps(p) * LANES * sizeof(int16_t);
 }
 
-/* scratch: block_bytes per block of eight channels */
-size_t trt_depthwise_channels_mve_scratch_bytes(const trt_conv_params *p) { return (size_t)blocks(p) * block_bytes(p); }
-
-void trt_depthwise_channels_mve_prepare(trt_conv_params *p, void *scratch) {
-    const int32_t n = taps(p);
-    for (int32_t b = 0; b < blocks(p); b++) {
-        block_constants *k = (block_constants *)(void *)((int8_t *)scratch + (size_t)b * block_bytes(p));
-        int16_t *w = (int16_t *)(void *)(k + 1);
-        for (int32_t lane = 0; lane < LANES; lane++) {
-            const int32_t oc = b * LANES + lane, parity = lane & 1, slot = lane >> 1;
-            uint32_t sum = 0, bias = 0;
-            int32_t mult = 1 << 30, shift = 0;
-            if (oc < p->out_c) {
-                for (int32_t t = 0; t < n; t++) sum += (uint32_t)(int32_t)p->weights[(size_t)t * p->out_c + oc];
-                bias = p->bias ? (uint32_t)p->bias[oc] : 0;
-                mult = p->multipliers[oc];
-                shift = p->shifts[oc];
-            }
-            k->bias[parity][slot] = trt_wrap32(sum * (uint32_t)p->input_offset + bias);
-            k->multiplier[parity][slot] = mult;
-            k->shift[parity][slot] = shift;
-            for (int32_t t = 0; t < n; t++)   /* negated: see the top of the file */
-                w[t * LANES + lane] = oc < p->out_c ? (int16_t)-p->weights[(size_t)t * p->out_c + oc] : 0;
-        }
-    }
-    p->packed_weights = scratch;
+/* No workspace: the blocks are packed at the start of each call into the working memory all
+ * calls share (pack_blocks), so the program keeps no copy of the weights beside its own. */
+size_t trt_depthwise_channels_mve_scratch_bytes(const trt_conv_params *p) {
+    (void)p;
+    return 0;
 }
 
-/* temp: the ring of padded input rows, then one row of pad bytes (with horizontal padding), or
- * the pad row alone (vertical padding only) */
+void trt_depthwise_channels_mve_prepare(trt_conv_params *p, void *scratch) {
+    (void)p;
+    (void)scratch;
+}
+
+static size_t packed_bytes(const trt_conv_params *p) { return (size_t)blocks(p) * block_bytes(p); }
+
+/* temp: the packed blocks, then the ring of padded input rows and one row of pad bytes (with
+ * horizontal padding), or the pad row alone (vertical padding only) */
 size_t trt_depthwise_channels_mve_temp_bytes(const trt_conv_params *p) {
-    if (p->pad_w == 0 && p->pad_h == 0) return 0;
-    return (size_t)(p->pad_w > 0 ? span(p) + 1 : 1) * aligned_row(p);
+    if (p->pad_w == 0 && p->pad_h == 0) return packed_bytes(p);
+    return packed_bytes(p) + (size_t)(p->pad_w > 0 ? span(p) + 1 : 1) * aligned_row(p);
+}
+
+/* One block of eight channels: block_constants, then the negated 16-bit weights [tap][8], from
+ * the block's first channel of the program's 1HWO weights (rows of `pitch` bytes, one per tap),
+ * biases, multipliers and shifts. `left`: the channels from there (lanes past them are zero when
+ * `tail`). The weight sums stay in 16 bits (at most 121 taps of 128). */
+static inline __attribute__((always_inline)) void pack_block(const int8_t *src, const int32_t *bias, const int32_t *mult,
+                                                            const int32_t *shift, int32_t pitch, int32_t taps_n,
+                                                            int32_t input_offset, int32_t left, int32_t *out,
+                                                            const int tail) {
+    const uint32x4_t even_lanes = vmulq_n_u32(vidupq_n_u32(0, 1), 2), odd_lanes = vaddq_n_u32(even_lanes, 1);
+    const mve_pred16_t pred = vctp16q((uint32_t)left), even = vctp32q((uint32_t)(left + 1) / 2),
+                       odd = vctp32q((uint32_t)left / 2);
+    int16_t *w = (int16_t *)(void *)(out + sizeof(block_constants) / sizeof(int32_t));
+    int16x8_t sum = vdupq_n_s16(0);
+    for (int32_t t = 0; t < taps_n; t++, src += pitch, w += LANES) {
+        const int16x8_t v = tail ? vldrbq_z_s16(src, pred) : vldrbq_s16(src);
+        sum = vaddq_s16(sum, v);
+        vstrhq_s16(w, vnegq_s16(v));   /* negated: see the top of the file */
+    }
+#define GATHER(array, lanes, p) (tail ? vldrwq_gather_shifted_offset_z_s32(array, lanes, p) \
+                                      : vldrwq_gather_shifted_offset_s32(array, lanes))
+    int32x4_t bias_e = vdupq_n_s32(0), bias_o = bias_e;
+    if (bias) {
+        bias_e = GATHER(bias, even_lanes, even);
+        bias_o = GATHER(bias, odd_lanes, odd);
+    }
+    /* block_constants in order: bias[2][4], multiplier[2][4], shift[2][4]; the sums' products wrap, as the reference */
+    vstrwq_s32(out, vmlaq_n_s32(bias_e, vmovlbq_s16(sum), input_offset));
+    vstrwq_s32(out + 4, vmlaq_n_s32(bias_o, vmovltq_s16(sum), input_offset));
+    vstrwq_s32(out + 8, GATHER(mult, even_lanes, even));
+    vstrwq_s32(out + 12, GATHER(mult, odd_lanes, odd));
+    vstrwq_s32(out + 16, GATHER(shift, even_lanes, even));
+    vstrwq_s32(out + 20, GATHER(shift, odd_lanes, odd));
+#undef GATHER
+}
+
+/* `count` whole blocks of eight channels, then a part block of `tail` channels if any. */
+static __attribute__((noinline)) void pack_run(const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                               const int32_t *shift, int32_t out_c, int32_t taps_n, int32_t input_offset,
+                                               int32_t *out, int32_t block_words) {
+    int32_t oc = 0;
+    for (; oc + LANES <= out_c; oc += LANES, out += block_words)
+        pack_block(weights + oc, bias ? bias + oc : NULL, mult + oc, shift + oc, out_c, taps_n, input_offset, LANES,
+                   out, 0);
+    if (oc < out_c)
+        pack_block(weights + oc, bias ? bias + oc : NULL, mult + oc, shift + oc, out_c, taps_n, input_offset,
+                   out_c - oc, out, 1);
+}
+
+/* Every block of the layer, packed at the start of each call: about six instructions per tap
+ * and block, against a copy of every depthwise layer's weights kept for the program's lifetime. */
+static void pack_blocks(const trt_conv_params *p, int8_t *packed) {
+    _Static_assert(sizeof(block_constants) == 24 * sizeof(int32_t), "block_constants is six vectors");
+    pack_run(p->weights, p->bias, p->multipliers, p->shifts, p->out_c, taps(p), p->input_offset,
+             (int32_t *)(void *)packed, (int32_t)(block_bytes(p) / sizeof(int32_t)));
 }
 
 typedef struct {
@@ -256,12 +300,13 @@ static inline __attribute__((always_inline)) void block_row_3x3(const trt_conv_p
 
 /* Every whole block of eight channels of the output row in one call (the row's own set-up is a
  * good part of the work when the row is short: DS-CNN's are 5 pixels), the last part block apart. */
-static __attribute__((noinline)) void row_3x3(const trt_conv_params *p, const int8_t *const *rows, int8_t *out) {
+static __attribute__((noinline)) void row_3x3(const trt_conv_params *p, const int8_t *packed, const int8_t *const *rows,
+                                              int8_t *out) {
     block b;
     b.rows = rows;
     b.pred = vctp16q(LANES);
     for (int32_t oc = 0; oc + LANES <= p->out_c; oc += LANES) {
-        b.k = (const block_constants *)(const void *)(p->packed_weights + (size_t)(oc / LANES) * block_bytes(p));
+        b.k = (const block_constants *)(const void *)(packed + (size_t)(oc / LANES) * block_bytes(p));
         b.out = out + oc;
         b.in_channel = oc;
         block_row_3x3(p, &b, 0);
@@ -281,19 +326,19 @@ ROW(row_any_tail, 0, 0, 1)
 ROW(row_gather, 0, 1, 0)
 ROW(row_gather_tail, 0, 1, 1)
 
-static void output_row(const trt_conv_params *p, const int8_t *const *rows, int8_t *out) {
+static void output_row(const trt_conv_params *p, const int8_t *packed, const int8_t *const *rows, int8_t *out) {
     const int32_t m = p->depth_multiplier;
     const int gather = m > 1, three = p->kernel_w == 3, nine = !gather && three && p->kernel_h == 3;
     int32_t blk = 0;
     if (nine) {
-        row_3x3(p, rows, out);
+        row_3x3(p, packed, rows, out);
         blk = p->out_c / LANES;
     }
     for (; blk < blocks(p); blk++) {
         const int32_t oc = blk * LANES, left = p->out_c - oc;
         block b;
         b.rows = rows;
-        b.k = (const block_constants *)(const void *)(p->packed_weights + (size_t)blk * block_bytes(p));
+        b.k = (const block_constants *)(const void *)(packed + (size_t)blk * block_bytes(p));
         b.out = out + oc;
         b.in_channel = oc / m;
         uint16_t lanes[LANES] = {0};
@@ -313,9 +358,11 @@ static void output_row(const trt_conv_params *p, const int8_t *const *rows, int8
 
 void trt_depthwise_channels_mve(const trt_conv_params *p, void *temp) {
     const int8_t *rows[TRT_MAX_DEPTHWISE_TAPS];
+    int8_t *packed = temp, *after = packed + packed_bytes(p);
+    pack_blocks(p, packed);
     rows_state st;
-    st.ring = temp;
-    st.pad_row = p->pad_w > 0 ? (int8_t *)temp + (size_t)span(p) * aligned_row(p) : temp;
+    st.ring = after;
+    st.pad_row = p->pad_w > 0 ? after + (size_t)span(p) * aligned_row(p) : after;
     if (p->pad_w > 0 || p->pad_h > 0) trt_mve_fill(st.pad_row, padded_row(p), vdupq_n_s8((int8_t)-p->input_offset));
     for (int32_t b = 0; b < p->batches; b++) {
         st.image = p->input + (size_t)b * p->in_h * p->in_w * p->in_c;
@@ -323,7 +370,7 @@ void trt_depthwise_channels_mve(const trt_conv_params *p, void *temp) {
         int8_t *out = p->output + (size_t)b * p->out_h * p->out_w * p->out_c;
         for (int32_t oy = 0; oy < p->out_h; oy++, out += (size_t)p->out_w * p->out_c) {
             input_rows(p, &st, oy, rows);
-            output_row(p, rows, out);
+            output_row(p, packed, rows, out);
         }
     }
 }

@@ -61,6 +61,10 @@ void trt_clone_dim_order_mve(const trt_copy_params *p);
 
 int trt_quantized_add_mve_accepts(const trt_add_params *p);
 void trt_quantized_add_mve(const trt_add_params *p);
+/* quantized_add, two operands of one layout: each operand's terms through a table (temp) */
+int trt_quantized_add_table_mve_accepts(const trt_add_params *p);
+size_t trt_quantized_add_table_mve_temp_bytes(const trt_add_params *p);
+void trt_quantized_add_table_mve(const trt_add_params *p, void *temp);
 int trt_quantized_mul_mve_accepts(const trt_mul_params *p);
 void trt_quantized_mul_mve(const trt_mul_params *p);
 int trt_minmax_mve_accepts(const trt_minmax_params *p);
