@@ -72,7 +72,7 @@ def firmware_boards(s: dict) -> str:
 
 def flash_label(fws: list) -> str:
     """The flash row's label: of the programs' own firmware images when every measurement was of one
-    (tinyrps.firmware.measure: "image"), else of the generic image (measurements made before)."""
+    (tinyrps.measure.firmware: "image"), else of the generic image (measurements made before)."""
     if all(fw.get("image") == "program" for fw in fws):
         return "flash (the program's own firmware image: code + rodata + `.pte`)"
     return "flash (code + rodata + `.pte`)"

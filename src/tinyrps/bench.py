@@ -153,7 +153,7 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
 
     from . import descriptor
     from .devices import default_device, open_device
-    from .firmware.measure import measurement_inputs
+    from .measure.firmware import measurement_inputs
     from .measure import measure as take, measurements_for
     from .torch_settings import torch_threads
     if runs < 1:

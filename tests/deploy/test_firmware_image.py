@@ -10,7 +10,7 @@ import pytest
 from tinyrps.deploy.firmware_image import image_tree
 from tinyrps.deploy.library import variant_rows
 from tinyrps.errors import UserError
-from tinyrps.firmware.measure import same_run
+from tinyrps.measure.firmware import same_run
 from tinyrps.firmware.sources import firmware_dir
 
 OPERATORS = ["cortex_m::quantize_per_tensor", "cortex_m::quantized_depthwise_conv2d", "cortex_m::quantized_linear",

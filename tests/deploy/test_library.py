@@ -592,7 +592,7 @@ def test_the_library_on_a_board(board, target, build_with, network, request, lib
     check_bit_exact(results, pte, images600, tmp_path)
     assert_only_prefixed_symbols(tmp_path / "build", NAME, nm="arm-none-eabi-nm")
 
-    from tinyrps.firmware.measure import measurement_images
+    from tinyrps.measure.firmware import measurement_images
     firmware = lib.board_figures(pte, target)      # the export's measurement of the program
     profiled = classify_on_board(board, elf, measurement_images(), tmp_path, profile=True)
     total = instructions(profiled["records"]["ticks"], board)

@@ -11,7 +11,7 @@ import pytest
 from tinyrps.devices import open_device
 from tinyrps.errors import UserError
 from tinyrps.firmware import boards
-from tinyrps.firmware.measure import elf_sections
+from tinyrps.measure.firmware import elf_sections
 
 pytestmark = pytest.mark.slow     # builds the firmware of every board, boots QEMU
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tinyrps.firmware.measure import elf_sections, measure_firmware, memory_footprint
+from tinyrps.measure.firmware import elf_sections, measure_firmware, memory_footprint
 
 KIB = 1024
 
@@ -66,7 +66,7 @@ def test_a_layer_on_other_kernels_than_the_build_is_refused():
     """The runtime's variant choice and the build's flags must agree; a disagreement is a bug, not a figure."""
     from tinyrps.errors import UserError
     from tinyrps.firmware.boards import get_board
-    from tinyrps.firmware.measure import bound_kernels
+    from tinyrps.measure.firmware import bound_kernels
 
     def layers(*variants):
         ops = ("cortex_m::quantize_per_tensor", "cortex_m::quantized_conv2d", "cortex_m::quantized_linear")

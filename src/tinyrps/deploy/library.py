@@ -25,7 +25,7 @@ What the generator needs to know, and from where:
   native build's `tinyrps-native info` and `dump`;
 - the arena with the core's ISA kernels, the kernels each layer binds there and the
   instructions per inference: the firmware's measurement on the core's emulated board
-  (the export's, or taken here with tinyrps.firmware.measure);
+  (the export's, or taken here with tinyrps.measure.firmware);
 - the code size: the library and its example built with arm-none-eabi-gcc for the core.
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ takes it. Today:
     firmware  (cortex-m) the program on the tinyrps firmware of its core's emulated board in
               QEMU: flash and RAM (of the program's own firmware image: only its operators and
               the kernel variants its calls bind; the generic image's beside them), arena,
-              instructions per inference and per kernel call, boot (tinyrps.firmware.measure);
+              instructions per inference and per kernel call, boot (tinyrps.measure.firmware);
               QEMU counts instructions, not cycles
     vela      (ethos-u)  Vela's performance estimate, read from the summary and per-layer
               tables the export kept beside the program (tinyrps.vela)
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import descriptor as descriptors
-from .artifacts import atomic_write_json
-from .errors import UserError
+from .. import descriptor as descriptors
+from ..artifacts import atomic_write_json
+from ..errors import UserError
 
 MEASUREMENT_VERSION = 1
 VERSION_KEY = "measurement_version"
@@ -42,7 +42,7 @@ FIRMWARE_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "cmake")
 
 
 def _firmware_tools_missing() -> Optional[str]:
-    from .firmware.build import APT_ARM
+    from ..firmware.build import APT_ARM
     missing = [tool for tool in FIRMWARE_TOOLS if shutil.which(tool) is None]
     if missing:
         return (f"measuring a Cortex-M program needs {', '.join(missing)}, which "
@@ -64,8 +64,8 @@ class Measurement:
 
 MEASUREMENTS = (
     Measurement("firmware", ("cortex-m",), "the program on the firmware of its core's emulated board (QEMU)",
-                "tinyrps.firmware.measure:measure_program", _firmware_tools_missing,
-                fingerprint="tinyrps.firmware.measure:fingerprint"),
+                "tinyrps.measure.firmware:measure_program", _firmware_tools_missing,
+                fingerprint="tinyrps.measure.firmware:fingerprint"),
     Measurement("vela", ("ethos-u",), "Vela's estimate of the NPU's time and memory",
                 "tinyrps.vela:measure_program"),
 )
@@ -84,7 +84,7 @@ def measure(pte, quick: bool = False, only: Optional[tuple] = None) -> dict:
     """Take every measurement of the program's family (or those named in `only`), write them to
     T.measure.json and return them. `quick`: only what a search needs (the firmware's instruction
     count, one run of the fastest kernels), not the whole profile."""
-    from .pte import read_program
+    from ..pte import read_program
     pte = Path(pte)
     program = read_program(pte)
     described = descriptors.read(pte, program)
@@ -137,8 +137,8 @@ def read(pte) -> Optional[dict]:
 
 def measure_run(run_dir, quiet: bool = False, only_targets=None) -> dict:
     """Measure every exported program of a run whose family has measurements: target -> measurements."""
-    from .programs import exported
-    from .progress import say
+    from ..programs import exported
+    from ..progress import say
     results = {}
     for name, pte in exported(run_dir).items():
         if only_targets and name not in only_targets:
@@ -146,14 +146,14 @@ def measure_run(run_dir, quiet: bool = False, only_targets=None) -> dict:
         described = descriptors.read(pte)
         if described is None or not measurements_for(described.family):
             continue
-        from .progress import console
+        from ..progress import console
         with console.status(f"measuring {name}"):
             results[name] = measure(pte)
         say(f"  {name}: {summary_line(results[name])}", quiet)
     return results
 
 
-# What the firmware's flash figure is of, by the image measured (tinyrps.firmware.measure.IMAGES).
+# What the firmware's flash figure is of, by the image measured (tinyrps.measure.firmware.IMAGES).
 FLASH_OF = {"program": " (the program's own firmware image)", "generic": " (the generic firmware image)"}
 
 

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from .boards import DEFAULT_BOARD, KERNEL_SET_NAMES, Board, get_board, kernels_name
+from ..firmware.boards import DEFAULT_BOARD, KERNEL_SET_NAMES, Board, get_board, kernels_name
 
 # ELF32 section header flags and types
 SHF_ALLOC = 0x2
@@ -69,7 +69,7 @@ HEAVY_OPERATORS = ("conv", "linear", "max_pool", "batch_matmul")
 def measure_program(pte, described, quick: bool = False) -> dict:
     """The measure stage's `firmware` figures of a Cortex-M program: measured on the emulated board
     of the core its descriptor names. `quick` (for a search): the instruction count only."""
-    from .boards import board_for_core
+    from ..firmware.boards import board_for_core
     core = described.info.core
     board = board_for_core(core)
     samples = measurement_inputs(described)
@@ -84,7 +84,7 @@ def measure_program(pte, described, quick: bool = False) -> dict:
 
 def quick_count(pte, board: str, samples=None) -> dict:
     """Instructions per inference with the fastest kernels, from one QEMU run: what a search needs."""
-    from .qemu import firmware_elf, run_batch
+    from ..firmware.qemu import firmware_elf, run_batch
     spec = get_board(board)
     samples = measurement_images() if samples is None else samples
     result = run_batch(Path(pte), samples, elf=firmware_elf(board, "isa"), board=board)
@@ -97,7 +97,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
     """Measure a Cortex-M .pte (path or bytes) on `board`'s firmware; see the module docstring.
     samples: the inputs to count on (default: the RPS measurement images). image: "program" (the
     footprint of the program's own firmware image) or "generic" (of the image with every operator)."""
-    from .qemu import firmware_elf, run_batch
+    from ..firmware.qemu import firmware_elf, run_batch
 
     if image not in IMAGES:
         raise UserError(f"unknown firmware image '{image}'; valid: {', '.join(IMAGES)}")
@@ -188,7 +188,7 @@ FIGURES_OF = "2: the program's own image"
 def fingerprint() -> str:
     """What the measure stage records with the firmware figures: the firmware's sources and FIGURES_OF."""
     import hashlib
-    from .build import sources_fingerprint
+    from ..firmware.build import sources_fingerprint
     return hashlib.sha256(f"{sources_fingerprint()}\0{FIGURES_OF}".encode()).hexdigest()
 
 
