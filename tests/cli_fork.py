@@ -121,8 +121,9 @@ class CliServer:
 
     def __init__(self, work: Path, env: dict):
         self.work, self.env, self.lock, self.count = Path(work), env, threading.Lock(), 0
+        # unbuffered: select() on the pipe must see every answer not yet read
         self.process = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        env=env, cwd=work)
+                                        env=env, cwd=work, bufsize=0)
         first = self.process.stdout.readline().decode().strip()
         if first != "ready":
             self.close()
@@ -152,8 +153,9 @@ class CliServer:
                        "stdin": str(stdin), "stdout": str(folder / "stdout"), "stderr": str(folder / "stderr")}
             (folder / "stdout").touch()
             (folder / "stderr").touch()
-            self.process.stdin.write((json.dumps(request) + "\n").encode())
-            self.process.stdin.flush()
+            data = memoryview((json.dumps(request) + "\n").encode())
+            while data:
+                data = data[self.process.stdin.write(data):]
             pid = self._answer("pid", None)
             deadline = time.monotonic() + timeout if timeout is not None else None
             try:
