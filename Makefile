@@ -2,7 +2,7 @@
 #   make demo   install everything, then run the whole pipeline (tinyrps all --out out)
 #   make test   install everything, then run the whole test suite
 # For development:
-#   make test-fast   the tests not marked slow (no whole-split QEMU batches, no full pipeline)
+#   make test-fast   the tests not marked slow: no emulator, no cross compiler, no full pipeline
 #   make fuzz        fuzz every firmware parser for FUZZ_SECONDS each (default 60); fails on a finding
 #                    (FUZZ_PROGRAMS="out/run/export/cortex-m55.pte" adds full programs to the pte seeds)
 PYTHON ?= python3

@@ -135,9 +135,22 @@ def run_cli(*args, input=None, timeout=300, cwd=None) -> subprocess.CompletedPro
                           text=True, timeout=timeout, cwd=cwd, env=env)
 
 
+@pytest.fixture(scope="session")
+def cli_forked(tmp_path_factory):
+    """run_cli's twin: each command a child of one process that imported torch once (tests/cli_fork.py).
+    TINYRPS_TEST_CLI=process gives every command its own interpreter instead."""
+    if os.environ.get("TINYRPS_TEST_CLI") == "process":
+        yield run_cli
+        return
+    import cli_fork
+    server = cli_fork.CliServer(tmp_path_factory.mktemp("cli"), {**os.environ, **cli_fork.CliServer.env_overrides()})
+    yield server.run
+    server.close()
+
+
 @pytest.fixture
-def cli():
-    return run_cli
+def cli(cli_forked):
+    return cli_forked
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import elementwise_reference  # noqa: E402
+import fixture_cache  # noqa: E402  (tests/, on the path from the top conftest)
 import probes_conv  # noqa: E402
 
 from tinyrps.data import make_split  # noqa: E402
@@ -75,15 +76,22 @@ def probe_images() -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def probe_programs(probe_images, tmp_path_factory):
-    """(name, core, explicit) -> exported .pte, built once per module."""
-    folder = tmp_path_factory.mktemp("probes")
+    """(name, core, explicit) -> exported .pte, built once (and kept across runs, keyed by the probes, this
+    module and the export's sources)."""
+    key = fixture_cache.fixture_key("conv-probes", files=[Path(probes_conv.__file__), Path(__file__)],
+                                    modules=["tinyrps.export.cortex_m", "tinyrps.model", "tinyrps.quantization",
+                                             "tinyrps.reference.cortex_m", "tinyrps.data"])
     cache = {}
 
     def get(name: str, core: str, explicit: bool):
-        key = (name, core, explicit)
-        if key not in cache:
-            cache[key] = probes_conv.export_probe(probes_conv.PROBES[name], name, core, probe_images, folder, explicit)
-        return cache[key]
+        case = (name, core, explicit)
+        if case not in cache:
+            def build(out: Path) -> None:
+                probes_conv.export_probe(probes_conv.PROBES[name], name, core, probe_images, out, explicit)
+            folder = fixture_cache.cached_folder(f"conv-probe-{case_id(case)}", key, build,
+                                                 tmp_path_factory.mktemp("probe"))
+            cache[case] = folder / f"{case_id(case)}.pte"
+        return cache[case]
     return get
 
 

@@ -29,6 +29,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # the probes and the reference beside this file
 import elementwise_reference as reference  # noqa: E402
+import fixture_cache  # noqa: E402  (tests/, on the path from the top conftest)
+import probes_elementwise  # noqa: E402
 from probes_elementwise import PROBES  # noqa: E402
 from tinyrps.data import make_split  # noqa: E402
 from tinyrps.export import cortex_m  # noqa: E402
@@ -59,20 +61,25 @@ def probe_images() -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def probe_programs(probe_images, tmp_path_factory):
-    """(name, core) -> exported .pte of that probe, built once per module."""
-    folder = tmp_path_factory.mktemp("elementwise")
+    """(name, core) -> exported .pte of that probe, built once (and kept across runs, keyed by the probes,
+    this module and the export's sources)."""
+    key = fixture_cache.fixture_key("elementwise-probes", files=[Path(probes_elementwise.__file__), Path(__file__)],
+                                    modules=["tinyrps.export.cortex_m", "tinyrps.model", "tinyrps.quantization",
+                                             "tinyrps.data"])
     cache = {}
 
     def get(name: str, core: str = "cortex-m55") -> Path:
         if (name, core) not in cache:
-            torch.manual_seed(sum(map(ord, name)))
-            model = PROBES[name][0]().eval()
-            # not strict: some probes keep a portable operator the runtime has (aten::clamp)
-            lowered = cortex_m.lower(model, (torch.zeros(INPUT_SHAPE),), image_examples(probe_images), core,
-                                     strict=False)
-            pte = folder / f"{name}-{core}.pte"
-            pte.write_bytes(lowered.program)
-            cache[name, core] = pte
+            def build(out: Path) -> None:
+                torch.manual_seed(sum(map(ord, name)))
+                model = PROBES[name][0]().eval()
+                # not strict: some probes keep a portable operator the runtime has (aten::clamp)
+                lowered = cortex_m.lower(model, (torch.zeros(INPUT_SHAPE),), image_examples(probe_images), core,
+                                         strict=False)
+                (out / f"{name}-{core}.pte").write_bytes(lowered.program)
+            folder = fixture_cache.cached_folder(f"elementwise-probe-{name}-{core}", key, build,
+                                                 tmp_path_factory.mktemp("elementwise"))
+            cache[name, core] = folder / f"{name}-{core}.pte"
         return cache[name, core]
     return get
 
