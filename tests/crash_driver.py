@@ -15,7 +15,8 @@ the signal to the whole group, as a terminal's Ctrl-C or a power loss reaches th
 compilers and helper processes a command has started too.
 
 A command: {"argv": [...], "stdout": PATH, "stderr": PATH, "kill_at": K, "signal": "SIGINT",
-"after_s": T, "no_exchange": false, "group": false, "log": false}. The answer: {"rc": exit code (-N for a
+"after_s": T, "kill_on": REGEX, "no_exchange": false, "group": false, "log": false}
+("kill_on": the signal just before the first change to a path the pattern finds.). The answer: {"rc": exit code (-N for a
 signal), "events": changes made (when the child got to report), "log": [[event, path]...]}.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import select
 import signal
 import sys
@@ -50,6 +52,7 @@ def child(command: dict, report, started) -> None:
         out = os.open(command[key], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(out, fd)
     kill_at, signum = command.get("kill_at"), getattr(signal, command.get("signal") or "SIGKILL")
+    kill_on = re.compile(command["kill_on"]) if command.get("kill_on") else None
     if command.get("group"):
         os.setpgid(0, 0)
     stop = (lambda: os.killpg(0, signum)) if command.get("group") else (lambda: os.kill(os.getpid(), signum))
@@ -62,7 +65,7 @@ def child(command: dict, report, started) -> None:
         count[0] += 1
         if log is not None:
             log.append([event, str(args[0]) if args else ""])
-        if count[0] == kill_at:
+        if count[0] == kill_at or (kill_on and args and isinstance(args[0], str) and kill_on.search(args[0])):
             stop()
 
     import tinyrps.artifacts

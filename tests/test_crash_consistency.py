@@ -753,24 +753,38 @@ def check_stale_programs_refused(driver: Driver, area: Path, parts: dict, job: M
     return stale[:1]
 
 
+# The first file each later stage writes: its temporary file (atomic_write_bytes).
+COMMIT_OF = {"measure": r"\.measure\.json\.\d+-\w+\.tmp$", "eval": r"/\.eval\.json\.\d+-\w+\.tmp$",
+             "bench": r"/\.bench\.json\.\d+-\w+\.tmp$"}
+
+
 def job_stops():
     """The chain's stops in turn: changes in the data and training stages while they are stale, then
     moments in time (grown when a stop came before anything changed, so that the chain moves on, and
     short again once a new stage is the first stale one, so that each stage is stopped in), every
     other one a change early in the job (the lock, the retired report, the checks of what is
-    current); SIGKILL and SIGINT in turn. Sent the first stale stage, answers the next stop."""
-    wait, stage = 1.5, None
+    current), and for the measure, eval and bench stages a stop just before their first result is
+    written; SIGKILL and SIGINT in turn. Sent whether the last stop changed anything and the first
+    stale stage, answers the next stop."""
+    wait, stage, in_stage = 1.5, None, 0
     for i in itertools.count():
         sig = ("SIGKILL", "SIGINT")[i % 2 if i < 4 else i // 2 % 2]     # each kind of stop with both
         if i < 4:
             how = {"kill_at": (10, 46, 90, 124)[i]}
         elif i % 2:
             how = {"kill_at": 3 + i % 9}
+        elif stage == "export" and in_stage == 6:     # measure is quick once its images are built: stop in it
+            how = {"kill_on": COMMIT_OF["measure"]}
         else:
             how = {"after_s": round(wait, 2)}
         moved, first_stale = yield sig, how
+        in_stage += 1
         if first_stale != stage:
-            wait, stage = 1.5, first_stale
+            wait, stage, in_stage = 1.5, first_stale, 0
+            if stage in COMMIT_OF:      # a stop just before the stage's first result is written, wherever that falls
+                moved, first_stale = yield sig, {"kill_on": COMMIT_OF[stage]}
+                if first_stale != stage:
+                    wait, stage = 1.5, first_stale
         elif "after_s" in how and not moved:
             wait *= 1.4 if stage else 2.0       # the game and the report: a few stops are enough
 

@@ -503,9 +503,30 @@ class DeviceLink:
             if frames:
                 return frames
             if not data:
-                self.check_alive()
+                try:
+                    self.check_alive()
+                except LinkError:
+                    frames = self._last_frames()     # a board that ends just after its fault report
+                    if frames:
+                        return frames
+                    raise
             if time.monotonic() > deadline:
                 raise LinkError(timeout_message)
+
+    def _last_frames(self) -> list:
+        """The frames a device that has ended sent just before (read after it is gone, up to what is there)."""
+        import serial
+        for _ in range(64):
+            try:
+                data = self.port.read(self.decoder.bytes_wanted())
+            except (serial.SerialException, OSError):
+                return []
+            if not data:
+                return []
+            frames = self.decoder.feed(data)
+            if frames:
+                return frames
+        return []
 
     def _next_seq(self) -> int:
         self._seq = self._seq % 255 + 1      # 1..255; 0 marks messages the firmware sends on its own
