@@ -445,7 +445,7 @@ def recover(target) -> None:
         fsync_dir(target.parent)
 
 
-_TEMPORARY = re.compile(r"\..+\.(\d+)-[a-z0-9_]+\.tmp")      # atomic_write_bytes's, with its writer's pid
+_TEMPORARY = re.compile(r"\..+\.(?P<pid>\d+)-[a-z0-9_]+\.tmp")      # atomic_write_bytes's, with its writer's pid
 
 
 def process_alive(pid: int) -> bool:
@@ -460,17 +460,27 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def remove_dead_temporaries(folder) -> None:
-    """The temporary files in `folder` of writers killed mid-write (a live writer's are left alone)."""
+def remove_dead_entries(folder, pattern: re.Pattern) -> None:
+    """The entries of `folder` whose names `pattern` matches in full and whose group "pid" names a
+    process that is gone (a killed writer's files or folders), removed; a live writer's are left alone."""
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
         return
     for entry in entries:
-        found = _TEMPORARY.fullmatch(entry.name)
-        if found and entry.is_file(follow_symlinks=False) and not process_alive(int(found.group(1))):
+        found = pattern.fullmatch(entry.name)
+        if not found or process_alive(int(found.group("pid"))):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(entry.path)
+
+
+def remove_dead_temporaries(folder) -> None:
+    """The temporary files in `folder` of writers killed mid-write (a live writer's are left alone)."""
+    remove_dead_entries(folder, _TEMPORARY)
 
 
 def tidy(folder) -> None:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import descriptor as descriptors
-from ..artifacts import (check_run_data, folder_lock, fsync_dir, interrupts_deferred, process_alive,
+from ..artifacts import (check_run_data, folder_lock, fsync_dir, interrupts_deferred, remove_dead_entries,
                          sha256_file, swap_in)
 from ..descriptor import Origin, ProgramDescriptor, TensorSpec
 from ..errors import UserError
@@ -189,16 +189,7 @@ def remove_leftovers(out_dir: Path, name: str) -> None:
     """What an export of NAME that was killed left in `out_dir`: its scratch folder (which holds its
     temporary program and descriptor) and the old T/ it set aside. Each name carries its
     process's id, so a concurrent export's own are never touched."""
-    leftover = re.compile(rf"\.{re.escape(name)}\.(export|old)-(\d+)-.+")
-    for entry in os.scandir(out_dir):
-        found = leftover.fullmatch(entry.name)
-        if found and not process_alive(int(found.group(2))):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(entry.path)
-
+    remove_dead_entries(out_dir, re.compile(rf"\.{re.escape(name)}\.(export|old)-(?P<pid>\d+)-.+"))
 
 
 DTYPE_NAMES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 6: "float32", 7: "float64", 11: "bool"}
