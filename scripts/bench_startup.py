@@ -5,9 +5,10 @@ Each case runs REPEAT times as a fresh process (`python -m tinyrps ...`); the be
 time is the one least disturbed by other work on the machine, the median shows the
 spread, and the CPU time (user + system, best run) what the process itself costs when the
 cores are shared. Cases: `tinyrps --help`, one `classify` of one image with RUN's
-int8-xnnpack program, `export --list`, and one user error of every command
-(`user_errors`: tests/test_startup.py checks that each is one line, exit 2, and imports
-nothing heavy). For scale: an empty Python process and `import torch`.
+int8-xnnpack program, `export --list`, one user error of every command (`user_errors`)
+and the user errors that need RUN's programs (`run_user_errors`: RUN holds int8-xnnpack,
+fp32 and cortex-m55); tests/test_startup.py checks that each is one line, exit 2, and
+imports nothing heavy. For scale: an empty Python process and `import torch`.
 
     .venv/bin/python scripts/bench_startup.py --run out/run [--repeat 7] [--json]
 """
@@ -30,7 +31,8 @@ USER_ERROR_S = 0.5
 
 def user_errors(missing: Path, a_file: Path) -> dict:
     """One user error of every command: command -> its arguments. `missing` does not exist,
-    `a_file` is a file where a folder belongs. Each must be one line on stderr, exit code 2."""
+    `a_file` is a file where a folder belongs. Each must be one line on stderr, exit code 2
+    (and run_user_errors those that need a run)."""
     return {
         "data": ["data", "--out", str(a_file)],
         "train": ["train", "--data", str(missing), "--out", str(missing)],
@@ -53,6 +55,25 @@ def user_errors(missing: Path, a_file: Path) -> dict:
     }
 
 
+def run_user_errors(run: Path, scratch: Path) -> dict:
+    """User errors that need a run with its programs (fp32 and cortex-m55 exported): a device of
+    another family, a --board no selected program boots, an option the target does not take, a bad
+    --arch. Each is refused before any stage starts. `scratch`: a folder for outputs never written."""
+    fp32, m55 = run / "export" / "fp32.pte", run / "export" / "cortex-m55.pte"
+    return {
+        "eval, a Cortex-M program on npu-ref": ["eval", "--run", str(run), "--program", "cortex-m55",
+                                                "--device", "npu-ref"],
+        "eval, --board for a host program": ["eval", "--run", str(run), "--program", "fp32", "--board", "mps2-an505"],
+        "bench, a Cortex-M program on host": ["bench", "--run", str(run), "--program", "cortex-m55", "--device", "host"],
+        "bench --model, --board for a host program": ["bench", "--model", str(fp32), "--board", "mps2-an505"],
+        "bench --model, a Cortex-M program on npu-ref": ["bench", "--model", str(m55), "--device", "npu-ref"],
+        "export, an option of another family": ["export", "--run", str(run), "--target", "cortex-m55",
+                                                "--system-config", "Ethos_U85_SYS_DRAM_Mid"],
+        "train, a bad architecture": ["train", "--data", str(run), "--out", str(scratch / "t"), "--arch", "c16-q"],
+        "all, a bad architecture": ["all", "--out", str(scratch / "a"), "--arch", "c16-q"],
+    }
+
+
 def time_process(command: list, expect: int) -> tuple:
     """(wall seconds, CPU seconds) of one run. CPU time (user + system) hardly grows when
     other work competes for the cores; wall time does."""
@@ -71,9 +92,10 @@ def cases(run: Path, image: Path) -> dict:
     """name -> (command, expected exit code)."""
     tinyrps = [sys.executable, "-m", "tinyrps"]
     program = run / "export" / "int8-xnnpack.pte"
-    if not program.is_file():
-        raise SystemExit(f"bench_startup: {program} not found: export it with "
-                         f"`tinyrps export --run {run} --target int8-xnnpack`")
+    for target in ("int8-xnnpack", "fp32", "cortex-m55"):
+        if not (run / "export" / f"{target}.pte").is_file():
+            raise SystemExit(f"bench_startup: {run / 'export' / target}.pte not found: export it with "
+                             f"`tinyrps export --run {run} --target {target}`")
     return {
         "python (empty process)": ([sys.executable, "-c", "pass"], 0),
         "python -c 'import torch'": ([sys.executable, "-c", "import torch"], 0),
@@ -81,6 +103,7 @@ def cases(run: Path, image: Path) -> dict:
         "tinyrps export --list": (tinyrps + ["export", "--list"], 0),
         "tinyrps classify (int8-xnnpack, one image)": (tinyrps + ["classify", "--model", str(program), str(image)], 0),
         **{f"user error: {name}": (tinyrps + args, 2) for name, args in user_errors(run / "missing", image).items()},
+        **{f"user error: {name}": (tinyrps + args, 2) for name, args in run_user_errors(run, image.parent).items()},
     }
 
 
@@ -116,10 +139,11 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{'case (whole process)':<46}{'best':>8}{'median':>9}{'CPU':>8}{'target':>9}")
+        width = max(map(len, result)) + 2
+        print(f"{'case (whole process)':<{width}}{'best':>8}{'median':>9}{'CPU':>8}{'target':>9}")
         for name, r in result.items():
             target = f"≤ {r['target_s']:.1f}" if r["target_s"] else ""
-            print(f"{name:<46}{r['best_s']:>7.2f}s{r['median_s']:>8.2f}s{r['best_cpu_s']:>7.2f}s{target:>9}")
+            print(f"{name:<{width}}{r['best_s']:>7.2f}s{r['median_s']:>8.2f}s{r['best_cpu_s']:>7.2f}s{target:>9}")
     return 0
 
 

@@ -67,6 +67,21 @@ def test_every_user_error_is_one_line_and_imports_nothing_heavy(tmp_path):
     assert imports_of("play", "--model", tmp_path, "--device", "tpu") == {"code": 2, "loaded": []}
 
 
+def test_a_runs_programs_are_checked_against_the_options_before_any_work(exported, tmp_path):
+    """A device of another family, a --board no selected program boots, a target option the target
+    does not take, a bad --arch: each one line and exit 2 before torch loads (so before eager runs)."""
+    exported("cortex-m55")
+    run = exported("fp32").parents[1]
+    cases = startup_script().run_user_errors(run, tmp_path)
+    for name, args in cases.items():
+        found = imports_of(*args)
+        assert found == {"code": 2, "loaded": []}, (name, found)
+        lines = said(*args)
+        assert len(lines) == 1 and lines[0].startswith("tinyrps") and "Traceback" not in lines[0], (name, lines)
+    assert "--device mcu or --device native" in said(*cases["eval, a Cortex-M program on npu-ref"])[0]
+    assert "leave --board out" in said(*cases["eval, --board for a host program"])[0]
+
+
 def test_listing_the_targets_imports_nothing_heavy():
     assert imports_of("export", "--list") == {"code": 0, "loaded": []}
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import measure
 from .data import make_split
-from .devices import default_device, open_device
+from .devices import check_program_devices, default_device, open_device
 from .errors import UserError
 from .progress import progress_bar
 
@@ -98,6 +98,7 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
     from .programs import checkpoint, selected
     ckpt = checkpoint(run_dir)
     programs = selected(run_dir, only)
+    check_program_devices(programs, device_override, board)
     device_options = device_options or {}
     image = make_split("test", 1, 1234)[0][:1]
     entries = [("eager", "eager", ckpt)] + [(n, device_override or default_device(p), p) for n, p in programs.items()]
@@ -152,7 +153,6 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
     from pathlib import Path
 
     from . import descriptor
-    from .devices import default_device, open_device
     from .measure.firmware import measurement_inputs
     from .measure import measure as take, measurements_for
     from .torch_settings import torch_threads
@@ -163,6 +163,7 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
     if described is None:
         raise UserError(f"{pte.name} has no descriptor ({descriptor.path_of(pte).name}): export it with "
                         "`tinyrps export` to benchmark it alone")
+    check_program_devices({pte.stem: pte}, device_name, board)
     device_name = device_name or default_device(pte)
     samples = measurement_inputs(described)
     if isinstance(samples, np.ndarray):            # the RPS images, as the program's float input

@@ -64,6 +64,19 @@ def positive_number(text: str) -> float:
 positive_number.__name__ = "number"
 
 
+def architecture(text: str) -> str:
+    """--arch: a name or a spec, parsed here so that a bad one is refused before any stage starts."""
+    from .arch import parse_arch
+    try:
+        parse_arch(text)
+    except UserError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+architecture.__name__ = "architecture"
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message):
         print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
@@ -174,8 +187,9 @@ def cmd_export(a):
     if not a.target or not (a.run or a.module) or (a.run and a.module):
         raise UserError("export needs --target T and either --run RUN or --module FILE.py:NAME "
                         "(see `tinyrps export --list` for targets)")
-    get_target(a.target)
     options = {"system_config": a.system_config, "memory_mode": a.memory_mode}
+    from .export import check_options
+    check_options(get_target(a.target), options)     # before a stage loads torch
     if a.module:
         pte = export_user_module(a, options)
     else:
@@ -552,7 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--epochs", type=count, metavar="E", help=epochs_help())
     s.add_argument("--seed", type=seed_number, default=0, metavar="S",
                    help="random seed of initialisation and shuffling")
-    s.add_argument("--arch", default="tinyrps", metavar="ARCH", help=arch_help())
+    s.add_argument("--arch", default="tinyrps", type=architecture, metavar="ARCH", help=arch_help())
 
     s = add("export", cmd_export, "export RUN/model.pt, or your own PyTorch model, to an ExecuTorch program "
             "(RUN/export/T.pte and its descriptor T.json); ahead of time only: no firmware, no emulator")
@@ -670,7 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the data and the training")
     s.add_argument("--epochs", type=count, metavar="E", help=epochs_help())
     s.add_argument("--per-class", type=count, metavar="N", help=per_class_help())
-    s.add_argument("--arch", default="tinyrps", metavar="ARCH", help=arch_help())
+    s.add_argument("--arch", default="tinyrps", type=architecture, metavar="ARCH", help=arch_help())
 
     s = add("npu-sweep", cmd_npu_sweep, "Vela's estimate of the run's network for every Ethos-U accelerator, "
             "system config and memory mode; writes RUN/npu_sweep.json and RUN/npu_sweep.png")

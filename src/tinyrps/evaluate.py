@@ -16,7 +16,7 @@ import numpy as np
 
 from .artifacts import check_run_data, sha256_file
 from .data import load_split
-from .devices import default_device, device_class, open_device
+from .devices import check_program_devices, default_device, device_class, open_device
 from .errors import UserError
 from .families import get_family, targets
 from .labels import LABELS
@@ -70,6 +70,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
     from .programs import checkpoint, selected
     ckpt = checkpoint(run_dir)
     programs = selected(run_dir, only)
+    check_program_devices(programs, device_override, board)
     device_options = dict(device_options or {})
     profiled = None
     if etdump is not None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import threading
 
-import torch
-
 
 @contextlib.contextmanager
 def torch_threads(count: int):
@@ -22,6 +20,7 @@ def torch_threads(count: int):
     resizes it: elsewhere the block runs with the pool as it is, because resizing it
     from a worker would change it under whatever the main thread is computing (and
     two workers restoring in the wrong order would leave it at the wrong size)."""
+    import torch     # here, not at the top: a command that only checks its arguments must not pay for it
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -44,6 +43,7 @@ def deterministic(seed: int, threads: int):
     same model only with the same count: this must run in the main thread."""
     if threading.current_thread() is not threading.main_thread():
         raise RuntimeError("deterministic() needs the main thread: only it may set torch's thread count")
+    import torch
     was_enabled = torch.are_deterministic_algorithms_enabled()
     was_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     with torch.random.fork_rng(devices=[]), torch_threads(threads):

@@ -55,6 +55,40 @@ def default_device(pte) -> str:
     return get_family(program_family(pte)).default_device
 
 
+def wrong_family(model_path, actual: str, device_name: str) -> UserError:
+    """The one line for a program of family `actual` given to a device of another family."""
+    from ..families import get_family
+    article = "an" if actual[0] in "aeiou" else "a"
+    other = get_family(actual)
+    return UserError(f"{Path(model_path).name} is {article} {actual} program: it needs {other.needs}, which device "
+                     f"'{device_name}' does not have; run it with --device {' or --device '.join(other.devices)}")
+
+
+def check_device_runs(pte, device_name: str) -> None:
+    """Refuse, before any work, a device of one family named for a program of another (from the
+    program's contents; the device checks the rest when it opens)."""
+    from ..families import FAMILIES
+    from ..pte import program_family
+    family = program_family(pte)
+    if any(device_name in f.devices and f.name != family for f in FAMILIES):
+        raise wrong_family(pte, family, device_name)
+
+
+def check_program_devices(programs: dict, device_override, board) -> None:
+    """Before any work on a run's programs (name -> .pte): the device named for all of them can
+    run each, and a --board picks the board of at least one of them."""
+    devices = set()
+    for pte in programs.values():
+        if device_override is not None:
+            check_device_runs(pte, device_override)
+        devices.add(device_override or default_device(pte))
+    if board and "mcu" not in devices:
+        which = ", ".join(programs) or "no program"
+        raise UserError(f"--board {board} is for Cortex-M programs on --device mcu, and {which} "
+                        f"{'runs' if len(programs) == 1 else 'run'} on {', '.join(sorted(devices)) or 'none'}: "
+                        "leave --board out or select a Cortex-M program")
+
+
 def require_board_device(device_name: str, board) -> None:
     """--board picks an emulated board: only the mcu device has one."""
     if board and device_name != "mcu":

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..labels import IMAGE_SIZE, LABELS
-from ..families import get_family
+from . import wrong_family
 from ..pte import family_of_program
 
 
@@ -168,11 +168,7 @@ def require_family(model_path, family: str, device_name: str, program: bytes, si
     else:
         actual = family_of_program(program, model_path)
     if actual != family:
-        article = "an" if actual[0] in "aeiou" else "a"
-        other = get_family(actual)
-        raise UserError(f"{model_path.name} is {article} {actual} program: it needs {other.needs}, which device "
-                        f"'{device_name}' does not have; run it with --device "
-                        f"{' or --device '.join(other.devices)}")
+        raise wrong_family(model_path, actual, device_name)
     return described
 
 
