@@ -124,7 +124,7 @@ def test_a_descriptor_round_trips_and_is_typed(exported):
 
 
 @pytest.mark.parametrize("change,message", [
-    (lambda raw: raw.pop("descriptor_version"), "older tinyrps's sidecar"),
+    (lambda raw: raw.pop("descriptor_version"), "older tinyrps's descriptor"),
     (lambda raw: raw.update(descriptor_version=99), "version 99"),
     (lambda raw: raw.pop("outputs"), "not a complete program descriptor"),
     (lambda raw: raw["cortex_m"].update(board="mps3-an547"), "unknown CortexMInfo fields"),

@@ -198,6 +198,6 @@ def count_params(arch="tinyrps") -> int:
 
 
 def describe_arch(arch) -> dict:
-    """What a run's config and a program's sidecar record of the architecture."""
+    """What a run's config and a program's descriptor record of the architecture."""
     arch = arch if isinstance(arch, Arch) else parse_arch(arch)
     return {"name": arch.name, "spec": arch.spec, "macs": count_macs(arch), "params": count_params(arch)}

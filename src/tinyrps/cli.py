@@ -552,7 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_board(s):
         s.add_argument("--board", choices=list(BOARDS),
-                       help="--device mcu: the emulated board (default: the program's, from its sidecar)")
+                       help="--device mcu: the emulated board (default: the program's, from its descriptor)")
 
     s = add("data", cmd_data, "render the synthetic train/val/test splits")
     s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write (created if missing)")

@@ -8,7 +8,7 @@ in a file of its own (tinyrps.measure).
 
 A descriptor is trusted only for the program it was written with: `read(pte, program)`
 compares its sha256 with the program's bytes and refuses a mismatch, and a descriptor of
-another schema version (or a sidecar of an older tinyrps) is refused with the command that
+another schema version (or an older tinyrps's, which had none) is refused with the command that
 writes a current one. Reading a descriptor imports no torch.
 """
 from __future__ import annotations
@@ -144,7 +144,7 @@ def read(pte, program: Optional[bytes] = None) -> Optional[ProgramDescriptor]:
         raise UserError(f"{path} (the descriptor of {pte.name}) is corrupt (not a JSON object): {EXPORT_AGAIN}")
     version = raw.get(VERSION_KEY)
     if version != DESCRIPTOR_VERSION:
-        found = f"version {version}" if version is not None else "an older tinyrps's sidecar"
+        found = f"version {version}" if version is not None else "an older tinyrps's descriptor"
         raise UserError(f"{path} is {found}; this tinyrps reads program descriptors of version "
                         f"{DESCRIPTOR_VERSION}: {EXPORT_AGAIN}")
     descriptor = from_json(raw, path)

@@ -154,16 +154,16 @@ class Device:
         self.close()
 
 
-def require_family(model_path, family: str, device_name: str, program: bytes, sidecar_only: bool = False):
+def require_family(model_path, family: str, device_name: str, program: bytes, descriptor_only: bool = False):
     """Refuse a program of another family in one line that names the devices that can run it;
     return the program's descriptor (None for a program without one).
 
     A descriptor that does not describe `program` (the program's bytes) is refused first, on
-    every device. The family comes from the program's contents; with sidecar_only, from
+    every device. The family comes from the program's contents; with descriptor_only, from
     the descriptor alone, and a program without one is left to the device to judge."""
     from .. import descriptor
     described = descriptor.read(model_path, program)
-    if sidecar_only:
+    if descriptor_only:
         actual = described.family if described is not None else family
     else:
         actual = family_of_program(program, model_path)

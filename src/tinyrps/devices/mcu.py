@@ -68,7 +68,7 @@ class McuDevice(Device):
         self.transport = transport
         self.port = port
         program = read_program(self.model_path)
-        require_family(self.model_path, "cortex-m", self.name, program, sidecar_only=True)
+        require_family(self.model_path, "cortex-m", self.name, program, descriptor_only=True)
         self.board = program_board(self.model_path, board)
         self.model_sha256 = hashlib.sha256(program).hexdigest()
         self.server = self.link = self.elf = None

@@ -61,7 +61,7 @@ class NativeDevice(Device):
         from ..firmware.tensors import spec_from_json
         self.model_path = Path(model_path)
         program = read_program(self.model_path)   # a .pte at all?
-        require_family(self.model_path, "cortex-m", self.name, program, sidecar_only=True)
+        require_family(self.model_path, "cortex-m", self.name, program, descriptor_only=True)
         self.tool = build_firmware("native").tool("tinyrps-native")
         self.info = json.loads(self._run("info", str(self.model_path)))
         self.inputs = tuple(spec_from_json(entry) for entry in self.info["inputs"])

@@ -102,5 +102,5 @@ def firmware_kind(board: str, kernels: str = "isa") -> str:
 
 
 def kernels_name(board: Board, kernels: str = "isa") -> str:
-    """What the sidecar calls a build's kernels: "mve", "dsp" or "c"."""
+    """What the measurement calls a build's kernels: "mve", "dsp" or "c"."""
     return board.isa_kernels if kernels == "isa" else "c"
