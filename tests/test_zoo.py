@@ -144,8 +144,10 @@ def test_the_edge_reference_gives_the_int8_the_program_dequantizes():
     lowered = zoo.lower_network("fc-autoencoder", "cortex-m4")
     (x,) = zoo.check_inputs("fc-autoencoder")[:1]
     (out,), (q,) = edge_outputs(lowered.edge_program, x), edge_int8_outputs(lowered.edge_program, x)
-    calls = DOCUMENTED["networks"]["fc-autoencoder"]["programs"]["cortex-m4"]["calls"]
-    scale, zero_point = calls[-1]["args"][1]["value"], calls[-1]["args"][2]["value"]
+    # the program's own last dequantize: its scale is calibrated on this machine, so it may differ
+    # in the last bits from the one docs/cortex-m-networks.json recorded on another CPU
+    last = [n for n in lowered.edge_program.graph_module.graph.nodes if "dequantize_per_tensor" in str(n.target)][-1]
+    scale, zero_point = last.args[1], last.args[2]
     assert q.dtype == torch.int8 and tuple(q.shape) == (1, 640)
     assert torch.equal(out, (q.to(torch.float32) - zero_point) * scale)
 

@@ -70,13 +70,13 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
     from .programs import checkpoint, selected
     ckpt = checkpoint(run_dir)
     programs = selected(run_dir, only)
-    check_program_devices(programs, device_override, board)
     device_options = dict(device_options or {})
     profiled = None
-    if etdump is not None:
+    if etdump is not None:      # first: its own line says what --etdump needs
         profiled = profiled_program(programs, device_override, device_options)
         if profiled[1] == "mcu":     # the batch file carries the per-layer profile; the serial link none
             device_options["mcu"] = {**device_options.get("mcu", {}), "transport": "batch"}
+    check_program_devices(programs, device_override, board)
     # the run's own test split must be the one of the data it was trained on; another --data is the user's choice
     data_dir = data_dir or check_run_data(run_dir, ["test"], data_option=True)
     images, labels = load_split(data_dir, "test")
