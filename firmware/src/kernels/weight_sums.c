@@ -46,17 +46,30 @@ void trt_linear_prepare_sums(trt_linear_params *p, void *scratch) {
     p->weight_sums = sums;
 }
 
+static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+/* trt_linear_accumulator_bound's formula, given sum |w| of the row. */
+static int64_t bound_of(const trt_linear_params *p, int32_t o, int64_t abs_sum) {
+    const int64_t depth_offset = (int64_t)p->depth * abs64(p->filter_offset);
+    int64_t bound = 128 * abs_sum + 128 * depth_offset;
+    if (p->kernel_sum) return bound + abs64(p->kernel_sum[o]);
+    /* input_offset * (sum w + depth * filter_offset) + bias, the terms of the bias form */
+    bound += abs64(p->input_offset) * (abs_sum + depth_offset);
+    return p->bias ? bound + abs64(p->bias[o]) : bound;
+}
+
 int64_t trt_linear_accumulator_bound(const trt_linear_params *p, int32_t o) {
-    const int8_t *w = p->weights + (size_t)o * p->depth;
-    int64_t bound = 128 * trt_abs_sum_s8(w, p->depth, 1);
-    bound += 128 * (int64_t)p->depth * (p->filter_offset < 0 ? -(int64_t)p->filter_offset : p->filter_offset);
-    if (p->kernel_sum) {
-        bound += p->kernel_sum[o] < 0 ? -(int64_t)p->kernel_sum[o] : p->kernel_sum[o];
-    } else {
-        /* input_offset * (sum w + depth * filter_offset) + bias, the terms of the bias form */
-        const int64_t io = p->input_offset < 0 ? -(int64_t)p->input_offset : p->input_offset;
-        bound += io * (trt_abs_sum_s8(w, p->depth, 1) + (int64_t)p->depth * (p->filter_offset < 0 ? -(int64_t)p->filter_offset : p->filter_offset));
-        if (p->bias) bound += p->bias[o] < 0 ? -(int64_t)p->bias[o] : p->bias[o];
+    return bound_of(p, o, trt_abs_sum_s8(p->weights + (size_t)o * p->depth, p->depth, 1));
+}
+
+int trt_linear_accumulators_below(const trt_linear_params *p, int32_t left, int64_t limit) {
+    /* The bound grows with sum |w|, which is at most 128 depth: when the bound at that sum is below
+     * the limit, so is the row's own, and its weights need not be read. A layer's rows are most of
+     * a program's bytes (TinyRPS's first linear layer: 401 kB), so reading them all made most of
+     * the load's cost, for a decision that the shape alone settles in the usual layers. */
+    for (int32_t o = 0; o < p->out_features; o++) {
+        if (bound_of(p, o, 128 * (int64_t)p->depth) << left < limit) continue;
+        if (trt_linear_accumulator_bound(p, o) << left >= limit) return 0;
     }
-    return bound;
+    return 1;
 }
