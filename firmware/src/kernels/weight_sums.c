@@ -1,7 +1,9 @@
 /*
- * Weight sums for offset folding (weight_sums.h). Load time only: plain loops.
+ * Weight sums for offset folding (weight_sums.h). Load time only: plain C.
  */
 #include "weight_sums.h"
+
+#include <string.h>
 
 #include "arith.h"
 
@@ -39,10 +41,37 @@ size_t trt_linear_sums_bytes(const trt_linear_params *p) {
     return p->kernel_sum || p->input_offset == 0 ? 0 : (size_t)p->out_features * sizeof(int32_t);
 }
 
+/* Words of a row whose biased bytes two 16-bit lanes can sum before either could carry: 2 * 255
+ * per word and lane, 128 * 510 < 65536. */
+#define LANE_WORDS 128
+
+/* sum(a[i]) over n int8 values, a word at a time: x ^ 0x80 is x + 128 as an unsigned byte, so
+ * sum(a) = sum of the biased bytes - 128 n, taken modulo 2^32 like trt_sum_s8 (|sum| <= 128 n
+ * fits int32 for any row the runtime takes). A linear layer's rows are most of a program's
+ * bytes (TinyRPS's first layer: 401 kB): byte by byte this was most of the load on the cores
+ * whose linear kernels need the sums. */
+static int32_t row_sum(const int8_t *a, int32_t n) {
+    uint32_t total = 0;
+    int32_t i = 0;
+    while (n - i >= 4) {
+        const int32_t words = (n - i) / 4 < LANE_WORDS ? (n - i) / 4 : LANE_WORDS;
+        uint32_t lanes = 0;
+        for (int32_t k = 0; k < words; k++, i += 4) {
+            uint32_t w;
+            memcpy(&w, a + i, sizeof w);
+            w ^= 0x80808080u;
+            lanes += (w & 0x00FF00FFu) + ((w >> 8) & 0x00FF00FFu);
+        }
+        total += (lanes & 0xFFFFu) + (lanes >> 16);
+    }
+    for (; i < n; i++) total += (uint32_t)(a[i] + 128);
+    return trt_wrap32(total - 128u * (uint32_t)n);
+}
+
 void trt_linear_prepare_sums(trt_linear_params *p, void *scratch) {
     if (trt_linear_sums_bytes(p) == 0) return;
     int32_t *sums = scratch;
-    for (int32_t o = 0; o < p->out_features; o++) sums[o] = trt_sum_s8(p->weights + (size_t)o * p->depth, p->depth);
+    for (int32_t o = 0; o < p->out_features; o++) sums[o] = row_sum(p->weights + (size_t)o * p->depth, p->depth);
     p->weight_sums = sums;
 }
 
