@@ -64,6 +64,17 @@ def test_the_boot_meets_the_target_and_the_hash_is_counted_apart(measured):
     assert measured["sha256_instructions"] > 10 * measured["boot_instructions"], measured
 
 
+def test_a_measurement_of_a_slot_holding_another_program_is_refused(cortex_m_pte, exported_fast, monkeypatch):
+    """The measurement asks the firmware for the hash of what it ran: figures of other bytes than the program's
+    are never recorded as its own."""
+    from tinyrps.errors import UserError
+    from tinyrps.firmware import qemu
+    other, plain = exported_fast("cortex-m55"), qemu.qemu_command
+    monkeypatch.setattr(qemu, "qemu_command", lambda elf, pte, *rest: plain(elf, other, *rest))
+    with pytest.raises(UserError, match="hashed another program than the one measured"):
+        measure_firmware(cortex_m_pte, image="generic")
+
+
 def test_measurement_is_repeatable(measured, cortex_m_pte):
     again = measure_firmware(cortex_m_pte.read_bytes())     # bytes work too
     assert again["instructions_per_inference"] == measured["instructions_per_inference"]
