@@ -56,7 +56,7 @@ static void systick_restart(void)
 
 /* The reset handler's first call, before C's memory is prepared: it touches only SysTick's
  * registers. Zeroing .bss afterwards clears systick_wraps, which is still 0 then (a period is
- * 2^24 ticks, half a second at 32 MHz; startup takes a few thousand instructions). */
+ * 2^24 ticks, half a second at 32 MHz, far longer than startup takes). */
 void board_clock_start(void)
 {
     SYST_RVR = SYSTICK_RELOAD;

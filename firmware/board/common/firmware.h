@@ -1,8 +1,8 @@
 /*
  * The firmware's state after boot: the program found in the model slot, the
- * loaded runtime program, the boot's cost, and the program's hash once asked for. Shared by the two ways requests are served,
- * the serial link (serve.c) and the semihosting batch (batch.c); main.c boots
- * it and picks one.
+ * loaded runtime program, the boot's cost, and the program's hash once asked
+ * for. Shared by the two ways requests are served, the serial link (serve.c)
+ * and the semihosting batch (batch.c); main.c boots it and picks one.
  */
 #ifndef TINYRPS_FIRMWARE_H
 #define TINYRPS_FIRMWARE_H
@@ -41,7 +41,7 @@ typedef struct {
  * profiling is on: every kernel call's share of the SysTick count is recorded. */
 void firmware_boot(firmware_state *fw);
 
-/* The program's SHA-256 (of the model slot's bytes, as long as the boot found), computed on
+/* The program's SHA-256 (of the model slot's bytes, the length the boot found), computed on
  * the first call, with its own instruction count in sha256_instructions. */
 const uint8_t *firmware_sha256(firmware_state *fw);
 

@@ -19,8 +19,8 @@ static int descriptor_is_valid(const uint32_t *d)
     for (int at = 0; at < BOOT_DESCRIPTOR_AT_CHECK; at += 4)
         check ^= field(d, at);
     return field(d, BOOT_DESCRIPTOR_AT_MAGIC) == BOOT_DESCRIPTOR_MAGIC &&
-           field(d, BOOT_DESCRIPTOR_AT_VERSION) == BOOT_DESCRIPTOR_VERSION && field(d, BOOT_DESCRIPTOR_AT_CHECK) == check &&
-           field(d, BOOT_DESCRIPTOR_AT_MODEL_LENGTH) <= model_max_size() &&
+           field(d, BOOT_DESCRIPTOR_AT_VERSION) == BOOT_DESCRIPTOR_VERSION &&
+           field(d, BOOT_DESCRIPTOR_AT_CHECK) == check && field(d, BOOT_DESCRIPTOR_AT_MODEL_LENGTH) <= model_max_size() &&
            field(d, BOOT_DESCRIPTOR_AT_MODE) <= BOOT_MODE_BATCH &&
            (field(d, BOOT_DESCRIPTOR_AT_FLAGS) & ~BOOT_FLAGS_KNOWN) == 0;
 }

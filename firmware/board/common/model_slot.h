@@ -31,7 +31,7 @@
 
 /* Batch mode: hash the program (SHA-256) once the firmware is ready, before the batch, and put
  * the hash in the results header. Without it the batch does not hash: the hash reads every byte
- * of the program (~48 instructions a byte), many times what the boot costs. Serve mode hashes
+ * of the program (about 47 instructions a byte), many times what the boot costs. Serve mode hashes
  * on the first `info` request instead. */
 #define BOOT_FLAG_SHA256 1u
 #define BOOT_FLAGS_KNOWN BOOT_FLAG_SHA256

@@ -26,7 +26,7 @@ static const char *error_text(uint8_t code)
 }
 
 /* INFO hashes the program the first time it is asked (firmware_sha256): the host checks with it
- * that the board holds the program it means, once per connection. */
+ * that the board holds the program it means. */
 static void reply_info(firmware_state *fw, uint8_t seq)
 {
     const uint8_t *sha = firmware_sha256(fw);

@@ -2,8 +2,9 @@
  * Cortex-M startup, the same on every port: the vector table (placed by the
  * port's linker script at the core's boot address) and the reset handler that
  * prepares C: the clock started (the boot is counted from here), FPU (and MVE)
- * on, .data copied, .bss zeroed, static constructors run, then main(). The port's port.h gives the number of interrupt lines and
- * the serial port's receive interrupt.
+ * on, .data copied, .bss zeroed, static constructors run, then main(). The
+ * port's port.h gives the number of interrupt lines and the serial port's
+ * receive interrupt.
  */
 #include <stdint.h>
 #include <string.h>
