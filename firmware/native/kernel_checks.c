@@ -148,6 +148,18 @@ static int conv_round(long round, int kind) {
     void *sums = aligned(trt_conv_sums_bytes(&p));
     trt_conv_params c = p;
     trt_conv_prepare_sums(&c, sums);
+    /* the prepared tap sums against their definition (both kernels use them, so their outputs
+     * agreeing would not show a wrong sum): a tap's weights over its input channels */
+    const int32_t taps = p.kernel_h * p.kernel_w;
+    int sums_hold = 1;
+    for (int32_t oc = 0; oc < p.out_c; oc++)
+        for (int32_t t = 0; t < taps; t++) {
+            int32_t s = 0;
+            for (int32_t ic = 0; ic < p.kernel_c; ic++)
+                s += kind == DEPTHWISE ? w[(size_t)t * p.out_c + oc] : w[((size_t)oc * taps + t) * p.kernel_c + ic];
+            sums_hold &= c.tap_sums[(size_t)oc * taps + t] == s;
+        }
+    check(sums_hold, "a convolution's tap sums", round);
     c.output = out_c;
     if (kind == DEPTHWISE) trt_depthwise_conv2d_c(&c);
     else if (kind == TRANSPOSE) trt_transpose_conv2d_c(&c);

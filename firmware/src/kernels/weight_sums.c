@@ -7,6 +7,33 @@
 
 #include "arith.h"
 
+/* Words of a row whose biased bytes two 16-bit lanes can sum before either could carry: 2 * 255
+ * per word and lane, 128 * 510 < 65536. */
+#define LANE_WORDS 128
+
+/* sum(a[i]) over n int8 values, a word at a time: x ^ 0x80 is x + 128 as an unsigned byte, so
+ * sum(a) = sum of the biased bytes - 128 n, taken modulo 2^32 like trt_sum_s8 (|sum| <= 128 n
+ * fits int32 for any row the runtime takes). The weights are most of a program's bytes
+ * (TinyRPS's first linear layer: 401 kB): byte by byte their sums were most of the load on the
+ * cores whose kernels need them. */
+static int32_t row_sum(const int8_t *a, int32_t n) {
+    uint32_t total = 0;
+    int32_t i = 0;
+    while (n - i >= 4) {
+        const int32_t words = (n - i) / 4 < LANE_WORDS ? (n - i) / 4 : LANE_WORDS;
+        uint32_t lanes = 0;
+        for (int32_t k = 0; k < words; k++, i += 4) {
+            uint32_t w;
+            memcpy(&w, a + i, sizeof w);
+            w ^= 0x80808080u;
+            lanes += (w & 0x00FF00FFu) + ((w >> 8) & 0x00FF00FFu);
+        }
+        total += (lanes & 0xFFFFu) + (lanes >> 16);
+    }
+    for (; i < n; i++) total += (uint32_t)(a[i] + 128);
+    return trt_wrap32(total - 128u * (uint32_t)n);
+}
+
 static int is_depthwise(const trt_conv_params *p) { return p->depth_multiplier > 0; }
 
 /* Weight of output channel oc, tap t (ky * kernel_w + kx), input channel ic of its group. */
@@ -25,8 +52,9 @@ void trt_conv_prepare_sums(trt_conv_params *p, void *scratch) {
     for (int32_t oc = 0; oc < p->out_c; oc++) {
         int32_t window = 0;
         for (int32_t t = 0; t < taps; t++) {
-            int32_t s = 0;
-            for (int32_t ic = 0; ic < p->kernel_c; ic++) s += conv_weight(p, oc, t, ic);
+            /* a tap's input channels are one run of bytes in OHWI; a depthwise tap is one weight */
+            const int32_t s = is_depthwise(p) ? conv_weight(p, oc, t, 0)
+                                              : row_sum(p->weights + ((size_t)oc * taps + t) * p->kernel_c, p->kernel_c);
             tap_sums[(size_t)oc * taps + t] = s;
             window += s;
         }
@@ -39,33 +67,6 @@ void trt_conv_prepare_sums(trt_conv_params *p, void *scratch) {
 
 size_t trt_linear_sums_bytes(const trt_linear_params *p) {
     return p->kernel_sum || p->input_offset == 0 ? 0 : (size_t)p->out_features * sizeof(int32_t);
-}
-
-/* Words of a row whose biased bytes two 16-bit lanes can sum before either could carry: 2 * 255
- * per word and lane, 128 * 510 < 65536. */
-#define LANE_WORDS 128
-
-/* sum(a[i]) over n int8 values, a word at a time: x ^ 0x80 is x + 128 as an unsigned byte, so
- * sum(a) = sum of the biased bytes - 128 n, taken modulo 2^32 like trt_sum_s8 (|sum| <= 128 n
- * fits int32 for any row the runtime takes). A linear layer's rows are most of a program's
- * bytes (TinyRPS's first layer: 401 kB): byte by byte this was most of the load on the cores
- * whose linear kernels need the sums. */
-static int32_t row_sum(const int8_t *a, int32_t n) {
-    uint32_t total = 0;
-    int32_t i = 0;
-    while (n - i >= 4) {
-        const int32_t words = (n - i) / 4 < LANE_WORDS ? (n - i) / 4 : LANE_WORDS;
-        uint32_t lanes = 0;
-        for (int32_t k = 0; k < words; k++, i += 4) {
-            uint32_t w;
-            memcpy(&w, a + i, sizeof w);
-            w ^= 0x80808080u;
-            lanes += (w & 0x00FF00FFu) + ((w >> 8) & 0x00FF00FFu);
-        }
-        total += (lanes & 0xFFFFu) + (lanes >> 16);
-    }
-    for (; i < n; i++) total += (uint32_t)(a[i] + 128);
-    return trt_wrap32(total - 128u * (uint32_t)n);
 }
 
 void trt_linear_prepare_sums(trt_linear_params *p, void *scratch) {
