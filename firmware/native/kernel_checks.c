@@ -6,6 +6,7 @@
  *   multipliers, padding wider than the kernel, strides, dilation, rectangular windows,
  *   transposed convolutions, every offset, biases large enough for the general requantization
  *   -- so the sanitizer build walks their code paths with sizes no exported model has.
+ * - The load-time weight sums and accumulator bounds against their plain definitions.
  * - The portable DSP model against the instructions' definitions.
  * - Defined results: NaN and infinities in quantize_per_tensor.
  * - trt_program_extent on hand-made extended headers.
@@ -147,6 +148,18 @@ static int conv_round(long round, int kind) {
     void *sums = aligned(trt_conv_sums_bytes(&p));
     trt_conv_params c = p;
     trt_conv_prepare_sums(&c, sums);
+    /* the prepared tap sums against their definition (both kernels use them, so their outputs
+     * agreeing would not show a wrong sum): a tap's weights over its input channels */
+    const int32_t taps = p.kernel_h * p.kernel_w;
+    int sums_hold = 1;
+    for (int32_t oc = 0; oc < p.out_c; oc++)
+        for (int32_t t = 0; t < taps; t++) {
+            int32_t s = 0;
+            for (int32_t ic = 0; ic < p.kernel_c; ic++)
+                s += kind == DEPTHWISE ? w[(size_t)t * p.out_c + oc] : w[((size_t)oc * taps + t) * p.kernel_c + ic];
+            sums_hold &= c.tap_sums[(size_t)oc * taps + t] == s;
+        }
+    check(sums_hold, "a convolution's tap sums", round);
     c.output = out_c;
     if (kind == DEPTHWISE) trt_depthwise_conv2d_c(&c);
     else if (kind == TRANSPOSE) trt_transpose_conv2d_c(&c);
@@ -235,6 +248,43 @@ static void linear_round(long round) {
     free(w);
     free(out_c);
     free(out_d);
+    free(terms);
+}
+
+/* The load-time weight sums and accumulator bounds (weight_sums.c), on rows long enough to cross
+ * the word sums' lane flushes (512 bytes), of any length modulo 4, sometimes all at an extreme. */
+static void weight_sums_round(long round) {
+    trt_linear_params p;
+    memset(&p, 0, sizeof p);
+    p.depth = pick(1, 1500);
+    p.out_features = pick(1, 4);
+    const size_t w_n = (size_t)p.out_features * p.depth;
+    int8_t *w = aligned(w_n + 3);
+    int32_t *terms = aligned(sizeof(int32_t) * p.out_features);
+    const int fill = pick(0, 5);
+    for (size_t i = 0; i < w_n + 3; i++) w[i] = fill == 0 ? -128 : fill == 1 ? 127 : (int8_t)pick(-128, 127);
+    for (int32_t i = 0; i < p.out_features; i++) terms[i] = pick(-(1 << 24), 1 << 24);
+    p.weights = w + pick(0, 3);    /* rows that start off words */
+    if (pick(0, 1)) p.kernel_sum = terms;
+    else p.bias = terms;
+    p.input_offset = pick(-128, 127) | 1;      /* nonzero: the bias form then needs the sums */
+    p.filter_offset = pick(0, 2) ? 0 : pick(-128, 127);
+    int32_t *sums = aligned(trt_linear_sums_bytes(&p));
+    trt_linear_prepare_sums(&p, sums);
+    for (int32_t o = 0; o < p.out_features && !p.kernel_sum; o++) {
+        int32_t expected = 0;
+        for (int32_t k = 0; k < p.depth; k++) expected += p.weights[(size_t)o * p.depth + k];
+        check(p.weight_sums == sums && sums[o] == expected, "a row's weight sum", round);
+    }
+    /* a limit just above, at or below one row's bound: the shortcut must answer as the bounds do */
+    const int32_t left = pick(0, 3);
+    const int64_t limit = (trt_linear_accumulator_bound(&p, pick(0, p.out_features - 1)) << left) + pick(-1, 1);
+    int below = 1;
+    for (int32_t o = 0; o < p.out_features; o++)
+        if (trt_linear_accumulator_bound(&p, o) << left >= limit) below = 0;
+    check(trt_linear_accumulators_below(&p, left, limit) == below, "accumulators below a limit", round);
+    free(sums);
+    free(w);
     free(terms);
 }
 
@@ -371,6 +421,7 @@ int main(int argc, char **argv) {
         depthwise_dsp += conv_round(r, DEPTHWISE);
         transpose_dsp += conv_round(r, TRANSPOSE);
         linear_round(r);
+        weight_sums_round(r);
         pool_round(r);
         dsp_model_round(r);
         quantize_round(r);

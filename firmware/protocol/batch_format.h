@@ -18,7 +18,7 @@
 #ifndef TINYRPS_BATCH_FORMAT_H
 #define TINYRPS_BATCH_FORMAT_H
 
-#define BATCH_VERSION 5
+#define BATCH_VERSION 6
 /* The magic words at the start of each part (its MAGIC field). */
 #define BATCH_HEADER_ID "TRPO"
 #define BATCH_PROFILE_ID "TRPL"
@@ -34,8 +34,8 @@
     X(ARENA_NEEDED, 24, u32)                                                                    \
     X(ARENA_CAPACITY, 28, u32)                                                                  \
     X(PROGRAM_BYTES, 32, u32)                                                                   \
-    X(BOOT_INSTRUCTIONS, 36, u32)                                                               \
-    X(SHA256, 40, bytes32)                                                                      \
+    X(BOOT_INSTRUCTIONS, 36, u32) /* reset to ready (the program found and loaded) */         \
+    X(SHA256, 40, bytes32)        /* the program's SHA-256 when SHA256_KNOWN, else zeros */    \
     X(LOAD_DETAIL, 72, text48)                                                                  \
     X(BOARD, 120, text16)                                                                       \
     X(INPUTS, 136, u16)                                                                         \
@@ -45,8 +45,11 @@
     X(LIMITS, 148, u32x16)        /* this build's limits, in TRT_LIMIT_LIST order */          \
     X(ARENA_PLANNED, 212, u32)    /* ARENA_NEEDED's parts (trt_arena_layout) */              \
     X(ARENA_WORKSPACE, 216, u32)                                                                \
-    X(ARENA_WORKING, 220, u32)
-#define BATCH_HEADER_FIXED_BYTES 224
+    X(ARENA_WORKING, 220, u32)                                                                  \
+    X(LOAD_INSTRUCTIONS, 224, u32) /* trt_load's share of BOOT_INSTRUCTIONS */                 \
+    X(SHA256_INSTRUCTIONS, 228, u32) /* what the hash took, after the boot (0: not asked) */  \
+    X(SHA256_KNOWN, 232, u32)     /* 1: the boot descriptor asked for the hash (BOOT_FLAG_SHA256) */
+#define BATCH_HEADER_FIXED_BYTES 236
 
 #define BATCH_RECORD_FIELDS(X) X(STATUS, 0, i32) X(PAD, 4, u32) X(INSTRUCTIONS, 8, u64)
 #define BATCH_RECORD_HEADER_BYTES 16

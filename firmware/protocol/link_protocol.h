@@ -24,7 +24,7 @@
 #ifndef TINYRPS_LINK_PROTOCOL_H
 #define TINYRPS_LINK_PROTOCOL_H
 
-#define LINK_PROTOCOL_VERSION 2
+#define LINK_PROTOCOL_VERSION 3
 
 #define LINK_SYNC0 0xA5
 #define LINK_SYNC1 0x5A
@@ -84,7 +84,7 @@ enum { LINK_COMMAND_LIST(LINK_ENUM_ENTRY) LINK_ERROR_LIST(LINK_ENUM_ENTRY) };
     X(SIZE, 2, u16)                /* LINK_INFO_BYTES */                                                     \
     X(FIRMWARE, 4, text16)         /* firmware version */                                                    \
     X(BOARD, 20, text16)           /* the port's name */                                                     \
-    X(SHA256, 36, bytes32)         /* SHA-256 of the program bytes */                                        \
+    X(SHA256, 36, bytes32)         /* SHA-256 of the program bytes (computed on the first INFO) */           \
     X(MODEL_BYTES, 68, u32)        /* program length */                                                      \
     X(MODEL_SOURCE, 72, u32)       /* where the length came from: LINK_MODEL_SOURCE_LIST */                  \
     X(LOAD_STATUS, 76, i32)        /* trt_status of trt_load */                                              \
@@ -92,14 +92,16 @@ enum { LINK_COMMAND_LIST(LINK_ENUM_ENTRY) LINK_ERROR_LIST(LINK_ENUM_ENTRY) };
     X(ARENA_NEEDED, 84, u32)       /* bytes the program needs (also when it did not fit) */                 \
     X(STACK_SIZE, 88, u32)                                                                                   \
     X(STACK_USED, 92, u32)         /* high-water mark so far */                                              \
-    X(BOOT_INSTRUCTIONS, 96, u32)  /* instructions to hash and load the program */                           \
+    X(BOOT_INSTRUCTIONS, 96, u32)  /* instructions from reset to ready (the program found and loaded) */     \
     X(LOAD_DETAIL, 100, text48)    /* trt_load's reason */                                                   \
     X(INPUTS, 148, u16)            /* the program's inputs (0 unless it loaded); TENSOR describes each */    \
     X(OUTPUTS, 150, u16)           /* and outputs */                                                         \
     X(LIMIT_COUNT, 152, u16)       /* TRT_LIMIT_COUNT */                                                     \
     X(PAD, 154, u16)                                                                                         \
-    X(LIMITS, 156, u32x16)         /* this build's limits, in TRT_LIMIT_LIST order, 0 after the last */
-#define LINK_INFO_BYTES 220
+    X(LIMITS, 156, u32x16)         /* this build's limits, in TRT_LIMIT_LIST order, 0 after the last */      \
+    X(LOAD_INSTRUCTIONS, 220, u32) /* trt_load's share of BOOT_INSTRUCTIONS */                               \
+    X(SHA256_INSTRUCTIONS, 224, u32) /* instructions the hash took (on the first INFO; not part of the boot) */
+#define LINK_INFO_BYTES 228
 #define LINK_MAX_LIMITS 16
 
 /* How the firmware learned the program's length (INFO's MODEL_SOURCE). */

@@ -141,7 +141,8 @@ def test_the_fake_board_itself_is_valid(program, carry_outputs):
 @pytest.mark.parametrize("replies,message", [
     ({"info": info_with(LOAD_STATUS=-42)}, "the program's load is status -42, which the runtime never returns"),
     ({"info": info_with(SIZE=100)}, "the info reply says it is 100 bytes"),
-    ({"info": lambda p: (link.CMD_INFO | link.REPLY, info_with()(p)[1][:100])}, "the info reply is 100 bytes, not 220"),
+    ({"info": lambda p: (link.CMD_INFO | link.REPLY, info_with()(p)[1][:100])},
+     f"the info reply is 100 bytes, not {link.INFO_LAYOUT.size}"),
     ({"info": info_with(LOAD_STATUS=-4, INPUTS=1)}, "a program that did not load has 1 inputs"),
     ({"tensor": lambda p: (link.CMD_TENSOR | link.REPLY, description_layout().pack(**{**INPUT, "NUMEL": 785}))},
      "the description of input 0 does not add up"),

@@ -126,6 +126,17 @@ def test_a_board_holding_another_program(cortex_m_pte, exported, tmp_path):
             open_device("mcu", other, port=f"socket://127.0.0.1:{server.port}")
 
 
+def test_a_batch_boot_holding_another_program_is_refused(cortex_m_pte, exported_fast, test_images, monkeypatch):
+    """Each batch is a boot of its own, with the model slot loaded again; the firmware hashes what it holds
+    there (the boot descriptor asks it to), so a slot loaded with other bytes is caught as `info` catches it."""
+    other = exported_fast("cortex-m55")     # another program with the same inputs and outputs: it runs
+    with open_device("mcu", cortex_m_pte, transport="batch") as device:
+        plain = qemu.qemu_command
+        monkeypatch.setattr(qemu, "qemu_command", lambda elf, pte, *rest: plain(elf, other, *rest))
+        with pytest.raises(UserError, match="batch ran a different program"):
+            device.classify(test_images[0][:2])
+
+
 def test_auto_transport_batches_large_calls(cortex_m_pte, test_images):
     images = test_images[0]
     with open_device("mcu", cortex_m_pte, transport="auto") as device:

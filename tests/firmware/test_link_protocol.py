@@ -178,6 +178,16 @@ def test_info_describes_the_loaded_program(server, cortex_m_pte):
     assert info.limits == c_facts.limits()
 
 
+def test_info_hashes_the_program_once_and_apart_from_the_boot(server, cortex_m_pte):
+    """The boot (reset to ready) does not hash the program; the first `info` does, and says what it took.
+    The hash is then kept: every later `info` reports the same hash and the same cost."""
+    first, again = server.link.info(), server.link.info()
+    assert 0 < first.load_instructions < first.boot_instructions <= 2_000_000, first
+    assert first.sha256_instructions > 10 * first.boot_instructions, first
+    assert again.model_sha256 == first.model_sha256 == hashlib.sha256(cortex_m_pte.read_bytes()).hexdigest()
+    assert (again.boot_instructions, again.sha256_instructions) == (first.boot_instructions, first.sha256_instructions)
+
+
 def test_echo_carries_any_bytes_including_sync_words(server):
     payload = bytes(range(256)) * 3 + b"\xa5\x5a\xa5\x5a"
     assert server.link.echo(payload) == payload

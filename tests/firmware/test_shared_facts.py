@@ -24,7 +24,8 @@ LAYOUTS = {"LINK_ERROR_FIELDS": "LINK_ERROR_HEADER_BYTES", "LINK_INFO_FIELDS": "
            "LINK_READ_REPLY_FIELDS": "LINK_READ_REPLY_HEADER_BYTES", "TENSOR_DESC_FIELDS": "TENSOR_DESC_BYTES",
            "BATCH_HEADER_FIELDS": "BATCH_HEADER_FIXED_BYTES", "BATCH_RECORD_FIELDS": "BATCH_RECORD_HEADER_BYTES",
            "BATCH_PROFILE_FIELDS": "BATCH_PROFILE_HEADER_BYTES", "BATCH_LAYER_FIELDS": "BATCH_LAYER_BYTES",
-           "BATCH_TRAILER_FIELDS": "BATCH_TRAILER_BYTES", "NATIVE_PROFILE_FIELDS": "NATIVE_PROFILE_HEADER_BYTES"}
+           "BATCH_TRAILER_FIELDS": "BATCH_TRAILER_BYTES", "NATIVE_PROFILE_FIELDS": "NATIVE_PROFILE_HEADER_BYTES",
+           "BOOT_DESCRIPTOR_FIELDS": "BOOT_DESCRIPTOR_BYTES"}
 
 
 @pytest.fixture(scope="module", params=list(boards.BOARDS))
@@ -91,13 +92,15 @@ def test_the_port(compiled):
 
 def test_the_host_modules_use_the_headers_facts():
     """The Python modules' constants are the headers' (the layouts above are the ones they use)."""
-    assert link.MAX_PAYLOAD == c_facts.define("LINK_MAX_PAYLOAD") and link.PROTOCOL_VERSION == 2
+    assert link.MAX_PAYLOAD == c_facts.define("LINK_MAX_PAYLOAD") and link.PROTOCOL_VERSION == 3
     assert link.ERROR_CODES == c_facts.named_values("LINK_ERROR_LIST")
     assert link.INFO_LAYOUT is c_facts.layout("LINK_INFO_FIELDS", "LINK_INFO_BYTES")
     assert qemu.BATCH_HEADER is c_facts.layout("BATCH_HEADER_FIELDS", "BATCH_HEADER_FIXED_BYTES")
     assert description_layout() is c_facts.layout("TENSOR_DESC_FIELDS", "TENSOR_DESC_BYTES")
     assert qemu.KERNEL_VARIANTS == c_facts.kernel_variants() == ("mve", "dsp", "c")
     assert (qemu.DESCRIPTOR_MAGIC, qemu.MODE_SERVE, qemu.MODE_BATCH) == (0x42505254, 0, 1)
+    assert qemu.DESCRIPTOR is c_facts.layout("BOOT_DESCRIPTOR_FIELDS", "BOOT_DESCRIPTOR_BYTES")
+    assert (qemu.DESCRIPTOR_VERSION, qemu.FLAG_SHA256) == (2, 1)
     assert qemu.BATCH_EXIT_CODES == {1: "bad arguments or file I/O", 2: "the program did not load", 3: "a CPU fault"}
     # no module of the host keeps its own copy of a limit
     sources = (Path(link.__file__).parent).glob("*.py")

@@ -78,7 +78,12 @@ static void write_header(const firmware_state *fw, int out, uint32_t count)
     link_put_u32(header + BATCH_HEADER_ARENA_WORKING, (uint32_t)parts.working);
     link_put_u32(header + BATCH_HEADER_PROGRAM_BYTES, (uint32_t)fw->model.length);
     link_put_u32(header + BATCH_HEADER_BOOT_INSTRUCTIONS, fw->boot_instructions);
-    memcpy(header + BATCH_HEADER_SHA256, fw->model_sha256, SHA256_DIGEST_BYTES);
+    link_put_u32(header + BATCH_HEADER_LOAD_INSTRUCTIONS, fw->load_instructions);
+    if (fw->sha256_known) {
+        memcpy(header + BATCH_HEADER_SHA256, fw->model_sha256, SHA256_DIGEST_BYTES);
+        link_put_u32(header + BATCH_HEADER_SHA256_INSTRUCTIONS, fw->sha256_instructions);
+        link_put_u32(header + BATCH_HEADER_SHA256_KNOWN, 1);
+    }
     text_copy((char *)header + BATCH_HEADER_LOAD_DETAIL, LOAD_DETAIL_BYTES, fw->load_detail);
     text_copy((char *)header + BATCH_HEADER_BOARD, 16, firmware_board_name());
     link_put_u16(header + BATCH_HEADER_INPUTS, (uint16_t)inputs);
@@ -200,6 +205,8 @@ void run_batch(firmware_state *fw)
     int out = semihost_open(results_path, SEMIHOST_OPEN_WRITE);
     if (out < 0)
         fail("cannot create the results file");
+    if (fw->model.flags & BOOT_FLAG_SHA256)
+        firmware_sha256(fw);
     write_header(fw, out, count);
     run_samples(fw, in, out, count);
     write_profile(fw, out, count);

@@ -13,6 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* SysTick on, counting from now: the reset handler's first call, so that board_ticks() and
+ * board_instructions_since_reset() count from reset (the boot's measured span). */
+void board_clock_start(void);
+/* Stack paint, serial port, interrupts on (the clock already runs). */
 void board_init(void);
 
 /* ---- serial port (the port's UART driver) ---- */
@@ -44,6 +48,10 @@ void board_counter_start(void);
 uint64_t board_counter_instructions(void);
 /* A span of board_ticks() in instructions (nanoseconds of -icount time), rounded. */
 uint64_t board_ticks_to_instructions(uint64_t ticks);
+/* Instructions since reset (board_clock_start): the boot's figure, read when the firmware is
+ * ready, before any board_counter_start (each restart of the SysTick phase drops the part of a
+ * tick that had passed). */
+uint64_t board_instructions_since_reset(void);
 
 /* ---- stack ---- */
 

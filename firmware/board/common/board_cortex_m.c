@@ -54,7 +54,10 @@ static void systick_restart(void)
     irq_enable();
 }
 
-static void systick_init(void)
+/* The reset handler's first call, before C's memory is prepared: it touches only SysTick's
+ * registers. Zeroing .bss afterwards clears systick_wraps, which is still 0 then (a period is
+ * 2^24 ticks, half a second at 32 MHz, far longer than startup takes). */
+void board_clock_start(void)
 {
     SYST_RVR = SYSTICK_RELOAD;
     SYST_CVR = 0;
@@ -62,6 +65,8 @@ static void systick_init(void)
 }
 
 uint64_t board_ticks(void) { return ticks_at_restart + ticks_since_restart(); }
+
+uint64_t board_instructions_since_reset(void) { return board_ticks_to_instructions(board_ticks()); }
 
 void board_counter_start(void)
 {
@@ -170,7 +175,6 @@ __attribute__((naked)) void hard_fault_handler(void)
 void board_init(void)
 {
     paint_stack();
-    systick_init();
     board_serial_init();
     irq_enable();
 }

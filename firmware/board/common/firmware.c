@@ -1,7 +1,10 @@
 /*
- * Boot-time work and one inference: find the program in the model slot, hash
- * it, load it into the runtime with the arena, and run it with the board's
- * instruction counter around it (and, per kernel call, inside it).
+ * Boot-time work and one inference: find the program in the model slot, load it
+ * into the runtime with the arena, and run it with the board's instruction
+ * counter around it (and, per kernel call, inside it). The program's hash is
+ * not boot-time work: it reads every byte of the program, many times the cost
+ * of the rest of the boot, and only a host that checks the program's identity
+ * needs it, so it is computed when first asked for.
  */
 #include "firmware.h"
 
@@ -28,12 +31,17 @@ void text_copy(char *field, size_t size, const char *text)
 
 const char *firmware_board_name(void) { return PORT_BOARD_NAME; }
 
+static uint32_t saturate32(uint64_t n) { return n > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)n; }
+
 static void load_program(firmware_state *fw)
 {
     fw->arena_capacity = (size_t)(__arena_end - __arena_start);
     fw->program = trt_program_init(&program_storage);
+    /* Ticks read without restarting SysTick's phase, which would disturb the count since reset. */
+    uint64_t start = board_ticks();
     fw->load_status = trt_load(fw->program, fw->model.bytes, fw->model.length, __arena_start, fw->arena_capacity,
                                fw->load_detail, sizeof fw->load_detail);
+    fw->load_instructions = saturate32(board_ticks_to_instructions(board_ticks() - start));
     /* Reported even when the arena is too small, so the message can say how much. */
     fw->arena_needed = trt_arena_needed(fw->program);
     if (fw->load_status != TRT_OK && fw->load_detail[0] == '\0')
@@ -45,12 +53,20 @@ static void load_program(firmware_state *fw)
 
 void firmware_boot(firmware_state *fw)
 {
-    board_counter_start();
     fw->model = model_slot_locate();
-    sha256(fw->model.bytes, fw->model.length, fw->model_sha256);
     load_program(fw);
-    uint64_t instructions = board_counter_instructions();
-    fw->boot_instructions = instructions > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)instructions;
+    fw->boot_instructions = saturate32(board_instructions_since_reset());
+}
+
+const uint8_t *firmware_sha256(firmware_state *fw)
+{
+    if (!fw->sha256_known) {
+        board_counter_start();
+        sha256(fw->model.bytes, fw->model.length, fw->model_sha256);
+        fw->sha256_instructions = saturate32(board_counter_instructions());
+        fw->sha256_known = 1;
+    }
+    return fw->model_sha256;
 }
 
 trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[FIRMWARE_MAX_LOGITS],

@@ -1,8 +1,8 @@
 /*
- * The firmware's state after boot: the program found in the model slot, its
- * hash, the loaded runtime program. Shared by the two ways requests are served,
- * the serial link (serve.c) and the semihosting batch (batch.c); main.c boots
- * it and picks one.
+ * The firmware's state after boot: the program found in the model slot, the
+ * loaded runtime program, the boot's cost, and the program's hash once asked
+ * for. Shared by the two ways requests are served, the serial link (serve.c)
+ * and the semihosting batch (batch.c); main.c boots it and picks one.
  */
 #ifndef TINYRPS_FIRMWARE_H
 #define TINYRPS_FIRMWARE_H
@@ -23,19 +23,27 @@
 
 typedef struct {
     model_slot model;
-    uint8_t model_sha256[SHA256_DIGEST_BYTES];
+    uint8_t model_sha256[SHA256_DIGEST_BYTES]; /* valid once sha256_known (firmware_sha256) */
+    int sha256_known;
+    uint32_t sha256_instructions; /* what hashing the program took, 0 until it was asked for */
     trt_program *program;
     trt_status load_status;
     char load_detail[LOAD_DETAIL_BYTES];
     size_t arena_capacity; /* the board's RAM after everything else (the linker's .arena) */
     size_t arena_needed;   /* what the program needs, also when it did not fit (0: not a program) */
-    uint32_t boot_instructions;
+    uint32_t boot_instructions; /* reset to ready: startup, board_init, the program found and loaded */
+    uint32_t load_instructions; /* trt_load's share of them */
 } firmware_state;
 
-/* Finds the program, hashes it and loads it (never fails: a program that does
- * not load leaves load_status and load_detail saying why). Per-layer profiling
- * is on: every kernel call's share of the SysTick count is recorded. */
+/* Finds the program and loads it (never fails: a program that does not load leaves
+ * load_status and load_detail saying why), then records the instructions since reset.
+ * It does not hash the program: firmware_sha256 does, when the host asks. Per-layer
+ * profiling is on: every kernel call's share of the SysTick count is recorded. */
 void firmware_boot(firmware_state *fw);
+
+/* The program's SHA-256 (of the model slot's bytes, the length the boot found), computed on
+ * the first call, with its own instruction count in sha256_instructions. */
+const uint8_t *firmware_sha256(firmware_state *fw);
 
 /* One inference of the program on its inputs as written (trt_run) with its instruction count;
  * returns the runtime's status. */

@@ -1,8 +1,9 @@
 /*
- * tinyrps firmware: boots once, finds the program placed in memory, hashes and
- * validates it, then either serves requests on the serial port forever or runs
- * one semihosting batch (boot descriptor mode). The same on every board; the
- * port supplies port.h, the linker script and the drivers. See docs/firmware.md.
+ * tinyrps firmware: boots once, finds the program placed in memory, validates and
+ * loads it, then either serves requests on the serial port forever or runs one
+ * semihosting batch (boot descriptor mode). It is ready (the boot's count ends)
+ * when firmware_boot returns. The same on every board; the port supplies
+ * port.h, the linker script and the drivers. See docs/firmware.md.
  */
 #include "batch.h"
 #include "board.h"

@@ -6,14 +6,23 @@
 extern const uint8_t __model_base[];
 extern const uint8_t __model_max_size[]; /* linker symbol: its address is the size */
 
-__attribute__((section(".boot_args"), used)) volatile boot_descriptor boot_args;
+/* Read by the offsets of BOOT_DESCRIPTOR_FIELDS, the layout the host writes. */
+__attribute__((section(".boot_args"), used)) volatile uint32_t boot_args[BOOT_DESCRIPTOR_BYTES / 4];
+
+static uint32_t field(const uint32_t *words, int offset) { return words[offset / 4]; }
 
 static size_t model_max_size(void) { return (size_t)(uintptr_t)__model_max_size; }
 
-static int descriptor_is_valid(const boot_descriptor *d)
+static int descriptor_is_valid(const uint32_t *d)
 {
-    return d->magic == BOOT_DESCRIPTOR_MAGIC && d->check == (d->magic ^ d->model_length ^ d->mode ^ 0xFFFFFFFFu) &&
-           d->model_length <= model_max_size() && d->mode <= BOOT_MODE_BATCH;
+    uint32_t check = 0xFFFFFFFFu;
+    for (int at = 0; at < BOOT_DESCRIPTOR_AT_CHECK; at += 4)
+        check ^= field(d, at);
+    return field(d, BOOT_DESCRIPTOR_AT_MAGIC) == BOOT_DESCRIPTOR_MAGIC &&
+           field(d, BOOT_DESCRIPTOR_AT_VERSION) == BOOT_DESCRIPTOR_VERSION &&
+           field(d, BOOT_DESCRIPTOR_AT_CHECK) == check && field(d, BOOT_DESCRIPTOR_AT_MODEL_LENGTH) <= model_max_size() &&
+           field(d, BOOT_DESCRIPTOR_AT_MODE) <= BOOT_MODE_BATCH &&
+           (field(d, BOOT_DESCRIPTOR_AT_FLAGS) & ~BOOT_FLAGS_KNOWN) == 0;
 }
 
 /* Program length from its extended header (the runtime's parser), or 0 if it gives none. */
@@ -26,12 +35,15 @@ static size_t length_from_header(const uint8_t *pte)
 model_slot model_slot_locate(void)
 {
     model_slot slot = {.bytes = __model_base, .mode = BOOT_MODE_SERVE};
-    boot_descriptor d = {boot_args.magic, boot_args.model_length, boot_args.mode, boot_args.check};
-    boot_args.magic = 0; /* consumed: a warm reset must not trust stale memory */
-    if (descriptor_is_valid(&d)) {
-        slot.length = d.model_length;
+    uint32_t d[BOOT_DESCRIPTOR_BYTES / 4];
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        d[i] = boot_args[i];
+    boot_args[BOOT_DESCRIPTOR_AT_MAGIC / 4] = 0; /* consumed: a warm reset must not trust stale memory */
+    if (descriptor_is_valid(d)) {
+        slot.length = field(d, BOOT_DESCRIPTOR_AT_MODEL_LENGTH);
         slot.source = LINK_MODEL_SOURCE_DESCRIPTOR;
-        slot.mode = d.mode;
+        slot.mode = field(d, BOOT_DESCRIPTOR_AT_MODE);
+        slot.flags = field(d, BOOT_DESCRIPTOR_AT_FLAGS);
     } else {
         slot.length = length_from_header(slot.bytes);
         slot.source = LINK_MODEL_SOURCE_HEADER;

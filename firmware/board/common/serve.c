@@ -25,14 +25,17 @@ static const char *error_text(uint8_t code)
     return "error";
 }
 
-static void reply_info(const firmware_state *fw, uint8_t seq)
+/* INFO hashes the program the first time it is asked (firmware_sha256): the host checks with it
+ * that the board holds the program it means. */
+static void reply_info(firmware_state *fw, uint8_t seq)
 {
+    const uint8_t *sha = firmware_sha256(fw);
     memset(reply, 0, LINK_INFO_BYTES);
     link_put_u16(reply + LINK_INFO_PROTOCOL, LINK_PROTOCOL_VERSION);
     link_put_u16(reply + LINK_INFO_SIZE, LINK_INFO_BYTES);
     text_copy((char *)reply + LINK_INFO_FIRMWARE, 16, TINYRPS_FIRMWARE_VERSION);
     text_copy((char *)reply + LINK_INFO_BOARD, 16, firmware_board_name());
-    memcpy(reply + LINK_INFO_SHA256, fw->model_sha256, SHA256_DIGEST_BYTES);
+    memcpy(reply + LINK_INFO_SHA256, sha, SHA256_DIGEST_BYTES);
     link_put_u32(reply + LINK_INFO_MODEL_BYTES, (uint32_t)fw->model.length);
     link_put_u32(reply + LINK_INFO_MODEL_SOURCE, fw->model.source);
     link_put_u32(reply + LINK_INFO_LOAD_STATUS, (uint32_t)fw->load_status);
@@ -41,6 +44,8 @@ static void reply_info(const firmware_state *fw, uint8_t seq)
     link_put_u32(reply + LINK_INFO_STACK_SIZE, (uint32_t)board_stack_size());
     link_put_u32(reply + LINK_INFO_STACK_USED, (uint32_t)board_stack_used());
     link_put_u32(reply + LINK_INFO_BOOT_INSTRUCTIONS, fw->boot_instructions);
+    link_put_u32(reply + LINK_INFO_LOAD_INSTRUCTIONS, fw->load_instructions);
+    link_put_u32(reply + LINK_INFO_SHA256_INSTRUCTIONS, fw->sha256_instructions);
     text_copy((char *)reply + LINK_INFO_LOAD_DETAIL, LOAD_DETAIL_BYTES, fw->load_detail);
     link_put_u16(reply + LINK_INFO_INPUTS, (uint16_t)trt_input_count(fw->program));
     link_put_u16(reply + LINK_INFO_OUTPUTS, (uint16_t)trt_output_count(fw->program));

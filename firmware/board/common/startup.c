@@ -1,9 +1,10 @@
 /*
  * Cortex-M startup, the same on every port: the vector table (placed by the
  * port's linker script at the core's boot address) and the reset handler that
- * prepares C: FPU (and MVE) on, .data copied, .bss zeroed, static constructors
- * run, then main(). The port's port.h gives the number of interrupt lines and
- * the serial port's receive interrupt.
+ * prepares C: the clock started (the boot is counted from here), FPU (and MVE)
+ * on, .data copied, .bss zeroed, static constructors run, then main(). The
+ * port's port.h gives the number of interrupt lines and the serial port's
+ * receive interrupt.
  */
 #include <stdint.h>
 #include <string.h>
@@ -72,6 +73,8 @@ static void prepare_c_memory(void)
 
 __attribute__((noreturn)) void reset_handler(void)
 {
+    /* First, so that the boot's instruction count (reset to ready) includes all of startup. */
+    board_clock_start();
 #if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
     /* Armv8-M: a stack overflow becomes a UsageFault instead of silent corruption. */
     __asm volatile("msr msplim, %0" ::"r"(__stack_limit));

@@ -25,4 +25,9 @@ void trt_linear_prepare_sums(trt_linear_params *p, void *scratch);
  * int32 in the bias form: 128 sum|w| + 128 depth |filter_offset| + |kernel_sum or bias + offset terms|. */
 int64_t trt_linear_accumulator_bound(const trt_linear_params *p, int32_t o);
 
+/* Whether trt_linear_accumulator_bound(p, o) << left < limit for every output o (left < 30): the
+ * same answer as computing each bound, but a row's weights are read only when its bound with
+ * every |w| = 128 reaches the limit. */
+int trt_linear_accumulators_below(const trt_linear_params *p, int32_t left, int64_t limit);
+
 #endif

@@ -20,7 +20,8 @@ Transport (option `transport`):
   line would be used. `play` and `classify` use this.
 - "batch": each call is one extra QEMU boot that reads the samples and writes the
   outputs over semihosting: the same firmware and arithmetic, without the UART's
-  ~0.1 s per image. For bulk evaluation.
+  ~0.1 s per image. For bulk evaluation. Each such boot is asked for the program's
+  SHA-256 too (boot descriptor flag), and checked like `info`'s.
 - "auto": batch from BATCH_THRESHOLD samples up, serial below.
 
 Option `port` (e.g. "/dev/ttyACM0"): talk to a real board running the firmware,
@@ -150,7 +151,9 @@ class McuDevice(Device):
     def _run_by_batch(self, arrays: list) -> RunResult:
         from ..firmware.qemu import run_batch
         start = time.perf_counter()
-        result = run_batch(self.model_path, arrays, elf=self.elf, board=self.board.name, specs=self.inputs)
+        # a boot of its own, with the model slot loaded again: the firmware hashes what it holds
+        result = run_batch(self.model_path, arrays, elf=self.elf, board=self.board.name, specs=self.inputs,
+                           sha256=True)
         if result.model_sha256 != self.model_sha256:
             raise UserError(f"the firmware batch ran a different program than {self.model_path.name}; "
                             "the model slot was not loaded correctly")

@@ -120,7 +120,7 @@ class Info:
     protocol: int
     firmware: str
     board: str
-    model_sha256: str
+    model_sha256: str          # as the firmware computed it (on the first INFO: not part of its boot)
     model_bytes: int
     model_source: str
     load_status: int
@@ -128,13 +128,15 @@ class Info:
     arena_needed: int
     stack_size: int
     stack_used: int
-    boot_instructions: int
+    boot_instructions: int     # reset to ready: startup, the board, the program found and loaded
     load_detail: str
     input_count: int = 0       # the loaded program's inputs
     output_count: int = 0      # and outputs
     inputs: tuple = ()         # TensorLayout of each input (TENSOR; DeviceLink.info asks for them)
     outputs: tuple = ()        # and of each output
     limits: dict = field(default_factory=dict)   # the firmware build's TRT_MAX_* limits
+    load_instructions: int = 0      # trt_load's share of boot_instructions
+    sha256_instructions: int = 0    # what the hash took, on the first INFO after the boot
 
     @property
     def loaded(self) -> bool:
@@ -266,7 +268,8 @@ def parse_info(payload: bytes) -> Info:
     info = Info(d["PROTOCOL"], d["FIRMWARE"], d["BOARD"], d["SHA256"].hex(), d["MODEL_BYTES"],
                 MODEL_SOURCES.get(d["MODEL_SOURCE"], f"unknown ({d['MODEL_SOURCE']})"), d["LOAD_STATUS"],
                 d["ARENA_CAPACITY"], d["ARENA_NEEDED"], d["STACK_SIZE"], d["STACK_USED"], d["BOOT_INSTRUCTIONS"],
-                d["LOAD_DETAIL"], d["INPUTS"], d["OUTPUTS"], limits=limits)
+                d["LOAD_DETAIL"], d["INPUTS"], d["OUTPUTS"], limits=limits,
+                load_instructions=d["LOAD_INSTRUCTIONS"], sha256_instructions=d["SHA256_INSTRUCTIONS"])
     return info
 
 

@@ -23,6 +23,7 @@ import hashlib
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -45,9 +46,12 @@ INSTALL_HINT = "apt-get install --no-install-recommends gcc-arm-none-eabi libnew
 FIRMWARE_EXECUTABLE = "tinyrps_fw.elf"
 
 # The boot descriptor (firmware/board/common/model_slot.h), at the start of the board's RAM.
+DESCRIPTOR = c_facts.layout("BOOT_DESCRIPTOR_FIELDS", "BOOT_DESCRIPTOR_BYTES")
 DESCRIPTOR_MAGIC = c_facts.define("BOOT_DESCRIPTOR_MAGIC")       # "TRPB"
+DESCRIPTOR_VERSION = c_facts.define("BOOT_DESCRIPTOR_VERSION")
 MODE_SERVE = c_facts.define("BOOT_MODE_SERVE")
 MODE_BATCH = c_facts.define("BOOT_MODE_BATCH")
+FLAG_SHA256 = c_facts.define("BOOT_FLAG_SHA256")                 # batch: hash the program, report the hash
 
 # Batch files (firmware/protocol/batch_format.h).
 BATCH_VERSION = c_facts.define("BATCH_VERSION")
@@ -86,19 +90,30 @@ def firmware_elf(board: str = DEFAULT_BOARD, kernels: str = "isa") -> Path:
     return build_firmware(firmware_kind(board, kernels)).tool(FIRMWARE_EXECUTABLE)
 
 
-def descriptor_words(model_length: int, mode: int) -> tuple:
-    """The boot descriptor (model_slot.h) as two little-endian 64-bit words for QEMU's loader."""
-    check = DESCRIPTOR_MAGIC ^ model_length ^ mode ^ 0xFFFFFFFF
-    return DESCRIPTOR_MAGIC | model_length << 32, mode | check << 32
+def descriptor_bytes(model_length: int, mode: int, flags: int = 0) -> bytes:
+    """The boot descriptor (model_slot.h): its check is every other word XORed, then inverted."""
+    fields = {"MAGIC": DESCRIPTOR_MAGIC, "VERSION": DESCRIPTOR_VERSION, "MODEL_LENGTH": model_length, "MODE": mode,
+              "FLAGS": flags}
+    check = 0xFFFFFFFF
+    for value in fields.values():
+        check ^= value
+    return DESCRIPTOR.pack(**fields, CHECK=check)
+
+
+def descriptor_words(model_length: int, mode: int, flags: int = 0) -> tuple:
+    """The boot descriptor as little-endian 64-bit words, one per item of QEMU's loader (whose `data`
+    holds at most 8 bytes)."""
+    raw = descriptor_bytes(model_length, mode, flags)
+    return struct.unpack(f"<{len(raw) // 8}Q", raw)
 
 
 def qemu_option_value(path: Path) -> str:
     return str(path).replace(",", ",,")
 
 
-def qemu_command(elf: Path, pte: Path, mode: int, board: str = DEFAULT_BOARD) -> list:
+def qemu_command(elf: Path, pte: Path, mode: int, board: str = DEFAULT_BOARD, flags: int = 0) -> list:
     """QEMU's board with the firmware, the program in its model slot and the boot descriptor
-    at the start of its RAM; no serial yet.
+    (mode, flags: BOOT_FLAG_*) at the start of its RAM; no serial yet.
 
     Paths are absolute (QEMU may run in another folder) and commas doubled (QEMU's option syntax)."""
     spec = get_board(board)
@@ -107,14 +122,13 @@ def qemu_command(elf: Path, pte: Path, mode: int, board: str = DEFAULT_BOARD) ->
     if length > spec.model_max_bytes:
         raise UserError(f"{pte} is {length} bytes; the model slot of the {spec.name} firmware holds at most "
                         f"{spec.model_max_bytes} bytes")
-    word0, word1 = descriptor_words(length, mode)
-    descriptor = spec.descriptor_address
+    descriptor = []
+    for i, word in enumerate(descriptor_words(length, mode, flags)):
+        descriptor += ["-device", f"loader,addr={spec.descriptor_address + 8 * i:#x},data={word:#x},data-len=8"]
     return [require_qemu(), "-M", spec.machine, "-nodefaults", "-display", "none", "-monitor", "none", "-nic", "none",
             "-icount", "shift=0", "-no-reboot",
             "-kernel", str(elf),
-            "-device", f"loader,file={qemu_option_value(pte)},addr={spec.model_address:#x}",
-            "-device", f"loader,addr={descriptor:#x},data={word0:#x},data-len=8",
-            "-device", f"loader,addr={descriptor + 8:#x},data={word1:#x},data-len=8"]
+            "-device", f"loader,file={qemu_option_value(pte)},addr={spec.model_address:#x}"] + descriptor
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,11 +292,11 @@ class BatchResult:
     outputs: list                 # per output of the program: [N, *shape] in its dtype
     outputs_int8: list            # per output: its raw int8 values [N, *shape], or None where it has none
     instructions: np.ndarray      # [N] instructions per inference (trt_run)
-    model_sha256: str
+    model_sha256: Optional[str]   # the program's SHA-256 as the firmware computed it; None unless asked (sha256=True)
     model_bytes: int
     arena_needed: int
     arena_capacity: int
-    boot_instructions: int
+    boot_instructions: int        # reset to ready: startup, the board, the program found and loaded
     stack_used: int
     stack_size: int
     wall_s: float                 # QEMU start to exit
@@ -296,6 +310,8 @@ class BatchResult:
     limits: dict = field(default_factory=dict)   # the firmware build's TRT_MAX_* limits
     # arena_needed's parts (trt_arena_layout): {"planned", "workspace", "working"} bytes
     arena_parts: dict = field(default_factory=dict)
+    load_instructions: int = 0    # trt_load's share of boot_instructions
+    sha256_instructions: int = 0  # what the hash took, after the boot (0 unless asked)
 
     @property
     def int8(self) -> np.ndarray:
@@ -314,12 +330,14 @@ def _rows(a: np.ndarray) -> np.ndarray:
 
 
 def run_batch(pte, samples, elf: Optional[Path] = None, timeout: Optional[float] = None,
-              board: str = DEFAULT_BOARD, specs: Optional[tuple] = None) -> BatchResult:
+              board: str = DEFAULT_BOARD, specs: Optional[tuple] = None, sha256: bool = False) -> BatchResult:
     """Run samples through the firmware in one QEMU boot of `board`, files over semihosting.
 
     samples: one array [N, *input shape] per input of the program, in its dtype; or, for an image
     classifier, uint8 images [N, 28, 28] (its float32 input x / 255). specs: the program's input
-    TensorLayouts if known (the device has them from `info`); else one empty batch asks the firmware."""
+    TensorLayouts if known (the device has them from `info`); else one empty batch asks the firmware.
+    sha256: the firmware hashes the program it holds (after its boot, counted apart) for
+    `model_sha256`, to check it is this file; without it the batch does not hash."""
     pte = Path(pte)
     elf = elf or firmware_elf(board)
     if specs is None:
@@ -329,7 +347,7 @@ def run_batch(pte, samples, elf: Optional[Path] = None, timeout: Optional[float]
     samples = check_inputs(list(specs), samples, pte.name, batched=True)
     count = len(samples[0])
     timeout = timeout if timeout is not None else BOOT_TIMEOUT_S + BATCH_SECONDS_PER_IMAGE * count
-    result = _boot_batch(pte, elf, board, samples, specs, timeout)
+    result = _boot_batch(pte, elf, board, samples, specs, timeout, FLAG_SHA256 if sha256 else 0)
     if tuple(result.inputs) != tuple(specs):
         raise UserError(f"the firmware describes the inputs of {pte.name} as "
                         f"{', '.join(s.describe() for s in result.inputs)}; they were given as "
@@ -349,12 +367,13 @@ def program_inputs(pte: Path, elf: Path, board: str) -> tuple:
     return _input_specs[key]
 
 
-def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, timeout: float) -> BatchResult:
+def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, timeout: float,
+                flags: int = 0) -> BatchResult:
     count = len(samples[0]) if samples else 0
     with tempfile.TemporaryDirectory(prefix="tinyrps-batch.") as work:
         work = Path(work)
         (work / "samples.bin").write_bytes(samples_file_bytes(list(specs), samples))
-        command = qemu_command(elf, pte, MODE_BATCH, board) + [
+        command = qemu_command(elf, pte, MODE_BATCH, board, flags) + [
             "-serial", "null",
             "-semihosting-config", "enable=on,target=native,arg=tinyrps_fw,arg=samples.bin,arg=results.bin"]
         start = time.perf_counter()
@@ -371,6 +390,9 @@ def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, t
         raw = output.read_bytes() if output.is_file() else b""
         said = _stderr_summary(work / "qemu.log")
     result = _parse_batch(raw, status, said, pte, count, wall)
+    if bool(flags & FLAG_SHA256) != (result.model_sha256 is not None):
+        raise UserError(f"the firmware batch on {pte.name} " + ("did not hash the program it was asked to hash"
+                        if flags & FLAG_SHA256 else "hashed the program unasked") + ": rebuild the firmware")
     if result.board != board:
         raise UserError(f"{Path(elf).name} is the firmware of {result.board or 'another board'}, not of {board}: "
                         f"use the {board} build (firmware_elf('{board}'))")
@@ -415,10 +437,12 @@ def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall
                         f"{trailer['RECORDS']} records for {count} samples): the file was cut short or overwritten; "
                         "run it again")
     instructions = np.array([h["INSTRUCTIONS"] for h in heads], np.int64)
-    return BatchResult(values, int8, instructions, header["SHA256"].hex(), header["PROGRAM_BYTES"],
+    sha = header["SHA256"].hex() if header["SHA256_KNOWN"] else None
+    return BatchResult(values, int8, instructions, sha, header["PROGRAM_BYTES"],
                        header["ARENA_NEEDED"], header["ARENA_CAPACITY"], header["BOOT_INSTRUCTIONS"],
                        trailer["STACK_USED"], trailer["STACK_SIZE"], wall, header["BOARD"], layers, inputs, outputs,
-                       header["limits"], {part: header[f"ARENA_{part.upper()}"] for part in ARENA_PARTS})
+                       header["limits"], {part: header[f"ARENA_{part.upper()}"] for part in ARENA_PARTS},
+                       load_instructions=header["LOAD_INSTRUCTIONS"], sha256_instructions=header["SHA256_INSTRUCTIONS"])
 
 
 def _batch_profile(raw: bytes, count: int, mismatch: str, limits: dict) -> tuple:

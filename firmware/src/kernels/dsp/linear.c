@@ -29,9 +29,8 @@ void trt_linear_dsp_prepare(trt_linear_params *p, void *scratch) {
     const int32_t left = p->shift > 0 ? p->shift : 0, right = p->shift < 0 ? -p->shift : 0;
     const int64_t offset_abs = p->output_offset < 0 ? -(int64_t)p->output_offset : p->output_offset;
     trt_linear_prepare_sums(p, scratch);
-    p->small_accumulators = left < 30 && right < 30 && (offset_abs + 1) << right < TRT_DSP_ACC_LIMIT - 1;
-    for (int32_t o = 0; o < p->out_features && p->small_accumulators; o++)
-        if (trt_linear_accumulator_bound(p, o) << left >= TRT_DSP_ACC_LIMIT) p->small_accumulators = 0;
+    p->small_accumulators = left < 30 && right < 30 && (offset_abs + 1) << right < TRT_DSP_ACC_LIMIT - 1 &&
+                            trt_linear_accumulators_below(p, left, TRT_DSP_ACC_LIMIT);
 }
 
 /* The short requantization's constants, read once per call: SMMULR(acc 2^(left + 1), m) =

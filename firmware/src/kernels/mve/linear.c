@@ -27,10 +27,7 @@ size_t trt_linear_mve_scratch_bytes(const trt_linear_params *p) { return trt_lin
 
 void trt_linear_mve_prepare(trt_linear_params *p, void *scratch) {
     trt_linear_prepare_sums(p, scratch);
-    p->kernel_sum_fits = p->kernel_sum != NULL;
-    if (p->kernel_sum)
-        for (int32_t o = 0; o < p->out_features; o++)
-            if (trt_linear_accumulator_bound(p, o) > INT32_MAX) p->kernel_sum_fits = 0;
+    p->kernel_sum_fits = p->kernel_sum != NULL && trt_linear_accumulators_below(p, 0, (int64_t)INT32_MAX + 1);
 }
 
 /* Outputs o .. o + 3 of a row from their dot products (the formulas: kernels/c/linear.c). */
