@@ -69,6 +69,11 @@ typedef struct {
     int32_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
     int32_t input_offset, output_offset;
     int32_t activation_min, activation_max;
+    /* A max pool fused into the epilogue (ops/conv2d.c; 0: none): the output is then
+     * [batches, pooled_h, pooled_w, out_c], each value the requantization of the largest
+     * accumulator over a pool_h x pool_w window of output pixels (stride the window, no padding),
+     * clamped to activation_min/max (the convolution's and the pool's ranges together). */
+    int32_t pool_h, pool_w, pooled_h, pooled_w;
 } trt_conv_params;
 
 typedef struct {

@@ -19,6 +19,14 @@
  * four at a time (per-lane multipliers and shifts), so the variant takes layers whose
  * requantization is all on the vector path (mve_requantize.h).
  *
+ * A fused max pool (p->pool_h > 0, ops/conv2d.c):
+ *   out[py, px, oc] = clamp(requantize(max over the window's conv pixels of acc[oc]) + output_offset, lo, hi)
+ * bit for bit the pool of the requantized outputs (the load admits it only for a requantization
+ * that never decreases as acc grows). The blocks then take the output pixels window by window
+ * (conv_geometry.h); per four channels, each pixel's accumulators join the window's running
+ * maximum (VMAX), and a window's last pixel requantizes it: one requantization per window
+ * instead of one per pixel, and no pass of the pool over the convolution's output.
+ *
  * Groups and dilation: a window is then gathered tap by tap (kernel_c bytes of its group's
  * channels per tap, taps dilation apart), group by group, each group against its own output
  * channels' weights (OHWI: contiguous per group). The same code runs the convolutions other
@@ -30,6 +38,7 @@
 
 #include <arm_mve.h>
 
+#include "../conv_geometry.h"
 #include "kernels_mve.h"
 #include "mve_load.h"
 #include "mve_padding.h"
@@ -92,11 +101,13 @@ static size_t columns_bytes(const trt_conv_params *p) { return (size_t)PIXELS * 
 
 /* The working memory of a call on a prepared image: three windows, then the dot products
  * (out_c rounded up to even, x 3 int32). */
-size_t trt_conv2d_mve_block_bytes(const trt_conv_params *p) {
-    return columns_bytes(p) + (size_t)((p->out_c + 1) & ~1) * PIXELS * sizeof(int32_t);
-}
+static size_t acc_bytes(const trt_conv_params *p) { return (size_t)((p->out_c + 1) & ~1) * PIXELS * sizeof(int32_t); }
+/* a fused pool's running maxima: out_c rounded up to whole vectors */
+static size_t best_bytes(const trt_conv_params *p) { return p->pool_h ? (size_t)((p->out_c + 3) & ~3) * sizeof(int32_t) : 0; }
 
-/* temp: [three windows][dot products] */
+size_t trt_conv2d_mve_block_bytes(const trt_conv_params *p) { return columns_bytes(p) + acc_bytes(p) + best_bytes(p); }
+
+/* temp: [three windows][dot products][a fused pool's maxima] */
 size_t trt_conv2d_mve_temp_bytes(const trt_conv_params *p) { return trt_conv2d_mve_block_bytes(p); }
 
 /* n bytes from src to dst (a window row into its column); as words when both are aligned. */
@@ -268,12 +279,42 @@ static void finish_block(const trt_conv_params *p, const int32_t *acc, int32_t c
     }
 }
 
+/* The fused pool's finish of a block: pixel k of the block is tap (first + k) % taps of window
+ * (first + k) / taps. Per four channels, the running maximum of the window in progress (from
+ * `best` when the block starts inside a window) takes each pixel's accumulators; at a window's last
+ * tap it is requantized into the pooled output (`out`: window 0). */
+static void finish_pooled(const trt_conv_params *p, const int32_t *acc, int32_t *best, int32_t first, int32_t count,
+                          int8_t *out) {
+    const uint32x4_t every_third = vmulq_n_u32(vidupq_n_u32(0, 1), PIXELS);
+    const int32_t *folded = p->folded_bias, *mult = p->multipliers, *shift = p->shifts;
+    const int32_t out_c = p->out_c, offset = p->output_offset, lo = p->activation_min, hi = p->activation_max;
+    const int32_t taps = p->pool_h * p->pool_w, window = first / taps, tap = first - window * taps;
+    for (int32_t oc = 0; oc < out_c; oc += 4, acc += 4 * PIXELS) {
+        const mve_pred16_t pred = vctp32q((uint32_t)(out_c - oc));
+        const int32x4_t f = vldrwq_z_s32(folded + oc, pred);
+        int32x4_t m = vldrwq_z_s32(best + oc, pred);
+        int8_t *o = out + (size_t)window * out_c + oc;
+        for (int32_t k = 0, t = tap; k < count; k++) {
+            const int32x4_t v = vaddq_s32(vldrwq_gather_shifted_offset_z_s32(acc + k, every_third, pred), f);
+            m = t == 0 ? v : vmaxq_s32(m, v);
+            if (++t == taps) {
+                const int32x4_t ms = vldrwq_z_s32(mult + oc, pred), ss = vldrwq_z_s32(shift + oc, pred);
+                vstrbq_p_s32(o, trt_mve_output_per_lane(m, ms, ss, offset, lo, hi), pred);
+                o += out_c;
+                t = 0;
+            }
+        }
+        vstrwq_p_s32(best + oc, m, pred);
+    }
+}
+
 typedef struct {
     const int8_t *image;       /* [in_h][in_w][in_c] with the padding below, or prepared whole */
     int32_t pitch;             /* bytes from one image row to the next */
     int32_t pad_h, pad_w;      /* padding the windows fill in (0: every window lies in the image) */
     int8_t *columns;           /* three windows, one after the other */
     int32_t *acc;              /* [out_c][PIXELS] dot products of one block */
+    int32_t *best;             /* a fused pool: [out_c] running maxima of the window in progress */
     /* The output pixels whose windows lie in the image: rows y_first .. y_first + y_span,
      * columns x_first .. x_first + x_span (spans as unsigned, so one compare tests each) */
     int32_t y_first, x_first;
@@ -321,7 +362,8 @@ static inline __attribute__((always_inline)) const int8_t *window_origin(const t
                                                                          int32_t count, int32_t k, int32_t *y,
                                                                          int32_t *x) {
     const int32_t pixel = first + (k < count ? k : 0);   /* a short block repeats its first pixel */
-    const int32_t oy = pixel / p->out_w, ox = pixel - oy * p->out_w;
+    int32_t oy, ox;
+    trt_conv_pixel(pixel, p->out_w, p->pool_h, p->pool_w, p->pooled_w, &oy, &ox);
     *y = oy * p->stride_h - ws->pad_h;
     *x = ox * p->stride_w - ws->pad_w;
     if ((uint32_t)(oy - ws->y_first) > ws->y_span || (uint32_t)(ox - ws->x_first) > ws->x_span) return NULL;
@@ -366,7 +408,8 @@ static void conv_block(const trt_conv_params *p, const workspace *ws, int32_t fi
         for (int32_t ky = 0; ky < p->kernel_h; ky++) copy_run(column + ky * row_len, x + (size_t)ky * ws->pitch, row_len);
     }
     block_products(p, ws, 0, window, p->out_c, ws->acc);
-    finish_block(p, ws->acc, count, out);
+    if (p->pool_h) finish_pooled(p, ws->acc, ws->best, first, count, out);
+    else finish_block(p, ws->acc, count, out);
 }
 
 /* The same with groups or dilation: each group's windows gathered tap by tap, then its channels. */
@@ -393,7 +436,8 @@ static void conv_block_grouped(const trt_conv_params *p, const workspace *ws, in
          * the next group's first slots, which that group overwrites */
         block_products(p, ws, g * per_group, window, per_group, ws->acc + (size_t)g * per_group * PIXELS);
     }
-    finish_block(p, ws->acc, count, out);
+    if (p->pool_h) finish_pooled(p, ws->acc, ws->best, first, count, out);
+    else finish_block(p, ws->acc, count, out);
 }
 
 /* A 1x1 convolution with stride 1 over whole 16-byte steps of channels: the windows are the
@@ -420,11 +464,14 @@ static void pointwise_block(const trt_conv_params *p, const workspace *ws, int32
 /* The image with `pad_h` rows and `pad_w` columns of padding around it that the windows fill in. */
 static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int32_t pad_h, int32_t pad_w,
                          int8_t *out, void *temp) {
-    const int32_t pixels = p->out_h * p->out_w;
+    /* with a fused pool, the pixels its windows cover (a last odd row or column is never needed) */
+    const int32_t pixels = p->pool_h ? p->pooled_h * p->pooled_w * p->pool_h * p->pool_w : p->out_h * p->out_w;
     const int general = p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1;
-    const int in_place = (pad_h | pad_w) == 0 && reads_in_place(p, image, pitch) &&
+    /* a pooled block's pixels are not side by side in the input: their windows are copied */
+    const int in_place = (pad_h | pad_w) == 0 && !p->pool_h && reads_in_place(p, image, pitch) &&
                          (p->vector_weights || trt_mve_word_aligned(p->weights));
-    workspace ws = {image, pitch, pad_h, pad_w, temp, (int32_t *)(void *)((int8_t *)temp + columns_bytes(p)),
+    int8_t *acc = (int8_t *)temp + columns_bytes(p);
+    workspace ws = {image, pitch, pad_h, pad_w, temp, (int32_t *)(void *)acc, (int32_t *)(void *)(acc + acc_bytes(p)),
                     0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
     if (pad_h | pad_w) {
         interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws.y_first, &ws.y_span);
@@ -433,7 +480,7 @@ static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t 
     /* three pixels at a time in row-major order (a block may span two rows) */
     for (int32_t i = 0; i < pixels; i += PIXELS) {
         const int32_t count = pixels - i < PIXELS ? pixels - i : PIXELS;
-        int8_t *o = out + (size_t)i * p->out_c;
+        int8_t *o = p->pool_h ? out : out + (size_t)i * p->out_c;   /* pooled: the finish places each window */
         if (in_place) pointwise_block(p, &ws, i, count, o);
         else if (general) conv_block_grouped(p, &ws, i, count, o);
         else conv_block(p, &ws, i, count, o);
@@ -446,9 +493,10 @@ void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int3
 
 void trt_conv2d_mve(const trt_conv_params *p, void *temp) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
+    const size_t out_image = p->pool_h ? (size_t)p->pooled_h * p->pooled_w * p->out_c : (size_t)p->out_h * p->out_w * p->out_c;
     for (int32_t b = 0; b < p->batches; b++)
         run_on_image(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
-                     p->output + (size_t)b * p->out_h * p->out_w * p->out_c, temp);
+                     p->output + (size_t)b * out_image, temp);
 }
 
 #endif
