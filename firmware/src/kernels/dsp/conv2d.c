@@ -46,7 +46,6 @@
 #if TRT_HAVE_DSP
 
 #include "../arith.h"
-#include "../conv_geometry.h"
 #include "../padding.h"
 #include "../weight_sums.h"
 #include "dsp_intrinsics.h"
@@ -285,34 +284,58 @@ static inline __attribute__((always_inline)) int8_t short_output(int32_t acc, in
     return (int8_t)trt_clamp((v + round + ((v >> 31) & negative)) >> right, lo, hi);
 }
 
-/* One output channel of the block's pixels, short form (a leaf function of its own: few values live). */
-static __attribute__((noinline)) void finish_short(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
-                                                   const finish_constants *k, int8_t *out) {
+/* One output channel of n of the block's values, short form. */
+static inline __attribute__((always_inline)) void finish_short_n(const int32_t *acc, const int32_t n, int32_t mult,
+                                                                 int32_t shift, const finish_constants *k, int8_t *out) {
     const int32_t lo = k->lo, hi = k->hi, stride = k->stride;
     if (shift < 0) {   /* the usual case: a rounding shift */
         const int32_t right = -shift, round = (int32_t)(1u << (right - 1)) + k->offset * (int32_t)(1u << right);
         if (lo == -128 && hi == 127) {   /* the whole int8 range (a ReLU folded into the output zero point too) */
-            for (int32_t i = 0; i < PIXELS; i++) {
+            for (int32_t i = 0; i < n; i++) {
                 const int32_t v = trt_smmulr(acc[i] * 2, mult);
                 out[i * stride] = (int8_t)trt_ssat8((v + round + (v >> 31)) >> right);
             }
             return;
         }
-        for (int32_t i = 0; i < PIXELS; i++) {
+        for (int32_t i = 0; i < n; i++) {
             const int32_t v = trt_smmulr(acc[i] * 2, mult);
             out[i * stride] = (int8_t)trt_clamp((v + round + (v >> 31)) >> right, lo, hi);
         }
         return;
     }
     const int32_t left = shift + 1;
-    for (int32_t i = 0; i < PIXELS; i++)
+    for (int32_t i = 0; i < n; i++)
         out[i * stride] = short_output(acc[i], left, mult, k->offset, 0, 0, lo, hi);
+}
+
+/* One output channel of the block's pixels, short form (a leaf function of its own: few values live). */
+static __attribute__((noinline)) void finish_short(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
+                                                   const finish_constants *k, int8_t *out) {
+    finish_short_n(acc, PIXELS, mult, shift, k, out);
 }
 
 static __attribute__((noinline)) void finish_general(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
                                                      const finish_constants *k, int8_t *out) {
     for (int32_t i = 0; i < PIXELS; i++)
         out[i * k->stride] = trt_output_s8(acc[i], mult, shift, k->offset, k->lo, k->hi);
+}
+
+static inline int32_t max32(int32_t a, int32_t b) { return a > b ? a : b; }
+
+/* A fused 2x2 pool, the block's two windows (its halves): each half's maximum, then the two outputs
+ * (k->stride: one pooled pixel to the next). */
+static __attribute__((noinline)) void finish_two_windows(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
+                                                         const finish_constants *k, int8_t *out) {
+    const int32_t m[2] = {max32(max32(acc[0], acc[1]), max32(acc[2], acc[3])),
+                          max32(max32(acc[4], acc[5]), max32(acc[6], acc[7]))};
+    finish_short_n(m, 2, mult, shift, k, out);
+}
+
+static __attribute__((noinline)) void finish_two_windows_general(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
+                                                                 const finish_constants *k, int8_t *out) {
+    out[0] = trt_output_s8(max32(max32(acc[0], acc[1]), max32(acc[2], acc[3])), mult, shift, k->offset, k->lo, k->hi);
+    out[k->stride] = trt_output_s8(max32(max32(acc[4], acc[5]), max32(acc[6], acc[7])), mult, shift, k->offset, k->lo,
+                                   k->hi);
 }
 
 /* A fused pool's view of one block: its pixels are pool-window taps `tap` .. of window `window` on. */
@@ -336,19 +359,12 @@ static inline int8_t requantize_one(const trt_conv_params *p, int32_t acc, int32
     return short_output(acc, shift + 1, mult, p->output_offset, 0, 0, lo, hi);
 }
 
-static inline int32_t max32(int32_t a, int32_t b) { return a > b ? a : b; }
-
-/* Channel oc of a block's pixels into the pool: a 2x2 pool on a whole block aligned on its windows
- * is two maxima of four; anything else folds pixel by pixel into the running maximum. */
+/* Channel oc of a block's pixels into the pool, pixel by pixel into the running maximum (other pools
+ * than 2x2, a last partial block). */
 static __attribute__((noinline)) void finish_pooled(const trt_conv_params *p, const int32_t acc[PIXELS], int32_t oc,
                                                     const pool_block *b) {
     const int32_t mult = p->multipliers[oc], shift = p->shifts[oc], c = p->out_c;
     int8_t *out = b->out + (size_t)b->window * c + oc;
-    if (b->taps == 4 && b->tap == 0 && b->count == PIXELS) {
-        out[0] = requantize_one(p, max32(max32(acc[0], acc[1]), max32(acc[2], acc[3])), mult, shift);
-        out[c] = requantize_one(p, max32(max32(acc[4], acc[5]), max32(acc[6], acc[7])), mult, shift);
-        return;
-    }
     int32_t m = b->best[oc], t = b->tap;
     for (int32_t i = 0; i < b->count; i++) {
         m = t == 0 ? acc[i] : max32(m, acc[i]);
@@ -373,8 +389,13 @@ static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_
     const int32_t partial_from = rest != 0 ? p->out_c - 1 - (4 * groups - n - 1) / n : p->out_c;
     const int32_t *folded = p->folded_bias, *mults = p->multipliers, *shifts = p->shifts;
     const finish_constants k = {p->output_offset, p->activation_min, p->activation_max, stride};
+    /* a fused 2x2 pool on a whole block (whose halves are its two windows): two outputs per channel */
+    const int two_windows = pool && pool->taps == 4 && pool->tap == 0 && pool->count == PIXELS;
+    const finish_constants k2 = {p->output_offset, p->activation_min, p->activation_max, p->out_c};
     void (*const finish)(const int32_t *, int32_t, int32_t, const finish_constants *, int8_t *) =
-        p->small_accumulators ? finish_short : finish_general;
+        two_windows ? (p->small_accumulators ? finish_two_windows : finish_two_windows_general)
+                    : p->small_accumulators ? finish_short : finish_general;
+    if (two_windows) out = pool->out + (size_t)pool->window * p->out_c + oc0;
     const int8_t *w = p->weights + (size_t)oc0 * n;
     for (int32_t oc = oc0; oc < oc1; oc++, w += n, out++) {
         const int32_t f = folded[oc];
@@ -391,8 +412,8 @@ static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_
             if (both_halves) dot8(columns, w, groups, acc);
             else dot4(columns, w, groups, acc);
         }
-        if (pool) finish_pooled(p, acc, oc, pool);
-        else finish(acc, mults[oc], shifts[oc], &k, out);
+        if (pool && !two_windows) finish_pooled(p, acc, oc, pool);
+        else finish(acc, mults[oc], shifts[oc], two_windows ? &k2 : &k, out);
     }
 }
 
@@ -402,6 +423,7 @@ void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int3
     workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
     int8_t *spill = (int8_t *)temp + columns_bytes(p) + staging_bytes(p);
     pool_block pool = {0, taps, 0, 0, (int32_t *)(void *)(spill + spill_bytes(p)), out};
+    int32_t wy = 0, wx = 0, ty = 0, tx = 0;   /* a fused pool: the next pixel's window and tap in it */
     for (int32_t i = 0; i < pixels; i += PIXELS) {
         const int whole_block = i + PIXELS <= pixels, both_halves = pixels - i > LANES;
         /* a last, partial block repeats its last pixel, its outputs going to the spill rows (pooled:
@@ -412,13 +434,31 @@ void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int3
             pool.window = i / taps;
             pool.tap = i % taps;
         }
-        for (int32_t g = 0; g < p->groups; g++) {
-            for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) {
-                int32_t oy, ox;
-                trt_conv_pixel(i + k < pixels ? i + k : pixels - 1, p->out_w, p->pool_h, p->pool_w, p->pooled_w, &oy, &ox);
-                window_to_columns(p, &ws, image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c, k,
-                                  g);
+        /* each pixel's window: its top left tap in the image (pooled: the pixels window by window, in
+         * steps, not divisions) */
+        const int8_t *origin[PIXELS];
+        for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) {
+            int32_t oy, ox;
+            if (!p->pool_h) {
+                const int32_t pixel = i + k < pixels ? i + k : pixels - 1;
+                oy = pixel / p->out_w;
+                ox = pixel % p->out_w;
+            } else if (i + k < pixels) {
+                oy = wy * p->pool_h + ty;
+                ox = wx * p->pool_w + tx;
+                if (++tx == p->pool_w) tx = 0, ty++;
+                if (ty == p->pool_h) {
+                    ty = 0;
+                    if (++wx == p->pooled_w) wx = 0, wy++;
+                }
+            } else {   /* past the last pixel: the last one again */
+                origin[k] = origin[k - 1];
+                continue;
             }
+            origin[k] = image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c;
+        }
+        for (int32_t g = 0; g < p->groups; g++) {
+            for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) window_to_columns(p, &ws, origin[k], k, g);
             conv_block(p, ws.columns, g * per_group, (g + 1) * per_group, block_out + g * per_group, p->out_c,
                        both_halves, p->pool_h ? &pool : NULL);
         }
