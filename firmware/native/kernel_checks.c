@@ -251,6 +251,11 @@ static int fused_pool_round(long round) {
     f.pooled_w = q.out_w;
     f.activation_min = lo;
     f.activation_max = hi;
+    /* now and then spare bytes for the maxima (a staged fusion's own output), sometimes too few */
+    const uint32_t spare_bytes = pick(0, 1) ? (uint32_t)pick(0, 8 * p.out_c * 4) & ~15u : 0;
+    void *spare = aligned(spare_bytes);
+    f.pool_spare = spare_bytes ? spare : NULL;
+    f.pool_spare_bytes = spare_bytes;
     void *temp = aligned(trt_conv2d_c_temp_bytes(&f));
     memset(got, 0x5A, out_n);
     trt_conv2d_c(&f, temp);
@@ -268,6 +273,7 @@ static int fused_pool_round(long round) {
         free(dtemp);
         took = 1;
     }
+    free(spare);
     free(sums);
     free(in);
     free(w);

@@ -375,7 +375,7 @@ static void fusion_candidate(trt_program *prog, int16_t k, const trt_tensor *fir
     trt_chain_call *a = &prog->calls[k - 1], *b = &prog->calls[k];
     if (!a->op->fuse_next || a->fused || !first_arg || !first_arg->in_arena ||
         first_arg->arena_offset != a->out_offset || first_arg->nbytes != a->out_bytes || b->out_bytes > a->out_bytes ||
-        !a->op->fuse_next(&a->p, b->op, &b->p, NULL, 0))
+        !a->op->fuse_next(&a->p, b->op, &b->p, NULL, NULL))
         return;
     const int staged = prog->prev_in_arena && ranges_overlap(prog->prev_in_offset, prog->prev_in_bytes, b->out_offset,
                                                              b->out_bytes);
@@ -438,9 +438,15 @@ static void fuse_calls(trt_program *prog) {
         trt_chain_call *a = &prog->calls[c], *b = &prog->calls[c + 1];
         if (a->fused != TRT_FUSES_NEXT && a->fused != TRT_FUSES_NEXT_STAGED) continue;
         const int staged = a->fused == TRT_FUSES_NEXT_STAGED;
+        /* staged, the bytes of its own output past the staged result: working memory for the fused
+         * kernel (they are its out as far as the loader's checks go; a direct write declares only the
+         * next call's output, so it uses none) */
+        const size_t spare_at = align_up(a->out_offset + b->out_bytes), end = a->out_offset + a->out_bytes;
+        const size_t spare = staged && spare_at < end ? end - spare_at : 0;
+        const trt_fusion_place place = {staged, prog->arena && spare ? prog->arena + spare_at : NULL, spare};
         trt_params fused;
         a->fused = 0;
-        if (!fusion_keeps_io(prog, c, staged) || !a->op->fuse_next(&a->p, b->op, &b->p, &fused, staged) ||
+        if (!fusion_keeps_io(prog, c, staged) || !a->op->fuse_next(&a->p, b->op, &b->p, &fused, &place) ||
             trt_choose_variant(a->op, &fused) != a->kernel)   /* its variant and workspace stay as bound */
             continue;
         a->p = fused;

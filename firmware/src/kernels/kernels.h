@@ -74,6 +74,11 @@ typedef struct {
      * accumulator over a pool_h x pool_w window of output pixels (stride the window, no padding),
      * clamped to activation_min/max (the convolution's and the pool's ranges together). */
     int32_t pool_h, pool_w, pooled_h, pooled_w;
+    /* With it, arena bytes the kernel may use for its maxima instead of the shared working memory
+     * when they are enough (those of the convolution's own output, which then has no reader), and
+     * how many (16-byte aligned; 0: none). */
+    int32_t *pool_spare;
+    uint32_t pool_spare_bytes;
 } trt_conv_params;
 
 typedef struct {

@@ -97,10 +97,12 @@ static int requantization_keeps_order(const trt_conv_params *p) {
 }
 
 static int fuse_max_pool(const trt_params *self, const trt_operator *next, const trt_params *next_params,
-                         trt_params *fused, int staged) {
+                         trt_params *fused, const trt_fusion_place *place) {
     const trt_conv_params *p = &self->quantized_conv2d;
     if (!is_max_pool(next) || p->pool_h) return 0;
-    const trt_max_pool_params *q = &next_params->quantized_max_pool2d;   /* both pool rows bind this struct */
+    /* both pool rows bind this struct; the union's member is reached by a cast (a union's members all
+     * start at its address), as a library without the pool operators has no member of that name */
+    const trt_max_pool_params *q = (const trt_max_pool_params *)(const void *)next_params;
     const int32_t lo = p->activation_min > q->activation_min ? p->activation_min : q->activation_min;
     const int32_t hi = p->activation_max < q->activation_max ? p->activation_max : q->activation_max;
     if (q->batches != p->batches || q->in_h != p->out_h || q->in_w != p->out_w || q->channels != p->out_c ||
@@ -110,7 +112,9 @@ static int fuse_max_pool(const trt_params *self, const trt_operator *next, const
     if (fused) {
         trt_conv_params *f = &fused->quantized_conv2d;
         *f = *p;
-        f->output = staged ? p->output : q->output;   /* staged: the pool's output bytes, copied by the pool's call */
+        f->output = place->staged ? p->output : q->output;   /* staged: copied into place by the pool's call */
+        f->pool_spare = place->spare;
+        f->pool_spare_bytes = place->spare_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)place->spare_bytes;
         f->pool_h = q->kernel_h;
         f->pool_w = q->kernel_w;
         f->pooled_h = q->out_h;

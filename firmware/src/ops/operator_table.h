@@ -49,6 +49,16 @@ typedef struct {
     void (*invoke)(const trt_params *p, void *temp);        /* temp: shared by all calls, 16-byte aligned */
 } trt_kernel_variant;
 
+/* Where a fused call writes: `staged`, the next call's output where its own output starts (the
+ * next call copies it into place), else the next call's output itself; and the bytes of its own
+ * output it does not write, which it may use while it runs (spare_bytes of them from spare,
+ * 16-byte aligned; spare is NULL while the loader only sizes the arena). */
+typedef struct {
+    int staged;
+    void *spare;
+    size_t spare_bytes;
+} trt_fusion_place;
+
 typedef struct trt_operator trt_operator;
 struct trt_operator {
     const char *name;                                       /* "cortex_m::quantized_conv2d" */
@@ -58,13 +68,13 @@ struct trt_operator {
     const trt_kernel_variant *variants;                     /* fastest first; the last one is plain C */
     uint8_t n_variants;
     /* NULL, or: whether this call's kernels can also do the work of the call right after it
-     * (`next`, bound to next_params), bit for bit, writing that call's output instead of their own
-     * (or, `staged`, the same bytes where their own output starts); with `fused` not NULL, also
-     * this call's parameters for that (*self, changed). Only what the parameters show is checked
-     * here; the loader adds what the chain must allow (runtime.c, the fusions): the next call is
-     * the only reader of this call's output, which no caller reads. */
+     * (`next`, bound to next_params), bit for bit, writing that call's output instead of their own;
+     * with `fused` not NULL, also this call's parameters for that (*self, changed) at `place`.
+     * Only what the parameters show is checked here; the loader adds what the chain must allow
+     * (runtime.c, the fusions): the next call is the only reader of this call's output, which no
+     * caller reads. */
     int (*fuse_next)(const trt_params *self, const trt_operator *next, const trt_params *next_params,
-                     trt_params *fused, int staged);
+                     trt_params *fused, const trt_fusion_place *place);
 };
 
 /* The row of `name`.`overload`, or NULL. */

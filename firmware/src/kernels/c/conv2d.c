@@ -19,7 +19,8 @@
  *                   activation_min, activation_max)
  * which equals max-pooling the requantized outputs, because the load admits it only where the
  * requantization cannot decrease as acc grows (multiplier > 0, shift <= 0, no int32 wrap): the
- * window's int32 maxima are kept in temp (trt_conv2d_c_temp_bytes), one requantization per value.
+ * window's int32 maxima are kept in the spare bytes of the convolution's own output, or in temp
+ * (trt_conv2d_c_temp_bytes), one requantization per value.
  */
 #include "../arith.h"
 #include "../conv_geometry.h"
@@ -119,14 +120,17 @@ static void place_window(const trt_conv_params *p, int32_t oy, int32_t ox, windo
     win->whole_window = win->ky0 == 0 && win->ky1 == p->kernel_h && win->kx0 == 0 && win->kx1 == p->kernel_w;
 }
 
+static size_t maxima_bytes(const trt_conv_params *p) { return 2 * (size_t)p->out_c * sizeof(int32_t); }
+
+/* the maxima in the spare bytes when they fit, else in the working memory */
 size_t trt_conv2d_c_temp_bytes(const trt_conv_params *p) {
-    return p->pool_h ? 2 * (size_t)p->out_c * sizeof(int32_t) : 0;
+    return p->pool_h && p->pool_spare_bytes < maxima_bytes(p) ? maxima_bytes(p) : 0;
 }
 
 /* The fused max pool: per pooled pixel, the largest accumulator of each channel over its window. */
 static void conv_pooled(const trt_conv_params *p, int32_t *temp) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
-    int32_t *best = temp, *acc = temp + p->out_c;
+    int32_t *best = p->pool_spare_bytes >= maxima_bytes(p) ? p->pool_spare : temp, *acc = best + p->out_c;
     window win;
     for (int32_t b = 0; b < p->batches; b++) {
         win.image = p->input + (size_t)b * in_image;

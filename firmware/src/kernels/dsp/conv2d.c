@@ -104,8 +104,11 @@ static size_t staging_bytes(const trt_conv_params *p) {
 static size_t spill_bytes(const trt_conv_params *p) {
     return !p->pool_h && (p->out_h * p->out_w) % PIXELS != 0 ? (size_t)PIXELS * p->out_c : 0;
 }
-/* a fused pool's running maxima, one per output channel */
-static size_t best_bytes(const trt_conv_params *p) { return p->pool_h ? (size_t)p->out_c * sizeof(int32_t) : 0; }
+/* a fused pool's running maxima, one per output channel: in the spare bytes when they fit */
+static size_t maxima_bytes(const trt_conv_params *p) { return (size_t)p->out_c * sizeof(int32_t); }
+static size_t best_bytes(const trt_conv_params *p) {
+    return p->pool_h && p->pool_spare_bytes < maxima_bytes(p) ? maxima_bytes(p) : 0;
+}
 size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p) {
     return columns_bytes(p) + staging_bytes(p) + spill_bytes(p) + best_bytes(p);
 }
@@ -422,7 +425,8 @@ void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int3
     const int32_t pixels = p->pool_h ? p->pooled_h * p->pooled_w * taps : p->out_h * p->out_w;
     workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
     int8_t *spill = (int8_t *)temp + columns_bytes(p) + staging_bytes(p);
-    pool_block pool = {0, taps, 0, 0, (int32_t *)(void *)(spill + spill_bytes(p)), out};
+    int32_t *best = p->pool_spare_bytes >= maxima_bytes(p) ? p->pool_spare : (int32_t *)(void *)(spill + spill_bytes(p));
+    pool_block pool = {0, taps, 0, 0, best, out};
     int32_t wy = 0, wx = 0, ty = 0, tx = 0;   /* a fused pool: the next pixel's window and tap in it */
     for (int32_t i = 0; i < pixels; i += PIXELS) {
         const int whole_block = i + PIXELS <= pixels, both_halves = pixels - i > LANES;

@@ -110,16 +110,19 @@ static size_t acc_bytes(const trt_conv_params *p) { return (size_t)((p->out_c + 
 #define MAX_GROUPED_TAPS 4
 static int32_t pool_taps(const trt_conv_params *p) { return p->pool_h * p->pool_w; }
 static int grouped_windows(const trt_conv_params *p) { return p->pool_h && pool_taps(p) <= MAX_GROUPED_TAPS; }
-static size_t acc_blocks(const trt_conv_params *p) { return grouped_windows(p) ? (size_t)pool_taps(p) : 1; }
-static size_t best_bytes(const trt_conv_params *p) {
-    return p->pool_h && !grouped_windows(p) ? (size_t)((p->out_c + 3) & ~3) * sizeof(int32_t) : 0;
+/* A fused pool's blocks of dot products (grouped windows) or running maxima: in the spare bytes of
+ * the convolution's own output when they fit (spared), else after the block's dot products. */
+static size_t pool_bytes(const trt_conv_params *p) {
+    if (!p->pool_h) return 0;
+    return grouped_windows(p) ? (size_t)pool_taps(p) * acc_bytes(p) : (size_t)((p->out_c + 3) & ~3) * sizeof(int32_t);
 }
+static int spared(const trt_conv_params *p) { return p->pool_h && p->pool_spare_bytes >= pool_bytes(p); }
 
 size_t trt_conv2d_mve_block_bytes(const trt_conv_params *p) {
-    return columns_bytes(p) + acc_blocks(p) * acc_bytes(p) + best_bytes(p);
+    return columns_bytes(p) + acc_bytes(p) + (spared(p) ? 0 : pool_bytes(p));
 }
 
-/* temp: [three windows][dot products (a block's, or a fused pool's blocks')][a fused pool's maxima] */
+/* temp: [three windows][a block's dot products][a fused pool's blocks or maxima, unless spared] */
 size_t trt_conv2d_mve_temp_bytes(const trt_conv_params *p) { return trt_conv2d_mve_block_bytes(p); }
 
 /* n bytes from src to dst (a window row into its column); as words when both are aligned. */
@@ -549,8 +552,9 @@ static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t 
     const int in_place = (pad_h | pad_w) == 0 && !p->pool_h && reads_in_place(p, image, pitch) &&
                          (p->vector_weights || trt_mve_word_aligned(p->weights));
     int8_t *acc = (int8_t *)temp + columns_bytes(p);
-    workspace ws = {image, pitch, pad_h, pad_w, temp, (int32_t *)(void *)acc,
-                    (int32_t *)(void *)(acc + acc_blocks(p) * acc_bytes(p)),
+    int32_t *pool = spared(p) ? p->pool_spare : (int32_t *)(void *)(acc + acc_bytes(p));
+    /* grouped windows: the blocks' dot products in the pool's bytes; running maxima there otherwise */
+    workspace ws = {image, pitch, pad_h, pad_w, temp, grouped_windows(p) ? pool : (int32_t *)(void *)acc, pool,
                     0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
     if (pad_h | pad_w) {
         interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws.y_first, &ws.y_span);
