@@ -245,10 +245,8 @@ static int fused_pool_round(long round) {
     trt_max_pool2d_c(&q);
     trt_conv_params f = p;
     f.output = got;
-    f.pool_h = q.kernel_h;
-    f.pool_w = q.kernel_w;
-    f.pooled_h = q.out_h;
-    f.pooled_w = q.out_w;
+    f.pool_h = (int16_t)q.kernel_h;
+    f.pool_w = (int16_t)q.kernel_w;
     f.activation_min = lo;
     f.activation_max = hi;
     /* now and then spare bytes for the maxima (a staged fusion's own output), sometimes too few */

@@ -115,10 +115,8 @@ static int fuse_max_pool(const trt_params *self, const trt_operator *next, const
         f->output = place->staged ? p->output : q->output;   /* staged: copied into place by the pool's call */
         f->pool_spare = place->spare;
         f->pool_spare_bytes = place->spare_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)place->spare_bytes;
-        f->pool_h = q->kernel_h;
-        f->pool_w = q->kernel_w;
-        f->pooled_h = q->out_h;
-        f->pooled_w = q->out_w;
+        f->pool_h = (int16_t)q->kernel_h;   /* at most TRT_MAX_SPATIAL_STEP; out_h / kernel_h = the pool's out_h */
+        f->pool_w = (int16_t)q->kernel_w;
         f->activation_min = lo;
         f->activation_max = hi;
     }

@@ -131,12 +131,13 @@ size_t trt_conv2d_c_temp_bytes(const trt_conv_params *p) {
 static void conv_pooled(const trt_conv_params *p, int32_t *temp) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
     int32_t *best = p->pool_spare_bytes >= maxima_bytes(p) ? p->pool_spare : temp, *acc = best + p->out_c;
+    const int32_t pooled_h = p->out_h / p->pool_h, pooled_w = p->out_w / p->pool_w;
     window win;
     for (int32_t b = 0; b < p->batches; b++) {
         win.image = p->input + (size_t)b * in_image;
-        int8_t *out = p->output + (size_t)b * p->pooled_h * p->pooled_w * p->out_c;
-        for (int32_t py = 0; py < p->pooled_h; py++) {
-            for (int32_t px = 0; px < p->pooled_w; px++, out += p->out_c) {
+        int8_t *out = p->output + (size_t)b * pooled_h * pooled_w * p->out_c;
+        for (int32_t py = 0; py < pooled_h; py++) {
+            for (int32_t px = 0; px < pooled_w; px++, out += p->out_c) {
                 for (int32_t t = 0; t < p->pool_h * p->pool_w; t++) {
                     place_window(p, py * p->pool_h + t / p->pool_w, px * p->pool_w + t % p->pool_w, &win);
                     pixel_sums(p, &win, t == 0 ? best : acc);

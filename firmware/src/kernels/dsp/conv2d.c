@@ -422,7 +422,8 @@ static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_
 
 void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
     const int32_t taps = p->pool_h * p->pool_w, per_group = p->out_c / p->groups;
-    const int32_t pixels = p->pool_h ? p->pooled_h * p->pooled_w * taps : p->out_h * p->out_w;
+    const int32_t pooled_w = p->pool_h ? p->out_w / p->pool_w : 0;
+    const int32_t pixels = p->pool_h ? p->out_h / p->pool_h * pooled_w * taps : p->out_h * p->out_w;
     workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
     int8_t *spill = (int8_t *)temp + columns_bytes(p) + staging_bytes(p);
     int32_t *best = p->pool_spare_bytes >= maxima_bytes(p) ? p->pool_spare : (int32_t *)(void *)(spill + spill_bytes(p));
@@ -453,7 +454,7 @@ void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int3
                 if (++tx == p->pool_w) tx = 0, ty++;
                 if (ty == p->pool_h) {
                     ty = 0;
-                    if (++wx == p->pooled_w) wx = 0, wy++;
+                    if (++wx == pooled_w) wx = 0, wy++;
                 }
             } else {   /* past the last pixel: the last one again */
                 origin[k] = origin[k - 1];
@@ -479,7 +480,7 @@ void trt_conv2d_dsp(const trt_conv_params *p, void *temp) {
             trt_pad_image(image, padded, p->in_h, p->in_w, p->in_c, p->pad_h, p->pad_w, p->input_offset);
             image = padded;
         }
-        const size_t out_image = p->pool_h ? (size_t)p->pooled_h * p->pooled_w * p->out_c
+        const size_t out_image = p->pool_h ? (size_t)(p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->out_c
                                            : (size_t)p->out_h * p->out_w * p->out_c;
         trt_conv2d_dsp_on_image(p, image, pitch, p->output + (size_t)b * out_image, padded + padded_bytes(p));
     }

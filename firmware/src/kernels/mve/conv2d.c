@@ -407,7 +407,7 @@ static inline __attribute__((always_inline)) const int8_t *window_origin(const t
         oy = at[2 * kk];
         ox = at[2 * kk + 1];
     } else {
-        trt_conv_pixel(first + kk, p->out_w, p->pool_h, p->pool_w, p->pooled_w, &oy, &ox);
+        trt_conv_pixel(first + kk, p->out_w, p->pool_h, p->pool_w, (p->out_w / p->pool_w), &oy, &ox);
     }
     *y = oy * p->stride_h - ws->pad_h;
     *x = ox * p->stride_w - ws->pad_w;
@@ -502,14 +502,15 @@ static void pool_windows(const trt_conv_params *p, const workspace *ws, int gene
     /* the pixels' rows and columns: one division for the first window, then steps */
     int32_t at[2 * PIXELS * MAX_GROUPED_TAPS];
     const int32_t window = first / taps;
-    int32_t wy = window / p->pooled_w, wx = window - wy * p->pooled_w;
+    const int32_t pooled_w = p->out_w / p->pool_w;
+    int32_t wy = window / pooled_w, wx = window - wy * pooled_w;
     for (int32_t q = 0, ty = 0, tx = 0; q < n; q++) {
         at[2 * q] = wy * p->pool_h + ty;
         at[2 * q + 1] = wx * p->pool_w + tx;
         if (++tx == p->pool_w) tx = 0, ty++;
         if (ty == p->pool_h) {
             ty = 0;
-            if (++wx == p->pooled_w) wx = 0, wy++;
+            if (++wx == pooled_w) wx = 0, wy++;
         }
     }
     for (int32_t j = 0; j * PIXELS < n; j++) {
@@ -546,7 +547,7 @@ static void pointwise_block(const trt_conv_params *p, const workspace *ws, int32
 static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int32_t pad_h, int32_t pad_w,
                          int8_t *out, void *temp) {
     /* with a fused pool, the pixels its windows cover (a last odd row or column is never needed) */
-    const int32_t pixels = p->pool_h ? p->pooled_h * p->pooled_w * p->pool_h * p->pool_w : p->out_h * p->out_w;
+    const int32_t pixels = p->pool_h ? (p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->pool_h * p->pool_w : p->out_h * p->out_w;
     const int general = p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1;
     /* a pooled block's pixels are not side by side in the input: their windows are copied */
     const int in_place = (pad_h | pad_w) == 0 && !p->pool_h && reads_in_place(p, image, pitch) &&
@@ -579,7 +580,7 @@ void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int3
 
 void trt_conv2d_mve(const trt_conv_params *p, void *temp) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
-    const size_t out_image = p->pool_h ? (size_t)p->pooled_h * p->pooled_w * p->out_c : (size_t)p->out_h * p->out_w * p->out_c;
+    const size_t out_image = p->pool_h ? (size_t)(p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->out_c : (size_t)p->out_h * p->out_w * p->out_c;
     for (int32_t b = 0; b < p->batches; b++)
         run_on_image(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
                      p->output + (size_t)b * out_image, temp);
