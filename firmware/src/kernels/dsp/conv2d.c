@@ -146,8 +146,8 @@ static uint32_t partial_word(const int8_t *src, int32_t rest) {
 }
 
 /* Window of the output pixel at x (its top left tap in the image), as pixel k's columns, group g
- * (inline in both loops, the fused pool's and the other, as in a loop of its own). */
-static inline __attribute__((always_inline)) void window_to_columns(const trt_conv_params *p, const workspace *ws, const int8_t *x, int32_t pixel,
+ * (inline: in both loops, the fused pool's and the other, as in the unfused loop alone). */
+static inline void window_to_columns(const trt_conv_params *p, const workspace *ws, const int8_t *x, int32_t pixel,
                               int32_t g) {
     const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), whole = window & ~3, k = pixel % LANES;
     uint32_t *columns = ws->columns + (size_t)(pixel / LANES) * window_groups(p) * 2 * LANES;
@@ -388,11 +388,10 @@ static __attribute__((noinline)) void finish_pooled(const trt_conv_params *p, co
  * from out (channel oc0 of the first pixel); a last block of at most four pixels computes only
  * its first half (the other half's outputs, of the bias alone, land in the spill rows). pool: NULL
  * (a constant in conv_block: the unfused loop is compiled without any of the pool's steps), or the
- * fused pool's view of the block. */
-static inline __attribute__((always_inline)) void block_channels(const trt_conv_params *p, const uint32_t *columns,
-                                                                 int32_t oc0, int32_t oc1, int8_t *out,
-                                                                 int32_t stride, int both_halves,
-                                                                 const pool_block *pool) {
+ * fused pool's view of the block. Inline, not always_inline: forced early, the inlining (here and
+ * in window_to_columns) changed how the unfused loop itself was compiled, and it cost more. */
+static inline void block_channels(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1,
+                                  int8_t *out, int32_t stride, int both_halves, const pool_block *pool) {
     const int32_t n = window_len(p), groups = window_groups(p), whole = n / 4, rest = n % 4;
     const uint32_t *second = columns + (size_t)groups * 2 * LANES;   /* the second half's windows */
     /* the rows whose last group's word would reach past the tensor's end (the last one; more when

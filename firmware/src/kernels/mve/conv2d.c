@@ -489,7 +489,8 @@ static inline __attribute__((always_inline)) void block_sums_grouped(const trt_c
         }
         /* group g's channels' results at acc[3 * g * per_group ...]; an odd last pair writes into
          * the next group's first slots, which that group overwrites */
-        block_products(p, ws, g * per_group, window, per_group, (pooled ? acc : ws->acc) + (size_t)g * per_group * PIXELS);
+        block_products(p, ws, g * per_group, window, per_group,
+                       (pooled ? acc : ws->acc) + (size_t)g * per_group * PIXELS);
     }
 }
 
