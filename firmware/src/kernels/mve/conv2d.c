@@ -358,7 +358,6 @@ typedef struct {
      * columns x_first .. x_first + x_span (spans as unsigned, so one compare tests each) */
     int32_t y_first, x_first;
     uint32_t y_span, x_span;
-    int32_t *best;             /* a fused pool: [out_c] running maxima of the window in progress */
 } workspace;
 
 static inline __attribute__((always_inline)) void dots(const trt_conv_params *p, const workspace *ws,
@@ -514,12 +513,12 @@ static void pooled_sums(const trt_conv_params *p, const workspace *ws, int gener
     else block_sums(p, ws, first, count, at, acc, 1);
 }
 
-/* A fused pool of large windows: a block's dot products into the running maxima, each window's
- * requantized at its last pixel. */
-static void pooled_block(const trt_conv_params *p, const workspace *ws, int general, int32_t first, int32_t count,
-                         int8_t *out) {
+/* A fused pool of large windows: a block's dot products into the running maxima (best: [out_c], of
+ * the window in progress), each window's requantized at its last pixel. */
+static void pooled_block(const trt_conv_params *p, const workspace *ws, int32_t *best, int general, int32_t first,
+                         int32_t count, int8_t *out) {
     pooled_sums(p, ws, general, first, count, NULL, ws->acc);
-    finish_pooled(p, ws->acc, ws->best, first, count, out);
+    finish_pooled(p, ws->acc, best, first, count, out);
 }
 
 /* A fused pool of small windows: three windows (fewer at the end) from pixel `first` on, their
@@ -591,29 +590,26 @@ static __attribute__((noinline)) void run_pooled(const trt_conv_params *p, const
     /* grouped windows: the blocks' dot products in the pool's bytes; running maxima there otherwise.
      * A pooled block's pixels are not side by side in the input: their windows are always copied. */
     workspace ws = {image, pitch, pad_h, pad_w, temp, grouped_windows(p) ? pool : (int32_t *)(void *)acc,
-                    0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1), pool};
+                    0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
     set_interior(p, pad_h, pad_w, &ws);
     if (grouped_windows(p)) {   /* three pool windows at a time */
         for (int32_t i = 0; i < pixels; i += PIXELS * pool_taps(p)) pool_windows(p, &ws, general, i, pixels, out);
         return;
     }
     for (int32_t i = 0; i < pixels; i += PIXELS)   /* the finish places each window */
-        pooled_block(p, &ws, general, i, pixels - i < PIXELS ? pixels - i : PIXELS, out);
+        pooled_block(p, &ws, pool, general, i, pixels - i < PIXELS ? pixels - i : PIXELS, out);
 }
 
-/* The image with `pad_h` rows and `pad_w` columns of padding around it that the windows fill in. */
+/* The image with `pad_h` rows and `pad_w` columns of padding around it that the windows fill in;
+ * no fused pool (run_pooled). */
 static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int32_t pad_h, int32_t pad_w,
                          int8_t *out, void *temp) {
-    if (p->pool_h) {
-        run_pooled(p, image, pitch, pad_h, pad_w, out, temp);
-        return;
-    }
     const int32_t pixels = p->out_h * p->out_w;
     const int general = p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1;
     const int in_place = (pad_h | pad_w) == 0 && reads_in_place(p, image, pitch) &&
                          (p->vector_weights || trt_mve_word_aligned(p->weights));
     workspace ws = {image, pitch, pad_h, pad_w, temp, (int32_t *)(void *)((int8_t *)temp + columns_bytes(p)),
-                    0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1), NULL};
+                    0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
     set_interior(p, pad_h, pad_w, &ws);
     /* three pixels at a time in row-major order (a block may span two rows) */
     for (int32_t i = 0; i < pixels; i += PIXELS) {
@@ -631,10 +627,16 @@ void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int3
 
 void trt_conv2d_mve(const trt_conv_params *p, void *temp) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
-    const size_t out_image = p->pool_h ? (size_t)(p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->out_c : (size_t)p->out_h * p->out_w * p->out_c;
+    if (p->pool_h) {
+        const size_t out_image = (size_t)(p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->out_c;
+        for (int32_t b = 0; b < p->batches; b++)
+            run_pooled(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
+                       p->output + (size_t)b * out_image, temp);
+        return;
+    }
     for (int32_t b = 0; b < p->batches; b++)
         run_on_image(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
-                     p->output + (size_t)b * out_image, temp);
+                     p->output + (size_t)b * p->out_h * p->out_w * p->out_c, temp);
 }
 
 #endif
