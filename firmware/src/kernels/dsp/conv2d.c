@@ -145,8 +145,9 @@ static uint32_t partial_word(const int8_t *src, int32_t rest) {
     return v;
 }
 
-/* Window of the output pixel at x (its top left tap in the image), as pixel k's columns, group g. */
-static void window_to_columns(const trt_conv_params *p, const workspace *ws, const int8_t *x, int32_t pixel,
+/* Window of the output pixel at x (its top left tap in the image), as pixel k's columns, group g
+ * (inline: in both loops, the fused pool's and the other, as in the unfused loop alone). */
+static inline void window_to_columns(const trt_conv_params *p, const workspace *ws, const int8_t *x, int32_t pixel,
                               int32_t g) {
     const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), whole = window & ~3, k = pixel % LANES;
     uint32_t *columns = ws->columns + (size_t)(pixel / LANES) * window_groups(p) * 2 * LANES;
@@ -385,9 +386,12 @@ static __attribute__((noinline)) void finish_pooled(const trt_conv_params *p, co
 
 /* Output channels [oc0, oc1) of the block's eight pixels, whose outputs are `stride` bytes apart
  * from out (channel oc0 of the first pixel); a last block of at most four pixels computes only
- * its first half (the other half's outputs, of the bias alone, land in the spill rows). */
-static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1, int8_t *out,
-                       int32_t stride, int both_halves, const pool_block *pool) {
+ * its first half (the other half's outputs, of the bias alone, land in the spill rows). pool: NULL
+ * (a constant in conv_block: the unfused loop is compiled without any of the pool's steps), or the
+ * fused pool's view of the block. Inline, not always_inline: forced early, the inlining (here and
+ * in window_to_columns) changed how the unfused loop itself was compiled, and it cost more. */
+static inline void block_channels(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1,
+                                  int8_t *out, int32_t stride, int both_halves, const pool_block *pool) {
     const int32_t n = window_len(p), groups = window_groups(p), whole = n / 4, rest = n % 4;
     const uint32_t *second = columns + (size_t)groups * 2 * LANES;   /* the second half's windows */
     /* the rows whose last group's word would reach past the tensor's end (the last one; more when
@@ -423,54 +427,74 @@ static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_
     }
 }
 
-void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
+static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1, int8_t *out,
+                       int32_t stride, int both_halves) {
+    block_channels(p, columns, oc0, oc1, out, stride, both_halves, NULL);
+}
+
+static void conv_block_pooled(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1,
+                              int32_t stride, int both_halves, const pool_block *pool) {
+    block_channels(p, columns, oc0, oc1, pool->out, stride, both_halves, pool);
+}
+
+/* trt_conv2d_dsp_on_image with a fused pool (out: the pooled image): the output pixels window by
+ * window (conv_geometry.h), in steps, not divisions. Out of line, so that the unfused loop is
+ * compiled as if it were not there. */
+static __attribute__((noinline)) void on_image_pooled(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
     const int32_t taps = p->pool_h * p->pool_w, per_group = p->out_c / p->groups;
-    const int32_t pooled_w = p->pool_h ? p->out_w / p->pool_w : 0;
-    const int32_t pixels = p->pool_h ? p->out_h / p->pool_h * pooled_w * taps : p->out_h * p->out_w;
+    const int32_t pooled_w = p->out_w / p->pool_w, pixels = p->out_h / p->pool_h * pooled_w * taps;
     workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
     int8_t *spill = (int8_t *)temp + columns_bytes(p) + staging_bytes(p);
     int32_t *best = p->pool_spare_bytes >= maxima_bytes(p) ? p->pool_spare : (int32_t *)(void *)(spill + spill_bytes(p));
     pool_block pool = {0, taps, 0, 0, best, out};
-    int32_t wy = 0, wx = 0, ty = 0, tx = 0;   /* a fused pool: the next pixel's window and tap in it */
+    int32_t wy = 0, wx = 0, ty = 0, tx = 0;   /* the next pixel's window and tap in it */
     for (int32_t i = 0; i < pixels; i += PIXELS) {
-        const int whole_block = i + PIXELS <= pixels, both_halves = pixels - i > LANES;
-        /* a last, partial block repeats its last pixel, its outputs going to the spill rows (pooled:
-         * only the pixels that exist enter the maxima) */
-        int8_t *block_out = p->pool_h ? out : whole_block ? out + (size_t)i * p->out_c : spill;
-        if (p->pool_h) {
-            pool.count = whole_block ? PIXELS : pixels - i;
-            pool.window = i / taps;
-            pool.tap = i % taps;
-        }
-        /* each pixel's window: its top left tap in the image (pooled: the pixels window by window, in
-         * steps, not divisions) */
+        const int both_halves = pixels - i > LANES;
+        /* a last, partial block repeats its last pixel; only the pixels that exist enter the maxima */
+        pool.count = i + PIXELS <= pixels ? PIXELS : pixels - i;
+        pool.window = i / taps;
+        pool.tap = i % taps;
+        /* each pixel's window: its top left tap in the image */
         const int8_t *origin[PIXELS];
         for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) {
-            int32_t oy, ox;
-            if (!p->pool_h) {
-                const int32_t pixel = i + k < pixels ? i + k : pixels - 1;
-                oy = pixel / p->out_w;
-                ox = pixel % p->out_w;
-            } else if (i + k < pixels) {
-                oy = wy * p->pool_h + ty;
-                ox = wx * p->pool_w + tx;
-                if (++tx == p->pool_w) tx = 0, ty++;
-                if (ty == p->pool_h) {
-                    ty = 0;
-                    if (++wx == pooled_w) wx = 0, wy++;
-                }
-            } else {   /* past the last pixel: the last one again */
+            if (i + k >= pixels) {   /* past the last pixel: the last one again */
                 origin[k] = origin[k - 1];
                 continue;
+            }
+            const int32_t oy = wy * p->pool_h + ty, ox = wx * p->pool_w + tx;
+            if (++tx == p->pool_w) tx = 0, ty++;
+            if (ty == p->pool_h) {
+                ty = 0;
+                if (++wx == pooled_w) wx = 0, wy++;
             }
             origin[k] = image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c;
         }
         for (int32_t g = 0; g < p->groups; g++) {
             for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) window_to_columns(p, &ws, origin[k], k, g);
-            conv_block(p, ws.columns, g * per_group, (g + 1) * per_group, block_out + g * per_group, p->out_c,
-                       both_halves, p->pool_h ? &pool : NULL);
+            conv_block_pooled(p, ws.columns, g * per_group, (g + 1) * per_group, p->out_c, both_halves, &pool);
         }
-        if (!whole_block && !p->pool_h) memcpy(out + (size_t)i * p->out_c, spill, (size_t)(pixels - i) * p->out_c);
+    }
+}
+
+/* No fused pool here (trt_conv2d_dsp takes those to on_image_pooled): the loop as if there were none. */
+void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
+    const int32_t pixels = p->out_h * p->out_w, per_group = p->out_c / p->groups;
+    workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
+    int8_t *spill = (int8_t *)temp + columns_bytes(p) + staging_bytes(p);
+    for (int32_t i = 0; i < pixels; i += PIXELS) {
+        const int whole_block = i + PIXELS <= pixels, both_halves = pixels - i > LANES;
+        /* a last, partial block repeats its last pixel, its outputs going to the spill rows */
+        int8_t *block_out = whole_block ? out + (size_t)i * p->out_c : spill;
+        for (int32_t g = 0; g < p->groups; g++) {
+            for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) {
+                const int32_t pixel = i + k < pixels ? i + k : pixels - 1, oy = pixel / p->out_w, ox = pixel % p->out_w;
+                window_to_columns(p, &ws, image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c, k,
+                                  g);
+            }
+            conv_block(p, ws.columns, g * per_group, (g + 1) * per_group, block_out + g * per_group, p->out_c,
+                       both_halves);
+        }
+        if (!whole_block) memcpy(out + (size_t)i * p->out_c, spill, (size_t)(pixels - i) * p->out_c);
     }
 }
 
@@ -485,7 +509,8 @@ void trt_conv2d_dsp(const trt_conv_params *p, void *temp) {
         }
         const size_t out_image = p->pool_h ? (size_t)(p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->out_c
                                            : (size_t)p->out_h * p->out_w * p->out_c;
-        trt_conv2d_dsp_on_image(p, image, pitch, p->output + (size_t)b * out_image, padded + padded_bytes(p));
+        if (p->pool_h) on_image_pooled(p, image, pitch, p->output + (size_t)b * out_image, padded + padded_bytes(p));
+        else trt_conv2d_dsp_on_image(p, image, pitch, p->output + (size_t)b * out_image, padded + padded_bytes(p));
     }
 }
 

@@ -354,7 +354,6 @@ typedef struct {
     int32_t pad_h, pad_w;      /* padding the windows fill in (0: every window lies in the image) */
     int8_t *columns;           /* three windows, one after the other */
     int32_t *acc;              /* [out_c][PIXELS] dot products of one block */
-    int32_t *best;             /* a fused pool: [out_c] running maxima of the window in progress */
     /* The output pixels whose windows lie in the image: rows y_first .. y_first + y_span,
      * columns x_first .. x_first + x_span (spans as unsigned, so one compare tests each) */
     int32_t y_first, x_first;
@@ -396,14 +395,20 @@ static void interior(int32_t in, int32_t out, int32_t kernel, int32_t stride, in
 }
 
 /* Pixel k of a block: the input at tap (0, 0) of its window; NULL when the window reaches into the
- * padding, with the image row and column of that tap (outside the image) in *y, *x. */
+ * padding, with the image row and column of that tap (outside the image) in *y, *x. `pooled` (a
+ * constant: the unfused loop is compiled without any of the pool's steps): a fused pool's order,
+ * the rows and columns from `at` when the caller worked them out. */
 static inline __attribute__((always_inline)) const int8_t *window_origin(const trt_conv_params *p,
                                                                          const workspace *ws, int32_t first,
                                                                          int32_t count, const int32_t *at,
-                                                                         int32_t k, int32_t *y, int32_t *x) {
+                                                                         int32_t k, int32_t *y, int32_t *x,
+                                                                         const int pooled) {
     const int32_t kk = k < count ? k : 0;   /* a short block repeats its first pixel */
     int32_t oy, ox;
-    if (at) {   /* the block's pixels' rows and columns, worked out by the caller */
+    if (!pooled) {   /* row-major */
+        oy = (first + kk) / p->out_w;
+        ox = first + kk - oy * p->out_w;
+    } else if (at) {   /* the block's pixels' rows and columns, worked out by the caller */
         oy = at[2 * kk];
         ox = at[2 * kk + 1];
     } else {
@@ -440,13 +445,15 @@ static void border_window(const trt_conv_params *p, const workspace *ws, int32_t
 }
 
 /* The dot products (into acc) of output pixels first .. first + count - 1 (in the order of
- * trt_conv_pixel, count <= 3), groups 1, dilation 1 */
-static void block_sums(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count, const int32_t *at,
-                       int32_t *acc) {
+ * trt_conv_pixel, count <= 3), groups 1, dilation 1; `pooled` as window_origin's (unpooled: acc is
+ * ws->acc, read where it is needed) */
+static inline __attribute__((always_inline)) void block_sums(const trt_conv_params *p, const workspace *ws,
+                                                             int32_t first, int32_t count, const int32_t *at,
+                                                             int32_t *acc, const int pooled) {
     const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), stride = column_stride(p);
     for (int32_t k = 0; k < PIXELS; k++) {
         int32_t y, x0;
-        const int8_t *x = window_origin(p, ws, first, count, at, k, &y, &x0);
+        const int8_t *x = window_origin(p, ws, first, count, at, k, &y, &x0, pooled);
         int8_t *column = ws->columns + (size_t)k * stride;
         if (!x) {
             border_window(p, ws, y, x0, 0, column);
@@ -454,19 +461,21 @@ static void block_sums(const trt_conv_params *p, const workspace *ws, int32_t fi
         }
         for (int32_t ky = 0; ky < p->kernel_h; ky++) copy_run(column + ky * row_len, x + (size_t)ky * ws->pitch, row_len);
     }
-    block_products(p, ws, 0, window, p->out_c, acc);
+    block_products(p, ws, 0, window, p->out_c, pooled ? acc : ws->acc);
 }
 
 /* The same with groups or dilation: each group's windows gathered tap by tap, then its channels. */
-static void block_sums_grouped(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count,
-                               const int32_t *at, int32_t *acc) {
+static inline __attribute__((always_inline)) void block_sums_grouped(const trt_conv_params *p,
+                                                                     const workspace *ws, int32_t first,
+                                                                     int32_t count, const int32_t *at,
+                                                                     int32_t *acc, const int pooled) {
     const int32_t kc = p->kernel_c, window = window_len(p), stride = column_stride(p);
     const int32_t per_group = p->out_c / p->groups;
     const size_t row_step = (size_t)p->dilation_h * ws->pitch, tap_step = (size_t)p->dilation_w * p->in_c;
     for (int32_t g = 0; g < p->groups; g++) {
         for (int32_t k = 0; k < PIXELS; k++) {
             int32_t y, x0;
-            const int8_t *x = window_origin(p, ws, first, count, at, k, &y, &x0);
+            const int8_t *x = window_origin(p, ws, first, count, at, k, &y, &x0, pooled);
             int8_t *column = ws->columns + (size_t)k * stride;
             if (!x) {
                 border_window(p, ws, y, x0, g, column);
@@ -479,18 +488,37 @@ static void block_sums_grouped(const trt_conv_params *p, const workspace *ws, in
         }
         /* group g's channels' results at acc[3 * g * per_group ...]; an odd last pair writes into
          * the next group's first slots, which that group overwrites */
-        block_products(p, ws, g * per_group, window, per_group, acc + (size_t)g * per_group * PIXELS);
+        block_products(p, ws, g * per_group, window, per_group,
+                       (pooled ? acc : ws->acc) + (size_t)g * per_group * PIXELS);
     }
 }
 
-/* Output pixels first .. first + count - 1: their dot products, then their outputs (a fused pool:
- * into the running maxima, each window's requantized at its last pixel). */
-static void conv_block(const trt_conv_params *p, const workspace *ws, int general, int32_t first, int32_t count,
-                       int8_t *out) {
-    if (general) block_sums_grouped(p, ws, first, count, NULL, ws->acc);
-    else block_sums(p, ws, first, count, NULL, ws->acc);
-    if (p->pool_h) finish_pooled(p, ws->acc, ws->best, first, count, out);
-    else finish_block(p, ws->acc, count, out);
+/* Output pixels first .. first + count - 1 (row-major, no pool): their dot products, then their
+ * outputs. */
+static void conv_block(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count, int8_t *out) {
+    block_sums(p, ws, first, count, NULL, NULL, 0);
+    finish_block(p, ws->acc, count, out);
+}
+
+static void conv_block_grouped(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count,
+                               int8_t *out) {
+    block_sums_grouped(p, ws, first, count, NULL, NULL, 0);
+    finish_block(p, ws->acc, count, out);
+}
+
+/* The fused pool's dot products of a block (pixels in the pool's order). */
+static void pooled_sums(const trt_conv_params *p, const workspace *ws, int general, int32_t first, int32_t count,
+                        const int32_t *at, int32_t *acc) {
+    if (general) block_sums_grouped(p, ws, first, count, at, acc, 1);
+    else block_sums(p, ws, first, count, at, acc, 1);
+}
+
+/* A fused pool of large windows: a block's dot products into the running maxima (best: [out_c], of
+ * the window in progress), each window's requantized at its last pixel. */
+static void pooled_block(const trt_conv_params *p, const workspace *ws, int32_t *best, int general, int32_t first,
+                         int32_t count, int8_t *out) {
+    pooled_sums(p, ws, general, first, count, NULL, ws->acc);
+    finish_pooled(p, ws->acc, best, first, count, out);
 }
 
 /* A fused pool of small windows: three windows (fewer at the end) from pixel `first` on, their
@@ -515,9 +543,7 @@ static void pool_windows(const trt_conv_params *p, const workspace *ws, int gene
     }
     for (int32_t j = 0; j * PIXELS < n; j++) {
         const int32_t count = n - j * PIXELS < PIXELS ? n - j * PIXELS : PIXELS;
-        int32_t *acc = ws->acc + (size_t)j * block_words;
-        if (general) block_sums_grouped(p, ws, first + j * PIXELS, count, at + 2 * PIXELS * j, acc);
-        else block_sums(p, ws, first + j * PIXELS, count, at + 2 * PIXELS * j, acc);
+        pooled_sums(p, ws, general, first + j * PIXELS, count, at + 2 * PIXELS * j, ws->acc + (size_t)j * block_words);
     }
     finish_windows(p, ws->acc, block_words, taps, n / taps, out + (size_t)(first / taps) * p->out_c);
 }
@@ -537,40 +563,61 @@ static void pointwise_block(const trt_conv_params *p, const workspace *ws, int32
     if (p->vector_weights) run_short_dots(c >> 4, x0, x1, x2, p->vector_weights, p->out_c, ws->acc);
     else if (count == PIXELS) block_dots_word_weights(x0, c, c, p->weights, p->out_c, ws->acc);
     else {
-        conv_block(p, ws, 0, first, count, out);
+        conv_block(p, ws, first, count, out);
         return;
     }
     finish_block(p, ws->acc, count, out);
 }
 
-/* The image with `pad_h` rows and `pad_w` columns of padding around it that the windows fill in. */
-static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int32_t pad_h, int32_t pad_w,
-                         int8_t *out, void *temp) {
-    /* with a fused pool, the pixels its windows cover (a last odd row or column is never needed) */
-    const int32_t pixels = p->pool_h ? (p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->pool_h * p->pool_w : p->out_h * p->out_w;
+/* The output pixels whose windows lie in the image (workspace), for `pad_h` rows and `pad_w`
+ * columns of padding. */
+static inline __attribute__((always_inline)) void set_interior(const trt_conv_params *p, int32_t pad_h, int32_t pad_w, workspace *ws) {
+    if (pad_h | pad_w) {
+        interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws->y_first, &ws->y_span);
+        interior(p->in_w, p->out_w, p->kernel_w, p->stride_w, pad_w, p->dilation_w, &ws->x_first, &ws->x_span);
+    }
+}
+
+/* run_on_image with a fused pool (out: the pooled image); out of line, so that the unfused loop is
+ * compiled as if it were not there. */
+static __attribute__((noinline)) void run_pooled(const trt_conv_params *p, const int8_t *image, int32_t pitch, int32_t pad_h, int32_t pad_w,
+                       int8_t *out, void *temp) {
+    /* the pixels the pool's windows cover (a last odd row or column is never needed) */
+    const int32_t pixels = (p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->pool_h * p->pool_w;
     const int general = p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1;
-    /* a pooled block's pixels are not side by side in the input: their windows are copied */
-    const int in_place = (pad_h | pad_w) == 0 && !p->pool_h && reads_in_place(p, image, pitch) &&
-                         (p->vector_weights || trt_mve_word_aligned(p->weights));
     int8_t *acc = (int8_t *)temp + columns_bytes(p);
     int32_t *pool = spared(p) ? p->pool_spare : (int32_t *)(void *)(acc + acc_bytes(p));
-    /* grouped windows: the blocks' dot products in the pool's bytes; running maxima there otherwise */
-    workspace ws = {image, pitch, pad_h, pad_w, temp, grouped_windows(p) ? pool : (int32_t *)(void *)acc, pool,
+    /* grouped windows: the blocks' dot products in the pool's bytes; running maxima there otherwise.
+     * A pooled block's pixels are not side by side in the input: their windows are always copied. */
+    workspace ws = {image, pitch, pad_h, pad_w, temp, grouped_windows(p) ? pool : (int32_t *)(void *)acc,
                     0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
-    if (pad_h | pad_w) {
-        interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws.y_first, &ws.y_span);
-        interior(p->in_w, p->out_w, p->kernel_w, p->stride_w, pad_w, p->dilation_w, &ws.x_first, &ws.x_span);
-    }
+    set_interior(p, pad_h, pad_w, &ws);
     if (grouped_windows(p)) {   /* three pool windows at a time */
         for (int32_t i = 0; i < pixels; i += PIXELS * pool_taps(p)) pool_windows(p, &ws, general, i, pixels, out);
         return;
     }
+    for (int32_t i = 0; i < pixels; i += PIXELS)   /* the finish places each window */
+        pooled_block(p, &ws, pool, general, i, pixels - i < PIXELS ? pixels - i : PIXELS, out);
+}
+
+/* The image with `pad_h` rows and `pad_w` columns of padding around it that the windows fill in;
+ * no fused pool (run_pooled). */
+static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int32_t pad_h, int32_t pad_w,
+                         int8_t *out, void *temp) {
+    const int32_t pixels = p->out_h * p->out_w;
+    const int general = p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1;
+    const int in_place = (pad_h | pad_w) == 0 && reads_in_place(p, image, pitch) &&
+                         (p->vector_weights || trt_mve_word_aligned(p->weights));
+    workspace ws = {image, pitch, pad_h, pad_w, temp, (int32_t *)(void *)((int8_t *)temp + columns_bytes(p)),
+                    0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
+    set_interior(p, pad_h, pad_w, &ws);
     /* three pixels at a time in row-major order (a block may span two rows) */
     for (int32_t i = 0; i < pixels; i += PIXELS) {
         const int32_t count = pixels - i < PIXELS ? pixels - i : PIXELS;
-        int8_t *o = p->pool_h ? out : out + (size_t)i * p->out_c;   /* pooled: the finish places each window */
+        int8_t *o = out + (size_t)i * p->out_c;
         if (in_place) pointwise_block(p, &ws, i, count, o);
-        else conv_block(p, &ws, general, i, count, o);
+        else if (general) conv_block_grouped(p, &ws, i, count, o);
+        else conv_block(p, &ws, i, count, o);
     }
 }
 
@@ -580,10 +627,16 @@ void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int3
 
 void trt_conv2d_mve(const trt_conv_params *p, void *temp) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
-    const size_t out_image = p->pool_h ? (size_t)(p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->out_c : (size_t)p->out_h * p->out_w * p->out_c;
+    if (p->pool_h) {
+        const size_t out_image = (size_t)(p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->out_c;
+        for (int32_t b = 0; b < p->batches; b++)
+            run_pooled(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
+                       p->output + (size_t)b * out_image, temp);
+        return;
+    }
     for (int32_t b = 0; b < p->batches; b++)
         run_on_image(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
-                     p->output + (size_t)b * out_image, temp);
+                     p->output + (size_t)b * p->out_h * p->out_w * p->out_c, temp);
 }
 
 #endif
