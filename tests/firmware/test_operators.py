@@ -72,13 +72,5 @@ def test_small_model_matches_the_edge_program_and_its_replay(model_name, core, s
 def test_every_layer_output_is_bit_exact(target, exported, images, native, native_tool, tmp_path):
     pte = exported(target)
     sample = images[::60][:5]
-    summary, raw = native.layers(native_tool, pte, sample, tmp_path)
-    pos = 0
-    for i, image in enumerate(sample):
-        for call, (name, expected) in zip(summary["calls"], reference.replay_layers(pte, image)):
-            got = raw[pos:pos + call["bytes"]]
-            pos += call["bytes"]
-            assert call["name"] == name
-            differing = int(np.count_nonzero(np.frombuffer(got, np.uint8) != np.frombuffer(expected, np.uint8)))
-            assert differing == 0, f"image {i}: {name} differs from the reference in {differing} bytes"
-    assert pos == len(raw)
+    # a convolution whose max pool is fused into it writes no output of its own: its pool's is compared
+    assert native.layer_mismatches(native_tool, pte, sample, tmp_path, reference.replay_layers) == []
