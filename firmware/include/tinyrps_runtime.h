@@ -229,15 +229,8 @@ int trt_call_variant_index(const trt_program *prog, int i);
  * be run one at a time to inspect each output before a later call reuses its bytes. */
 trt_status trt_run_calls(trt_program *prog, int begin, int end);
 
-/* Where the output tensor of kernel call i lives (within the arena) and its length: for a call
- * that does the next call's work too (trt_call_fused 1), the next call's output. */
+/* Where the output tensor of kernel call i lives (within the arena) and its length. */
 trt_status trt_call_output(const trt_program *prog, int i, const uint8_t **data, size_t *len);
-
-/* Whether kernel call i was fused with a neighbour at load (a max pool into the convolution before
- * it, when that gives the same bits: runtime.md): 1 when it also does call i + 1's work, writing
- * that call's output, so that its own output tensor is never written; 2 when call i - 1 did its
- * work (it runs nothing); 0 otherwise; -1 if out of range. */
-int trt_call_fused(const trt_program *prog, int i);
 
 /* Per-layer profile, optional. `counter` is any monotonic count (on the boards: executed
  * instructions); while it is set, trt_run and trt_run_calls record how far it advanced

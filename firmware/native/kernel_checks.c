@@ -4,8 +4,7 @@
  * - Differential: the DSP kernels (here on the portable model of the DSP instructions)
  *   against the plain-C kernels on random, awkward shapes -- odd channel counts, groups, depth
  *   multipliers, padding wider than the kernel, strides, dilation, rectangular windows,
- *   transposed convolutions, every offset, biases large enough for the general requantization,
- *   a max pool fused into a convolution (against the convolution, then the pool)
+ *   transposed convolutions, every offset, biases large enough for the general requantization
  *   -- so the sanitizer build walks their code paths with sizes no exported model has.
  * - The load-time weight sums and accumulator bounds against their plain definitions.
  * - The portable DSP model against the instructions' definitions.
@@ -164,7 +163,7 @@ static int conv_round(long round, int kind) {
     c.output = out_c;
     if (kind == DEPTHWISE) trt_depthwise_conv2d_c(&c);
     else if (kind == TRANSPOSE) trt_transpose_conv2d_c(&c);
-    else trt_conv2d_c(&c, NULL);
+    else trt_conv2d_c(&c);
     trt_conv_params d = p;
     d.output = out_d;
 #define DSP_KERNEL(name, run, what)                                                                             \
@@ -197,100 +196,6 @@ static int conv_round(long round, int kind) {
     free(w);
     free(out_c);
     free(out_d);
-    free(bias);
-    free(mult);
-    free(shift);
-    return took;
-}
-
-/* A max pool fused into a random convolution's epilogue (pool_h/pool_w: ops/conv2d.c admits it for
- * positive multipliers and shifts <= 0) against the convolution and then the pool, both plain C:
- * the fused plain-C and DSP kernels give the same bytes. 1 if the DSP kernel took it. */
-static int fused_pool_round(long round) {
-    trt_conv_params p;
-    memset(&p, 0, sizeof p);
-    conv_geometry(&p, CONV);
-    p.out_h = extent(p.in_h, p.kernel_h, p.stride_h, p.pad_h, p.dilation_h);
-    p.out_w = extent(p.in_w, p.kernel_w, p.stride_w, p.pad_w, p.dilation_w);
-    trt_max_pool_params q;
-    memset(&q, 0, sizeof q);
-    q.kernel_h = q.stride_h = pick(1, 3);
-    q.kernel_w = q.stride_w = pick(1, 3);
-    q.out_h = p.out_h / q.kernel_h;   /* floor mode, no padding */
-    q.out_w = p.out_w / q.kernel_w;
-    if (q.out_h < 1 || q.out_w < 1) return 0;
-    q.batches = p.batches;
-    q.in_h = p.out_h;
-    q.in_w = p.out_w;
-    q.channels = p.out_c;
-    q.activation_min = pick(-128, 0);
-    q.activation_max = pick(q.activation_min, 127);
-    const int32_t lo = p.activation_min > q.activation_min ? p.activation_min : q.activation_min;
-    const int32_t hi = p.activation_max < q.activation_max ? p.activation_max : q.activation_max;
-    if (lo > hi) return 0;   /* not fused: the two ranges do not meet */
-    const size_t in_n = (size_t)p.batches * p.in_h * p.in_w * p.in_c;
-    const size_t w_n = (size_t)p.out_c * p.kernel_h * p.kernel_w * p.kernel_c;
-    const size_t conv_n = (size_t)p.batches * p.out_h * p.out_w * p.out_c;
-    const size_t out_n = (size_t)p.batches * q.out_h * q.out_w * p.out_c;
-    int8_t *in = aligned(in_n), *w = aligned(w_n), *conv = aligned(conv_n), *want = aligned(out_n), *got = aligned(out_n);
-    int32_t *bias = aligned(sizeof(int32_t) * p.out_c), *mult = aligned(sizeof(int32_t) * p.out_c),
-            *shift = aligned(sizeof(int32_t) * p.out_c);
-    fill_s8(in, in_n);
-    fill_s8(w, w_n);
-    const int32_t bias_range = pick(0, 5) == 0 ? 1 << 30 : 20000;
-    for (int32_t i = 0; i < p.out_c; i++) {
-        bias[i] = pick(-bias_range, bias_range);
-        shift[i] = pick(-12, 0);
-        /* positive, and (with shift 0) far enough from 2^31 that the offset's add cannot wrap */
-        mult[i] = pick(0, 7) == 0 ? pick(1, 1 << 20) : pick(1 << 30, INT32_MAX - 1024);
-    }
-    p.input = in;
-    p.weights = w;
-    p.bias = pick(0, 3) ? bias : NULL;
-    p.multipliers = mult;
-    p.shifts = shift;
-    void *sums = aligned(trt_conv_sums_bytes(&p));
-    trt_conv_prepare_sums(&p, sums);
-    p.output = conv;
-    trt_conv2d_c(&p, NULL);
-    q.input = conv;
-    q.output = want;
-    trt_max_pool2d_c(&q);
-    trt_conv_params f = p;
-    f.output = got;
-    f.pool_h = (int16_t)q.kernel_h;
-    f.pool_w = (int16_t)q.kernel_w;
-    f.activation_min = lo;
-    f.activation_max = hi;
-    /* now and then spare bytes for the maxima (a staged fusion's own output), sometimes too few */
-    const uint32_t spare_bytes = pick(0, 1) ? (uint32_t)pick(0, 8 * p.out_c * 4) & ~15u : 0;
-    void *spare = aligned(spare_bytes);
-    f.pool_spare = spare_bytes ? spare : NULL;
-    f.pool_spare_bytes = spare_bytes;
-    void *temp = aligned(trt_conv2d_c_temp_bytes(&f));
-    memset(got, 0x5A, out_n);
-    trt_conv2d_c(&f, temp);
-    check(memcmp(want, got, out_n) == 0, "plain-C conv2d with a fused max pool equals conv2d then max pool", round);
-    free(temp);
-    int took = 0;
-    trt_conv_params d = f;
-    if (trt_conv2d_dsp_accepts(&d)) {
-        void *scratch = aligned(trt_conv2d_dsp_scratch_bytes(&d)), *dtemp = aligned(trt_conv2d_dsp_temp_bytes(&d));
-        memset(got, 0x5A, out_n);
-        trt_conv2d_dsp_prepare(&d, scratch);
-        trt_conv2d_dsp(&d, dtemp);
-        check(memcmp(want, got, out_n) == 0, "DSP conv2d with a fused max pool equals conv2d then max pool", round);
-        free(scratch);
-        free(dtemp);
-        took = 1;
-    }
-    free(spare);
-    free(sums);
-    free(in);
-    free(w);
-    free(conv);
-    free(want);
-    free(got);
     free(bias);
     free(mult);
     free(shift);
@@ -510,10 +415,9 @@ static void program_extents(void) {
 int main(int argc, char **argv) {
     if (argc > 1) rng = strtoull(argv[1], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
     long rounds = argc > 2 ? strtol(argv[2], NULL, 10) : 400;
-    long conv_dsp = 0, depthwise_dsp = 0, transpose_dsp = 0, fused_pool_dsp = 0;
+    long conv_dsp = 0, depthwise_dsp = 0, transpose_dsp = 0;
     for (long r = 0; r < rounds; r++) {
         conv_dsp += conv_round(r, CONV);
-        fused_pool_dsp += fused_pool_round(r);
         depthwise_dsp += conv_round(r, DEPTHWISE);
         transpose_dsp += conv_round(r, TRANSPOSE);
         linear_round(r);
@@ -525,7 +429,6 @@ int main(int argc, char **argv) {
     quantize_special_values();
     program_extents();
     printf("{\"checks\": %ld, \"failures\": %ld, \"rounds\": %ld, \"conv_dsp\": %ld, \"depthwise_dsp\": %ld, "
-           "\"transpose_dsp\": %ld, \"fused_pool_dsp\": %ld}\n", checks, failures, rounds, conv_dsp, depthwise_dsp,
-           transpose_dsp, fused_pool_dsp);
+           "\"transpose_dsp\": %ld}\n", checks, failures, rounds, conv_dsp, depthwise_dsp, transpose_dsp);
     return failures ? 1 : 0;
 }

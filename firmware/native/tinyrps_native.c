@@ -21,8 +21,7 @@
  *   tinyrps-native layers MODEL.pte INPUTS OUT
  *       for each sample of INPUTS (a samples file), the output bytes of every kernel call
  *       in chain order, each read right after the call ran (for per-layer comparison with
- *       the reference). Prints the calls and their sizes; a call fused with the next one (trt_call_fused)
- *       has no output of its own: 0 bytes, "fused": "next".
+ *       the reference). Prints the calls and their sizes.
  *   tinyrps-native ops
  *       the operator table (src/ops/operators.def) as one JSON line: each operator's name,
  *       overload and the kernel variants this build has for it, fastest first.
@@ -178,8 +177,6 @@ static int cmd_info(const char *model) {
         printf("], \"kernels\": [");
         for (int i = 0; i < trt_call_count(lp.prog); i++)
             printf("%s\"%s\"", i ? ", " : "", trt_call_variant(lp.prog, i));
-        printf("], \"fused\": [");   /* trt_call_fused: 1 does the next call's work too, 2 done by the previous */
-        for (int i = 0; i < trt_call_count(lp.prog); i++) printf("%s%d", i ? ", " : "", trt_call_fused(lp.prog, i));
         printf("], \"inputs\": [");
         for (int i = 0; i < trt_input_count(lp.prog); i++) {
             trt_input(lp.prog, i, &t);
@@ -342,7 +339,6 @@ static int cmd_layers(const char *model, const char *inputs_path, const char *ou
             const uint8_t *data;
             size_t len;
             trt_run_calls(lp.prog, k, k + 1);   /* read each output before a later call reuses its bytes */
-            if (trt_call_fused(lp.prog, k) == 1) continue;   /* its own output is never written */
             trt_call_output(lp.prog, k, &data, &len);
             if (fwrite(data, 1, len, f) != len) rc = EXIT_USAGE;
         }
@@ -354,9 +350,7 @@ static int cmd_layers(const char *model, const char *inputs_path, const char *ou
             const uint8_t *data;
             size_t len;
             trt_call_output(lp.prog, k, &data, &len);
-            const int fused = trt_call_fused(lp.prog, k) == 1;
-            printf("%s{\"name\": \"%s\", \"bytes\": %zu%s}", k ? ", " : "", trt_call_name(lp.prog, k), fused ? 0 : len,
-                   fused ? ", \"fused\": \"next\"" : "");
+            printf("%s{\"name\": \"%s\", \"bytes\": %zu}", k ? ", " : "", trt_call_name(lp.prog, k), len);
         }
         printf("]}\n");
     }

@@ -330,142 +330,6 @@ static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, 
     }
 }
 
-/* ---- fusions -------------------------------------------------------------------------------------
- *
- * A call whose operator has fuse_next may do the next call's work in its own kernels (a convolution
- * with the max pool after it), writing the next call's output instead of its own: its output then
- * never exists. The operator checks the parameters; the chain must allow it too, which is checked
- * here while it is bound: the next call reads exactly that output (its first argument is it), and
- * no later call reads it, or a view of it, before some call writes over its bytes (so the next call
- * is its only reader: the memory plan gives bytes to another tensor only once their tensor's last
- * reader has run). After the chain: no program output is it, or a view of it; no program input still
- * read by then overlaps it; no input the first call reads last overlaps the pair's output (written one
- * call earlier now). So the lifetime checks (check_io_lifetimes) refuse what they refuse unfused.
- * Whatever fails runs unfused: the same bits. When the memory plan puts the pair's output over the
- * first call's input (ExecuTorch's planner does: that input is dead once the second call runs), the
- * fused kernel writes its result into the start of its own output's bytes instead (free: nothing
- * reads them any more), and the second call copies it into place: every write then happens when
- * and where it did unfused. */
-
-/* Call k reads t (value index `value`, -1 for a Tensor[] item): it cancels the pairs whose dropped
- * output it is, or a view of it (the same place and size: a reshape). */
-static void fusion_read(trt_program *prog, int16_t k, int32_t value, const trt_tensor *t) {
-    for (int i = 0; i < TRT_FUSION_SLOTS; i++) {
-        trt_fusion *f = &prog->fusions[i];
-        if (f->call >= 0 && f->call + 1 < k &&
-            (value == f->value || (t->in_arena && t->arena_offset == f->offset && t->nbytes == f->bytes)))
-            f->call = -1;
-    }
-}
-
-/* Call k writes [lo, lo + len): the memory plan gave those bytes to another tensor, so a dropped output
- * among them has no reader left: its pair is fused (its first call marked; fuse_calls applies it). */
-static void fusion_write(trt_program *prog, int16_t k, uint32_t lo, uint32_t len) {
-    for (int i = 0; i < TRT_FUSION_SLOTS; i++) {
-        trt_fusion *f = &prog->fusions[i];
-        if (f->call < 0 || f->call + 1 >= k || !ranges_overlap(f->offset, f->bytes, lo, len)) continue;
-        prog->calls[f->call].fused = f->staged ? TRT_FUSES_NEXT_STAGED : TRT_FUSES_NEXT;
-        f->call = -1;
-    }
-}
-
-/* Call k is bound: a pair (k - 1, k) the operator of k - 1 can fuse becomes a candidate. */
-static void fusion_candidate(trt_program *prog, int16_t k, const trt_tensor *first_arg) {
-    if (k < 1) return;
-    trt_chain_call *a = &prog->calls[k - 1], *b = &prog->calls[k];
-    if (!a->op->fuse_next || a->fused || !first_arg || !first_arg->in_arena ||
-        first_arg->arena_offset != a->out_offset || first_arg->nbytes != a->out_bytes || b->out_bytes > a->out_bytes ||
-        !a->op->fuse_next(&a->p, b->op, &b->p, NULL, NULL))
-        return;
-    const int staged = prog->prev_in_arena && ranges_overlap(prog->prev_in_offset, prog->prev_in_bytes, b->out_offset,
-                                                             b->out_bytes);
-    for (int i = 0; i < TRT_FUSION_SLOTS; i++) {
-        trt_fusion *f = &prog->fusions[i];
-        if (f->call >= 0) continue;
-        f->call = (int16_t)(k - 1);
-        f->staged = (uint8_t)staged;
-        f->value = a->out_value;
-        f->offset = a->out_offset;
-        f->bytes = a->out_bytes;
-        return;
-    }
-}
-
-static void note_fusions(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args, uint32_t n_args) {
-    for (uint32_t a = 0; a + 2 < n_args; a++) {
-        const trt_value *v = &prog->call_args[a];
-        if (v->kind == PTE_VALUE_TENSOR) fusion_read(prog, k, args[a], &prog->call_tensors[v->index]);
-        if (v->kind != PTE_VALUE_TENSOR_LIST) continue;
-        for (uint16_t i = 0; i < v->count; i++)
-            fusion_read(prog, k, -1, &prog->call_tensors[prog->call_items[v->index + i]]);
-    }
-    fusion_write(prog, k, kc->out_offset, kc->out_bytes);
-    const trt_tensor *first = n_args > 2 && prog->call_args[0].kind == PTE_VALUE_TENSOR ? &prog->call_tensors[0] : NULL;
-    fusion_candidate(prog, k, first);
-    prog->prev_in_arena = first && first->in_arena;
-    prog->prev_in_offset = first ? (uint32_t)first->arena_offset : 0;
-    prog->prev_in_bytes = first ? first->nbytes : 0;
-}
-
-/* Whether the pair (c, c + 1) may be fused as far as the program's inputs and outputs go. */
-static int fusion_keeps_io(const trt_program *prog, int c, int staged) {
-    const trt_chain_call *a = &prog->calls[c], *b = &prog->calls[c + 1];
-    for (uint8_t m = 0; m < prog->n_outputs; m++) {
-        const trt_io *out = &prog->outputs[m];
-        if (!ranges_overlap(out->t.arena_offset, out->t.nbytes, a->out_offset, a->out_bytes)) continue;
-        int written_later = 0;   /* by a call after the pair: a reuse of the bytes, not the dropped output */
-        for (int k = c + 2; k < prog->n_calls; k++) written_later |= prog->calls[k].out_value == out->value;
-        if (!written_later) return 0;
-    }
-    for (uint8_t m = 0; m < prog->n_inputs; m++) {
-        const trt_io *in = &prog->inputs[m];
-        /* an input still read when the dropped output is written (a program the lifetime check refuses) */
-        if (in->last_reader >= c && ranges_overlap(in->t.arena_offset, in->t.nbytes, a->out_offset, a->out_bytes))
-            return 0;
-        if (!staged && in->last_reader == c && ranges_overlap(in->t.arena_offset, in->t.nbytes, b->out_offset, b->out_bytes))
-            return 0;
-    }
-    return 1;
-}
-
-/* After the chain: fuse the pairs that are left, or unmark them. */
-static void fuse_calls(trt_program *prog) {
-    for (int i = 0; i < TRT_FUSION_SLOTS; i++) {   /* pairs whose dropped output the chain never wrote over */
-        const trt_fusion *f = &prog->fusions[i];
-        if (f->call >= 0) prog->calls[f->call].fused = f->staged ? TRT_FUSES_NEXT_STAGED : TRT_FUSES_NEXT;
-    }
-    for (int c = 0; c + 1 < prog->n_calls; c++) {
-        trt_chain_call *a = &prog->calls[c], *b = &prog->calls[c + 1];
-        if (a->fused != TRT_FUSES_NEXT && a->fused != TRT_FUSES_NEXT_STAGED) continue;
-        const int staged = a->fused == TRT_FUSES_NEXT_STAGED;
-        /* staged, the bytes of its own output past the staged result: working memory for the fused
-         * kernel (they are its out as far as the loader's checks go; a direct write declares only the
-         * next call's output, so it uses none) */
-        const size_t spare_at = align_up(a->out_offset + b->out_bytes), end = a->out_offset + a->out_bytes;
-        const size_t spare = staged && spare_at < end ? end - spare_at : 0;
-        const trt_fusion_place place = {staged, prog->arena && spare ? prog->arena + spare_at : NULL, spare};
-        trt_params fused;
-        a->fused = 0;
-        if (!fusion_keeps_io(prog, c, staged) || !a->op->fuse_next(&a->p, b->op, &b->p, &fused, &place) ||
-            trt_choose_variant(a->op, &fused) != a->kernel)   /* its variant and workspace stay as bound */
-            continue;
-        a->p = fused;
-        if (staged) {   /* it writes the start of its own output's bytes; the second call copies them */
-            b->copy_from = a->out_offset;
-            b->copy_to = b->out_offset;
-            b->copy_bytes = b->out_bytes;
-            prog->has_copies = 1;
-        } else {
-            a->out_offset = b->out_offset;
-            a->out_bytes = b->out_bytes;
-        }
-        a->fused = (uint8_t)(staged ? TRT_FUSES_NEXT_STAGED : TRT_FUSES_NEXT);
-        b->fused = TRT_FUSED_INTO_PREVIOUS;
-        size_t temp = a->kernel->temp_bytes ? a->kernel->temp_bytes(&a->p) : 0;
-        if (temp > prog->temp_bytes) prog->temp_bytes = temp;
-    }
-}
-
 /* Validate the call (its operator's bind step), choose its kernel variant once, and reserve the
  * variant's workspace; the working memory all calls share is sized for the largest. */
 static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
@@ -498,7 +362,6 @@ static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, co
     if (scratch && (s = reserve_workspace(prog, scratch, &kc->scratch_offset)) != TRT_OK) return s;
     size_t temp = kc->kernel->temp_bytes ? kc->kernel->temp_bytes(&kc->p) : 0;
     if (temp > prog->temp_bytes) prog->temp_bytes = temp;
-    note_fusions(prog, kc, k, args, n_args);
     return TRT_OK;
 }
 
@@ -532,12 +395,10 @@ static trt_status load_chain(trt_program *prog) {
     if (calls.count == 0) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "empty kernel call chain");
     if (calls.count > TRT_MAX_KERNEL_CALLS)
         return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel calls above TRT_MAX_KERNEL_CALLS:", calls.count);
-    for (int i = 0; i < TRT_FUSION_SLOTS; i++) prog->fusions[i].call = -1;
     for (uint32_t i = 0; i < calls.count; i++) {
         if ((s = load_call(prog, &calls, i)) != TRT_OK) return s;
         prog->n_calls = (uint16_t)(i + 1);
     }
-    fuse_calls(prog);
     return TRT_OK;
 }
 
@@ -824,20 +685,19 @@ static void run_range(trt_program *prog, int begin, int end) {
     if (prog->has_copies) {
         for (int i = begin; i < end; i++) {
             uint64_t before = prog->counter ? prog->counter() : 0;
-            if (kc[i].fused != TRT_FUSED_INTO_PREVIOUS) kc[i].kernel->invoke(&kc[i].p, prog->temp);
+            kc[i].kernel->invoke(&kc[i].p, prog->temp);
             if (kc[i].copy_bytes) memcpy(prog->arena + kc[i].copy_to, prog->arena + kc[i].copy_from, kc[i].copy_bytes);
             if (prog->counter) kc[i].counted = (uint32_t)(prog->counter() - before);
         }
         return;
     }
     if (!prog->counter) {
-        for (int i = begin; i < end; i++)
-            if (kc[i].fused != TRT_FUSED_INTO_PREVIOUS) kc[i].kernel->invoke(&kc[i].p, prog->temp);
+        for (int i = begin; i < end; i++) kc[i].kernel->invoke(&kc[i].p, prog->temp);
         return;
     }
     uint64_t before = prog->counter();
     for (int i = begin; i < end; i++) {
-        if (kc[i].fused != TRT_FUSED_INTO_PREVIOUS) kc[i].kernel->invoke(&kc[i].p, prog->temp);
+        kc[i].kernel->invoke(&kc[i].p, prog->temp);
         uint64_t after = prog->counter();
         kc[i].counted = (uint32_t)(after - before);
         before = after;
@@ -867,12 +727,6 @@ trt_status trt_call_profile(const trt_program *prog, int i, uint64_t *count, uin
     *count = prog->calls[i].counted;
     *macs = prog->calls[i].macs;
     return TRT_OK;
-}
-
-int trt_call_fused(const trt_program *prog, int i) {
-    if (!prog || !prog->loaded || i < 0 || i >= prog->n_calls) return -1;
-    const uint8_t fused = prog->calls[i].fused;
-    return fused == TRT_FUSES_NEXT || fused == TRT_FUSES_NEXT_STAGED ? 1 : fused == TRT_FUSED_INTO_PREVIOUS ? 2 : 0;
 }
 
 trt_status trt_call_output(const trt_program *prog, int i, const uint8_t **data, size_t *len) {

@@ -31,7 +31,6 @@ typedef struct {
     const trt_kernel_variant *kernel;  /* the variant chosen at load */
     uint16_t out_value;                /* value index of its `out` argument */
     uint8_t operator_index;            /* into prog->operators */
-    uint8_t fused;                     /* TRT_FUSES_NEXT, TRT_FUSED_INTO_PREVIOUS or 0 (runtime.c, the fusions) */
     uint32_t out_offset, out_bytes;    /* the arena bytes it writes */
     uint32_t macs;                     /* multiply-accumulates per run (set by binding) */
     uint32_t counted;                  /* counter advance in the last profiled run (wraps past 2^32) */
@@ -42,25 +41,6 @@ typedef struct {
     uint32_t copy_from, copy_to, copy_bytes;
     trt_params p;
 } trt_chain_call;
-
-/* A call whose kernels also do the next call's work write the next call's output, not their own,
- * and the next call has nothing left to run (TRT_FUSES_NEXT); or, when the memory plan puts the next
- * call's output over this call's input (still being read), write it into the bytes of their own
- * output, which nothing else reads, and the next call only copies it into place (..._STAGED). */
-#define TRT_FUSES_NEXT 1
-#define TRT_FUSED_INTO_PREVIOUS 2
-#define TRT_FUSES_NEXT_STAGED 3
-
-/* A pair of calls that may be fused (operator.fuse_next took them), while the chain is bound, and
- * the first call's output: a later call reading it (or a view of it) cancels the pair; once a later
- * call writes over any of its bytes (its life is over), or the chain ends, the pair is fused. */
-#define TRT_FUSION_SLOTS 4
-typedef struct {
-    int16_t call;                      /* the first call of the pair; -1: a free slot */
-    uint8_t staged;                    /* the next call's output overlaps the first call's input */
-    uint16_t value;                    /* the first call's output: its value, arena bytes, dtype */
-    uint32_t offset, bytes;
-} trt_fusion;
 
 /* An input or output of the program. */
 typedef struct {
@@ -108,12 +88,6 @@ struct trt_program {
     int64_t call_items[TRT_MAX_CALL_LIST_ITEMS];
 
     trt_counter_fn counter;    /* per-layer profiling, NULL when off */
-
-    /* While the chain is bound: the pairs that may still be fused, and the place of the last bound
-     * call's first argument (a fusion's first call must not read what the pair writes). */
-    trt_fusion fusions[TRT_FUSION_SLOTS];
-    uint8_t prev_in_arena;
-    uint32_t prev_in_offset, prev_in_bytes;
 
     trt_detail detail;         /* the caller's buffer, during trt_load only */
 };

@@ -22,20 +22,4 @@ static inline void trt_tap_range(int32_t o, int32_t stride, int32_t pad, int32_t
     *k1 = end;
 }
 
-/* Output pixel i of a convolution as its fast kernels take them: row-major over out_w columns, or,
- * with a max pool fused (pool_h > 0: non-overlapping pool_h x pool_w windows, pooled_w of them a
- * row), window by window, each window's pixels row-major, so a window's pixels come one after
- * another and its maximum is complete once they have. */
-static inline void trt_conv_pixel(int32_t i, int32_t out_w, int32_t pool_h, int32_t pool_w, int32_t pooled_w,
-                                  int32_t *oy, int32_t *ox) {
-    if (!pool_h) {
-        *oy = i / out_w;
-        *ox = i - *oy * out_w;
-        return;
-    }
-    const int32_t taps = pool_h * pool_w, window = i / taps, tap = i - window * taps;
-    *oy = window / pooled_w * pool_h + tap / pool_w;
-    *ox = window % pooled_w * pool_w + tap % pool_w;
-}
-
 #endif

@@ -69,17 +69,6 @@ typedef struct {
     int32_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
     int32_t input_offset, output_offset;
     int32_t activation_min, activation_max;
-    /* A max pool fused into the epilogue (ops/conv2d.c; 0: none): the output is then
-     * [batches, out_h / pool_h, out_w / pool_w, out_c], each value the requantization of the
-     * largest accumulator over a pool_h x pool_w window of output pixels (stride the window, no
-     * padding), clamped to activation_min/max (the convolution's and the pool's ranges together).
-     * (16 bits: a pool's window is at most TRT_MAX_SPATIAL_STEP; the tables' size counts.) */
-    int16_t pool_h, pool_w;
-    /* With it, arena bytes the kernel may use for its maxima instead of the shared working memory
-     * when they are enough (those of the convolution's own output, which then has no reader), and
-     * how many (16-byte aligned; 0: none). */
-    int32_t *pool_spare;
-    uint32_t pool_spare_bytes;
 } trt_conv_params;
 
 typedef struct {

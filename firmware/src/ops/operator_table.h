@@ -49,33 +49,14 @@ typedef struct {
     void (*invoke)(const trt_params *p, void *temp);        /* temp: shared by all calls, 16-byte aligned */
 } trt_kernel_variant;
 
-/* Where a fused call writes: `staged`, the next call's output where its own output starts (the
- * next call copies it into place), else the next call's output itself; and the bytes of its own
- * output it does not write, which it may use while it runs (spare_bytes of them from spare,
- * 16-byte aligned; spare is NULL while the loader only sizes the arena). */
 typedef struct {
-    int staged;
-    void *spare;
-    size_t spare_bytes;
-} trt_fusion_place;
-
-typedef struct trt_operator trt_operator;
-struct trt_operator {
     const char *name;                                       /* "cortex_m::quantized_conv2d" */
     const char *overload;                                   /* "out" */
     /* Validate the call and fill p; add the call's multiply-accumulates to *macs. */
     trt_status (*bind)(const trt_call *c, trt_params *p, uint64_t *macs);
     const trt_kernel_variant *variants;                     /* fastest first; the last one is plain C */
     uint8_t n_variants;
-    /* NULL, or: whether this call's kernels can also do the work of the call right after it
-     * (`next`, bound to next_params), bit for bit, writing that call's output instead of their own;
-     * with `fused` not NULL, also this call's parameters for that (*self, changed) at `place`.
-     * Only what the parameters show is checked here; the loader adds what the chain must allow
-     * (runtime.c, the fusions): the next call is the only reader of this call's output, which no
-     * caller reads. */
-    int (*fuse_next)(const trt_params *self, const trt_operator *next, const trt_params *next_params,
-                     trt_params *fused, const trt_fusion_place *place);
-};
+} trt_operator;
 
 /* The row of `name`.`overload`, or NULL. */
 const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,
@@ -97,11 +78,8 @@ const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_p
 #undef TRT_OPERATOR
 
 /* In ops/<operator>.c: row `symbol` of operators.def, its bind step and its variant list. */
-#define TRT_DEFINE_OPERATOR(symbol, bind, variants) TRT_DEFINE_FUSING_OPERATOR(symbol, bind, variants, NULL)
-
-/* The same for an operator whose kernels can take on the next call's work (trt_operator.fuse_next). */
-#define TRT_DEFINE_FUSING_OPERATOR(symbol, bind, variants, fuse_next)                                   \
+#define TRT_DEFINE_OPERATOR(symbol, bind, variants)                                            \
     const trt_operator trt_op_##symbol = {trt_op_name_##symbol, trt_op_overload_##symbol, bind, variants, \
-                                          (uint8_t)(sizeof variants / sizeof variants[0]), fuse_next}
+                                          (uint8_t)(sizeof variants / sizeof variants[0])}
 
 #endif

@@ -13,14 +13,6 @@
  * (padding wider than the kernel) is the bias alone: no input pointer is formed for it.
  * Inner loop: four output channels share each input byte (trt_dot4_s8); with dilation_w == 1
  * and one group, a window row is one contiguous run of (taps * channels) bytes.
- *
- * With a max pool fused (p->pool_h > 0, ops/conv2d.c), for each pooled pixel and channel:
- *   out[oc] = clamp(requantize(max over the pool window's conv pixels of acc[oc], ...) + output_offset,
- *                   activation_min, activation_max)
- * which equals max-pooling the requantized outputs, because the load admits it only where the
- * requantization cannot decrease as acc grows (multiplier > 0, shift <= 0, no int32 wrap): the
- * window's int32 maxima are kept in the spare bytes of the convolution's own output, or in temp
- * (trt_conv2d_c_temp_bytes), one requantization per value.
  */
 #include "../arith.h"
 #include "../conv_geometry.h"
@@ -94,71 +86,9 @@ static void conv_pixel(const trt_conv_params *p, const window *win, int8_t *out)
     }
 }
 
-/* The accumulators (window bias included) of every output channel of one pixel, into acc. */
-static void pixel_sums(const trt_conv_params *p, const window *win, int32_t *acc) {
-    const int32_t per_group = p->out_c / p->groups;
-    for (int32_t g = 0; g < p->groups; g++) {
-        int32_t j = 0;
-        for (; j + 4 <= per_group; j += 4) {
-            int32_t oc = g * per_group + j;
-            int32_t a[4] = {0, 0, 0, 0};
-            accumulate(p, win, g, oc, 4, a);
-            for (int lane = 0; lane < 4; lane++) acc[oc + lane] = trt_add_wrap(a[lane], window_bias(p, win, oc + lane));
-        }
-        for (; j < per_group; j++) {
-            int32_t oc = g * per_group + j;
-            int32_t a[4] = {0, 0, 0, 0};
-            accumulate(p, win, g, oc, 1, a);
-            acc[oc] = trt_add_wrap(a[0], window_bias(p, win, oc));
-        }
-    }
-}
-
-static void place_window(const trt_conv_params *p, int32_t oy, int32_t ox, window *win) {
-    trt_tap_range(oy, p->stride_h, p->pad_h, p->dilation_h, p->kernel_h, p->in_h, &win->iy, &win->ky0, &win->ky1);
-    trt_tap_range(ox, p->stride_w, p->pad_w, p->dilation_w, p->kernel_w, p->in_w, &win->ix, &win->kx0, &win->kx1);
-    win->whole_window = win->ky0 == 0 && win->ky1 == p->kernel_h && win->kx0 == 0 && win->kx1 == p->kernel_w;
-}
-
-static size_t maxima_bytes(const trt_conv_params *p) { return 2 * (size_t)p->out_c * sizeof(int32_t); }
-
-/* the maxima in the spare bytes when they fit, else in the working memory */
-size_t trt_conv2d_c_temp_bytes(const trt_conv_params *p) {
-    return p->pool_h && p->pool_spare_bytes < maxima_bytes(p) ? maxima_bytes(p) : 0;
-}
-
-/* The fused max pool: per pooled pixel, the largest accumulator of each channel over its window. */
-static void conv_pooled(const trt_conv_params *p, int32_t *temp) {
-    const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
-    int32_t *best = p->pool_spare_bytes >= maxima_bytes(p) ? p->pool_spare : temp, *acc = best + p->out_c;
-    const int32_t pooled_h = p->out_h / p->pool_h, pooled_w = p->out_w / p->pool_w;
-    window win;
-    for (int32_t b = 0; b < p->batches; b++) {
-        win.image = p->input + (size_t)b * in_image;
-        int8_t *out = p->output + (size_t)b * pooled_h * pooled_w * p->out_c;
-        for (int32_t py = 0; py < pooled_h; py++) {
-            for (int32_t px = 0; px < pooled_w; px++, out += p->out_c) {
-                for (int32_t t = 0; t < p->pool_h * p->pool_w; t++) {
-                    place_window(p, py * p->pool_h + t / p->pool_w, px * p->pool_w + t % p->pool_w, &win);
-                    pixel_sums(p, &win, t == 0 ? best : acc);
-                    if (t > 0)
-                        for (int32_t oc = 0; oc < p->out_c; oc++) best[oc] = acc[oc] > best[oc] ? acc[oc] : best[oc];
-                }
-                for (int32_t oc = 0; oc < p->out_c; oc++)
-                    out[oc] = trt_output_s8(best[oc], p->multipliers[oc], p->shifts[oc], p->output_offset,
-                                            p->activation_min, p->activation_max);
-            }
-        }
-    }
-}
-
-void trt_conv2d_c(const trt_conv_params *p, void *temp) {
+void trt_conv2d_c(const trt_conv_params *p) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
     window win;
-    if (p->pool_h) {
-        conv_pooled(p, temp);
-        return;
-    }
     for (int32_t b = 0; b < p->batches; b++) {
         win.image = p->input + (size_t)b * in_image;
         int8_t *out = p->output + (size_t)b * p->out_h * p->out_w * p->out_c;

@@ -9,10 +9,8 @@
 
 void trt_quantize_c(const trt_quantize_params *p);
 void trt_dequantize_c(const trt_dequantize_params *p);
-/* Needs p->tap_sums and p->folded_bias (weight_sums.h); temp: trt_conv2d_c_temp_bytes (a fused max
- * pool's maxima; none without one). */
-size_t trt_conv2d_c_temp_bytes(const trt_conv_params *p);
-void trt_conv2d_c(const trt_conv_params *p, void *temp);
+/* Needs p->tap_sums and p->folded_bias (weight_sums.h). */
+void trt_conv2d_c(const trt_conv_params *p);
 void trt_depthwise_conv2d_c(const trt_conv_params *p);
 void trt_max_pool2d_c(const trt_max_pool_params *p);
 /* Needs p->dequantized (avg_pool_finish.h); temp: trt_avg_pool2d_c_temp_bytes. */

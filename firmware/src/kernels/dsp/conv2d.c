@@ -28,14 +28,6 @@
  * load checks that the sum stays below 2^31), and SSAT alone when the activation range is the
  * whole int8 range; arith.h's general one otherwise.
  *
- * A fused max pool (p->pool_h > 0, ops/conv2d.c):
- *   out[py, px, oc] = clamp(requantize(max over the window's conv pixels of acc[oc]) + output_offset, lo, hi)
- * bit for bit the pool of the requantized outputs (the load admits it only for a requantization
- * that never decreases as acc grows). The output pixels are then taken window by window (a window's
- * pixels one after another, so a 2x2 pool's windows are the two halves of a block): per channel, the
- * maxima of the half's four accumulators, then one requantization per window instead of four. A
- * window split between blocks keeps its channels' running maxima in the working memory.
- *
  * Groups and dilation: each window is first gathered tap by tap (kernel_c bytes of its group's
  * channels per tap, taps dilation apart) into one byte run, then widened, group by group, each
  * group against its own output channels (OHWI weights: contiguous per group). The same code
@@ -105,16 +97,9 @@ static size_t staging_bytes(const trt_conv_params *p) {
     return needs_staging(p) ? (((size_t)window_len(p) + 3) & ~(size_t)3) : 0;
 }
 static size_t spill_bytes(const trt_conv_params *p) {
-    return !p->pool_h && (p->out_h * p->out_w) % PIXELS != 0 ? (size_t)PIXELS * p->out_c : 0;
+    return (p->out_h * p->out_w) % PIXELS != 0 ? (size_t)PIXELS * p->out_c : 0;
 }
-/* a fused pool's running maxima, one per output channel: in the spare bytes when they fit */
-static size_t maxima_bytes(const trt_conv_params *p) { return (size_t)p->out_c * sizeof(int32_t); }
-static size_t best_bytes(const trt_conv_params *p) {
-    return p->pool_h && p->pool_spare_bytes < maxima_bytes(p) ? maxima_bytes(p) : 0;
-}
-size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p) {
-    return columns_bytes(p) + staging_bytes(p) + spill_bytes(p) + best_bytes(p);
-}
+size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p) { return columns_bytes(p) + staging_bytes(p) + spill_bytes(p); }
 
 /* temp: [padded image][interleaved windows][staging bytes][spill rows] */
 size_t trt_conv2d_dsp_temp_bytes(const trt_conv_params *p) { return padded_bytes(p) + trt_conv2d_dsp_block_bytes(p); }
@@ -145,9 +130,8 @@ static uint32_t partial_word(const int8_t *src, int32_t rest) {
     return v;
 }
 
-/* Window of the output pixel at x (its top left tap in the image), as pixel k's columns, group g
- * (inline: in both loops, the fused pool's and the other, as in the unfused loop alone). */
-static inline void window_to_columns(const trt_conv_params *p, const workspace *ws, const int8_t *x, int32_t pixel,
+/* Window of the output pixel at x (its top left tap in the image), as pixel k's columns, group g. */
+static void window_to_columns(const trt_conv_params *p, const workspace *ws, const int8_t *x, int32_t pixel,
                               int32_t g) {
     const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), whole = window & ~3, k = pixel % LANES;
     uint32_t *columns = ws->columns + (size_t)(pixel / LANES) * window_groups(p) * 2 * LANES;
@@ -291,34 +275,28 @@ static inline __attribute__((always_inline)) int8_t short_output(int32_t acc, in
     return (int8_t)trt_clamp((v + round + ((v >> 31) & negative)) >> right, lo, hi);
 }
 
-/* One output channel of n of the block's values, short form. */
-static inline __attribute__((always_inline)) void finish_short_n(const int32_t *acc, const int32_t n, int32_t mult,
-                                                                 int32_t shift, const finish_constants *k, int8_t *out) {
+/* One output channel of the block's pixels, short form (a leaf function of its own: few values live). */
+static __attribute__((noinline)) void finish_short(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
+                                                   const finish_constants *k, int8_t *out) {
     const int32_t lo = k->lo, hi = k->hi, stride = k->stride;
     if (shift < 0) {   /* the usual case: a rounding shift */
         const int32_t right = -shift, round = (int32_t)(1u << (right - 1)) + k->offset * (int32_t)(1u << right);
         if (lo == -128 && hi == 127) {   /* the whole int8 range (a ReLU folded into the output zero point too) */
-            for (int32_t i = 0; i < n; i++) {
+            for (int32_t i = 0; i < PIXELS; i++) {
                 const int32_t v = trt_smmulr(acc[i] * 2, mult);
                 out[i * stride] = (int8_t)trt_ssat8((v + round + (v >> 31)) >> right);
             }
             return;
         }
-        for (int32_t i = 0; i < n; i++) {
+        for (int32_t i = 0; i < PIXELS; i++) {
             const int32_t v = trt_smmulr(acc[i] * 2, mult);
             out[i * stride] = (int8_t)trt_clamp((v + round + (v >> 31)) >> right, lo, hi);
         }
         return;
     }
     const int32_t left = shift + 1;
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < PIXELS; i++)
         out[i * stride] = short_output(acc[i], left, mult, k->offset, 0, 0, lo, hi);
-}
-
-/* One output channel of the block's pixels, short form (a leaf function of its own: few values live). */
-static __attribute__((noinline)) void finish_short(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
-                                                   const finish_constants *k, int8_t *out) {
-    finish_short_n(acc, PIXELS, mult, shift, k, out);
 }
 
 static __attribute__((noinline)) void finish_general(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
@@ -327,71 +305,11 @@ static __attribute__((noinline)) void finish_general(const int32_t acc[PIXELS], 
         out[i * k->stride] = trt_output_s8(acc[i], mult, shift, k->offset, k->lo, k->hi);
 }
 
-static inline int32_t max32(int32_t a, int32_t b) { return a > b ? a : b; }
-
-/* A fused 2x2 pool, the block's two windows (its halves): each half's maximum, then the two outputs
- * (k->stride: one pooled pixel to the next). */
-static __attribute__((noinline)) void finish_two_windows(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
-                                                         const finish_constants *k, int8_t *out) {
-    const int32_t m[2] = {max32(max32(acc[0], acc[1]), max32(acc[2], acc[3])),
-                          max32(max32(acc[4], acc[5]), max32(acc[6], acc[7]))};
-    finish_short_n(m, 2, mult, shift, k, out);
-}
-
-static __attribute__((noinline)) void finish_two_windows_general(const int32_t acc[PIXELS], int32_t mult, int32_t shift,
-                                                                 const finish_constants *k, int8_t *out) {
-    out[0] = trt_output_s8(max32(max32(acc[0], acc[1]), max32(acc[2], acc[3])), mult, shift, k->offset, k->lo, k->hi);
-    out[k->stride] = trt_output_s8(max32(max32(acc[4], acc[5]), max32(acc[6], acc[7])), mult, shift, k->offset, k->lo,
-                                   k->hi);
-}
-
-/* A fused pool's view of one block: its pixels are pool-window taps `tap` .. of window `window` on. */
-typedef struct {
-    int32_t count;    /* pixels of the block that exist (a last block repeats its last pixel) */
-    int32_t taps;     /* pool_h * pool_w */
-    int32_t tap, window;   /* of the block's first pixel */
-    int32_t *best;    /* [out_c] running maxima of a window split between blocks */
-    int8_t *out;      /* the pooled output */
-} pool_block;
-
-/* requantize (arith.h) of one value of channel oc, as finish_short/finish_general compute it. */
-static inline int8_t requantize_one(const trt_conv_params *p, int32_t acc, int32_t mult, int32_t shift) {
-    const int32_t lo = p->activation_min, hi = p->activation_max;
-    if (!p->small_accumulators) return trt_output_s8(acc, mult, shift, p->output_offset, lo, hi);
-    if (shift < 0) {
-        const int32_t right = -shift, round = (int32_t)(1u << (right - 1)) + p->output_offset * (int32_t)(1u << right);
-        const int32_t v = trt_smmulr(acc * 2, mult);
-        return (int8_t)trt_clamp((v + round + (v >> 31)) >> right, lo, hi);
-    }
-    return short_output(acc, shift + 1, mult, p->output_offset, 0, 0, lo, hi);
-}
-
-/* Channel oc of a block's pixels into the pool, pixel by pixel into the running maximum (other pools
- * than 2x2, a last partial block). */
-static __attribute__((noinline)) void finish_pooled(const trt_conv_params *p, const int32_t acc[PIXELS], int32_t oc,
-                                                    const pool_block *b) {
-    const int32_t mult = p->multipliers[oc], shift = p->shifts[oc], c = p->out_c;
-    int8_t *out = b->out + (size_t)b->window * c + oc;
-    int32_t m = b->best[oc], t = b->tap;
-    for (int32_t i = 0; i < b->count; i++) {
-        m = t == 0 ? acc[i] : max32(m, acc[i]);
-        if (++t == b->taps) {
-            *out = requantize_one(p, m, mult, shift);
-            out += c;
-            t = 0;
-        }
-    }
-    b->best[oc] = m;
-}
-
 /* Output channels [oc0, oc1) of the block's eight pixels, whose outputs are `stride` bytes apart
  * from out (channel oc0 of the first pixel); a last block of at most four pixels computes only
- * its first half (the other half's outputs, of the bias alone, land in the spill rows). pool: NULL
- * (a constant in conv_block: the unfused loop is compiled without any of the pool's steps), or the
- * fused pool's view of the block. Inline, not always_inline: forced early, the inlining (here and
- * in window_to_columns) changed how the unfused loop itself was compiled, and it cost more. */
-static inline void block_channels(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1,
-                                  int8_t *out, int32_t stride, int both_halves, const pool_block *pool) {
+ * its first half (the other half's outputs, of the bias alone, land in the spill rows). */
+static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1, int8_t *out,
+                       int32_t stride, int both_halves) {
     const int32_t n = window_len(p), groups = window_groups(p), whole = n / 4, rest = n % 4;
     const uint32_t *second = columns + (size_t)groups * 2 * LANES;   /* the second half's windows */
     /* the rows whose last group's word would reach past the tensor's end (the last one; more when
@@ -399,13 +317,8 @@ static inline void block_channels(const trt_conv_params *p, const uint32_t *colu
     const int32_t partial_from = rest != 0 ? p->out_c - 1 - (4 * groups - n - 1) / n : p->out_c;
     const int32_t *folded = p->folded_bias, *mults = p->multipliers, *shifts = p->shifts;
     const finish_constants k = {p->output_offset, p->activation_min, p->activation_max, stride};
-    /* a fused 2x2 pool on a whole block (whose halves are its two windows): two outputs per channel */
-    const int two_windows = pool && pool->taps == 4 && pool->tap == 0 && pool->count == PIXELS;
-    const finish_constants k2 = {p->output_offset, p->activation_min, p->activation_max, p->out_c};
     void (*const finish)(const int32_t *, int32_t, int32_t, const finish_constants *, int8_t *) =
-        two_windows ? (p->small_accumulators ? finish_two_windows : finish_two_windows_general)
-                    : p->small_accumulators ? finish_short : finish_general;
-    if (two_windows) out = pool->out + (size_t)pool->window * p->out_c + oc0;
+        p->small_accumulators ? finish_short : finish_general;
     const int8_t *w = p->weights + (size_t)oc0 * n;
     for (int32_t oc = oc0; oc < oc1; oc++, w += n, out++) {
         const int32_t f = folded[oc];
@@ -422,61 +335,10 @@ static inline void block_channels(const trt_conv_params *p, const uint32_t *colu
             if (both_halves) dot8(columns, w, groups, acc);
             else dot4(columns, w, groups, acc);
         }
-        if (pool && !two_windows) finish_pooled(p, acc, oc, pool);
-        else finish(acc, mults[oc], shifts[oc], two_windows ? &k2 : &k, out);
+        finish(acc, mults[oc], shifts[oc], &k, out);
     }
 }
 
-static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1, int8_t *out,
-                       int32_t stride, int both_halves) {
-    block_channels(p, columns, oc0, oc1, out, stride, both_halves, NULL);
-}
-
-static void conv_block_pooled(const trt_conv_params *p, const uint32_t *columns, int32_t oc0, int32_t oc1,
-                              int32_t stride, int both_halves, const pool_block *pool) {
-    block_channels(p, columns, oc0, oc1, pool->out, stride, both_halves, pool);
-}
-
-/* trt_conv2d_dsp_on_image with a fused pool (out: the pooled image): the output pixels window by
- * window (conv_geometry.h), in steps, not divisions. Out of line, so that the unfused loop is
- * compiled as if it were not there. */
-static __attribute__((noinline)) void on_image_pooled(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
-    const int32_t taps = p->pool_h * p->pool_w, per_group = p->out_c / p->groups;
-    const int32_t pooled_w = p->out_w / p->pool_w, pixels = p->out_h / p->pool_h * pooled_w * taps;
-    workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
-    int8_t *spill = (int8_t *)temp + columns_bytes(p) + staging_bytes(p);
-    int32_t *best = p->pool_spare_bytes >= maxima_bytes(p) ? p->pool_spare : (int32_t *)(void *)(spill + spill_bytes(p));
-    pool_block pool = {0, taps, 0, 0, best, out};
-    int32_t wy = 0, wx = 0, ty = 0, tx = 0;   /* the next pixel's window and tap in it */
-    for (int32_t i = 0; i < pixels; i += PIXELS) {
-        const int both_halves = pixels - i > LANES;
-        /* a last, partial block repeats its last pixel; only the pixels that exist enter the maxima */
-        pool.count = i + PIXELS <= pixels ? PIXELS : pixels - i;
-        pool.window = i / taps;
-        pool.tap = i % taps;
-        /* each pixel's window: its top left tap in the image */
-        const int8_t *origin[PIXELS];
-        for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) {
-            if (i + k >= pixels) {   /* past the last pixel: the last one again */
-                origin[k] = origin[k - 1];
-                continue;
-            }
-            const int32_t oy = wy * p->pool_h + ty, ox = wx * p->pool_w + tx;
-            if (++tx == p->pool_w) tx = 0, ty++;
-            if (ty == p->pool_h) {
-                ty = 0;
-                if (++wx == pooled_w) wx = 0, wy++;
-            }
-            origin[k] = image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c;
-        }
-        for (int32_t g = 0; g < p->groups; g++) {
-            for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) window_to_columns(p, &ws, origin[k], k, g);
-            conv_block_pooled(p, ws.columns, g * per_group, (g + 1) * per_group, p->out_c, both_halves, &pool);
-        }
-    }
-}
-
-/* No fused pool here (trt_conv2d_dsp takes those to on_image_pooled): the loop as if there were none. */
 void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
     const int32_t pixels = p->out_h * p->out_w, per_group = p->out_c / p->groups;
     workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
@@ -507,10 +369,8 @@ void trt_conv2d_dsp(const trt_conv_params *p, void *temp) {
             trt_pad_image(image, padded, p->in_h, p->in_w, p->in_c, p->pad_h, p->pad_w, p->input_offset);
             image = padded;
         }
-        const size_t out_image = p->pool_h ? (size_t)(p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->out_c
-                                           : (size_t)p->out_h * p->out_w * p->out_c;
-        if (p->pool_h) on_image_pooled(p, image, pitch, p->output + (size_t)b * out_image, padded + padded_bytes(p));
-        else trt_conv2d_dsp_on_image(p, image, pitch, p->output + (size_t)b * out_image, padded + padded_bytes(p));
+        trt_conv2d_dsp_on_image(p, image, pitch, p->output + (size_t)b * p->out_h * p->out_w * p->out_c,
+                                padded + padded_bytes(p));
     }
 }
 

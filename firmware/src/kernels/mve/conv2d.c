@@ -19,17 +19,6 @@
  * four at a time (per-lane multipliers and shifts), so the variant takes layers whose
  * requantization is all on the vector path (mve_requantize.h).
  *
- * A fused max pool (p->pool_h > 0, ops/conv2d.c):
- *   out[py, px, oc] = clamp(requantize(max over the window's conv pixels of acc[oc]) + output_offset, lo, hi)
- * bit for bit the pool of the requantized outputs (the load admits it only for a requantization
- * that never decreases as acc grows). The blocks then take the output pixels window by window
- * (conv_geometry.h). Windows of up to four pixels (a 2x2 pool) are taken three at a time: their
- * pixels fill `taps` blocks of three, whose dot products stay side by side in the working memory;
- * then per four channels each window's maximum is its taps' gathers (with the folded bias: the sum
- * wraps as the reference's) and VMAX, requantized once: one requantization per window instead of
- * one per pixel, and no pass of the pool over the convolution's output. Larger windows fold each
- * block's pixels into running maxima kept in the working memory.
- *
  * Groups and dilation: a window is then gathered tap by tap (kernel_c bytes of its group's
  * channels per tap, taps dilation apart), group by group, each group against its own output
  * channels' weights (OHWI: contiguous per group). The same code runs the convolutions other
@@ -41,7 +30,6 @@
 
 #include <arm_mve.h>
 
-#include "../conv_geometry.h"
 #include "kernels_mve.h"
 #include "mve_load.h"
 #include "mve_padding.h"
@@ -104,25 +92,11 @@ static size_t columns_bytes(const trt_conv_params *p) { return (size_t)PIXELS * 
 
 /* The working memory of a call on a prepared image: three windows, then the dot products
  * (out_c rounded up to even, x 3 int32). */
-static size_t acc_bytes(const trt_conv_params *p) { return (size_t)((p->out_c + 1) & ~1) * PIXELS * sizeof(int32_t); }
-/* A fused pool of windows of at most MAX_GROUPED_TAPS pixels takes three windows at a time: one
- * block's dot products per tap; larger windows keep running maxima (out_c rounded up to vectors). */
-#define MAX_GROUPED_TAPS 4
-static int32_t pool_taps(const trt_conv_params *p) { return p->pool_h * p->pool_w; }
-static int grouped_windows(const trt_conv_params *p) { return p->pool_h && pool_taps(p) <= MAX_GROUPED_TAPS; }
-/* A fused pool's blocks of dot products (grouped windows) or running maxima: in the spare bytes of
- * the convolution's own output when they fit (spared), else after the block's dot products. */
-static size_t pool_bytes(const trt_conv_params *p) {
-    if (!p->pool_h) return 0;
-    return grouped_windows(p) ? (size_t)pool_taps(p) * acc_bytes(p) : (size_t)((p->out_c + 3) & ~3) * sizeof(int32_t);
-}
-static int spared(const trt_conv_params *p) { return p->pool_h && p->pool_spare_bytes >= pool_bytes(p); }
-
 size_t trt_conv2d_mve_block_bytes(const trt_conv_params *p) {
-    return columns_bytes(p) + acc_bytes(p) + (spared(p) ? 0 : pool_bytes(p));
+    return columns_bytes(p) + (size_t)((p->out_c + 1) & ~1) * PIXELS * sizeof(int32_t);
 }
 
-/* temp: [three windows][a block's dot products][a fused pool's blocks or maxima, unless spared] */
+/* temp: [three windows][dot products] */
 size_t trt_conv2d_mve_temp_bytes(const trt_conv_params *p) { return trt_conv2d_mve_block_bytes(p); }
 
 /* n bytes from src to dst (a window row into its column); as words when both are aligned. */
@@ -294,60 +268,6 @@ static void finish_block(const trt_conv_params *p, const int32_t *acc, int32_t c
     }
 }
 
-/* The fused pool's finish of a block: pixel k of the block is tap (first + k) % taps of window
- * (first + k) / taps. Per four channels, the running maximum of the window in progress (from
- * `best` when the block starts inside a window) takes each pixel's accumulators; at a window's last
- * tap it is requantized into the pooled output (`out`: window 0). */
-static void finish_pooled(const trt_conv_params *p, const int32_t *acc, int32_t *best, int32_t first, int32_t count,
-                          int8_t *out) {
-    const uint32x4_t every_third = vmulq_n_u32(vidupq_n_u32(0, 1), PIXELS);
-    const int32_t *folded = p->folded_bias, *mult = p->multipliers, *shift = p->shifts;
-    const int32_t out_c = p->out_c, offset = p->output_offset, lo = p->activation_min, hi = p->activation_max;
-    const int32_t taps = p->pool_h * p->pool_w, window = first / taps, tap = first - window * taps;
-    for (int32_t oc = 0; oc < out_c; oc += 4, acc += 4 * PIXELS) {
-        const mve_pred16_t pred = vctp32q((uint32_t)(out_c - oc));
-        const int32x4_t f = vldrwq_z_s32(folded + oc, pred);
-        int32x4_t m = vldrwq_z_s32(best + oc, pred);
-        int8_t *o = out + (size_t)window * out_c + oc;
-        for (int32_t k = 0, t = tap; k < count; k++) {
-            const int32x4_t v = vaddq_s32(vldrwq_gather_shifted_offset_z_s32(acc + k, every_third, pred), f);
-            m = t == 0 ? v : vmaxq_s32(m, v);
-            if (++t == taps) {
-                const int32x4_t ms = vldrwq_z_s32(mult + oc, pred), ss = vldrwq_z_s32(shift + oc, pred);
-                vstrbq_p_s32(o, trt_mve_output_per_lane(m, ms, ss, offset, lo, hi), pred);
-                o += out_c;
-                t = 0;
-            }
-        }
-        vstrwq_p_s32(best + oc, m, pred);
-    }
-}
-
-/* The fused pool's finish of `windows` (<= 3) windows of `taps` (<= MAX_GROUPED_TAPS) pixels whose
- * blocks of three are `block_words` apart from acc (pixel q of them: block q / 3, lane q % 3):
- * per four channels, each window's maximum of its pixels' accumulators, requantized into out
- * (the first window's pooled pixel). */
-static void finish_windows(const trt_conv_params *p, const int32_t *acc, int32_t block_words, int32_t taps,
-                           int32_t windows, int8_t *out) {
-    const uint32x4_t every_third = vmulq_n_u32(vidupq_n_u32(0, 1), PIXELS);
-    const int32_t *folded = p->folded_bias, *mult = p->multipliers, *shift = p->shifts;
-    const int32_t out_c = p->out_c, offset = p->output_offset, lo = p->activation_min, hi = p->activation_max;
-    int32_t at[PIXELS * MAX_GROUPED_TAPS];
-    for (int32_t q = 0; q < windows * taps; q++) at[q] = q / PIXELS * block_words + q % PIXELS;
-    for (int32_t oc = 0; oc < out_c; oc += 4, acc += 4 * PIXELS) {
-        const mve_pred16_t pred = vctp32q((uint32_t)(out_c - oc));
-        const int32x4_t f = vldrwq_z_s32(folded + oc, pred), m = vldrwq_z_s32(mult + oc, pred);
-        const int32x4_t s = vldrwq_z_s32(shift + oc, pred);
-        for (int32_t w = 0; w < windows; w++) {
-            const int32_t *tap = at + w * taps;
-            int32x4_t best = vaddq_s32(vldrwq_gather_shifted_offset_z_s32(acc + tap[0], every_third, pred), f);
-            for (int32_t t = 1; t < taps; t++)
-                best = vmaxq_s32(best, vaddq_s32(vldrwq_gather_shifted_offset_z_s32(acc + tap[t], every_third, pred), f));
-            vstrbq_p_s32(out + (size_t)w * out_c + oc, trt_mve_output_per_lane(best, m, s, offset, lo, hi), pred);
-        }
-    }
-}
-
 typedef struct {
     const int8_t *image;       /* [in_h][in_w][in_c] with the padding below, or prepared whole */
     int32_t pitch;             /* bytes from one image row to the next */
@@ -395,25 +315,13 @@ static void interior(int32_t in, int32_t out, int32_t kernel, int32_t stride, in
 }
 
 /* Pixel k of a block: the input at tap (0, 0) of its window; NULL when the window reaches into the
- * padding, with the image row and column of that tap (outside the image) in *y, *x. `pooled` (a
- * constant: the unfused loop is compiled without any of the pool's steps): a fused pool's order,
- * the rows and columns from `at` when the caller worked them out. */
+ * padding, with the image row and column of that tap (outside the image) in *y, *x. */
 static inline __attribute__((always_inline)) const int8_t *window_origin(const trt_conv_params *p,
                                                                          const workspace *ws, int32_t first,
-                                                                         int32_t count, const int32_t *at,
-                                                                         int32_t k, int32_t *y, int32_t *x,
-                                                                         const int pooled) {
-    const int32_t kk = k < count ? k : 0;   /* a short block repeats its first pixel */
-    int32_t oy, ox;
-    if (!pooled) {   /* row-major */
-        oy = (first + kk) / p->out_w;
-        ox = first + kk - oy * p->out_w;
-    } else if (at) {   /* the block's pixels' rows and columns, worked out by the caller */
-        oy = at[2 * kk];
-        ox = at[2 * kk + 1];
-    } else {
-        trt_conv_pixel(first + kk, p->out_w, p->pool_h, p->pool_w, (p->out_w / p->pool_w), &oy, &ox);
-    }
+                                                                         int32_t count, int32_t k, int32_t *y,
+                                                                         int32_t *x) {
+    const int32_t pixel = first + (k < count ? k : 0);   /* a short block repeats its first pixel */
+    const int32_t oy = pixel / p->out_w, ox = pixel - oy * p->out_w;
     *y = oy * p->stride_h - ws->pad_h;
     *x = ox * p->stride_w - ws->pad_w;
     if ((uint32_t)(oy - ws->y_first) > ws->y_span || (uint32_t)(ox - ws->x_first) > ws->x_span) return NULL;
@@ -444,16 +352,12 @@ static void border_window(const trt_conv_params *p, const workspace *ws, int32_t
     }
 }
 
-/* The dot products (into acc) of output pixels first .. first + count - 1 (in the order of
- * trt_conv_pixel, count <= 3), groups 1, dilation 1; `pooled` as window_origin's (unpooled: acc is
- * ws->acc, read where it is needed) */
-static inline __attribute__((always_inline)) void block_sums(const trt_conv_params *p, const workspace *ws,
-                                                             int32_t first, int32_t count, const int32_t *at,
-                                                             int32_t *acc, const int pooled) {
+/* Output pixels first .. first + count - 1 (row-major indices, count <= 3), groups 1, dilation 1 */
+static void conv_block(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count, int8_t *out) {
     const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), stride = column_stride(p);
     for (int32_t k = 0; k < PIXELS; k++) {
         int32_t y, x0;
-        const int8_t *x = window_origin(p, ws, first, count, at, k, &y, &x0, pooled);
+        const int8_t *x = window_origin(p, ws, first, count, k, &y, &x0);
         int8_t *column = ws->columns + (size_t)k * stride;
         if (!x) {
             border_window(p, ws, y, x0, 0, column);
@@ -461,21 +365,20 @@ static inline __attribute__((always_inline)) void block_sums(const trt_conv_para
         }
         for (int32_t ky = 0; ky < p->kernel_h; ky++) copy_run(column + ky * row_len, x + (size_t)ky * ws->pitch, row_len);
     }
-    block_products(p, ws, 0, window, p->out_c, pooled ? acc : ws->acc);
+    block_products(p, ws, 0, window, p->out_c, ws->acc);
+    finish_block(p, ws->acc, count, out);
 }
 
 /* The same with groups or dilation: each group's windows gathered tap by tap, then its channels. */
-static inline __attribute__((always_inline)) void block_sums_grouped(const trt_conv_params *p,
-                                                                     const workspace *ws, int32_t first,
-                                                                     int32_t count, const int32_t *at,
-                                                                     int32_t *acc, const int pooled) {
+static void conv_block_grouped(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count,
+                               int8_t *out) {
     const int32_t kc = p->kernel_c, window = window_len(p), stride = column_stride(p);
     const int32_t per_group = p->out_c / p->groups;
     const size_t row_step = (size_t)p->dilation_h * ws->pitch, tap_step = (size_t)p->dilation_w * p->in_c;
     for (int32_t g = 0; g < p->groups; g++) {
         for (int32_t k = 0; k < PIXELS; k++) {
             int32_t y, x0;
-            const int8_t *x = window_origin(p, ws, first, count, at, k, &y, &x0, pooled);
+            const int8_t *x = window_origin(p, ws, first, count, k, &y, &x0);
             int8_t *column = ws->columns + (size_t)k * stride;
             if (!x) {
                 border_window(p, ws, y, x0, g, column);
@@ -488,64 +391,9 @@ static inline __attribute__((always_inline)) void block_sums_grouped(const trt_c
         }
         /* group g's channels' results at acc[3 * g * per_group ...]; an odd last pair writes into
          * the next group's first slots, which that group overwrites */
-        block_products(p, ws, g * per_group, window, per_group,
-                       (pooled ? acc : ws->acc) + (size_t)g * per_group * PIXELS);
+        block_products(p, ws, g * per_group, window, per_group, ws->acc + (size_t)g * per_group * PIXELS);
     }
-}
-
-/* Output pixels first .. first + count - 1 (row-major, no pool): their dot products, then their
- * outputs. */
-static void conv_block(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count, int8_t *out) {
-    block_sums(p, ws, first, count, NULL, NULL, 0);
     finish_block(p, ws->acc, count, out);
-}
-
-static void conv_block_grouped(const trt_conv_params *p, const workspace *ws, int32_t first, int32_t count,
-                               int8_t *out) {
-    block_sums_grouped(p, ws, first, count, NULL, NULL, 0);
-    finish_block(p, ws->acc, count, out);
-}
-
-/* The fused pool's dot products of a block (pixels in the pool's order). */
-static void pooled_sums(const trt_conv_params *p, const workspace *ws, int general, int32_t first, int32_t count,
-                        const int32_t *at, int32_t *acc) {
-    if (general) block_sums_grouped(p, ws, first, count, at, acc, 1);
-    else block_sums(p, ws, first, count, at, acc, 1);
-}
-
-/* A fused pool of large windows: a block's dot products into the running maxima (best: [out_c], of
- * the window in progress), each window's requantized at its last pixel. */
-static void pooled_block(const trt_conv_params *p, const workspace *ws, int32_t *best, int general, int32_t first,
-                         int32_t count, int8_t *out) {
-    pooled_sums(p, ws, general, first, count, NULL, ws->acc);
-    finish_pooled(p, ws->acc, best, first, count, out);
-}
-
-/* A fused pool of small windows: three windows (fewer at the end) from pixel `first` on, their
- * pixels in blocks of three, then their outputs. */
-static void pool_windows(const trt_conv_params *p, const workspace *ws, int general, int32_t first, int32_t pixels,
-                         int8_t *out) {
-    const int32_t taps = pool_taps(p), block_words = (int32_t)(acc_bytes(p) / sizeof(int32_t));
-    const int32_t n = pixels - first < PIXELS * taps ? pixels - first : PIXELS * taps;
-    /* the pixels' rows and columns: one division for the first window, then steps */
-    int32_t at[2 * PIXELS * MAX_GROUPED_TAPS];
-    const int32_t window = first / taps;
-    const int32_t pooled_w = p->out_w / p->pool_w;
-    int32_t wy = window / pooled_w, wx = window - wy * pooled_w;
-    for (int32_t q = 0, ty = 0, tx = 0; q < n; q++) {
-        at[2 * q] = wy * p->pool_h + ty;
-        at[2 * q + 1] = wx * p->pool_w + tx;
-        if (++tx == p->pool_w) tx = 0, ty++;
-        if (ty == p->pool_h) {
-            ty = 0;
-            if (++wx == pooled_w) wx = 0, wy++;
-        }
-    }
-    for (int32_t j = 0; j * PIXELS < n; j++) {
-        const int32_t count = n - j * PIXELS < PIXELS ? n - j * PIXELS : PIXELS;
-        pooled_sums(p, ws, general, first + j * PIXELS, count, at + 2 * PIXELS * j, ws->acc + (size_t)j * block_words);
-    }
-    finish_windows(p, ws->acc, block_words, taps, n / taps, out + (size_t)(first / taps) * p->out_c);
 }
 
 /* A 1x1 convolution with stride 1 over whole 16-byte steps of channels: the windows are the
@@ -569,39 +417,7 @@ static void pointwise_block(const trt_conv_params *p, const workspace *ws, int32
     finish_block(p, ws->acc, count, out);
 }
 
-/* The output pixels whose windows lie in the image (workspace), for `pad_h` rows and `pad_w`
- * columns of padding. */
-static inline __attribute__((always_inline)) void set_interior(const trt_conv_params *p, int32_t pad_h, int32_t pad_w, workspace *ws) {
-    if (pad_h | pad_w) {
-        interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws->y_first, &ws->y_span);
-        interior(p->in_w, p->out_w, p->kernel_w, p->stride_w, pad_w, p->dilation_w, &ws->x_first, &ws->x_span);
-    }
-}
-
-/* run_on_image with a fused pool (out: the pooled image); out of line, so that the unfused loop is
- * compiled as if it were not there. */
-static __attribute__((noinline)) void run_pooled(const trt_conv_params *p, const int8_t *image, int32_t pitch, int32_t pad_h, int32_t pad_w,
-                       int8_t *out, void *temp) {
-    /* the pixels the pool's windows cover (a last odd row or column is never needed) */
-    const int32_t pixels = (p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->pool_h * p->pool_w;
-    const int general = p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1;
-    int8_t *acc = (int8_t *)temp + columns_bytes(p);
-    int32_t *pool = spared(p) ? p->pool_spare : (int32_t *)(void *)(acc + acc_bytes(p));
-    /* grouped windows: the blocks' dot products in the pool's bytes; running maxima there otherwise.
-     * A pooled block's pixels are not side by side in the input: their windows are always copied. */
-    workspace ws = {image, pitch, pad_h, pad_w, temp, grouped_windows(p) ? pool : (int32_t *)(void *)acc,
-                    0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
-    set_interior(p, pad_h, pad_w, &ws);
-    if (grouped_windows(p)) {   /* three pool windows at a time */
-        for (int32_t i = 0; i < pixels; i += PIXELS * pool_taps(p)) pool_windows(p, &ws, general, i, pixels, out);
-        return;
-    }
-    for (int32_t i = 0; i < pixels; i += PIXELS)   /* the finish places each window */
-        pooled_block(p, &ws, pool, general, i, pixels - i < PIXELS ? pixels - i : PIXELS, out);
-}
-
-/* The image with `pad_h` rows and `pad_w` columns of padding around it that the windows fill in;
- * no fused pool (run_pooled). */
+/* The image with `pad_h` rows and `pad_w` columns of padding around it that the windows fill in. */
 static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int32_t pad_h, int32_t pad_w,
                          int8_t *out, void *temp) {
     const int32_t pixels = p->out_h * p->out_w;
@@ -610,7 +426,10 @@ static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t 
                          (p->vector_weights || trt_mve_word_aligned(p->weights));
     workspace ws = {image, pitch, pad_h, pad_w, temp, (int32_t *)(void *)((int8_t *)temp + columns_bytes(p)),
                     0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
-    set_interior(p, pad_h, pad_w, &ws);
+    if (pad_h | pad_w) {
+        interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws.y_first, &ws.y_span);
+        interior(p->in_w, p->out_w, p->kernel_w, p->stride_w, pad_w, p->dilation_w, &ws.x_first, &ws.x_span);
+    }
     /* three pixels at a time in row-major order (a block may span two rows) */
     for (int32_t i = 0; i < pixels; i += PIXELS) {
         const int32_t count = pixels - i < PIXELS ? pixels - i : PIXELS;
@@ -627,13 +446,6 @@ void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int3
 
 void trt_conv2d_mve(const trt_conv_params *p, void *temp) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
-    if (p->pool_h) {
-        const size_t out_image = (size_t)(p->out_h / p->pool_h) * (p->out_w / p->pool_w) * p->out_c;
-        for (int32_t b = 0; b < p->batches; b++)
-            run_pooled(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
-                       p->output + (size_t)b * out_image, temp);
-        return;
-    }
     for (int32_t b = 0; b < p->batches; b++)
         run_on_image(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
                      p->output + (size_t)b * p->out_h * p->out_w * p->out_c, temp);

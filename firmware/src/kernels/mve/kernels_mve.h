@@ -20,8 +20,7 @@ void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch);
 size_t trt_conv2d_mve_temp_bytes(const trt_conv_params *p);
 void trt_conv2d_mve(const trt_conv_params *p, void *temp);
 /* The convolution of p on an image already padded (or prepared: pad bytes hold -input_offset)
- * with `pitch` bytes per row, p's padding ignored, no fused pool (p->pool_h 0); temp:
- * trt_conv2d_mve_block_bytes. */
+ * with `pitch` bytes per row, p's padding ignored; temp: trt_conv2d_mve_block_bytes. */
 size_t trt_conv2d_mve_block_bytes(const trt_conv_params *p);
 void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp);
 
