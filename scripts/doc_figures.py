@@ -137,7 +137,36 @@ def mlperf_boards(_figures: dict) -> str:
                   "official runtime, M55", "arena, M55", "flash, M55"], rows)
 
 
-BLOCKS = {"firmware-boards": firmware_boards, "vela": vela_summary, "mlperf-boards": mlperf_boards}
+def cycle_estimate(s: dict) -> str:
+    """benchmarks: the cycle estimate of each Cortex-M program beside its instruction count, per board and for
+    the M55 per layer (tinyrps.measure.cycles: an estimate, with its band)."""
+    rows = []
+    for name in CORTEX_M:
+        c = s[name].get("cycles")
+        if c is None:
+            continue
+        rows.append([f"{c['board']} ({core_name(c['core'])})", f"{c['instructions_per_inference']:,}",
+                     f"{c['estimated_cycles_per_inference']:,} ±{c['uncertainty']:.0%}",
+                     f"{c['estimated_cycles_per_instruction']:.2f}",
+                     f"{c['estimated_ms']:.1f} ms at {c['clock_hz'] / 1e6:g} MHz"])
+    text = table(["board", "instructions (one image, traced)", "estimated cycles", "cycles / instruction",
+                  "estimated time at the board's clock"], rows)
+    m55 = s["cortex-m55"].get("cycles")
+    if m55 and m55.get("helium_instructions"):
+        text += (f"\n\nOn the M55, of an inference's {m55['helium_instructions']:,} Helium instructions "
+                 f"{m55['helium_overlapped'] / m55['helium_instructions']:.0%} follow one of another pipe and overlap it; "
+                 "the others take their two cycles: the loops issue their loads and their multiply-accumulates "
+                 "in runs, not interleaved.")
+    if m55:
+        layers = [[layer["op"].split("::")[-1], f"{layer['instructions']:,}", f"{layer['estimated_cycles']:,}",
+                   f"{layer['estimated_cycles'] / layer['instructions']:.2f}"] for layer in m55["layers"]]
+        text += "\n\nPer kernel call on the Cortex-M55:\n\n" + table(["kernel call", "instructions",
+                                                                         "estimated cycles", "cycles / instruction"],
+                                                                        layers)
+    return text
+
+
+BLOCKS = {"firmware-boards": firmware_boards, "cycle-estimate": cycle_estimate, "vela": vela_summary, "mlperf-boards": mlperf_boards}
 
 
 def load_figures(folder: Path) -> dict:

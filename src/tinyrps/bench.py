@@ -72,10 +72,14 @@ def runs_for(device, runs: int) -> int:
     return runs if device.bench_runs is None else min(runs, device.bench_runs)
 
 
+# The measure stage's kinds a benchmark shows beside its latencies (tinyrps.measure.MEASUREMENTS).
+SHOWN_MEASUREMENTS = ("vela", "firmware", "cycles")
+
+
 def measured_figures(pte) -> dict:
     """The measure stage's figures of a program that a benchmark shows beside its latency."""
     measured = measure.read(pte) or {}
-    return {key: measured[key] for key in ("vela", "firmware") if key in measured}
+    return {key: measured[key] for key in SHOWN_MEASUREMENTS if key in measured}
 
 
 def render_throughput(count: int = 3000, seed: int = 0) -> float:
@@ -188,7 +192,7 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
             entry["simulated_by"] = device.simulated_by
     if measurements_for(described.family):
         measured = measure.read(pte) or take(pte)
-        entry.update({key: measured[key] for key in ("vela", "firmware") if key in measured})
+        entry.update({key: measured[key] for key in SHOWN_MEASUREMENTS if key in measured})
     result = {"runs": count, "rounds": 1, "block_s": 0.0, "programs": {pte.stem: entry}}
     if profile:
         result["profile"] = timed_profile(profiled)

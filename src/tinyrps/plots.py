@@ -62,24 +62,36 @@ def plot_confusion(labels, predictions, path: Path, title: str = "") -> None:
 
 
 def plot_latency(rows: list, path: Path) -> None:
-    """Horizontal bars of median latency per program (log scale), annotated with the ratio to eager."""
+    """Horizontal bars of each program's time of one inference on its own hardware (log scale): measured
+    on this CPU, or estimated (Vela for the NPU, the cycle estimate for a Cortex-M core, with its error
+    band), annotated with the ratio to eager where measured."""
     _save(latency_figure(rows), path)
 
 
 def latency_figure(rows: list):
+    """rows: {name, latency_ms, [band: relative error band], [what: how the time was had],
+    [ratio_to_eager]}."""
     names = [r["name"] for r in rows]
     ms = [r["latency_ms"] for r in rows]
+    bands = [r.get("band", 0.0) * r["latency_ms"] for r in rows]
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.2))
     ax.barh(names, ms, color=[f"C{i}" for i in range(len(rows))])
+    banded = [i for i, b in enumerate(bands) if b]
+    if banded:      # the error band of an estimate, on its bar only
+        ax.errorbar([ms[i] for i in banded], banded, xerr=[bands[i] for i in banded], fmt="none", ecolor="black",
+                    capsize=3, elinewidth=1)
     for i, r in enumerate(rows):
-        ratio = r.get("ratio_to_eager", 1.0)
-        versus = f" ({_figure(ratio)}x eager)" if ratio is not None else ""
-        ax.text(ms[i], i, f"  {_figure(ms[i])} ms{versus}", va="center", fontsize=8)
-    ax.set(xscale="log", xlabel="median latency of one inference (ms, log scale)")
+        ratio = r.get("ratio_to_eager")
+        note = f" ({_figure(ratio)}x eager)" if ratio is not None else ""
+        if r.get("what") and r["what"] != "measured":
+            note = f" ±{r['band']:.0%}, {r['what']}" if r.get("band") else f", {r['what']}"
+        ax.text(ms[i] + bands[i], i, f"  {_figure(ms[i])} ms{note}", va="center", fontsize=8)
+    ax.set(xscale="log", xlabel="ms per inference on its hardware (log scale)")
     ax.invert_yaxis()
+    ends = [m + b for m, b in zip(ms, bands)]
     for _ in range(2):   # the layout and the room the labels need depend on each other
         fig.tight_layout()
-        _make_room_for_labels(fig, ax, ms)
+        _make_room_for_labels(fig, ax, ends)
     return fig
 
 

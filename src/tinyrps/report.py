@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import platform
 from pathlib import Path
+from typing import Optional
 
 from rich import box
 from rich.console import Console
@@ -83,7 +84,7 @@ def eval_table(result: dict) -> None:
                 EVAL_HEADER, eval_rows(result))
 
 
-BENCH_HEADER = ["program", "device", "timed on", "median ms", "IQR ms", "× eager", "runs", "size"]
+BENCH_HEADER = ["program", "device", "timed on", "median ms", "IQR ms", "× eager", "runs", "size", "device ms"]
 
 
 def timed_on(v: dict) -> str:
@@ -93,7 +94,36 @@ def timed_on(v: dict) -> str:
 
 SIMULATION_NOTE = ("Rows timed on a simulator or emulator (the TOSA reference model for the Ethos-U NPU, QEMU for "
                    "the Cortex-M boards, over a serial link) measure that model running on this machine, not the "
-                   "hardware: the NPU's time is Vela's estimate, and a Cortex-M core's work its instruction count.")
+                   "hardware (median ms): the hardware's time (device ms) is Vela's estimate for the NPU, and for a "
+                   "Cortex-M core the cycle estimate at its board's clock (tinyrps.measure.cycles: the executed "
+                   "instructions through a per-core timing model; an estimate, with its error band).")
+
+
+def device_time(v: dict) -> Optional[dict]:
+    """A program's time on its own hardware: {ms, band (relative, +/-), what}. Measured where it ran on this
+    CPU (or a real board); for an NPU program Vela's estimate, for a Cortex-M program on an emulated board
+    the cycle estimate at the board's clock; None when a simulated program has no estimate. The emulators'
+    wall times are not the hardware's and stay in their own column."""
+    if not v.get("simulated_by"):
+        return {"ms": v["latency_ms"], "band": 0.0, "what": "measured"}
+    if v.get("vela"):
+        return {"ms": v["vela"]["inference_ms"], "band": 0.0, "what": "Vela's estimate"}
+    if v.get("cycles"):
+        c = v["cycles"]
+        return {"ms": c["estimated_ms"], "band": c["uncertainty"],
+                "what": f"cycle estimate at {c['clock_hz'] / 1e6:g} MHz"}
+    return None
+
+
+def device_cell(v: dict) -> str:
+    t = device_time(v)
+    if t is None:
+        return ""
+    if t["what"] == "measured":
+        return f"{t['ms']:.4f}"
+    if t["band"]:
+        return f"{t['ms']:.3g} ±{t['band']:.0%} (est., {t['what'].split(' at ')[-1]})"
+    return f"{t['ms']:.4f} (Vela est.)"
 
 
 def iqr(v: dict) -> str:
@@ -112,7 +142,7 @@ def bench_rows(result: dict) -> list:
     for name, v in result["programs"].items():
         rows.append([name, v["device"], timed_on(v), f"{v['latency_ms']:.4f}", iqr(v),
                      "1" if name == "eager" else ratio_cell(v), f"{v['runs']:,}",
-                     f"{v.get('size_bytes', result.get('eager_size_bytes', 0)):,} B"])
+                     f"{v.get('size_bytes', result.get('eager_size_bytes', 0)):,} B", device_cell(v)])
     return rows
 
 
@@ -154,7 +184,7 @@ FIRMWARE_UNITS = ("flash and RAM in KiB (of the program's own firmware image whe
                   "allows and with plain C (\"C\"), link ms: serial round trip")
 QEMU_COUNTS = ("QEMU counts instructions (-icount), not cycles: one Helium (MVE) instruction counts as one, "
                "whatever its width")
-FIRMWARE_HEADER = ["target", "board", "flash", "RAM", "instr", "/MAC", "C instr", "C/MAC", "ms"]
+FIRMWARE_HEADER = ["target", "board", "flash", "RAM", "instr", "/MAC", "C instr", "C/MAC", "ms", "est. Mcycles"]
 
 
 def _millions(count) -> str:
@@ -176,11 +206,16 @@ def firmware_rows(result: dict) -> list:
                          _millions(fw["instructions_per_inference"]), _per_mac(fw["instructions_per_mac"]),
                          _millions(fw.get("instructions_per_inference_plain_c")),
                          _per_mac(fw.get("instructions_per_mac_plain_c")),
-                         f"{v['latency_ms']:.0f}" if v.get("device") == "mcu" else ""])
+                         f"{v['latency_ms']:.0f}" if v.get("device") == "mcu" else "", _estimated_millions(v)])
     return rows
 
 
-LAYER_HEADER = ["layer", "kernels", "MACs", "instr", "/MAC", "C instr", "C/MAC"]
+def _estimated_millions(v: dict) -> str:
+    c = v.get("cycles")
+    return f"{c['estimated_cycles_per_inference'] / 1e6:.2f} ±{c['uncertainty']:.0%}" if c else ""
+
+
+LAYER_HEADER = ["layer", "kernels", "MACs", "instr", "/MAC", "C instr", "C/MAC", "est. cycles"]
 
 
 def _layer_name(op: str) -> str:
@@ -199,11 +234,14 @@ def layer_tables(result: dict) -> list:
         if not fw.get("layers"):
             continue
         rows = []
-        for layer in fw["layers"]:
+        estimates = (v.get("cycles") or {}).get("layers") or []
+        for i, layer in enumerate(fw["layers"]):
             macs, fast, plain = layer["macs"], layer["instructions"], layer.get("instructions_plain_c")
+            estimated = estimates[i]["estimated_cycles"] if i < len(estimates) else None
             rows.append([_layer_name(layer["op"]), layer.get("kernels", ""), f"{macs:,}" if macs else "",
                          f"{fast:,}", f"{fast / macs:.2f}" if macs else "", "" if plain is None else f"{plain:,}",
-                         f"{plain / macs:.2f}" if macs and plain is not None else ""])
+                         f"{plain / macs:.2f}" if macs and plain is not None else "",
+                         "" if estimated is None else f"{estimated:,}"])
         tables.append((f"{name} on {fw['board']}: per layer, the {fw.get('kernels', '?')} build (kernels: the "
                        "variant each call ran with) and plain C (\"C\")", rows))
     return tables
@@ -305,9 +343,20 @@ def write_report(out: Path, summary: dict) -> None:
         parts += ["## Game rounds", markdown_table(["program", "device", "you", "model reads", "opponent",
                                                     "model reads", "outcome"], rows)]
     from .plots import plot_latency
-    plot_latency([{**v, "name": f"{n} ({v['device']}{', simulated' if v.get('simulated_by') else ''})"}
-                  for n, v in be["programs"].items()], out / "run" / "latency.png")
+    plot_latency(device_rows(be), out / "run" / "latency.png")
     atomic_write_bytes(out / "report.md", ("\n\n".join(parts) + "\n").encode())
+
+
+def device_rows(bench: dict) -> list:
+    """The latency chart's bars: each program's time on its own hardware (device_time), never an emulator's."""
+    rows = []
+    for name, v in bench["programs"].items():
+        t = device_time(v)
+        if t is not None:
+            rows.append({"name": f"{name} ({v['device']})", "latency_ms": t["ms"], "band": t["band"],
+                         "what": t["what"], **({"ratio_to_eager": v.get("ratio_to_eager")}
+                                               if t["what"] == "measured" and name != "eager" else {})})
+    return rows
 
 
 SWEEP_HEADER = ["NPU", "system config", "ms", "SRAM", "DRAM", "flash", "util."]

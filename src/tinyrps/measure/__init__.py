@@ -16,6 +16,9 @@ takes it. Today:
               the kernel variants its calls bind; the generic image's beside them), arena,
               instructions per inference and per kernel call, boot (tinyrps.measure.firmware);
               QEMU counts instructions, not cycles
+    cycles    (cortex-m) an estimate of the cycles per inference and per kernel call on the real
+              core, from one traced inference's executed instructions and a per-core timing
+              model (tinyrps.measure.cycles): an estimate, never a measurement
     vela      (ethos-u)  Vela's performance estimate, read from the summary and per-layer
               tables the export kept beside the program (tinyrps.vela)
 
@@ -50,6 +53,12 @@ def _firmware_tools_missing() -> Optional[str]:
     return None
 
 
+def _trace_tools_missing() -> Optional[str]:
+    if shutil.which("arm-none-eabi-objdump") is None:
+        return "the cycle estimate needs arm-none-eabi-objdump, which is not installed: apt-get install binutils-arm-none-eabi"
+    return _firmware_tools_missing()
+
+
 @dataclass(frozen=True)
 class Measurement:
     name: str                                   # its key in the measurement file
@@ -66,6 +75,9 @@ MEASUREMENTS = (
     Measurement("firmware", ("cortex-m",), "the program on the firmware of its core's emulated board (QEMU)",
                 "tinyrps.measure.firmware:measure_program", _firmware_tools_missing,
                 fingerprint="tinyrps.measure.firmware:fingerprint"),
+    Measurement("cycles", ("cortex-m",), "an estimate of the cycles on the real core (QEMU's trace, a timing model)",
+                "tinyrps.measure.cycles:measure_program", _trace_tools_missing,
+                fingerprint="tinyrps.measure.cycles:fingerprint"),
     Measurement("vela", ("ethos-u",), "Vela's estimate of the NPU's time and memory",
                 "tinyrps.vela:measure_program"),
 )
@@ -99,7 +111,10 @@ def measure(pte, quick: bool = False, only: Optional[tuple] = None) -> dict:
     result = {VERSION_KEY: MEASUREMENT_VERSION, "program": pte.name,
               "program_sha256": hashlib.sha256(program).hexdigest(), "target": described.target}
     for m in kinds:
-        result[m.name] = _resolve(m.function)(pte, described, quick=quick)
+        figures = _resolve(m.function)(pte, described, quick=quick)
+        if figures is None:         # nothing to take in this mode (a quick measurement)
+            continue
+        result[m.name] = figures
         if m.fingerprint:
             result.setdefault("fingerprints", {})[m.name] = _resolve(m.fingerprint)()
     atomic_write_json(path_of(pte), result)
@@ -132,7 +147,18 @@ def read(pte) -> Optional[dict]:
     for m in MEASUREMENTS:
         if m.name in raw and m.fingerprint and raw.get("fingerprints", {}).get(m.name) != _resolve(m.fingerprint)():
             return None            # taken with another firmware than today's
+    if not raw.get("firmware", {}).get("quick") and _kinds_missing(raw):
+        return None                # taken before a kind of measurement its family has now
     return raw
+
+
+def _kinds_missing(raw: dict) -> bool:
+    from ..families import family_of_target
+    try:
+        family = family_of_target(raw.get("target", "")).name
+    except UserError:               # a program of no target of today (a user's module): what it has is all
+        return False
+    return any(m.name not in raw for m in measurements_for(family))
 
 
 def measure_run(run_dir, quiet: bool = False, only_targets=None) -> dict:
@@ -167,6 +193,11 @@ def summary_line(m: dict) -> str:
         # a quick measurement (--quick) has the instruction count only: no footprint to show
         parts.append(line + (f", flash {fw['flash_bytes']:,} B{FLASH_OF.get(fw.get('image'), '')}"
                              if "flash_bytes" in fw else " (--quick: no footprint)"))
+    if "cycles" in m:
+        c = m["cycles"]
+        parts.append(f"about {c['estimated_cycles_per_inference'] / 1e6:.2f} M cycles per inference on a real {c['core']} "
+                     f"(an estimate, +/-{c['uncertainty']:.0%}: {c['estimated_ms']:.1f} ms at "
+                     f"{c['clock_hz'] / 1e6:g} MHz)")
     if "vela" in m:
         v = m["vela"]
         parts.append(f"Vela: {v['inference_ms']:.4f} ms, SRAM {v['sram_bytes'] / 1024:.1f} KiB")
