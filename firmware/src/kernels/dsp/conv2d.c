@@ -158,6 +158,54 @@ static void widen_groups(const int8_t *src, int32_t n, uint32_t *columns, int32_
     for (; n > 0; n -= 4, src += 4, slot += 2 * LANES) widen_word(trt_read32(src), slot);
 }
 
+/* A window of whole rows of 16-byte runs, word aligned, into lane k's column slots. */
+typedef struct {
+    const int8_t *x;     /* the window's first row */
+    int32_t pitch;       /* bytes per image row (a multiple of 4) */
+    uint32_t *slot;      /* the lane's first slot */
+    int32_t rows, runs;  /* kernel_h; runs of 16 bytes per row */
+} widen_job;
+
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+/* Per run: one LDM of four words, two SXTB16 and one STRD a word (slots 2 * LANES words apart). */
+static __attribute__((naked, noinline)) void widen_rows(const widen_job *job) {
+    (void)job;
+    __asm__ volatile(
+        "push    {r4-r11, lr}\n\t"
+        "ldm     r0, {r0-r4}\n\t"
+        "1:\n\t"
+        "mov     r5, r0\n\t"
+        "mov     r6, r4\n\t"
+        "2:\n\t"
+        "ldm     r5!, {r7-r10}\n\t"
+        "sxtb16  r11, r7\n\t"
+        "sxtb16  r7, r7, ror #8\n\t"
+        "strd    r11, r7, [r2], #32\n\t"
+        "sxtb16  r11, r8\n\t"
+        "sxtb16  r8, r8, ror #8\n\t"
+        "strd    r11, r8, [r2], #32\n\t"
+        "sxtb16  r11, r9\n\t"
+        "sxtb16  r9, r9, ror #8\n\t"
+        "strd    r11, r9, [r2], #32\n\t"
+        "sxtb16  r11, r10\n\t"
+        "sxtb16  r10, r10, ror #8\n\t"
+        "strd    r11, r10, [r2], #32\n\t"
+        "subs    r6, r6, #1\n\t"
+        "bne     2b\n\t"
+        "add     r0, r0, r1\n\t"
+        "subs    r3, r3, #1\n\t"
+        "bne     1b\n\t"
+        "pop     {r4-r11, pc}\n\t");
+}
+#else
+static void widen_rows(const widen_job *job) {
+    uint32_t *slot = job->slot;
+    for (int32_t ky = 0; ky < job->rows; ky++)
+        for (int32_t i = 0; i < 4 * job->runs; i++, slot += 2 * LANES)
+            widen_word(trt_read32(job->x + (size_t)ky * job->pitch + 4 * i), slot);
+}
+#endif
+
 /* The last rest (1..3) bytes of a window, with zeros up to the group. */
 static uint32_t partial_word(const int8_t *src, int32_t rest) {
     uint32_t v = 0;
@@ -181,6 +229,11 @@ static void window_to_columns(const trt_conv_params *p, const workspace *ws, con
         for (int32_t ky = 0; ky < p->kernel_h; ky++)
             memcpy(ws->staging + ky * row_len, x + (size_t)ky * ws->pitch, (size_t)row_len);
     } else {
+        if (row_len % 16 == 0 && ws->pitch % 4 == 0 && ((uintptr_t)(const void *)x & 3) == 0 && p->kernel_h > 0) {
+            const widen_job job = {x, ws->pitch, columns + 2 * k, p->kernel_h, row_len / 16};
+            widen_rows(&job);
+            return;
+        }
         for (int32_t ky = 0; ky < p->kernel_h; ky++)
             widen_groups(x + (size_t)ky * ws->pitch, row_len, columns, ky * row_len, k);
         return;   /* window % 4 == 0 */
