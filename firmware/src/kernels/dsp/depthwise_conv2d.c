@@ -69,7 +69,8 @@ static const trt_dsp_requant *requant_constants(const trt_conv_params *p) {
 }
 
 /* A channel's folded bias, bias + input_offset * sum(w) (mod 2^32), and sum |w|. */
-static int32_t channel_folded(const trt_conv_params *p, int32_t oc, int64_t *abs_sum) {
+/* (load-time code: kept out of line and small) */
+static __attribute__((noinline)) int32_t channel_folded(const trt_conv_params *p, int32_t oc, int64_t *abs_sum) {
     const int32_t n = taps(p);
     uint32_t sum = 0;
     for (int32_t t = 0; t < n; t++) sum += (uint32_t)(int32_t)p->weights[(size_t)t * p->out_c + oc];
@@ -78,7 +79,7 @@ static int32_t channel_folded(const trt_conv_params *p, int32_t oc, int64_t *abs
 }
 
 /* Whether the layer takes the channel records (see the top of the file). */
-static int records_fit(const trt_conv_params *p) {
+static __attribute__((noinline)) int records_fit(const trt_conv_params *p) {
     if (p->out_c < 1 || tap_pairs(p) != SHORT_PAIRS || p->activation_min != -128 || p->activation_max != 127) return 0;
     const int64_t offset_abs = p->output_offset < 0 ? -(int64_t)p->output_offset : p->output_offset;
     for (int32_t oc = 0; oc < p->out_c; oc++) {
@@ -94,7 +95,7 @@ static int records_fit(const trt_conv_params *p) {
 }
 
 /* scratch: tap offsets [2 SHORT_PAIRS], then one record a channel */
-static void records_pack(trt_conv_params *p, void *scratch) {
+static __attribute__((noinline)) void records_pack(trt_conv_params *p, void *scratch) {
     const int32_t n = taps(p), width = p->kernel_w, rows = pitch(p);
     int32_t *offsets = scratch;
     uint32_t *record = (uint32_t *)(offsets + 2 * SHORT_PAIRS);
