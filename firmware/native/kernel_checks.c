@@ -57,8 +57,12 @@ static void *aligned(size_t n) {
 
 /* Per-channel requantization parameters like an exporter's, sometimes with unusual shifts. */
 static void requant_params(int32_t *mult, int32_t *shift, int32_t n) {
+    /* now and then a layer with a negative multiplier among its channels: a quantizer never makes one,
+     * and the DSP kernels' short forms (channel records, the sign add) must refuse it and fall back */
+    const int negative = pick(0, 7) == 0;
     for (int32_t i = 0; i < n; i++) {
         mult[i] = pick(1 << 30, INT32_MAX);
+        if (negative && pick(0, 3) == 0) mult[i] = -mult[i];
         shift[i] = pick(0, 9) == 0 ? pick(1, 3) : pick(-12, 0);
     }
 }

@@ -2,7 +2,8 @@
 
 Shapes no default model has: channel counts that are not multiples of 4 or 16 (1, 3, 5, 7, 13, 17,
 19, 33), padding, padding wider than the kernel, strides of 2, odd and rectangular feature maps,
-a strided one-input-channel first layer, rectangular kernels. Each model is exported through the
+a strided one-input-channel first layer, rectangular kernels, and the DSP kernels' fast forms
+(windows of whole groups, a last block of one to four pixels). Each model is exported through the
 project's Cortex-M flow and then:
 
 - natively, the plain-C kernels and the DSP kernels (on the portable model of the DSP
@@ -53,6 +54,15 @@ def awkward_models() -> dict:
             nn.Conv2d(3, 17, 1, padding=2), nn.ReLU(),
             nn.Conv2d(17, 33, 3, stride=2), nn.ReLU(),
             nn.MaxPool2d(2))),
+        # the DSP fast forms on shapes of their own: the first layer's channel records with 8 channels;
+        # channel records of a convolution with whole groups (8 -> 12 through a 3x2 window: rows of
+        # 16 bytes, widened in one call; 12 -> 5 through 3x3: rows of 36) over maps of 196 and 49
+        # pixels (a last block of four pixels and one of one); the 2x2 pool's own loop on 12 channels
+        "aligned_windows": lambda: _with_head(nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(8, 12, (3, 2), stride=2, padding=(1, 0)), nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(12, 5, 3, padding=1), nn.ReLU())),
         # an unpadded strided first layer (13x13 output), a 13-channel map, 3x3 pooling of an
         # odd map without padding
         "strided_first": lambda: _with_head(nn.Sequential(

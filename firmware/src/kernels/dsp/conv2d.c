@@ -77,6 +77,22 @@ static int short_form_fits(int64_t weight_abs_sum, int32_t folded, int32_t shift
            (offset_abs + 1) << right < TRT_DSP_ACC_LIMIT - 1;
 }
 
+/* small_accumulators of a layer whose channels run from records (the top of the file) */
+#define CHANNEL_RECORDS 2
+#define RECORD_WORDS 3
+
+/* Whether a layer whose channels all take the short requantization runs from records: whole
+ * groups of four in word-aligned rows (LDRD), one group, the whole int8 range, every shift < 0,
+ * multipliers >= 0, and room for the records where the tap sums were (three taps or more). */
+static int records_fit(const trt_conv_params *p) {
+    if (is_general(p) || window_len(p) % 4 != 0 || ((uintptr_t)(const void *)p->weights & 3) != 0 ||
+        p->kernel_h * p->kernel_w < RECORD_WORDS || p->activation_min != -128 || p->activation_max != 127)
+        return 0;
+    for (int32_t oc = 0; oc < p->out_c; oc++)
+        if (p->shifts[oc] >= 0 || p->multipliers[oc] < 0) return 0;
+    return 1;
+}
+
 /* The weight sums (weight_sums.h), and whether every channel takes the short requantization. */
 void trt_conv2d_dsp_prepare(trt_conv_params *p, void *scratch) {
     const int32_t n = window_len(p);
@@ -89,6 +105,17 @@ void trt_conv2d_dsp_prepare(trt_conv_params *p, void *scratch) {
         const int64_t abs_sum = trt_abs_sum_s8(p->weights + (size_t)oc * n, n, 1);
         if (!short_form_fits(abs_sum, p->folded_bias[oc], p->shifts[oc], p->output_offset)) p->small_accumulators = 0;
     }
+    if (!p->small_accumulators || !records_fit(p)) return;
+    /* the tap sums only served the folded bias: their words take the records, [multiplier][round][right] */
+    int32_t *record = (int32_t *)(void *)scratch;
+    for (int32_t oc = 0; oc < p->out_c; oc++, record += RECORD_WORDS) {
+        const int32_t right = -p->shifts[oc];
+        record[0] = p->multipliers[oc];
+        record[1] = (int32_t)(1u << (right - 1)) + p->output_offset * (int32_t)(1u << right);
+        record[2] = right;
+    }
+    p->tap_sums = scratch;
+    p->small_accumulators = CHANNEL_RECORDS;
 }
 
 /* The working memory of a call on a prepared image: the interleaved windows, the staging bytes,
@@ -120,8 +147,64 @@ static inline void widen_word(uint32_t v, uint32_t *slot) {
 /* n bytes (n % 4 == 0) of lane k's window, from window position pos, into its column slots. */
 static void widen_groups(const int8_t *src, int32_t n, uint32_t *columns, int32_t pos, int32_t k) {
     uint32_t *slot = columns + (size_t)(pos / 4) * 2 * LANES + 2 * k;
+    /* four words a step: the loads first, each word's two halves then one STRD */
+    for (; n >= 16; n -= 16, src += 16, slot += 8 * LANES) {
+        const uint32_t a = trt_read32(src), b = trt_read32(src + 4), c = trt_read32(src + 8), d = trt_read32(src + 12);
+        widen_word(a, slot);
+        widen_word(b, slot + 2 * LANES);
+        widen_word(c, slot + 4 * LANES);
+        widen_word(d, slot + 6 * LANES);
+    }
     for (; n > 0; n -= 4, src += 4, slot += 2 * LANES) widen_word(trt_read32(src), slot);
 }
+
+/* A window of whole rows of 16-byte runs, word aligned, into lane k's column slots. */
+typedef struct {
+    const int8_t *x;     /* the window's first row */
+    int32_t pitch;       /* bytes per image row (a multiple of 4) */
+    uint32_t *slot;      /* the lane's first slot */
+    int32_t rows, runs;  /* kernel_h; runs of 16 bytes per row */
+} widen_job;
+
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+/* Per run: one LDM of four words, two SXTB16 and one STRD a word (slots 2 * LANES words apart). */
+static __attribute__((naked, noinline)) void widen_rows(const widen_job *job) {
+    (void)job;
+    __asm__ volatile(
+        "push    {r4-r11, lr}\n\t"
+        "ldm     r0, {r0-r4}\n\t"
+        "1:\n\t"
+        "mov     r5, r0\n\t"
+        "mov     r6, r4\n\t"
+        "2:\n\t"
+        "ldm     r5!, {r7-r10}\n\t"
+        "sxtb16  r11, r7\n\t"
+        "sxtb16  r7, r7, ror #8\n\t"
+        "strd    r11, r7, [r2], #32\n\t"
+        "sxtb16  r11, r8\n\t"
+        "sxtb16  r8, r8, ror #8\n\t"
+        "strd    r11, r8, [r2], #32\n\t"
+        "sxtb16  r11, r9\n\t"
+        "sxtb16  r9, r9, ror #8\n\t"
+        "strd    r11, r9, [r2], #32\n\t"
+        "sxtb16  r11, r10\n\t"
+        "sxtb16  r10, r10, ror #8\n\t"
+        "strd    r11, r10, [r2], #32\n\t"
+        "subs    r6, r6, #1\n\t"
+        "bne     2b\n\t"
+        "add     r0, r0, r1\n\t"
+        "subs    r3, r3, #1\n\t"
+        "bne     1b\n\t"
+        "pop     {r4-r11, pc}\n\t");
+}
+#else
+static void widen_rows(const widen_job *job) {
+    uint32_t *slot = job->slot;
+    for (int32_t ky = 0; ky < job->rows; ky++)
+        for (int32_t i = 0; i < 4 * job->runs; i++, slot += 2 * LANES)
+            widen_word(trt_read32(job->x + (size_t)ky * job->pitch + 4 * i), slot);
+}
+#endif
 
 /* The last rest (1..3) bytes of a window, with zeros up to the group. */
 static uint32_t partial_word(const int8_t *src, int32_t rest) {
@@ -146,6 +229,11 @@ static void window_to_columns(const trt_conv_params *p, const workspace *ws, con
         for (int32_t ky = 0; ky < p->kernel_h; ky++)
             memcpy(ws->staging + ky * row_len, x + (size_t)ky * ws->pitch, (size_t)row_len);
     } else {
+        if (row_len % 16 == 0 && ws->pitch % 4 == 0 && ((uintptr_t)(const void *)x & 3) == 0 && p->kernel_h > 0) {
+            const widen_job job = {x, ws->pitch, columns + 2 * k, p->kernel_h, row_len / 16};
+            widen_rows(&job);
+            return;
+        }
         for (int32_t ky = 0; ky < p->kernel_h; ky++)
             widen_groups(x + (size_t)ky * ws->pitch, row_len, columns, ky * row_len, k);
         return;   /* window % 4 == 0 */
@@ -261,6 +349,147 @@ static void dot8(const uint32_t *x, const int8_t *w, int32_t groups, int32_t acc
 }
 #endif
 
+/* The channels [oc0, oc1) of a block from their records (the top of the file), in one call. */
+typedef struct {
+    const uint32_t *columns;   /* 0: the first half's windows, the second's after them */
+    const int8_t *weights;     /* 4: the current channel's row (advanced) */
+    int32_t groups;            /* 8 */
+    const int32_t *folded;     /* 12: the current channel's folded bias (advanced) */
+    const int32_t *records;    /* 16: its record (advanced) */
+    int8_t *out;               /* 20: its output in the block's first pixel (advanced) */
+    int32_t stride;            /* 24: bytes from one pixel's outputs to the next one's */
+    int32_t channels;          /* 28: channels left (at least one) */
+    int32_t halves;            /* 32: 2, or 1 for a last block of at most four pixels */
+} record_job;
+
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+/* One pass over a channel's row for four pixels, eight groups a step (four LDRD), then four,
+ * then one at a time: r0 columns, r1 weights, the group count in the job at [sp]. */
+#define TRT_RECORD_PASS                      \
+    "ldr     r2, [sp]\n\t"                   \
+    "ldr     r2, [r2, #8]\n\t"               \
+    "lsrs    r2, r2, #3\n\t"                 \
+    "beq     4f\n\t"                         \
+    "2:\n\t"                                 \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "subs    r2, r2, #1\n\t"                 \
+    "bne     2b\n\t"                         \
+    "4:\n\t"                                 \
+    "ldr     r2, [sp]\n\t"                   \
+    "ldr     r2, [r2, #8]\n\t"               \
+    "tst     r2, #4\n\t"                     \
+    "beq     5f\n\t"                         \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")                     \
+    "5:\n\t"                                 \
+    "ands    r2, r2, #3\n\t"                 \
+    "beq     7f\n\t"                         \
+    "6:\n\t"                                 \
+    "ldr     r8, [r1], #4\n\t"               \
+    TRT_CONV_GROUP("r8")                     \
+    "subs    r2, r2, #1\n\t"                 \
+    "bne     6b\n\t"                         \
+    "7:\n\t"
+/* One output of accumulator acc (folded bias included): a = 2 acc, SMMLAR(a, m, round) + (a >> 31),
+ * shifted right and saturated; r8 m, r9 round, r10 right. */
+#define TRT_RECORD_OUT(acc, address)         \
+    "lsl     r2, " acc ", #1\n\t"            \
+    "smmlar  lr, r2, r8, r9\n\t"             \
+    "add     lr, lr, r2, asr #31\n\t"        \
+    "asr     lr, lr, r10\n\t"                \
+    "ssat    lr, #8, lr\n\t"                 \
+    "strb    lr, " address "\n\t"
+/* Four pixels' outputs (r4-r7) of the channel, r11 its output in the first of them (after `move`),
+ * r12 the stride; r0 and r1 kept. */
+#define TRT_RECORD_FINISH(move)              \
+    "ldr     r3, [sp]\n\t"                   \
+    "ldr     r8, [r3, #16]\n\t"              \
+    "ldm     r8, {r8-r10}\n\t"               \
+    "ldr     r11, [r3, #20]\n\t"             \
+    "ldr     r12, [r3, #24]\n\t"             \
+    move                                     \
+    TRT_RECORD_OUT("r4", "[r11]")            \
+    TRT_RECORD_OUT("r5", "[r11, r12]")       \
+    "add     r11, r11, r12, lsl #1\n\t"      \
+    TRT_RECORD_OUT("r6", "[r11]")            \
+    TRT_RECORD_OUT("r7", "[r11, r12]")
+/* Per channel: the accumulators start at its folded bias, a pass and the first half's outputs,
+ * then (two halves) a second pass over the same row with the columns where the first left r0;
+ * the row's end is the next channel's row. The job stays at [sp]. */
+static __attribute__((naked, noinline)) void record_block(record_job *job) {
+    (void)job;
+    __asm__ volatile(
+        "push    {r0, r4-r11, lr}\n\t"
+        "10:\n\t"
+        "ldr     r3, [sp]\n\t"
+        "ldr     r2, [r3, #12]\n\t"
+        "ldr     r4, [r2], #4\n\t"
+        "str     r2, [r3, #12]\n\t"
+        "mov     r5, r4\n\t"
+        "mov     r6, r4\n\t"
+        "mov     r7, r4\n\t"
+        "ldrd    r0, r1, [r3]\n\t"
+        TRT_RECORD_PASS
+        TRT_RECORD_FINISH("")
+        "ldr     r3, [sp]\n\t"
+        "ldr     r2, [r3, #32]\n\t"
+        "cmp     r2, #2\n\t"
+        "bne     20f\n\t"
+        "ldr     r2, [r3, #12]\n\t"
+        "ldr     r4, [r2, #-4]\n\t"
+        "mov     r5, r4\n\t"
+        "mov     r6, r4\n\t"
+        "mov     r7, r4\n\t"
+        "ldr     r1, [r3, #4]\n\t"
+        TRT_RECORD_PASS
+        TRT_RECORD_FINISH("add     r11, r11, r12, lsl #2\n\t")
+        "20:\n\t"
+        "ldr     r3, [sp]\n\t"
+        "str     r1, [r3, #4]\n\t"
+        "ldr     r2, [r3, #16]\n\t"
+        "add     r2, r2, #12\n\t"
+        "str     r2, [r3, #16]\n\t"
+        "ldr     r2, [r3, #20]\n\t"
+        "add     r2, r2, #1\n\t"
+        "str     r2, [r3, #20]\n\t"
+        "ldr     r2, [r3, #28]\n\t"
+        "subs    r2, r2, #1\n\t"
+        "str     r2, [r3, #28]\n\t"
+        "bne     10b\n\t"
+        "pop     {r0, r4-r11, pc}\n\t");
+}
+#else
+static void record_block(record_job *job) {
+    for (; job->channels > 0; job->channels--, job->folded++, job->records += RECORD_WORDS, job->out++) {
+        const int32_t f = *job->folded, *r = job->records;
+        int32_t acc[PIXELS] = {f, f, f, f, f, f, f, f};
+        dot4(job->columns, job->weights, job->groups, acc);
+        if (job->halves == 2) dot4(job->columns + (size_t)job->groups * 2 * LANES, job->weights, job->groups, acc + LANES);
+        for (int32_t i = 0; i < LANES * job->halves; i++) {
+            const int32_t a = (int32_t)((uint32_t)acc[i] << 1);
+            const int32_t t = r[1] + trt_smmulr(a, r[0]) + (a >> 31);
+            job->out[i * job->stride] = (int8_t)trt_ssat8(t >> r[2]);
+        }
+        job->weights += 4 * job->groups;
+    }
+}
+#endif
+
 /* What the finishing of every output channel reads, gathered once per call. */
 typedef struct {
     int32_t offset, lo, hi, stride;   /* stride: bytes from one pixel's outputs to the next one's */
@@ -316,6 +545,12 @@ static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_
      * a row is shorter than the 1..3 bytes the word reads beyond it) read that group byte by byte */
     const int32_t partial_from = rest != 0 ? p->out_c - 1 - (4 * groups - n - 1) / n : p->out_c;
     const int32_t *folded = p->folded_bias, *mults = p->multipliers, *shifts = p->shifts;
+    if (p->small_accumulators == CHANNEL_RECORDS) {   /* whole groups: no partial rows */
+        record_job job = {columns, p->weights + (size_t)oc0 * n, groups, folded + oc0, p->tap_sums + (size_t)oc0 * RECORD_WORDS,
+                          out, stride, oc1 - oc0, both_halves ? 2 : 1};
+        if (oc1 > oc0) record_block(&job);
+        return;
+    }
     const finish_constants k = {p->output_offset, p->activation_min, p->activation_max, stride};
     void (*const finish)(const int32_t *, int32_t, int32_t, const finish_constants *, int8_t *) =
         p->small_accumulators ? finish_short : finish_general;
