@@ -511,8 +511,8 @@ def arch_help() -> str:
 
 def per_class_help() -> str:
     from .labels import DEFAULT_PER_CLASS as d
-    return (f"training images per class; val and test scale with it "
-            f"(default: {d['train']}, with {d['val']} val and {d['test']} test)")
+    return (f"training images per class; val, test and benchmark scale with it "
+            f"(default: {d['train']}, with {d['val']} val, {d['test']} test and {d['benchmark']} benchmark)")
 
 
 # An option renamed after 0.1.0: its old spelling stays, hidden, for one release.
@@ -554,7 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--board", choices=list(BOARDS),
                        help="--device mcu: the emulated board (default: the program's, from its descriptor)")
 
-    s = add("data", cmd_data, "render the synthetic train/val/test splits")
+    s = add("data", cmd_data, "render the synthetic train/val/test/benchmark splits")
     s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write (created if missing)")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S",
                    help="random seed; the same seed gives the same images")

@@ -222,7 +222,8 @@ def markdown_table(header: list, rows: list) -> str:
 
 def data_line(data: dict) -> str:
     sizes = data["per_class"]
-    per_class = ", ".join(f"{sizes[split]:,} {split}" for split in ("train", "val", "test") if split in sizes)
+    per_class = ", ".join(f"{sizes[split]:,} {split}" for split in ("train", "val", "test", "benchmark")
+                          if split in sizes)
     return f"{data['images']:,} synthetic images (seed {data['seed']}; per class: {per_class})"
 
 
