@@ -54,15 +54,18 @@ def count_of(accuracy: float, n: int) -> int:
     return int(round(accuracy * n))
 
 
-def format_accuracy(k: int, n: int) -> str:
-    """"99.67 % (598/600, 95 % CI 98.8–99.9 %)": the form every place shows an accuracy in."""
+def format_accuracy(k: int, n: int, cell: bool = False) -> str:
+    """"99.67 % (598/600, 95 % CI 98.8–99.9 %)": the form every place shows an accuracy in. As a cell
+    of a table on screen (`cell`) the three parts are three lines, "99.67 %", "598/600" and
+    "98.8–99.9 %", so that a table of several columns still fits 80 columns."""
     if n == 0:
         return "no images"
     low, high = wilson(k, n)
-    return f"{100 * k / n:.2f} % ({k:,}/{n:,}, 95 % CI {100 * low:.1f}–{100 * high:.1f} %)"
+    share, count, interval = f"{100 * k / n:.2f} %", f"{k:,}/{n:,}", f"{100 * low:.1f}–{100 * high:.1f} %"
+    return f"{share}\n{count}\n{interval}" if cell else f"{share} ({count}, 95 % CI {interval})"
 
 
-def entry_accuracy(entry: dict, images=None, key: str = "accuracy", prefix: str = "") -> str:
+def entry_accuracy(entry: dict, images=None, key: str = "accuracy", prefix: str = "", cell: bool = False) -> str:
     """An accuracy of a JSON result as text: from its stored counts (`{prefix}correct` and
     `{prefix}images`), else from the accuracy and the image count the result records elsewhere
     (`images`; results written before the counts were stored), else the bare percentage."""
@@ -74,4 +77,4 @@ def entry_accuracy(entry: dict, images=None, key: str = "accuracy", prefix: str 
         correct = count_of(value, total)
     if not total:
         return f"{100 * value:.2f} %"
-    return format_accuracy(int(correct), int(total))
+    return format_accuracy(int(correct), int(total), cell)
