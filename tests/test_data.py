@@ -215,6 +215,12 @@ def test_a_data_set_made_before_the_benchmark_split_works_except_for_it(tmp_path
     assert all(again["splits"][s]["sha256"] == info["splits"][s]["sha256"] for s in ("train", "val", "test"))
 
 
+def test_a_probe_set_has_no_benchmark_split(tmp_path):
+    data.make_data(tmp_path / "d", seed=0, per_class=4, quiet=True)
+    with pytest.raises(UserError, match="probe set 'small', a test split only: read it with --split test"):
+        data.load_split(data.probe_dir(tmp_path / "d", "small"), "benchmark")
+
+
 def test_the_command_that_makes_a_data_set_again_names_only_what_differs():
     defaults = {k: v for k, v in data.DEFAULT_PER_CLASS.items() if k != "benchmark"}
     assert data.remake_data_command("d", {"seed": 0, "per_class": defaults}) == "`tinyrps data --out d`"

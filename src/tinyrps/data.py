@@ -414,6 +414,8 @@ def load_split(data_dir, split: str, info: dict = None) -> tuple:
             raise UserError(f"no {split} split at {path}: create it with {hint}")
         info, _ = data_info(data_dir)
     entry = info["splits"].get(split)
+    if entry is None and info.get("probe"):
+        raise UserError(f"{data_dir} is the probe set '{info['probe']}', a test split only: read it with --split test")
     if entry is None and split == "benchmark":
         raise UserError(f"{data_dir} has no benchmark split (made by a tinyrps without one): make it with "
                         f"{remake_data_command(data_dir, info)}; the other splits come out the same bytes")

@@ -56,7 +56,8 @@ def eval_rows(result: dict, screen: bool = True) -> list:
     in Markdown one line (MARKDOWN_EVAL_HEADER)."""
     rows = []
     for name, v in result["programs"].items():
-        rows.append([name, v["device"], entry_accuracy(v, eval_images(result), cell=screen), _pct(v.get("agreement")),
+        rows.append([name, v["device"], entry_accuracy(v, eval_images(result), cell=screen),
+                     _pct(v.get("agreement")),
                      "" if "max_abs_logit_diff" not in v else f"{v['max_abs_logit_diff']:.4f}",
                      _bit_exact(v)])
     return rows
@@ -68,13 +69,13 @@ MARKDOWN_EVAL_HEADER = ["program", "device", "accuracy (correct/images, 95 % CI)
 
 def eval_notes(result: dict) -> str:
     """What the columns compare against, from the results themselves."""
-    notes = ["accuracy: with the images read right of all and its 95 % Wilson interval; "
+    notes = ["accuracy: with the images read right of all, and its 95 % Wilson interval; "
              "agreement: same predicted label as eager (Ethos-U: as the int8 CPU model); "
              "max |Δlogit|: largest difference from eager's logits"]
     references = sorted({v["reference"] for v in result["programs"].values() if v.get("reference")})
     if references:
-        notes.append(f"int8 bit-exact: the device's int8 outputs equal, on every {eval_split(result)} image, those of "
-                     f"{' and '.join(references)} running the same program")
+        notes.append(f"int8 bit-exact: the device's int8 outputs equal, on every {eval_split(result)} image, "
+                     f"those of {' and '.join(references)} running the same program")
     return "; ".join(notes)
 
 
@@ -291,11 +292,11 @@ def write_report(out: Path, summary: dict) -> None:
         "## Training",
         arch_line(summary.get("arch")) +
         f"{len(summary['training']['epochs'])} epochs, best validation accuracy "
-        f"{entry_accuracy(summary['training'], split_images(summary['data'], 'val'), key='best_val_accuracy')}.",
+        f"{entry_accuracy(summary['training'], split_images(summary['data'], 'val'), key='best_val_accuracy')}"
+        ".",
         f"![training curves]({rel(out / 'run' / 'curves.png')}) ![confusion matrix]({rel(out / 'run' / 'confusion.png')})",
         "## Accuracy",
-        f"{_sentence(eval_split(ev))} split, {eval_images(ev):,} images; each accuracy with the count behind it "
-        f"and its 95 % Wilson interval. {_sentence(eval_notes(ev))}.",
+        f"{_sentence(eval_split(ev))} split, {eval_images(ev):,} images. {_sentence(eval_notes(ev))}.",
         markdown_table(MARKDOWN_EVAL_HEADER, eval_rows(ev, screen=False)),
         "## Speed and size",
         f"Median latency of single-image inferences, measured in one process: each program runs {be['rounds']} "
@@ -381,28 +382,32 @@ def tune_rows(result: dict) -> list:
         if c.get("feasible") is False:
             mark = "over"
         # units live in the title: with the longest spec of the space the table fits 80 columns
-        rows.append([name, entry_accuracy(c, key="val_accuracy", prefix="val_", cell=True), f"{c['npu_ms']:.4f}", f"{c['sram_bytes'] / 1024:.0f}",
-                     f"{c['program_bytes']:,}", f"{c['mcu_instructions'] / 1e6:.1f}", mark])
+        rows.append([name, entry_accuracy(c, key="val_accuracy", prefix="val_", cell=True), f"{c['npu_ms']:.4f}",
+                     f"{c['sram_bytes'] / 1024:.0f}", f"{c['program_bytes']:,}", f"{c['mcu_instructions'] / 1e6:.1f}",
+                     mark])
     return rows
 
 
 def tune_table(result: dict, out) -> None:
     """The tuner's candidates on stdout, then the pick and its test accuracy."""
     print_table(f"candidates ({len(result['candidates'])}; Pareto front: {len(result['pareto'])}); val: int8 accuracy "
-                "on npu-ref, the images it read right and its 95 % interval; SRAM: KiB on the NPU; bytes: the program; M55: millions of instructions per inference; "
-                "over: beyond a limit", TUNE_HEADER, tune_rows(result), text_columns=1)
+                "on npu-ref, the images it read right and its 95 % interval; SRAM: KiB on the NPU; bytes: the "
+                "program; M55: millions of instructions per inference; over: beyond a limit",
+                TUNE_HEADER, tune_rows(result), text_columns=1)
     final = result.get("final")
     if final:
         epochs = f"{final['epochs']} epoch{'s' if final['epochs'] != 1 else ''}"
         out_console.print(f"pick: {final['arch']}, retrained for {epochs}: test accuracy "
-                          f"{entry_accuracy(final, key='test_accuracy', prefix='test_')} on npu-ref, NPU {final['npu_ms']:.4f} ms, SRAM "
+                          f"{entry_accuracy(final, key='test_accuracy', prefix='test_')} on npu-ref, "
+                          f"NPU {final['npu_ms']:.4f} ms, SRAM "
                           f"{final['sram_bytes'] / 1024:.1f} KiB, program {final['program_bytes']:,} B, "
                           f"Cortex-M55 {final['mcu_instructions']:,} instructions")
         seeds = final.get("seeds", [])
         if len(seeds) > 1:
             worst = min(seeds, key=lambda entry: entry["test_accuracy"])
             out_console.print("test accuracy on npu-ref by training seed: "
-                              + "; ".join(f"{entry['seed']}: {entry_accuracy(entry, key='test_accuracy', prefix='test_')}"
+                              + "; ".join(f"{entry['seed']}: "
+                                          f"{entry_accuracy(entry, key='test_accuracy', prefix='test_')}"
                                           for entry in seeds)
                               + f"; worst: seed {worst['seed']}")
     elif not result["pareto"]:
