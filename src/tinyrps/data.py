@@ -34,9 +34,9 @@ from .errors import UserError
 from .labels import DEFAULT_PER_CLASS, IMAGE_SIZE, LABELS  # noqa: F401 (DEFAULT_PER_CLASS: read from here too)
 
 LETTERS = ("R", "P", "S")
-# benchmark: held out like test and larger (by default 1,000 a class, five times test), so that an
-# accuracy near 99.5 % is known to a few tenths of a point (with 600 test images one image is 0.17
-# points). Nothing trains or picks on it.
+# benchmark: held out like test and larger (by default 1,000 a class, five times test), so that the
+# 95 % interval of an accuracy near 99.5 % is about 0.5 points wide (1.3 with the 600 test images, where
+# one image is 0.17 points). Nothing trains or picks on it.
 SPLITS = ("train", "val", "test", "benchmark")
 # The random stream of each split and probe set: SeedSequence([seed, stream]). Fixed for good: the
 # benchmark split came after the probe sets and took the next free stream, so that adding it changed

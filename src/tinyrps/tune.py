@@ -371,8 +371,8 @@ def candidate_line(trial) -> str:
 
 # --- results --------------------------------------------------------------------------------------
 
-CANDIDATE_FIELDS = ("arch", "val_accuracy", "val_correct", "val_images", "npu_ms", "sram_bytes", "program_bytes", "mcu_instructions", "macs",
-                    "params", "utilisation_total", "seconds", "run", "repeat_of")
+CANDIDATE_FIELDS = ("arch", "val_accuracy", "val_correct", "val_images", "npu_ms", "sram_bytes", "program_bytes",
+                    "mcu_instructions", "macs", "params", "utilisation_total", "seconds", "run", "repeat_of")
 
 
 def candidate_of(trial) -> dict:
