@@ -14,6 +14,16 @@ and is rewritten from those files, never copied by hand:
     .venv/bin/python scripts/doc_figures.py --from out/run   # take a new run's files, rewrite
     .venv/bin/python scripts/doc_figures.py                  # rewrite from docs/figures/
     .venv/bin/python scripts/doc_figures.py --check          # exit 1 if a block is out of date
+
+The accuracy block comes from the run's evaluations, kept beside them: RUN/eval.json (the main
+job's, on the test split) and, on the benchmark split, RUN/eval-benchmark.json (every program on
+its own device, the Cortex-M programs left out: the emulated boards do not read that split) and
+RUN/eval-benchmark-native.json (the Cortex-M programs on their C runtime built for this machine):
+
+    tinyrps eval --run out/run --split benchmark --json --program fp32 --program fp32-xnnpack \
+        --program int8-xnnpack --program ethos-u55-128 --program ethos-u85-128 > out/run/eval-benchmark.json
+    tinyrps eval --run out/run --split benchmark --json --device native --program cortex-m55 \
+        --program cortex-m33 --program cortex-m4 > out/run/eval-benchmark-native.json
 """
 from __future__ import annotations
 
@@ -25,6 +35,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))      # this tree's tinyrps: its one form of an accuracy
+from tinyrps.stats import entry_accuracy  # noqa: E402
 FIGURES = REPO / "docs" / "figures"
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # The programs whose measurements hold the figures the documentation quotes.
@@ -166,7 +178,38 @@ def cycle_estimate(s: dict) -> str:
     return text
 
 
-BLOCKS = {"firmware-boards": firmware_boards, "cycle-estimate": cycle_estimate, "vela": vela_summary, "mlperf-boards": mlperf_boards}
+# The run's evaluations (see the module's docstring): the test split's, and the benchmark split's in two parts.
+EVALUATIONS = ("eval.json", "eval-benchmark.json", "eval-benchmark-native.json")
+
+
+def load_evaluations(folder: Path = FIGURES) -> dict:
+    """file name -> the evaluation it holds."""
+    missing = [name for name in EVALUATIONS if not (folder / name).is_file()]
+    if missing:
+        raise SystemExit(f"doc_figures: no {', '.join(missing)} in {folder}: evaluate the run as this script's "
+                         "docstring says and pass it with --from")
+    return {name: json.loads((folder / name).read_text()) for name in EVALUATIONS}
+
+
+def eval_images(result: dict) -> int:
+    return result.get("images", result.get("test_images"))
+
+
+def accuracy_table(_figures: dict) -> str:
+    """README and benchmarks: each program's accuracy with its count and 95 % interval, on the test split
+    and on the benchmark split, and the device that read each."""
+    test, *benchmark = load_evaluations().values()
+    rows = []
+    for name, v in test["programs"].items():
+        on_benchmark = next((b["programs"][name], b) for b in benchmark if name in b["programs"])
+        rows.append([f"`{name}`", v["device"], entry_accuracy(v, eval_images(test)), on_benchmark[0]["device"],
+                     entry_accuracy(on_benchmark[0], eval_images(on_benchmark[1]))])
+    return table(["program", "device", f"test split ({eval_images(test):,} images)", "device",
+                  f"benchmark split ({eval_images(benchmark[0]):,} images)"], rows)
+
+
+BLOCKS = {"firmware-boards": firmware_boards, "cycle-estimate": cycle_estimate, "vela": vela_summary,
+          "mlperf-boards": mlperf_boards, "accuracy": accuracy_table}
 
 
 def load_figures(folder: Path) -> dict:
@@ -199,9 +242,12 @@ def main(argv=None) -> int:
     if args.run:
         load_figures(args.run / "export")
         FIGURES.mkdir(exist_ok=True)
+        load_evaluations(args.run)
         for name in PROGRAMS:
             for pattern in (DESCRIPTOR, MEASUREMENT):
                 shutil.copyfile(args.run / "export" / pattern.format(name=name), FIGURES / pattern.format(name=name))
+        for name in EVALUATIONS:
+            shutil.copyfile(args.run / name, FIGURES / name)
     figures = load_figures(FIGURES)
     stale = []
     for path in DOCUMENTS:

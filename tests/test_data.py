@@ -134,3 +134,95 @@ def test_probe_sets_hold_small_and_off_centre_letters():
                             replace(data.PROBES["off-centre"], **CLEAN))
     distance = np.hypot(*(ink_boxes(clean_off)[:, 2:] - 13.5).T)
     assert np.median(distance) >= 4 and distance.min() >= 2.5
+
+
+# The first three draws of each split's and probe set's random stream, as they were before the
+# benchmark split was added (seed 0 and 7): every image is drawn from its stream, so the same draws
+# mean the same images, on any machine (numpy keeps SeedSequence and PCG64 stable).
+FIRST_DRAWS = {
+    (0, "train"): [3653403231, 2735729615, 2195314465], (0, "val"): [2242647589, 3821399010, 4264680396],
+    (0, "test"): [4206763307, 347136604, 1232261001], (7, "train"): [4058335883, 2684764585, 2938530453],
+    (7, "val"): [3737738445, 3307730197, 3761774060], (7, "test"): [1208267292, 1193873271, 656516905],
+    (0, "small"): [2163987359, 3843878652, 4100047885], (0, "off-centre"): [1935377987, 3792765083, 1988523316],
+    (7, "small"): [3126384070, 4187737225, 2311545377], (7, "off-centre"): [2282365616, 878185625, 3240726578],
+}
+
+
+def first_draws(seed: int, name: str) -> list:
+    if name in data.PROBES:
+        rng = np.random.default_rng(np.random.SeedSequence([seed, data.PROBE_STREAMS[name]]))
+    else:
+        rng = data.split_rng(seed, name)
+    return rng.integers(0, 2**32, 3).tolist()
+
+
+def test_the_benchmark_split_left_every_other_split_and_probe_set_as_it_was():
+    for (seed, name), draws in FIRST_DRAWS.items():
+        assert first_draws(seed, name) == draws, (seed, name)
+    assert set(data.PROBE_STREAMS) == set(data.PROBES) and set(data.SPLIT_STREAMS) == set(data.SPLITS)
+    streams = list(data.SPLIT_STREAMS.values()) + list(data.PROBE_STREAMS.values())
+    assert len(set(streams)) == len(streams)
+    # what probe_set draws is that stream
+    images, labels = data.probe_set("small", 5, seed=3)
+    rng = np.random.default_rng(np.random.SeedSequence([3, data.PROBE_STREAMS["small"]]))
+    expected = np.repeat(np.arange(3), 5)[rng.permutation(15)]
+    assert np.array_equal(labels, expected) and np.array_equal(images, data.render(expected, rng, data.PROBES["small"]))
+
+
+def test_the_benchmark_split_is_deterministic_and_its_own():
+    a_images, a_labels = data.make_split("benchmark", 30, seed=7)
+    b_images, b_labels = data.make_split("benchmark", 30, seed=7)
+    assert digest(a_images) == digest(b_images) and digest(a_labels) == digest(b_labels)
+    assert np.bincount(a_labels).tolist() == [30, 30, 30]
+    assert digest(a_images) != digest(data.make_split("test", 30, seed=7)[0])
+    assert digest(a_images) != digest(data.make_split("benchmark", 30, seed=8)[0])
+    assert first_draws(7, "benchmark") not in [draws for (seed, _), draws in FIRST_DRAWS.items() if seed == 7]
+
+
+def test_the_benchmark_split_is_rendered_beside_the_others(tmp_path):
+    assert data.split_sizes(None)["benchmark"] == 1000
+    assert data.split_sizes(6000)["benchmark"] == 1000 and data.split_sizes(600)["benchmark"] == 100
+    assert data.split_sizes(4)["benchmark"] == 10
+    a = data.make_data(tmp_path / "a", seed=5, per_class=4, quiet=True)
+    b = data.make_data(tmp_path / "b", seed=5, per_class=4, quiet=True)
+    assert a["splits"]["benchmark"]["images"] == 30 and a["per_class"]["benchmark"] == 10
+    assert a["splits"]["benchmark"]["sha256"] == b["splits"]["benchmark"]["sha256"]     # the same bytes
+    assert a["splits"]["benchmark"]["sha256"] != a["splits"]["test"]["sha256"]
+    images, labels = data.load_split(tmp_path / "a", "benchmark")
+    assert len(images) == 30
+    test = data.load_split(tmp_path / "a", "test")
+    assert not any(np.array_equal(image, other) for image in images for other in test[0])
+
+
+def test_a_data_set_made_before_the_benchmark_split_works_except_for_it(tmp_path):
+    from tinyrps.artifacts import write_manifest
+    folder = tmp_path / "data"
+    data.make_data(folder, seed=5, per_class=4, quiet=True)
+    info = json.loads((folder / "data.json").read_text())
+    del info["splits"]["benchmark"], info["per_class"]["benchmark"]
+    (folder / "data.json").write_text(json.dumps(info))
+    (folder / "benchmark.npz").unlink()
+    write_manifest(folder, "data")
+    for split in ("train", "val", "test"):
+        assert len(data.load_split(folder, split)[0])
+    with pytest.raises(UserError) as e:
+        data.load_split(folder, "benchmark")
+    line = str(e.value)
+    assert "\n" not in line and "no benchmark split" in line
+    assert f"`tinyrps data --out {folder} --seed 5 --per-class 4`" in line
+    # made again as the line says, the other splits are the same bytes
+    again = data.make_data(tmp_path / "again", seed=5, per_class=4, quiet=True)
+    assert all(again["splits"][s]["sha256"] == info["splits"][s]["sha256"] for s in ("train", "val", "test"))
+
+
+def test_a_probe_set_has_no_benchmark_split(tmp_path):
+    data.make_data(tmp_path / "d", seed=0, per_class=4, quiet=True)
+    with pytest.raises(UserError, match="probe set 'small', a test split only: read it with --split test"):
+        data.load_split(data.probe_dir(tmp_path / "d", "small"), "benchmark")
+
+
+def test_the_command_that_makes_a_data_set_again_names_only_what_differs():
+    defaults = {k: v for k, v in data.DEFAULT_PER_CLASS.items() if k != "benchmark"}
+    assert data.remake_data_command("d", {"seed": 0, "per_class": defaults}) == "`tinyrps data --out d`"
+    assert data.remake_data_command("d", {"seed": 2, "per_class": data.split_sizes(50)}) == \
+        "`tinyrps data --out d --seed 2 --per-class 50`"

@@ -45,3 +45,19 @@ def test_the_figures_are_of_one_run_and_each_measurement_of_its_program():
     assert len({d.origin.checkpoint_sha256 for d in described.values()}) == 1
     for name, f in loaded.items():
         assert f["program_sha256"] == described[name].sha256 and f["target"] == name
+
+
+def test_the_accuracy_figures_are_of_that_run_and_its_programs():
+    figures = doc_figures()
+    loaded = figures.load_figures(figures.FIGURES)
+    evaluations = figures.load_evaluations()
+    checkpoint = {f["descriptor"]["origin"]["checkpoint_sha256"] for f in loaded.values()}
+    assert {e["checkpoint_sha256"] for e in evaluations.values()} == checkpoint
+    for e in evaluations.values():
+        for name, v in e["programs"].items():
+            if name in loaded:
+                assert v["program_sha256"] == loaded[name]["program_sha256"], name
+    test, *benchmark = evaluations.values()
+    assert test.get("split", "test") == "test" and {b["split"] for b in benchmark} == {"benchmark"}
+    assert len({b["split_sha256"] for b in benchmark}) == 1
+    assert set(test["programs"]) == {name for b in benchmark for name in b["programs"]}

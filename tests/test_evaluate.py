@@ -52,3 +52,57 @@ def test_a_program_of_another_checkpoint_is_refused(trained_run, exported, tmp_p
         selected(run)
     with pytest.raises(UserError, match="another checkpoint"):
         selected(run, ["int8-xnnpack"])
+
+
+@pytest.mark.slow     # evaluates programs on the test and benchmark splits
+def test_eval_records_the_counts_and_the_split(cli, trained_run, exported, data_dir):
+    from tinyrps.artifacts import sha256_file
+    exported("int8-xnnpack")
+    res = cli("eval", "--run", trained_run, "--json", "--program", "int8-xnnpack")
+    assert res.returncode == 0, res.stderr
+    test = json.loads(res.stdout)
+    assert test["split"] == "test" and test["images"] == test["test_images"] == 78
+    assert test["split_sha256"] == test["test_split_sha256"] == sha256_file(data_dir / "test.npz")
+    for v in test["programs"].values():
+        assert v["images"] == 78 and v["accuracy"] == v["correct"] / v["images"]
+    res = cli("eval", "--run", trained_run, "--json", "--program", "int8-xnnpack", "--split", "benchmark")
+    assert res.returncode == 0, res.stderr
+    bench = json.loads(res.stdout)
+    assert bench["split"] == "benchmark" and bench["images"] == 3 * 66
+    assert bench["split_sha256"] == sha256_file(data_dir / "benchmark.npz") != test["split_sha256"]
+    assert "test_split_sha256" not in bench and "test_images" not in bench     # not mistaken for a test result
+    for v in bench["programs"].values():
+        assert v["images"] == 198 and v["accuracy"] == v["correct"] / 198
+    res = cli("eval", "--run", trained_run, "--program", "int8-xnnpack", "--split", "benchmark", "--limit", "30")
+    assert res.returncode == 0, res.stderr
+    assert "on 30 benchmark images" in res.stdout and "/30" in res.stdout and "–" in res.stdout
+
+
+def test_the_benchmark_split_is_not_run_on_the_emulated_boards(cli, trained_run, exported):
+    """Refused before any work (no board is started), in one line that says what to do instead."""
+    exported("cortex-m55")
+    res = cli("eval", "--run", trained_run, "--program", "cortex-m55", "--split", "benchmark")
+    assert res.returncode == 2 and res.stdout == ""
+    line = res.stderr.strip()
+    assert "\n" not in line and "--split benchmark" in line and "--device native" in line and "cortex-m55 on mcu" \
+        in line
+
+
+def test_eval_of_data_made_before_the_benchmark_split(cli, trained_run, exported, data_dir, tmp_path):
+    """Such data still evaluates on test; --split benchmark says in one line how to make it."""
+    import shutil
+
+    from tinyrps.artifacts import write_manifest
+    old = tmp_path / "old-data"
+    shutil.copytree(data_dir, old)
+    info = json.loads((old / "data.json").read_text())
+    del info["splits"]["benchmark"], info["per_class"]["benchmark"]
+    (old / "data.json").write_text(json.dumps(info))
+    (old / "benchmark.npz").unlink()
+    write_manifest(old, "data")
+    exported("int8-xnnpack")
+    res = cli("eval", "--run", trained_run, "--data", old, "--program", "int8-xnnpack", "--limit", "10")
+    assert res.returncode == 0, res.stderr
+    res = cli("eval", "--run", trained_run, "--data", old, "--program", "int8-xnnpack", "--split", "benchmark")
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and f"tinyrps data --out {old} --per-class 400" in res.stderr

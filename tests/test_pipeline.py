@@ -38,6 +38,10 @@ def test_all_writes_summary_report_and_every_main_artifact(main_job, markdown_ta
     report = (out / "report.md").read_text()
     markdown_tables(report, check=True)
     assert "not hardware time" in report and "int8 bit-exact: the device's int8 outputs equal" in report
+    # each accuracy with its count and interval; the benchmark split rendered beside the others
+    images = summary["eval"]["images"]
+    assert f"/{images}, 95 % CI " in report and summary["eval"]["programs"]["eager"]["images"] == images
+    assert (out / "data" / "benchmark.npz").is_file() and summary["data"]["splits"]["benchmark"]["images"] == 150
     assert summary["arch"]["name"] == "tinyrps" and summary["arch"]["spec"] == "c16-c32-p-c64-p-f128"
     for image in ("preview.png", "curves.png", "confusion.png", "latency.png", "npu_layers.png"):
         assert image in report

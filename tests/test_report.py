@@ -13,7 +13,8 @@ def summary_of_a_run() -> dict:
     """A summary as the main job writes it, with a program of every family."""
     return {
         "seconds": {"data": 3.0, "train": 20.0, "total": 23.0},
-        "data": {"images": 10500, "seed": 0, "per_class": {"train": 3000, "val": 300, "test": 200}},
+        "data": {"images": 10500, "seed": 0, "per_class": {"train": 3000, "val": 300, "test": 200},
+                 "splits": {"val": {"images": 600}}},
         "training": {"epochs": [{"epoch": 1}, {"epoch": 2}], "best_val_accuracy": 0.995},
         "eval": {"test_images": 600, "programs": {
             "eager": {"accuracy": 0.9967, "device": "eager"},
@@ -96,3 +97,72 @@ def test_latency_labels_stay_inside_the_plot():
     for label in ax.get_yticklabels() + [ax.xaxis.label]:
         box = label.get_window_extent(renderer)
         assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, label.get_text()
+
+
+def test_each_accuracy_carries_its_count_and_interval(report, markdown_tables):
+    _, text = report
+    accuracy = next(t for t in markdown_tables(text) if "agreement" in t[0])
+    column = accuracy[0].index("accuracy (correct/images, 95 % CI)")
+    cells = {row[0]: row[column] for row in accuracy[2:]}
+    # an evaluation written before the counts were stored: counted again from its image count
+    assert cells["eager"] == "99.67 % (598/600, 95 % CI 98.8–99.9 %)"
+    assert cells["ethos-u85-128"] == "99.83 % (599/600, 95 % CI 99.1–100.0 %)"
+    assert "Test split, 600 images" in text
+    assert "best validation accuracy 99.50 % (597/600, 95 % CI 98.5–99.8 %)" in text
+
+
+def screen_text(show) -> str:
+    """What a table printed on an 80-column terminal looks like."""
+    import io
+
+    from rich.console import Console
+
+    from tinyrps import report
+    console, report.out_console = report.out_console, Console(width=80, file=io.StringIO(), highlight=False)
+    try:
+        show()
+        return report.out_console.file.getvalue()
+    finally:
+        report.out_console = console
+
+
+BENCHMARK_EVAL = {"split": "benchmark", "images": 3000, "programs": {
+    "eager": {"accuracy": 2990 / 3000, "correct": 2990, "images": 3000, "device": "eager"},
+    "ethos-u85-128": {"accuracy": 2987 / 3000, "correct": 2987, "images": 3000, "device": "npu-ref",
+                      "agreement": 0.9987, "max_abs_logit_diff": 11.9219},
+    "cortex-m55": {"accuracy": 2991 / 3000, "correct": 2991, "images": 3000, "device": "native", "agreement": 0.999,
+                   "max_abs_logit_diff": 11.9219, "bit_exact": True, "mismatches": 0, "reference": "the reference"}}}
+
+
+def test_the_eval_table_shows_count_and_interval_within_80_columns():
+    from tinyrps.report import eval_table
+    text = screen_text(lambda: eval_table(BENCHMARK_EVAL))
+    words = " ".join(text.split())
+    assert "evaluation on 3,000 benchmark images" in words and "every benchmark image" in words
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80
+    for part in ("99.57 %", "2,987/3,000", "99.3–99.7 %", "yes"):
+        assert part in text, part
+
+
+def test_the_tuners_table_and_lines_show_count_and_interval():
+    from types import SimpleNamespace
+
+    from tinyrps.report import tune_table
+    from tinyrps.tune import candidate_line
+    candidate = {"number": 0, "state": "COMPLETE", "arch": "c16-p-c32-p-c64-p3-f128", "val_accuracy": 893 / 900,
+                 "val_correct": 893, "val_images": 900, "npu_ms": 0.0574, "sram_bytes": 21000,
+                 "program_bytes": 73424, "mcu_instructions": 625000}
+    old = {**candidate, "number": 1}
+    del old["val_correct"], old["val_images"]        # a tune.json written before the counts were stored
+    seeds = [{"seed": 0, "test_accuracy": 597 / 600, "test_correct": 597, "test_images": 600},
+             {"seed": 1, "test_accuracy": 596 / 600, "test_correct": 596, "test_images": 600}]
+    final = {**candidate, "epochs": 10, "test_accuracy": 597 / 600, "test_correct": 597, "test_images": 600,
+             "seeds": seeds, "test_accuracy_worst": 596 / 600}
+    result = {"candidates": [candidate, old], "pareto": [candidate], "best": candidate, "final": final}
+    text = screen_text(lambda: tune_table(result, "tune"))
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80
+    assert "893/900" in text and "98.4–99.6 %" in text
+    assert "test accuracy 99.50 % (597/600, 95 % CI 98.5–99.8 %) on npu-ref" in " ".join(text.split())
+    assert "1: 99.33 % (596/600, 95 % CI 98.3–99.7 %); worst: seed 1" in " ".join(text.split())
+    trial = SimpleNamespace(number=0, state=SimpleNamespace(name="COMPLETE"), user_attrs={**candidate, "seconds": 12})
+    assert "val 99.22 % (893/900, 95 % CI 98.4–99.6 %), NPU 0.0574 ms" in candidate_line(trial)

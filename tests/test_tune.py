@@ -53,6 +53,7 @@ def test_tune_writes_candidates_front_and_the_retrained_pick(tuned):
         assert c["state"] == "COMPLETE", c
         assert parse_arch(c["arch"]).spec == c["arch"]
         assert 0 <= c["val_accuracy"] <= 1 and c["npu_ms"] > 0 and c["sram_bytes"] > 0
+        assert c["val_images"] == 120 and c["val_accuracy"] == c["val_correct"] / 120     # the interval's counts
         assert c["program_bytes"] > 10_000 and c["mcu_instructions"] > 100_000
         run = json.loads((out / "candidates" / f"{c['number']:04d}" / "metrics.json").read_text())
         assert "test_accuracy" not in run   # the test split is kept for the pick
@@ -74,6 +75,9 @@ def test_the_pick_is_trained_with_each_seed_asked_for(tuned):
     assert [entry["seed"] for entry in final["seeds"]] == [0, 1]
     assert final["seeds"][0]["test_accuracy"] == final["test_accuracy"]
     assert final["test_accuracy_worst"] == min(entry["test_accuracy"] for entry in final["seeds"])
+    for entry in final["seeds"]:
+        assert entry["test_images"] == 78 and entry["test_accuracy"] == entry["test_correct"] / 78
+    assert (final["test_correct"], final["test_images"]) == (final["seeds"][0]["test_correct"], 78)
     second = out / "best-seed1"
     config = json.loads((second / "config.json").read_text())
     assert config["seed"] == 1 and config["arch"] == final["arch"]

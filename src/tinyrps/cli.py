@@ -267,7 +267,7 @@ def cmd_eval(a):
         check_path(a.etdump)
     from .evaluate import evaluate
     result = evaluate(a.run, a.data, only=a.program, device_override=a.device, limit=a.limit,
-                      quiet=a.quiet or a.json, board=a.board, device_options=options, etdump=a.etdump)
+                      quiet=a.quiet or a.json, board=a.board, device_options=options, etdump=a.etdump, split=a.split)
     if a.json:
         emit_json(result)
     else:
@@ -511,8 +511,8 @@ def arch_help() -> str:
 
 def per_class_help() -> str:
     from .labels import DEFAULT_PER_CLASS as d
-    return (f"training images per class; val and test scale with it "
-            f"(default: {d['train']}, with {d['val']} val and {d['test']} test)")
+    return (f"training images per class; val, test and benchmark scale with it "
+            f"(default: {d['train']}, with {d['val']} val, {d['test']} test and {d['benchmark']} benchmark)")
 
 
 # An option renamed after 0.1.0: its old spelling stays, hidden, for one release.
@@ -523,6 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .arch import TUNED_EPOCHS, epochs_help
     from .devices import device_names
     from .firmware.boards import BOARDS
+    from .labels import EVAL_SPLITS
     from .opponents import OPPONENTS
     p = Parser(prog="tinyrps", formatter_class=HelpWithDefaults,
                description="A tiny rock-paper-scissors classifier, from PyTorch to Arm microcontrollers.",
@@ -554,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--board", choices=list(BOARDS),
                        help="--device mcu: the emulated board (default: the program's, from its descriptor)")
 
-    s = add("data", cmd_data, "render the synthetic train/val/test splits")
+    s = add("data", cmd_data, "render the synthetic train/val/test/benchmark splits")
     s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write (created if missing)")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S",
                    help="random seed; the same seed gives the same images")
@@ -602,13 +603,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quick", action="store_true", help="--model: only the instruction count (one emulator run)")
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of lines")
 
-    s = add("eval", cmd_eval, "accuracy of eager and every exported program on the test split")
+    s = add("eval", cmd_eval, "accuracy of eager and every exported program on the test split, with the count "
+            "behind it and its 95 percent (Wilson) interval")
     s.add_argument("--run", required=True, type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
     s.add_argument("--data", type=Path, metavar="DIR", help="data folder (default: the one the run was trained on)")
+    s.add_argument("--split", choices=EVAL_SPLITS, default="test", help="the held-out split to read: test, or "
+                   "benchmark (larger; on eager, host, npu-ref and native, not on the emulated boards)")
     add_program(s)
     add_device(s, "every program")
     add_board(s)
-    s.add_argument("--limit", type=count, metavar="N", help="only the first N test images (default: all)")
+    s.add_argument("--limit", type=count, metavar="N", help="only the first N images of the split (default: all)")
     s.add_argument("--etdump", type=Path, metavar="PATH", help="with one Cortex-M --program on --device mcu or "
                    "native: write its per-layer profile as an ExecuTorch ETDump file, one run per batch the device "
                    "ran (instructions on the emulated board, not cycles; host nanoseconds on native) (default: none)")

@@ -1,4 +1,5 @@
-"""Evaluation: accuracy of eager and every exported program on the test split.
+"""Evaluation: accuracy of eager and every exported program on the test split (or the
+larger benchmark split, `--split benchmark`).
 
 Each program runs on its own device (host runtime, NPU reference, MCU), never on
 the eager model. Reports accuracy, agreement of predictions with eager, max |logit
@@ -19,13 +20,16 @@ from .data import load_split
 from .devices import check_program_devices, default_device, device_class, open_device
 from .errors import UserError
 from .families import get_family, targets
-from .labels import LABELS
+from .labels import EVAL_SPLITS, LABELS
 from .progress import progress_bar
 from .pte import program_family
 from .torch_settings import torch_threads
 
 CHUNK = 50
 OUT_OF_PROCESS_WORKERS = 2
+# benchmark (3,000 images by default) is for the devices that compute on this machine's CPU; an
+# emulated board would take minutes over it (see check_split_devices).
+SLOW_DEVICES = ("mcu",)
 
 
 @dataclass
@@ -57,16 +61,21 @@ def classify_with_progress(device, images, bar, description) -> np.ndarray:
 
 
 def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None, quiet=False, board=None,
-             device_options=None, etdump=None) -> dict:
+             device_options=None, etdump=None, split: str = "test") -> dict:
     """Evaluate eager and the exported programs (all, or those named in `only`) on the first
-    `limit` test images (all when None). `board` overrides the emulated board of Cortex-M
+    `limit` images of `split` (all when None). `board` overrides the emulated board of Cortex-M
     programs on device mcu; `device_options`: device name -> more options to open it with.
+
+    Each program's entry holds its accuracy and the counts behind it (`correct` of `images`), so
+    that a reader can give its interval (tinyrps.stats); the result names the split and its sha256.
 
     etdump: a path to write the per-layer profile of the evaluation to, as an ETDump file for
     ExecuTorch's Inspector (one Cortex-M program on mcu or native; see profiled_program): one run
     of the file per batch the device ran, each the mean per image of that batch."""
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1, got {limit}")
+    if split not in EVAL_SPLITS:
+        raise UserError(f"--split must be one of {', '.join(EVAL_SPLITS)}, got {split}")
     from .programs import checkpoint, selected
     ckpt = checkpoint(run_dir)
     programs = selected(run_dir, only)
@@ -77,21 +86,26 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
         if profiled[1] == "mcu":     # the batch file carries the per-layer profile; the serial link none
             device_options["mcu"] = {**device_options.get("mcu", {}), "transport": "batch"}
     check_program_devices(programs, device_override, board)
-    # the run's own test split must be the one of the data it was trained on; another --data is the user's choice
+    check_split_devices(split, programs, device_override)
+    # the run's own test split must be the one of the data it was trained on; another --data is the user's
+    # choice. The benchmark split is checked against the data's own record (a run made before the data had
+    # one records none).
     data_dir = data_dir or check_run_data(run_dir, ["test"], data_option=True)
-    images, labels = load_split(data_dir, "test")
+    images, labels = load_split(data_dir, split)
     if limit is not None:
         images, labels = images[:limit], labels[:limit]
-    result = {"test_images": int(len(images)), "programs": {}, "data": str(data_dir),
-              "test_split_sha256": sha256_file(Path(data_dir) / "test.npz"),
-              "checkpoint_sha256": sha256_file(ckpt)}
+    split_sha256 = sha256_file(Path(data_dir) / f"{split}.npz")
+    result = {"split": split, "images": int(len(images)), "split_sha256": split_sha256,
+              "programs": {}, "data": str(data_dir), "checkpoint_sha256": sha256_file(ckpt)}
+    if split == "test":     # the keys of results written before there was a choice of split
+        result.update(test_images=int(len(images)), test_split_sha256=split_sha256)
     from .reference.cortex_m import replays_in_background
     cortex_m = [pte for pte in programs.values() if program_family(pte) == "cortex-m"]
     with replays_in_background(cortex_m, images), progress_bar(quiet) as bar:
         with open_device("eager", ckpt) as eager:
             eager_logits = classify_with_progress(eager, images, bar, "eager")
         predictions = {"eager": eager_logits.argmax(1)}
-        result["programs"]["eager"] = {"accuracy": accuracy(eager_logits, labels), "device": "eager"}
+        result["programs"]["eager"] = {**scored(eager_logits, labels), "device": "eager"}
         entries = {}
         in_worker = {name for name, pte in programs.items()
                      if device_class(device_override or default_device(pte)).out_of_process}
@@ -174,7 +188,7 @@ def evaluate_program(name, pte, device_name, images, labels, eager_logits, predi
         agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean()) if len(images) else 0.0
         # "agreement" is with eager unless the family compares with a closer reference
         # (Ethos-U: the int8 CPU model) and says so in "agreement_with".
-        entry = {"accuracy": accuracy(logits, labels), "device": device_name, "program_sha256": sha256_file(pte),
+        entry = {**scored(logits, labels), "device": device_name, "program_sha256": sha256_file(pte),
                  "agreement": agreement_eager, "agreement_with": "eager", "agreement_eager": agreement_eager,
                  "max_abs_logit_diff": float(np.abs(logits - eager_logits).max()) if len(images) else 0.0}
         check = family_check(name)
@@ -188,3 +202,24 @@ def evaluate_program(name, pte, device_name, images, labels, eager_logits, predi
 
 def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
     return float((logits.argmax(1) == labels).mean()) if len(labels) else 0.0
+
+
+def scored(logits: np.ndarray, labels: np.ndarray) -> dict:
+    """accuracy, and the counts it is made of (an interval needs them: tinyrps.stats)."""
+    return {"accuracy": accuracy(logits, labels), "correct": int((logits.argmax(1) == labels).sum()),
+            "images": int(len(labels))}
+
+
+def check_split_devices(split: str, programs: dict, device_override) -> None:
+    """Before any work: the benchmark split only on the devices that compute on this machine's CPU.
+    Each emulated board runs its firmware in QEMU, one image after another; over the benchmark's
+    thousands of images that is minutes a board, so they stay on the test split, and the Cortex-M
+    programs read the benchmark on --device native (the same C runtime built for this machine, whose
+    outputs the board's equal bit for bit)."""
+    if split == "test":
+        return
+    slow = [name for name, pte in programs.items() if (device_override or default_device(pte)) in SLOW_DEVICES]
+    if slow:
+        raise UserError(f"--split {split} is for eager, host, npu-ref and native, not the emulated boards "
+                        f"({', '.join(slow)} on mcu): give --device native for the Cortex-M programs, or "
+                        f"leave them out with --program T")

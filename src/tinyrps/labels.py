@@ -8,7 +8,9 @@ IMAGE_SIZE = 28
 RPS_INPUT_CONVENTION = "uint8 image / 255"
 RPS_OUTPUT_CONVENTION = "logits of " + ", ".join(LABELS)
 # Per-class image counts of the default data set, per split.
-DEFAULT_PER_CLASS = {"train": 6000, "val": 300, "test": 200}
+DEFAULT_PER_CLASS = {"train": 6000, "val": 300, "test": 200, "benchmark": 1000}
+# The held-out splits `tinyrps eval --split` reads (benchmark: the larger one, not on emulated boards).
+EVAL_SPLITS = ("test", "benchmark")
 
 
 def softmax(logits):

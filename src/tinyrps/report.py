@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .artifacts import atomic_write_bytes
+from .stats import entry_accuracy
 
 out_console = Console(highlight=False)  # stdout: tables are results
 
@@ -42,26 +43,40 @@ def _bit_exact(v: dict) -> str:
     return f"NO ({v['mismatches']} images differ)" if v.get("mismatches") else "NO"
 
 
-def eval_rows(result: dict) -> list:
+def eval_images(result: dict) -> int:
+    """How many images an evaluation read (results written before --split: `test_images`)."""
+    return result.get("images", result.get("test_images"))
+
+
+def eval_split(result: dict) -> str:
+    return result.get("split", "test")
+
+
+def eval_rows(result: dict, screen: bool = True) -> list:
+    """The evaluation's rows; on `screen` an accuracy's parts are lines of its cell (EVAL_HEADER),
+    in Markdown one line (MARKDOWN_EVAL_HEADER)."""
     rows = []
     for name, v in result["programs"].items():
-        rows.append([name, v["device"], _pct(v["accuracy"]), _pct(v.get("agreement")),
+        rows.append([name, v["device"], entry_accuracy(v, eval_images(result), cell=screen),
+                     _pct(v.get("agreement")),
                      "" if "max_abs_logit_diff" not in v else f"{v['max_abs_logit_diff']:.4f}",
                      _bit_exact(v)])
     return rows
 
 
-EVAL_HEADER = ["program", "device", "accuracy", "agreement", "max |Δlogit|", "int8 bit-exact"]
+EVAL_HEADER = ["program", "device", "accuracy\ncorrect\n95 % CI", "agreement", "max |Δlogit|", "int8 bit-exact"]
+MARKDOWN_EVAL_HEADER = ["program", "device", "accuracy (correct/images, 95 % CI)", *EVAL_HEADER[3:]]
 
 
 def eval_notes(result: dict) -> str:
     """What the columns compare against, from the results themselves."""
-    notes = ["agreement: same predicted label as eager (Ethos-U: as the int8 CPU model); "
+    notes = ["accuracy: with the images read right of all, and its 95 % Wilson interval; "
+             "agreement: same predicted label as eager (Ethos-U: as the int8 CPU model); "
              "max |Δlogit|: largest difference from eager's logits"]
     references = sorted({v["reference"] for v in result["programs"].values() if v.get("reference")})
     if references:
-        notes.append(f"int8 bit-exact: the device's int8 outputs equal, on every test image, those of "
-                     f"{' and '.join(references)} running the same program")
+        notes.append(f"int8 bit-exact: the device's int8 outputs equal, on every {eval_split(result)} image, "
+                     f"those of {' and '.join(references)} running the same program")
     return "; ".join(notes)
 
 
@@ -80,7 +95,7 @@ def print_table(title: str, header: list, rows: list, text_columns: int = 2, unw
 
 
 def eval_table(result: dict) -> None:
-    print_table(f"evaluation on {result['test_images']} test images ({eval_notes(result)})",
+    print_table(f"evaluation on {eval_images(result):,} {eval_split(result)} images ({eval_notes(result)})",
                 EVAL_HEADER, eval_rows(result))
 
 
@@ -260,8 +275,14 @@ def markdown_table(header: list, rows: list) -> str:
 
 def data_line(data: dict) -> str:
     sizes = data["per_class"]
-    per_class = ", ".join(f"{sizes[split]:,} {split}" for split in ("train", "val", "test") if split in sizes)
+    per_class = ", ".join(f"{sizes[split]:,} {split}" for split in ("train", "val", "test", "benchmark")
+                          if split in sizes)
     return f"{data['images']:,} synthetic images (seed {data['seed']}; per class: {per_class})"
+
+
+def split_images(data: dict, split: str):
+    """A split's image count from what data.json records, or None."""
+    return ((data or {}).get("splits") or {}).get(split, {}).get("images")
 
 
 def machine() -> str:
@@ -309,11 +330,12 @@ def write_report(out: Path, summary: dict) -> None:
         "## Training",
         arch_line(summary.get("arch")) +
         f"{len(summary['training']['epochs'])} epochs, best validation accuracy "
-        f"{_pct(summary['training']['best_val_accuracy'])}.",
+        f"{entry_accuracy(summary['training'], split_images(summary['data'], 'val'), key='best_val_accuracy')}"
+        ".",
         f"![training curves]({rel(out / 'run' / 'curves.png')}) ![confusion matrix]({rel(out / 'run' / 'confusion.png')})",
         "## Accuracy",
-        f"Test split, {ev['test_images']} images. {_sentence(eval_notes(ev))}.",
-        markdown_table(EVAL_HEADER, eval_rows(ev)),
+        f"{_sentence(eval_split(ev))} split, {eval_images(ev):,} images. {_sentence(eval_notes(ev))}.",
+        markdown_table(MARKDOWN_EVAL_HEADER, eval_rows(ev, screen=False)),
         "## Speed and size",
         f"Median latency of single-image inferences, measured in one process: each program runs {be['rounds']} "
         f"warmed-up blocks (at least {be['runs'] // be['rounds']} calls and {be['block_s']} s each), the programs "
@@ -409,28 +431,34 @@ def tune_rows(result: dict) -> list:
         if c.get("feasible") is False:
             mark = "over"
         # units live in the title: with the longest spec of the space the table fits 80 columns
-        rows.append([name, _pct(c["val_accuracy"]), f"{c['npu_ms']:.4f}", f"{c['sram_bytes'] / 1024:.0f}",
-                     f"{c['program_bytes']:,}", f"{c['mcu_instructions'] / 1e6:.1f}", mark])
+        rows.append([name, entry_accuracy(c, key="val_accuracy", prefix="val_", cell=True), f"{c['npu_ms']:.4f}",
+                     f"{c['sram_bytes'] / 1024:.0f}", f"{c['program_bytes']:,}", f"{c['mcu_instructions'] / 1e6:.1f}",
+                     mark])
     return rows
 
 
 def tune_table(result: dict, out) -> None:
     """The tuner's candidates on stdout, then the pick and its test accuracy."""
     print_table(f"candidates ({len(result['candidates'])}; Pareto front: {len(result['pareto'])}); val: int8 accuracy "
-                "on npu-ref; SRAM: KiB on the NPU; bytes: the program; M55: millions of instructions per inference; "
-                "over: beyond a limit", TUNE_HEADER, tune_rows(result), text_columns=1)
+                "on npu-ref, the images it read right and its 95 % interval; SRAM: KiB on the NPU; bytes: the "
+                "program; M55: millions of instructions per inference; over: beyond a limit",
+                TUNE_HEADER, tune_rows(result), text_columns=1)
     final = result.get("final")
     if final:
         epochs = f"{final['epochs']} epoch{'s' if final['epochs'] != 1 else ''}"
         out_console.print(f"pick: {final['arch']}, retrained for {epochs}: test accuracy "
-                          f"{_pct(final['test_accuracy'])} on npu-ref, NPU {final['npu_ms']:.4f} ms, SRAM "
+                          f"{entry_accuracy(final, key='test_accuracy', prefix='test_')} on npu-ref, "
+                          f"NPU {final['npu_ms']:.4f} ms, SRAM "
                           f"{final['sram_bytes'] / 1024:.1f} KiB, program {final['program_bytes']:,} B, "
                           f"Cortex-M55 {final['mcu_instructions']:,} instructions")
         seeds = final.get("seeds", [])
         if len(seeds) > 1:
+            worst = min(seeds, key=lambda entry: entry["test_accuracy"])
             out_console.print("test accuracy on npu-ref by training seed: "
-                              + ", ".join(f"{entry['seed']}: {_pct(entry['test_accuracy'])}" for entry in seeds)
-                              + f"; worst {_pct(final['test_accuracy_worst'])}")
+                              + "; ".join(f"{entry['seed']}: "
+                                          f"{entry_accuracy(entry, key='test_accuracy', prefix='test_')}"
+                                          for entry in seeds)
+                              + f"; worst: seed {worst['seed']}")
     elif not result["pareto"]:
         out_console.print("no candidate meets the limits: relax --max-npu-ms / --max-program-bytes")
     out_console.print(f"front and candidates: {Path(out) / 'tune.json'}; plot: {Path(out) / 'tune.png'}")

@@ -182,19 +182,27 @@ def evaluate_candidate(arch: str, run_dir: Path, settings: TuneSettings, status)
     status(f"export {settings.target}")
     npu_pte = export_target(run_dir, settings.target)
     status("int8 accuracy on npu-ref")
-    val_accuracy = npu_accuracy(npu_pte, settings.data, "val")
+    val = npu_counts(npu_pte, settings.data, "val")
     status(f"export {MCU_TARGET} and count its instructions")
     mcu_pte = export_target(run_dir, MCU_TARGET)
-    return candidate_figures(arch, npu_pte, mcu_pte, val_accuracy)
+    return {**candidate_figures(arch, npu_pte, mcu_pte, val["correct"] / val["images"]),
+            "val_correct": val["correct"], "val_images": val["images"]}
 
 
-def npu_accuracy(pte: Path, data_dir: Path, split: str) -> float:
-    """Accuracy of an Ethos-U program on a split, on the NPU reference (its TOSA graph)."""
+def npu_counts(pte: Path, data_dir: Path, split: str) -> dict:
+    """How many images of a split an Ethos-U program reads right on the NPU reference (its TOSA
+    graph): {"correct", "images"}, the counts an accuracy's interval needs (tinyrps.stats)."""
     from .data import load_split
     from .devices import open_device
     images, labels = load_split(data_dir, split)
     with open_device("npu-ref", pte) as device:
-        return float((device.classify(images).argmax(1) == labels).mean())
+        return {"correct": int((device.classify(images).argmax(1) == labels).sum()), "images": int(len(labels))}
+
+
+def npu_accuracy(pte: Path, data_dir: Path, split: str) -> float:
+    """Accuracy of an Ethos-U program on a split, on the NPU reference."""
+    counts = npu_counts(pte, data_dir, split)
+    return counts["correct"] / counts["images"]
 
 
 def candidate_figures(arch: str, npu_pte: Path, mcu_pte: Path, val_accuracy: float) -> dict:
@@ -353,16 +361,18 @@ def candidate_line(trial) -> str:
         return f"  #{trial.number} {attrs.get('arch', '?')}: failed: {attrs['error']}"
     if "val_accuracy" not in attrs:
         return f"  #{trial.number} {attrs.get('arch', '?')}: {trial.state.name.lower()}"
+    from .stats import entry_accuracy
     repeat = f", as #{attrs['repeat_of']}" if "repeat_of" in attrs else ""
-    return (f"  #{trial.number} {attrs['arch']}: val {attrs['val_accuracy']:.2%}, NPU {attrs['npu_ms']:.4f} ms, "
+    val = entry_accuracy(attrs, key="val_accuracy", prefix="val_")
+    return (f"  #{trial.number} {attrs['arch']}: val {val}, NPU {attrs['npu_ms']:.4f} ms, "
             f"{attrs['program_bytes']:,} B, M55 {attrs['mcu_instructions'] / 1e6:.2f} M instr. "
             f"({attrs['seconds']:.0f} s{repeat})")
 
 
 # --- results --------------------------------------------------------------------------------------
 
-CANDIDATE_FIELDS = ("arch", "val_accuracy", "npu_ms", "sram_bytes", "program_bytes", "mcu_instructions", "macs",
-                    "params", "utilisation_total", "seconds", "run", "repeat_of")
+CANDIDATE_FIELDS = ("arch", "val_accuracy", "val_correct", "val_images", "npu_ms", "sram_bytes", "program_bytes",
+                    "mcu_instructions", "macs", "params", "utilisation_total", "seconds", "run", "repeat_of")
 
 
 def candidate_of(trial) -> dict:
@@ -415,7 +425,8 @@ def retrain_best(arch: str, settings: TuneSettings, quiet: bool) -> dict:
     for seed in range(settings.seed + 1, settings.seed + settings.pick_seeds):
         say(f"[bold cyan]── {arch} with seed {seed}[/]", quiet)
         seeds.append(train_pick(arch, settings, seed, settings.out / f"best-seed{seed}", quiet)[0])
-    return {**figures, "test_accuracy": first["test_accuracy"], "test_accuracy_eager": first["test_accuracy_eager"],
+    return {**figures, "test_accuracy": first["test_accuracy"], "test_correct": first["test_correct"],
+            "test_images": first["test_images"], "test_accuracy_eager": first["test_accuracy_eager"],
             "epochs": settings.epochs, "programs": {settings.target: str(npu_pte), MCU_TARGET: str(mcu_pte)},
             "seeds": seeds, "test_accuracy_worst": min(entry["test_accuracy"] for entry in seeds)}
 
@@ -429,8 +440,9 @@ def train_pick(arch: str, settings: TuneSettings, seed: int, run_dir: Path, quie
                     run_dir, quiet=quiet)
     with console.status(f"exporting {settings.target}"):
         npu_pte = export_target(run_dir, settings.target)
-        test_accuracy = npu_accuracy(npu_pte, settings.data, "test")
-    return {"seed": seed, "test_accuracy": test_accuracy, "test_accuracy_eager": metrics["test_accuracy"],
+        test = npu_counts(npu_pte, settings.data, "test")
+    return {"seed": seed, "test_accuracy": test["correct"] / test["images"], "test_correct": test["correct"],
+            "test_images": test["images"], "test_accuracy_eager": metrics["test_accuracy"],
             "run": str(run_dir)}, npu_pte
 
 
