@@ -274,7 +274,33 @@ def measured(tmp_path_factory):
 EMULATOR_FIXTURES = {"firmware_elf_path", "cortex_m_pte", "measured", "libraries"}
 
 
+# A test whose every case is also a case of another: run only when the other is not. The stops of a
+# stage at 24 changes spread over its run are all among its stops at every change
+# (tests/test_crash_consistency.py), with the same checks after each.
+COVERED_BY = {
+    "test_data_stopped_anywhere_leaves_the_old_data_set_or_the_new_one": "test_data_stopped_at_every_change",
+    "test_train_stopped_anywhere_leaves_the_old_run_or_the_new_one": "test_train_stopped_at_every_change",
+}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if EMULATOR_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+class DeselectCovered:
+    """After -k and -m have chosen the tests: a test covered by another chosen one is deselected (and
+    counted as such in the summary)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        names = {item.name for item in items}
+        covered = [item for item in items if COVERED_BY.get(item.name) in names]
+        if covered:
+            config.hook.pytest_deselected(items=covered)
+            items[:] = [item for item in items if item not in covered]
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(DeselectCovered(), "tinyrps-deselect-covered")
