@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -304,3 +305,7 @@ class DeselectCovered:
 
 def pytest_configure(config):
     config.pluginmanager.register(DeselectCovered(), "tinyrps-deselect-covered")
+    # Ctrl-C as in a terminal, for every command the tests start and stop with SIGINT: a shell that starts
+    # the tests in the background (`make test &`, a CI runner) hands them SIGINT ignored, which every child
+    # would keep, and a command "stopped" by Ctrl-C would carry on as if never stopped
+    signal.signal(signal.SIGINT, signal.default_int_handler)
