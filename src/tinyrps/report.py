@@ -365,6 +365,11 @@ def tune_rows(result: dict) -> list:
     return rows
 
 
+def seed_count(entry: dict) -> str:
+    """' (596/600)': the counts behind a seed's accuracy (a tune.json written before they were kept has none)."""
+    return f" ({entry['correct']}/{entry['images']})" if "correct" in entry else ""
+
+
 def tune_table(result: dict, out) -> None:
     """The tuner's candidates on stdout, then the pick and its test accuracy."""
     print_table(f"candidates ({len(result['candidates'])}; Pareto front: {len(result['pareto'])}); val: int8 accuracy "
@@ -380,8 +385,13 @@ def tune_table(result: dict, out) -> None:
         seeds = final.get("seeds", [])
         if len(seeds) > 1:
             out_console.print("test accuracy on npu-ref by training seed: "
-                              + ", ".join(f"{entry['seed']}: {_pct(entry['test_accuracy'])}" for entry in seeds)
+                              + ", ".join(f"{entry['seed']}: {_pct(entry['test_accuracy'])}{seed_count(entry)}"
+                                          for entry in seeds)
                               + f"; worst {_pct(final['test_accuracy_worst'])}")
+        if final.get("teacher"):
+            teacher = final["teacher"]
+            out_console.print(f"distilled from {teacher['run']} ({teacher['arch']}, a {teacher['alpha']:g}, "
+                              f"T {teacher['temperature']:g})")
     elif not result["pareto"]:
         out_console.print("no candidate meets the limits: relax --max-npu-ms / --max-program-bytes")
     out_console.print(f"front and candidates: {Path(out) / 'tune.json'}; plot: {Path(out) / 'tune.png'}")
