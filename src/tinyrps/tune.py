@@ -21,7 +21,7 @@ where it stopped), or any storage URL several workers share (`--storage`).
 
 The budget is `--minutes` of an idle machine, the final retraining included. Each
 candidate is charged the lesser of its wall time and its CPU time (this process's and its
-finished children's: Vela and QEMU run as subprocesses). On an idle machine training keeps
+finished children's: QEMU runs as a subprocess, waited for). On an idle machine training keeps
 both cores busy, so CPU time is the larger and a tune keeps to its wall minutes; under load
 the wall clock stretches while a candidate's CPU work does not, so a loaded machine measures
 about as many candidates as an idle one, and takes longer to do it. The retraining is
@@ -110,7 +110,7 @@ class TuneSettings:
 
 class Clock:
     """What the budget is measured with: wall seconds, and CPU seconds of this process and of
-    its children that have finished (os.times: Vela and QEMU run as subprocesses, each waited
+    its children that have finished (os.times: the emulator runs as a subprocess, waited
     for). A test hands the search another clock."""
 
     def wall(self) -> float:
