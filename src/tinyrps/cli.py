@@ -729,7 +729,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--minutes", type=positive_number, default=10.0, metavar="M",
                    help="time budget of the whole tune, the final retraining included, in minutes of an idle "
                    "machine: under load, candidates are charged their CPU time when it is less than their wall "
-                   "time, so the tune takes longer but measures as much (default: 10)")
+                   "time, so the tune takes longer instead of measuring less (default: 10)")
     s.add_argument("--target", default="ethos-u85-128", metavar="T", help="Ethos-U target whose latency counts")
     s.add_argument("--max-npu-ms", type=positive_number, metavar="MS",
                    help="only candidates at most this slow on the target (default: no limit)")

@@ -23,8 +23,11 @@ The budget is `--minutes` of an idle machine, the final retraining included. Eac
 candidate is charged the lesser of its wall time and its CPU time (this process's and its
 finished children's: QEMU runs as a subprocess, waited for). On an idle machine training keeps
 both cores busy, so CPU time is the larger and a tune keeps to its wall minutes; under load
-the wall clock stretches while a candidate's CPU work does not, so a loaded machine measures
-about as many candidates as an idle one, and takes longer to do it. The retraining is
+the wall clock stretches much more than a candidate's CPU time (measured at a load average
+of about 8 on 2 cores: 323 s of wall time, 88 s of CPU time for one candidate), so the load
+no longer cuts the search short; the tune takes longer by the wall clock. CPU time too grows
+somewhat under load (threads wait on each other), so a loaded machine still measures fewer
+candidates than an idle one. The retraining is
 estimated from the candidates' measured cost per training epoch (the median's, or the current
 pick's when that is dearer) times epochs x --pick-seeds, plus their cost outside training.
 
