@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from tinyrps.model import ARCHITECTURES, parse_arch
-from tinyrps.tune import ACCURACY_MARGIN, SPACE, arch_of, next_trial_fits, pick_best
+from tinyrps.tune import (ACCURACY_MARGIN, DIRECTIONS, SPACE, TuneSettings, arch_of, next_trial_fits, pick_best,
+                          retraining_estimate, search)
 
 TINY = ("--candidate-epochs", "1", "--epochs", "1", "--minutes", "30")
 
@@ -21,10 +22,84 @@ def test_every_point_of_the_space_is_an_architecture_and_both_named_ones_are_in_
 
 
 def test_the_budget_keeps_room_for_the_final_retraining():
-    # 10 minutes, 15 s candidates, a retraining worth two candidates (4 epochs against 2)
-    assert next_trial_fits(elapsed=550.0, expected=15.0, budget=600.0, retrain_share=2.0)
-    assert not next_trial_fits(elapsed=560.0, expected=15.0, budget=600.0, retrain_share=2.0)
-    assert next_trial_fits(elapsed=580.0, expected=15.0, budget=600.0, retrain_share=0.0)   # --no-retrain
+    # 10 minutes, 15 s candidates, a retraining worth two candidates (30 s)
+    assert next_trial_fits(elapsed=550.0, expected=15.0, budget=600.0, retraining=30.0)
+    assert not next_trial_fits(elapsed=560.0, expected=15.0, budget=600.0, retraining=30.0)
+    assert next_trial_fits(elapsed=580.0, expected=15.0, budget=600.0, retraining=0.0)   # --no-retrain
+
+
+def test_the_retraining_is_estimated_from_the_cost_per_epoch(tmp_path):
+    """Not from a whole candidate's time scaled by epochs: most of a candidate is export and measurement."""
+    settings = TuneSettings(data=tmp_path, out=tmp_path, candidate_epochs=2, epochs=10, pick_seeds=3)
+    costs = [{"cost": 30.0, "epoch": 5.0, "rest": 20.0}, {"cost": 40.0, "epoch": 6.0, "rest": 28.0},
+             {"cost": 20.0, "epoch": 3.0, "rest": 14.0}]
+    assert retraining_estimate(costs, None, settings) == pytest.approx(3 * (10 * 5.0 + 20.0))
+    dear_pick = {"cost": 60.0, "training_cost": 20.0}      # 10 s an epoch, 40 s outside training
+    assert retraining_estimate(costs, dear_pick, settings) == pytest.approx(3 * (10 * 10.0 + 40.0))
+    assert retraining_estimate([], None, settings) == 0.0
+    settings.retrain = False
+    assert retraining_estimate(costs, None, settings) == 0.0
+
+
+class SlowClock:
+    """A machine under load: its wall clock runs `stretch` times faster than the CPU time spent."""
+
+    def __init__(self, stretch: float) -> None:
+        self.stretch, self.wall_s, self.cpu_s = stretch, 1000.0, 50.0
+
+    def wall(self) -> float:
+        return self.wall_s
+
+    def cpu(self) -> float:
+        return self.cpu_s
+
+    def spend(self, cpu_seconds: float) -> None:
+        self.cpu_s += cpu_seconds
+        self.wall_s += cpu_seconds * self.stretch
+
+
+def run_search(tmp_path, stretch: float, minutes: float) -> tuple:
+    """The real search and stopping rule on an in-memory study, with candidates that only spend
+    time on `SlowClock`: 6 s of CPU training 2 epochs, 6 s exporting and measuring."""
+    import optuna
+
+    from tinyrps.arch import describe_arch
+    clock, measured = SlowClock(stretch), []
+
+    def evaluate(arch, run_dir, settings, status, meter):
+        began = meter.charged()
+        clock.spend(6.0)
+        training = meter.charged() - began
+        clock.spend(6.0)
+        measured.append(arch)
+        macs = describe_arch(arch)["macs"]
+        return {"arch": arch, "val_accuracy": 0.9 + (macs % 97) / 1000, "npu_ms": macs / 1e7, "sram_bytes": 1,
+                "program_bytes": 10_000 + macs // 100, "mcu_instructions": macs * 2, "training_cost": training}
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(directions=list(DIRECTIONS), sampler=optuna.samplers.TPESampler(seed=0))
+    settings = TuneSettings(data=tmp_path, out=tmp_path, minutes=minutes, candidate_epochs=2, epochs=10, pick_seeds=3)
+    spent = search(study, settings, quiet=True, clock=clock, evaluate=evaluate)
+    return measured, spent
+
+
+def test_a_slow_wall_clock_does_not_stop_the_search(tmp_path):
+    """Under load (wall time 4x the CPU time), candidates are charged their CPU time: a 5-minute budget,
+    12 s candidates and a retraining of 3 x (10 epochs x 3 s + 6 s) = 108 s leave room for 16 of them,
+    where charging the wall time would leave room for none after the first."""
+    measured, spent = run_search(tmp_path, stretch=4.0, minutes=5.0)
+    assert len(measured) >= 10 and spent["measured"] == len(measured)
+    assert spent["retraining_estimate_seconds"] == pytest.approx(108.0)
+    assert spent["charged_seconds"] + spent["retraining_estimate_seconds"] <= 300.0
+    assert spent["wall_seconds"] == pytest.approx(4 * spent["charged_seconds"])
+
+
+def test_the_budget_still_holds_when_wall_and_cpu_time_agree(tmp_path):
+    """Charged time is never more than the wall time, nor less when the CPU keeps up: 12 s candidates
+    on a quiet machine fit the same 5 minutes as on the slow one, and no more."""
+    measured, spent = run_search(tmp_path, stretch=1.0, minutes=5.0)
+    assert len(measured) == (300 - 108) // 12
+    assert spent["wall_seconds"] == spent["charged_seconds"] <= 300.0 - 108.0
 
 
 def test_the_pick_is_the_fastest_of_the_nearly_most_accurate():
@@ -36,10 +111,12 @@ def test_the_pick_is_the_fastest_of_the_nearly_most_accurate():
 
 
 @pytest.fixture(scope="module")
-def tuned(cli_session, data_dir, tmp_path_factory):
+def tuned(cli_session, data_dir, trained_run, tmp_path_factory):
+    """Two candidates and a pick with two seeds, all taught by the session's default-network run."""
     out = tmp_path_factory.mktemp("tune")
-    res = cli_session("tune", "--data", data_dir, "--out", out, "--trials", "2", "--pick-seeds", "2", "--json", *TINY,
-                      timeout=1800)
+    teacher = trained_run
+    res = cli_session("tune", "--data", data_dir, "--out", out, "--trials", "2", "--pick-seeds", "2", "--json",
+                      "--teacher", teacher, *TINY, timeout=1800)
     assert res.returncode == 0, res.stderr[-3000:]
     return out, json.loads(res.stdout)
 
@@ -75,7 +152,7 @@ def test_the_pick_is_trained_with_each_seed_asked_for(tuned):
     assert [entry["seed"] for entry in final["seeds"]] == [0, 1]
     assert final["seeds"][0]["test_accuracy"] == final["test_accuracy"]
     assert final["test_accuracy_worst"] == min(entry["test_accuracy"] for entry in final["seeds"])
-    for entry in final["seeds"]:
+    for entry in final["seeds"]:     # the counts behind each accuracy, for its interval
         assert entry["test_images"] == 78 and entry["test_accuracy"] == entry["test_correct"] / 78
     assert (final["test_correct"], final["test_images"]) == (final["seeds"][0]["test_correct"], 78)
     second = out / "best-seed1"
@@ -86,9 +163,28 @@ def test_the_pick_is_trained_with_each_seed_asked_for(tuned):
 
 
 @pytest.mark.slow
-def test_an_interrupted_tune_resumes_from_its_study(cli, tuned, data_dir):
+def test_candidates_and_pick_are_taught_by_the_teacher(tuned, trained_run):
+    out, result = tuned
+    teacher = str(trained_run.resolve())
+    sha = json.loads((trained_run / "config.json").read_text())["checkpoint_sha256"]
+    assert result["final"]["teacher"]["run"] == teacher and result["final"]["teacher"]["checkpoint_sha256"] == sha
+    assert result["study"]["teacher"] == teacher
+    for run in [out / "best", out / "best-seed1", *(out / "candidates").iterdir()]:
+        config = json.loads((run / "config.json").read_text())
+        assert config["teacher"] == teacher and config["teacher_checkpoint_sha256"] == sha, run
+
+
+def test_three_pick_seeds_by_default():
+    from tinyrps.cli import build_parser
+    assert build_parser().parse_args(["tune", "--data", "d", "--out", "o"]).pick_seeds == 3
+    assert TuneSettings(data="d", out="o").pick_seeds == 3
+
+
+@pytest.mark.slow
+def test_an_interrupted_tune_resumes_from_its_study(cli, tuned, data_dir, trained_run):
     out, first = tuned
-    res = cli("tune", "--data", data_dir, "--out", out, "--trials", "1", "--no-retrain", *TINY, timeout=1800)
+    res = cli("tune", "--data", data_dir, "--out", out, "--trials", "1", "--no-retrain", "--teacher", trained_run,
+              *TINY, timeout=1800)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "#2 " in res.stderr and "candidates (3" in res.stdout
     result = json.loads((out / "tune.json").read_text())
@@ -101,6 +197,7 @@ def test_other_settings_do_not_join_a_stored_study(cli, tuned, data_dir):
     out, _ = tuned
     res = cli("tune", "--data", data_dir, "--out", out, "--candidate-epochs", "3")
     assert res.returncode == 2 and "other settings" in res.stderr and "candidate_epochs" in res.stderr
+    assert "teacher" in res.stderr      # the stored study distils, this one would not
     assert len(res.stderr.strip().splitlines()) == 1
 
 
@@ -133,7 +230,9 @@ def test_two_workers_share_one_study_through_a_journal_file(data_dir, tmp_path):
 @pytest.mark.slow
 def test_bad_settings_are_one_line(cli, data_dir, tmp_path):
     for args, words in ((("--target", "int8-xnnpack"), "Ethos-U target"), (("--minutes", "0"), "--minutes"),
-                        (("--storage", "nowhere"), "not a storage URL"), (("--max-npu-ms", "-1"), "--max-npu-ms")):
+                        (("--storage", "nowhere"), "not a storage URL"), (("--max-npu-ms", "-1"), "--max-npu-ms"),
+                        (("--teacher", tmp_path / "none"), "--teacher"), (("--teacher", data_dir), "--teacher"),
+                        (("--distill-temperature", "2"), "--teacher")):
         res = cli("tune", "--data", data_dir, "--out", tmp_path / "t", *args)
         assert res.returncode == 2 and words in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     res = cli("tune", "--data", tmp_path / "none", "--out", tmp_path / "t")

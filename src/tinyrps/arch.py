@@ -45,6 +45,10 @@ ARCH_EPOCHS = {"tinyrps": DEFAULT_EPOCHS, "fast": 10}
 # The tuner retrains its pick this long: the small networks it finds learn like `fast`
 # (measured: its default search's pick reads 98.67 % after 4 epochs, 99.33 % after 10).
 TUNED_EPOCHS = ARCH_EPOCHS["fast"]
+# Knowledge distillation's defaults (`train --teacher`): the weight of the teacher's soft targets
+# and their temperature, picked on a short run (see docs/design.md, "Distillation").
+DISTILL_ALPHA = 0.5
+DISTILL_TEMPERATURE = 2.0
 
 # Limits that keep every architecture runnable on every target: the firmware's static
 # tables (kernel calls, tensors) and its int32 sums (reductions of at most 65,536 terms).

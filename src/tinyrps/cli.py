@@ -64,6 +64,19 @@ def positive_number(text: str) -> float:
 positive_number.__name__ = "number"
 
 
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+fraction.__name__ = "number"
+
+
 def architecture(text: str) -> str:
     """--arch: a name or a spec, parsed here so that a bad one is refused before any stage starts."""
     from .arch import parse_arch
@@ -175,7 +188,9 @@ def cmd_train(a):
     data = check_data(a.data, "train")
     check_out_folder(a.out)
     from .train import TrainConfig, train
-    train(TrainConfig(data=str(data.resolve()), epochs=a.epochs, seed=a.seed, arch=a.arch), a.out, quiet=a.quiet)
+    train(TrainConfig(data=str(data.resolve()), epochs=a.epochs, seed=a.seed, arch=a.arch, teacher=a.teacher,
+                      distill_alpha=a.distill_alpha, distill_temperature=a.distill_temperature),
+          a.out, quiet=a.quiet)
 
 
 def cmd_export(a):
@@ -473,7 +488,8 @@ def cmd_tune(a):
     settings = TuneSettings(data=a.data, out=a.out, target=a.target, minutes=a.minutes, max_npu_ms=a.max_npu_ms,
                             max_program_bytes=a.max_program_bytes, storage=a.storage,
                             candidate_epochs=a.candidate_epochs, epochs=a.epochs, seed=a.seed, trials=a.trials,
-                            retrain=not a.no_retrain, pick_seeds=a.pick_seeds)
+                            retrain=not a.no_retrain, pick_seeds=a.pick_seeds, teacher=a.teacher,
+                            distill_alpha=a.distill_alpha, distill_temperature=a.distill_temperature)
     result = tune(settings, quiet=a.quiet or a.json)
     if a.json:
         emit_json(result)
@@ -517,6 +533,18 @@ def per_class_help() -> str:
 
 # An option renamed after 0.1.0: its old spelling stays, hidden, for one release.
 OLD_PROGRAM_OPTION = "--variant T (tinyrps 0.1.0) is an old spelling of --program T, kept for one release."
+
+
+def add_teacher_options(s, tune: bool = False) -> None:
+    from .arch import DISTILL_ALPHA, DISTILL_TEMPERATURE
+    s.add_argument("--teacher", type=Path, metavar="RUN",
+                   help=("retrain the pick (and train the candidates) " if tune else "train ")
+                   + "by knowledge distillation from RUN, a run of any architecture trained on the same data "
+                   "(default: none, plain cross-entropy)")
+    s.add_argument("--distill-alpha", type=fraction, metavar="A", help="with --teacher: weight of the teacher's "
+                   f"soft targets in the loss, 0 to 1 (default: {DISTILL_ALPHA:g})")
+    s.add_argument("--distill-temperature", type=positive_number, metavar="T", help="with --teacher: the "
+                   f"softmax temperature of the soft targets (default: {DISTILL_TEMPERATURE:g})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -568,6 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=seed_number, default=0, metavar="S",
                    help="random seed of initialisation and shuffling")
     s.add_argument("--arch", default="tinyrps", type=architecture, metavar="ARCH", help=arch_help())
+    add_teacher_options(s)
 
     s = add("export", cmd_export, "export RUN/model.pt, or your own PyTorch model, to an ExecuTorch program "
             "(RUN/export/T.pte and its descriptor T.json); ahead of time only: no firmware, no emulator")
@@ -702,7 +731,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data", required=True, type=Path, metavar="DIR", help="a folder made by `tinyrps data`")
     s.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write")
     s.add_argument("--minutes", type=positive_number, default=10.0, metavar="M",
-                   help="time budget of the whole tune, the final retraining included (default: 10)")
+                   help="time budget of the whole tune, the final retraining included, in minutes of an idle "
+                   "machine: under load, candidates are charged their CPU time when it is less than their wall "
+                   "time, so the tune takes longer instead of measuring less (default: 10)")
     s.add_argument("--target", default="ethos-u85-128", metavar="T", help="Ethos-U target whose latency counts")
     s.add_argument("--max-npu-ms", type=positive_number, metavar="MS",
                    help="only candidates at most this slow on the target (default: no limit)")
@@ -712,12 +743,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "(sqlite:///PATH.db, postgresql://...) or journal:PATH (default: sqlite in OUT)")
     s.add_argument("--candidate-epochs", type=count, default=2, metavar="E", help="training epochs of each candidate")
     s.add_argument("--epochs", type=count, default=TUNED_EPOCHS, metavar="E", help="training epochs of the pick")
-    s.add_argument("--pick-seeds", type=count, default=1, metavar="N",
+    s.add_argument("--pick-seeds", type=count, default=3, metavar="N",
                    help="train the pick with N seeds (S, S+1, ...) and report the worst test accuracy")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the search and training")
     s.add_argument("--trials", type=count, metavar="N", help="at most this many candidates in this run "
                    "(default: as many as the budget allows)")
     s.add_argument("--no-retrain", action="store_true", help="search only: do not retrain the pick")
+    add_teacher_options(s, tune=True)
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
 
     s = sub.add_parser("deploy", help="deploy a program to real or simulated hardware",

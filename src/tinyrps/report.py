@@ -459,6 +459,10 @@ def tune_table(result: dict, out) -> None:
                                           f"{entry_accuracy(entry, key='test_accuracy', prefix='test_')}"
                                           for entry in seeds)
                               + f"; worst: seed {worst['seed']}")
+        if final.get("teacher"):
+            teacher = final["teacher"]
+            out_console.print(f"distilled from {teacher['run']} ({teacher['arch']}, a {teacher['alpha']:g}, "
+                              f"T {teacher['temperature']:g})")
     elif not result["pareto"]:
         out_console.print("no candidate meets the limits: relax --max-npu-ms / --max-program-bytes")
     out_console.print(f"front and candidates: {Path(out) / 'tune.json'}; plot: {Path(out) / 'tune.png'}")

@@ -1,5 +1,11 @@
 """Training: Adam + cross-entropy on the synthetic train split, best checkpoint by val accuracy.
 
+With a teacher (`--teacher RUN`, a trained run of any architecture on the same data), the
+loss is knowledge distillation: (1 - a) * CE(student, labels) + a * T^2 * KL(softmax(teacher
+/ T) || softmax(student / T)). The teacher's logits on the train split are computed once,
+before the first epoch (no grad, with the training's seeded settings), and the teacher's
+path, checkpoint sha256, a and T are recorded in config.json and metrics.json.
+
 Writes RUN/model.pt (a plain state_dict), RUN/config.json (how the run was made: the
 settings, the identity of the data it was trained on, the checkpoint's sha256),
 RUN/metrics.json (per epoch), RUN/curves.png and RUN/confusion.png (test split). The run
@@ -23,7 +29,7 @@ from torch import nn
 from .artifacts import atomic_write_bytes, atomic_write_json, data_identity, data_info, sha256_file, staged_folder
 from .data import load_split
 from .errors import UserError
-from .arch import default_epochs, describe_arch, parse_arch
+from .arch import DISTILL_ALPHA, DISTILL_TEMPERATURE, default_epochs, describe_arch, parse_arch
 from .model import TinyRPS, images_to_tensor
 from .progress import progress_bar, say
 from .torch_settings import deterministic
@@ -40,6 +46,23 @@ class TrainConfig:
     seed: int = 0
     arch: str = "tinyrps"     # a name or spec of tinyrps.model (recorded, so later stages rebuild it)
     warmup_epochs: float = 0.25     # the learning rate ramps up over this much of the first epoch
+    teacher: Optional[str] = None   # a run folder to distil from (None: plain cross-entropy)
+    distill_alpha: Optional[float] = None        # weight a of the distillation term (None: DISTILL_ALPHA)
+    distill_temperature: Optional[float] = None  # temperature T (None: DISTILL_TEMPERATURE)
+
+
+@dataclass
+class Teacher:
+    """A checked teacher: where it is, what it is, and its logits on the train split."""
+    run: str
+    arch: str
+    checkpoint_sha256: str
+    model: nn.Module
+    logits: Optional[np.ndarray] = None
+
+    def record(self, config: TrainConfig) -> dict:
+        return {"run": self.run, "arch": self.arch, "checkpoint_sha256": self.checkpoint_sha256,
+                "alpha": config.distill_alpha, "temperature": config.distill_temperature}
 
 
 def init_weights(model: nn.Module) -> None:
@@ -69,14 +92,29 @@ def predict(model: nn.Module, images: np.ndarray, batch: int = 512) -> np.ndarra
                                for i in range(0, len(images), batch)])
 
 
-def train_epoch(model, optimizer, scheduler, x, y, batch_size, generator, on_batch) -> float:
+def distillation_loss(student: torch.Tensor, labels: torch.Tensor, teacher: torch.Tensor, alpha: float,
+                      temperature: float) -> torch.Tensor:
+    """(1 - a) CE + a T^2 KL(teacher_T || student_T). The T^2 keeps the soft term's gradients
+    at the scale of the hard one's whatever T is (they shrink as 1/T^2 otherwise)."""
+    hard = nn.functional.cross_entropy(student, labels)
+    soft = nn.functional.kl_div(nn.functional.log_softmax(student / temperature, dim=1),
+                                nn.functional.log_softmax(teacher / temperature, dim=1),
+                                reduction="batchmean", log_target=True)
+    return (1.0 - alpha) * hard + alpha * temperature ** 2 * soft
+
+
+def train_epoch(model, optimizer, scheduler, x, y, batch_size, generator, on_batch, teacher=None,
+                alpha: float = 0.0, temperature: float = 1.0) -> float:
+    """One epoch; `teacher` (logits for every row of x, or None) switches the loss to distillation."""
     model.train()
     order = torch.randperm(len(x), generator=generator)
     total, loss_fn = 0.0, nn.CrossEntropyLoss()
     for start in range(0, len(x), batch_size):
         idx = order[start:start + batch_size]
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x[idx]), y[idx])
+        out = model(x[idx])
+        loss = (loss_fn(out, y[idx]) if teacher is None else
+                distillation_loss(out, y[idx], teacher[idx], alpha, temperature))
         loss.backward()
         optimizer.step()
         scheduler.step()
@@ -101,22 +139,31 @@ def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = 
     if config.epochs < 1:
         raise UserError(f"--epochs must be at least 1, got {config.epochs}")
     out = Path(out_dir)
+    check_distillation(config, out)
+    # the data and the teacher are checked before the run folder is staged: a bad one changes nothing
+    info, info_sha256 = data_info(config.data)
+    teacher = open_teacher(config.teacher, config.data, info) if config.teacher else None
     with staged_folder(out, "run") as folder:
-        info, info_sha256 = data_info(config.data)
         splits = {name: load_split(config.data, name, info) for name in (("train", "val", "test") if test_split
                                                                          else ("train", "val"))}
         # torch's global settings are changed for the training only, not for what runs after it
         with deterministic(config.seed, THREADS):
-            history, best_acc, model = fit(config, arch, splits["train"], splits["val"], folder, quiet)
+            if teacher is not None:
+                teacher.logits = teacher_logits(teacher, splits["train"][0], info)
+            history, best_acc, model = fit(config, arch, splits["train"], splits["val"], folder, quiet, teacher)
             identity = data_identity(info, info_sha256)
             metrics = {"config": asdict(config), "arch": describe_arch(arch), "data": identity, "epochs": history,
                        "best_val_accuracy": best_acc}
+            if teacher is not None:
+                metrics["teacher"] = teacher.record(config)
             if test_split:
                 test_x, test_y = splits["test"]
                 test_loss, test_acc, test_logits = evaluate_split(model, test_x, test_y)
                 metrics.update(test_loss=test_loss, test_accuracy=test_acc)
-        atomic_write_json(folder / "config.json", {**asdict(config), "data_identity": identity,
-                                                   "checkpoint_sha256": sha256_file(folder / "model.pt")})
+        recorded = {**asdict(config), "data_identity": identity, "checkpoint_sha256": sha256_file(folder / "model.pt")}
+        if teacher is not None:
+            recorded["teacher_checkpoint_sha256"] = teacher.checkpoint_sha256
+        atomic_write_json(folder / "config.json", recorded)
         atomic_write_json(folder / "metrics.json", metrics)
         from .plots import plot_confusion, plot_curves
         plot_curves(history, folder / "curves.png")
@@ -128,7 +175,65 @@ def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = 
     return metrics
 
 
-def fit(config: TrainConfig, arch, train_split, val_split, out: Path, quiet: bool) -> tuple:
+def check_distillation(config: TrainConfig, out: Path) -> None:
+    """Settle a and T (the defaults when a teacher is given and they are not; none without one)."""
+    if config.teacher is None:
+        if config.distill_alpha is not None or config.distill_temperature is not None:
+            raise UserError("--distill-alpha and --distill-temperature are for distillation: give --teacher RUN")
+        return
+    config.teacher = str(Path(config.teacher).resolve())
+    if Path(config.teacher) == out.resolve():
+        raise UserError(f"--teacher {config.teacher} is the run being trained (--out): give another run")
+    config.distill_alpha = DISTILL_ALPHA if config.distill_alpha is None else float(config.distill_alpha)
+    config.distill_temperature = (DISTILL_TEMPERATURE if config.distill_temperature is None
+                                  else float(config.distill_temperature))
+    if not 0.0 <= config.distill_alpha <= 1.0:
+        raise UserError(f"--distill-alpha must be between 0 and 1, got {config.distill_alpha:g}")
+    if not 0.0 < config.distill_temperature < float("inf"):
+        raise UserError(f"--distill-temperature must be positive, got {config.distill_temperature:g}")
+
+
+def open_teacher(run, data, info: dict) -> Teacher:
+    """The teacher run, checked: a training run (config.json, model.pt with the checksum it
+    records, a network of its recorded architecture) trained on this very data set (the same
+    train, val and test splits: a teacher that saw other images could carry the test split's
+    letters into the student). Anything else is one line (UserError)."""
+    from .artifacts import run_config
+    from .model import load_model
+    run = Path(run)
+    if not run.is_dir():
+        raise UserError(f"--teacher {run} is not a folder: give a run made by `tinyrps train`")
+    try:
+        config = run_config(run)
+        if not (run / "model.pt").is_file():
+            raise UserError(f"{run} has no model.pt: train it again with `tinyrps train --data DATA --out {run}`")
+        model = load_model(run / "model.pt")    # checks the checksum config.json records, and the architecture
+    except UserError as e:
+        raise UserError(f"--teacher: {e}") from None
+    mine = {name: split["sha256"] for name, split in info["splits"].items()}
+    theirs = config["data_identity"].get("splits", {})
+    if any(theirs.get(name) != sha for name, sha in mine.items()):
+        raise UserError(f"--teacher {run} was trained on other data ({config['data']}): its splits are not those "
+                        f"of {data}; give a teacher trained on this --data")
+    return Teacher(run=str(run.resolve()), arch=model.arch.name, checkpoint_sha256=config["checkpoint_sha256"],
+                   model=model)
+
+
+# The teacher's logits, kept for the process: a search distils every candidate from the same
+# teacher on the same split, and the forward pass over the train split is paid once.
+_TEACHER_LOGITS: dict = {}
+
+
+def teacher_logits(teacher: Teacher, train_x: np.ndarray, info: dict) -> np.ndarray:
+    """The teacher's float logits on the train split, by (checkpoint, split) checksum."""
+    key = (teacher.checkpoint_sha256, info["splits"]["train"]["sha256"])
+    if key not in _TEACHER_LOGITS:
+        _TEACHER_LOGITS.clear()        # one teacher at a time: 18,000 x 3 floats
+        _TEACHER_LOGITS[key] = predict(teacher.model, train_x)
+    return _TEACHER_LOGITS[key]
+
+
+def fit(config: TrainConfig, arch, train_split, val_split, out: Path, quiet: bool, teacher: Teacher = None) -> tuple:
     """Train for config.epochs; save the best checkpoint by val accuracy to OUT/model.pt.
     Returns (per-epoch history, best val accuracy, the model with the best weights)."""
     (train_x, train_y), (val_x, val_y) = train_split, val_split
@@ -138,12 +243,14 @@ def fit(config: TrainConfig, arch, train_split, val_split, out: Path, quiet: boo
     scheduler = lr_schedule(optimizer, config, -(-len(train_x) // config.batch_size))
     generator = torch.Generator().manual_seed(config.seed)
     x, y = images_to_tensor(train_x), torch.from_numpy(train_y)
+    soft = torch.from_numpy(teacher.logits) if teacher is not None else None
     history, best_acc, best_state = [], -1.0, None
     with progress_bar(quiet) as bar:
         for epoch in range(1, config.epochs + 1):
             task = bar.add_task(f"epoch {epoch}/{config.epochs}", total=len(x), status="")
             train_loss = train_epoch(model, optimizer, scheduler, x, y, config.batch_size, generator,
-                                     lambda n: bar.advance(task, n))
+                                     lambda n: bar.advance(task, n), soft, config.distill_alpha or 0.0,
+                                     config.distill_temperature or 1.0)
             val_loss, val_acc, _ = evaluate_split(model, val_x, val_y)
             history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc})
             bar.update(task, status=f"loss {train_loss:.4f}  val acc {val_acc:.2%}")

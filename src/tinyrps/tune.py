@@ -19,11 +19,25 @@ Pareto front of the candidates that meet them. The study lives in an Optuna
 storage: SQLite in the output folder by default (an interrupted tune resumes
 where it stopped), or any storage URL several workers share (`--storage`).
 
-When the time budget is spent (it covers the final retraining too), the best
+The budget is `--minutes` of an idle machine, the final retraining included. Each
+candidate is charged the lesser of its wall time and its CPU time (this process's and its
+finished children's: QEMU runs as a subprocess, waited for). On an idle machine training keeps
+both cores busy, so CPU time is the larger and a tune keeps to its wall minutes; under load
+the wall clock stretches much more than a candidate's CPU time (measured at a load average
+of about 8 on 2 cores: 323 s of wall time, 88 s of CPU time for one candidate), so the load
+no longer cuts the search short; the tune takes longer by the wall clock. CPU time too grows
+somewhat under load (threads wait on each other), so a loaded machine still measures fewer
+candidates than an idle one. The retraining is
+estimated from the candidates' measured cost per training epoch (the median's, or the current
+pick's when that is dearer) times epochs x --pick-seeds, plus their cost outside training.
+
+When the time budget is spent, the best
 candidate (the lowest NPU latency among the front's candidates whose validation
 accuracy is within ACCURACY_MARGIN of the front's best, then the smallest program)
-is trained again for TUNED_EPOCHS (or --epochs), exported and scored on the test
-split on the NPU reference.
+is trained again for TUNED_EPOCHS (or --epochs) with each of --pick-seeds seeds (default 3),
+exported and scored on the test split on the NPU reference (correct and images counted per
+seed). With --teacher RUN, candidates and pick alike are trained by knowledge distillation
+from RUN (tinyrps.train).
 
 Writes OUT/tune.json ({"candidates", "pareto", "best", ...}), OUT/tune.png,
 OUT/candidates/NNNN/ (one run per candidate), OUT/best/ (the retrained pick) and, with
@@ -33,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -81,10 +96,47 @@ class TuneSettings:
     storage: Optional[str] = None
     candidate_epochs: int = 2      # short training of each candidate
     epochs: int = TUNED_EPOCHS     # the final retraining
-    pick_seeds: int = 1            # the pick is trained with this many seeds: seed, seed + 1, ...
+    pick_seeds: int = 3            # the pick is trained with this many seeds: seed, seed + 1, ...
     seed: int = 0
     trials: Optional[int] = None   # at most this many candidates in this process (default: the budget decides)
     retrain: bool = True
+    teacher: Optional[Path] = None     # distil candidates and pick from this run (tinyrps.train)
+    distill_alpha: Optional[float] = None
+    distill_temperature: Optional[float] = None
+
+    def train_config(self, arch: str, epochs: int, seed: int):
+        from .train import TrainConfig
+        return TrainConfig(data=str(self.data), epochs=epochs, seed=seed, arch=arch,
+                           teacher=str(self.teacher) if self.teacher else None, distill_alpha=self.distill_alpha,
+                           distill_temperature=self.distill_temperature)
+
+
+class Clock:
+    """What the budget is measured with: wall seconds, and CPU seconds of this process and of
+    its children that have finished (os.times: the emulator runs as a subprocess, waited
+    for). A test hands the search another clock."""
+
+    def wall(self) -> float:
+        return time.perf_counter()
+
+    def cpu(self) -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+
+class Meter:
+    """Seconds charged since a start on a Clock: the lesser of wall and CPU seconds (see the
+    module docstring), and the wall seconds on their own."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.wall0, self.cpu0 = clock.wall(), clock.cpu()
+
+    def wall(self) -> float:
+        return self.clock.wall() - self.wall0
+
+    def charged(self) -> float:
+        return min(self.wall(), self.clock.cpu() - self.cpu0)
 
 
 def arch_of(params: dict) -> str:
@@ -140,7 +192,7 @@ def open_study(settings: TuneSettings):
     mine = study_settings(settings)
     if stored is None:
         study.set_user_attr("settings", mine)
-    elif stored != mine:
+    elif stored != mine:    # a key on one side only differs too (a teacher there and none here)
         raise UserError(f"the study in {settings.storage or settings.out / STUDY_DB} was made with other settings "
                         f"({describe_difference(stored, mine)}): use another --out or --storage, or the same settings")
     study.sampler = sampler_for(settings, len(study.trials))
@@ -161,24 +213,32 @@ def sampler_for(settings: TuneSettings, trials_so_far: int):
 
 def study_settings(settings: TuneSettings) -> dict:
     """What makes trials of one study comparable: the same target, data, constraints and training."""
-    return {"target": settings.target, "data": str(settings.data.resolve()), "max_npu_ms": settings.max_npu_ms,
+    mine = {"target": settings.target, "data": str(settings.data.resolve()), "max_npu_ms": settings.max_npu_ms,
             "max_program_bytes": settings.max_program_bytes, "candidate_epochs": settings.candidate_epochs,
             "seed": settings.seed}
+    if settings.teacher:    # a study made before distillation existed names none, and matches a plain one
+        mine.update(teacher=str(settings.teacher), distill_alpha=settings.distill_alpha,
+                    distill_temperature=settings.distill_temperature)
+    return mine
 
 
 def describe_difference(stored: dict, mine: dict) -> str:
-    return ", ".join(f"{k} {stored.get(k)!r} there, {mine.get(k)!r} here" for k in mine if stored.get(k) != mine.get(k))
+    return ", ".join(f"{k} {stored.get(k)!r} there, {mine.get(k)!r} here" for k in {**stored, **mine}
+                     if stored.get(k) != mine.get(k))
 
 
 # --- one candidate --------------------------------------------------------------------------------
 
-def evaluate_candidate(arch: str, run_dir: Path, settings: TuneSettings, status) -> dict:
-    """Train briefly, export for the target and the Cortex-M55, and measure; see the module docstring."""
+def evaluate_candidate(arch: str, run_dir: Path, settings: TuneSettings, status, meter: Meter) -> dict:
+    """Train briefly, export for the target and the Cortex-M55, and measure; see the module docstring.
+    The figures include `training_cost`, the seconds the training was charged on `meter`."""
     from .export import export_target
-    from .train import TrainConfig, train
+    from .train import train
     status("training")
-    train(TrainConfig(data=str(settings.data), epochs=settings.candidate_epochs, seed=settings.seed, arch=arch),
-          run_dir, quiet=True, test_split=False)
+    began = meter.charged()
+    train(settings.train_config(arch, settings.candidate_epochs, settings.seed), run_dir, quiet=True,
+          test_split=False)
+    training_cost = meter.charged() - began
     status(f"export {settings.target}")
     npu_pte = export_target(run_dir, settings.target)
     status("int8 accuracy on npu-ref")
@@ -186,7 +246,7 @@ def evaluate_candidate(arch: str, run_dir: Path, settings: TuneSettings, status)
     status(f"export {MCU_TARGET} and count its instructions")
     mcu_pte = export_target(run_dir, MCU_TARGET)
     return {**candidate_figures(arch, npu_pte, mcu_pte, val["correct"] / val["images"]),
-            "val_correct": val["correct"], "val_images": val["images"]}
+            "val_correct": val["correct"], "val_images": val["images"], "training_cost": round(training_cost, 2)}
 
 
 def npu_counts(pte: Path, data_dir: Path, split: str) -> dict:
@@ -220,21 +280,22 @@ def candidate_figures(arch: str, npu_pte: Path, mcu_pte: Path, val_accuracy: flo
             "utilisation_total": vela["utilisation_total"], "run": str(npu_pte.parent.parent)}
 
 
-def objective(settings: TuneSettings, status_line):
+def objective(settings: TuneSettings, status_line, clock: Clock, evaluate):
     def run(trial) -> tuple:
         arch = suggest(trial)
         trial.set_user_attr("arch", arch)
         figures = measured_before(trial.study, arch)   # the sampler may propose a measured architecture again
         if figures is None:
             run_dir = settings.out / "candidates" / f"{trial.number:04d}"
-            start = time.perf_counter()
+            meter = Meter(clock)
             try:
-                figures = evaluate_candidate(arch, run_dir, settings,
-                                             lambda what: status_line(f"#{trial.number} {arch}: {what}"))
+                figures = evaluate(arch, run_dir, settings,
+                                   lambda what: status_line(f"#{trial.number} {arch}: {what}"), meter)
             except UserError as e:
                 trial.set_user_attr("error", str(e))
                 raise
-            figures["seconds"] = round(time.perf_counter() - start, 1)
+            figures["seconds"] = round(meter.wall(), 1)
+            figures["cost"] = round(meter.charged(), 2)
         for key, value in figures.items():
             trial.set_user_attr(key, value)
         if settings.max_npu_ms is not None:
@@ -252,7 +313,7 @@ def measured_before(study, arch: str) -> Optional[dict]:
     for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         if trial.user_attrs.get("arch") == arch and "val_accuracy" in trial.user_attrs:
             figures = {k: trial.user_attrs[k] for k in CANDIDATE_FIELDS if k in trial.user_attrs}
-            return {**figures, "seconds": 0.0, "repeat_of": trial.number}
+            return {**figures, "seconds": 0.0, "cost": 0.0, "repeat_of": trial.number}
     return None
 
 
@@ -261,16 +322,20 @@ def measured_before(study, arch: str) -> Optional[dict]:
 def tune(settings: TuneSettings, quiet: bool = False) -> dict:
     """Search, write OUT/tune.json and OUT/tune.png, retrain the pick; returns what tune.json holds."""
     settings.data, settings.out = Path(settings.data).resolve(), Path(settings.out).resolve()
+    if settings.teacher is not None:
+        settings.teacher = Path(settings.teacher).resolve()
     check_settings(settings)
     settings.out.mkdir(parents=True, exist_ok=True)
     study = open_study(settings)
-    search(study, settings, quiet)
-    result = summarize(study, settings)
+    spent = search(study, settings, quiet)
+    result = {**summarize(study, settings), "budget": spent}
     if not result["candidates"] or not any(c["state"] == "COMPLETE" for c in result["candidates"]):
         raise UserError(f"no candidate finished within {settings.minutes:g} minutes: give the search more "
                         "--minutes")
     if settings.retrain and result["best"]:
+        meter = Meter(Clock())
         result["final"] = retrain_best(result["best"]["arch"], settings, quiet)
+        result["final"].update(seconds=round(meter.wall(), 1), cost=round(meter.charged(), 1))
     write_outputs(result, settings.out)
     return result
 
@@ -297,50 +362,117 @@ def check_settings(settings: TuneSettings) -> None:
         raise UserError(f"--pick-seeds must be at least 1, got {settings.pick_seeds}")
     if settings.trials is not None and settings.trials < 1:
         raise UserError(f"--trials must be at least 1, got {settings.trials}")
+    check_teacher(settings)
 
 
-def search(study, settings: TuneSettings, quiet: bool) -> None:
+def check_teacher(settings: TuneSettings) -> None:
+    """A bad --teacher (or a and T without one) is one line before any candidate trains."""
+    from .artifacts import data_info
+    from .train import check_distillation, open_teacher
+    config = settings.train_config("tinyrps", 1, settings.seed)
+    check_distillation(config, settings.out / "best")
+    if settings.teacher is not None:
+        if settings.out in Path(config.teacher).parents:
+            raise UserError(f"--teacher {settings.teacher} is inside --out {settings.out}, which the tune writes: "
+                            "give a run outside it")
+        info, _ = data_info(settings.data)
+        open_teacher(config.teacher, settings.data, info)
+        settings.distill_alpha, settings.distill_temperature = config.distill_alpha, config.distill_temperature
+
+
+def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = None,
+           evaluate=evaluate_candidate) -> dict:
     """Run trials one at a time while the next one is expected to end within the budget, leaving
-    room in it for the final retraining: a candidate's time, scaled by epochs / candidate epochs,
-    for each of the --pick-seeds."""
+    room in it for the final retraining (retraining_estimate). Time is charged as the module
+    docstring says, on `clock` (default: the process's own). Returns what the search spent:
+    {minutes, charged and wall seconds, candidates measured, the last retraining estimate}."""
     budget = settings.minutes * 60.0
-    retrain_share = settings.pick_seeds * settings.epochs / settings.candidate_epochs if settings.retrain else 0.0
-    start = time.perf_counter()
-    durations, done, repeats = [], 0, 0
+    meter = Meter(clock or Clock())
+    # a resumed study's candidates are measures of the next one too
+    costs, done, repeats = measured_costs(study, settings), 0, 0
     with progress_bar(quiet) as bar:
         task = bar.add_task("tune", total=round(budget), status="")
 
         def status_line(text: str) -> None:
-            bar.update(task, completed=min(time.perf_counter() - start, budget), status=text)
+            bar.update(task, completed=min(meter.charged(), budget), status=text)
 
         while True:
-            elapsed = time.perf_counter() - start
-            expected = statistics.median(durations) if durations else 0.0
-            if (settings.trials is not None and done >= settings.trials) or \
-                    not next_trial_fits(elapsed, expected, budget, retrain_share):
+            charged = meter.charged()
+            expected = statistics.median(c["cost"] for c in costs) if costs else 0.0
+            retraining = retraining_estimate(costs, pick_costs(study), settings)
+            if settings.trials is not None and done >= settings.trials:
+                break
+            if not next_trial_fits(charged, expected, budget, retraining):
+                say(f"  budget: {charged:.0f} of {budget:.0f} s spent; the next candidate (~{expected:.0f} s) and the "
+                    f"retraining (~{retraining:.0f} s) would pass it: {len(costs)} candidates measured", quiet)
                 break
             if repeats >= MAX_REPEATS:
                 say(f"  the sampler proposed only measured architectures {MAX_REPEATS} times in a row: "
                     "the search has converged", quiet)
                 break
-            began, finished = time.perf_counter(), []
+            finished = []
             with quiet_optuna_errors():
                 # the callback hands over this process's trial (with a shared storage, others add theirs)
-                study.optimize(objective(settings, status_line), n_trials=1, catch=(UserError,),
-                               callbacks=[lambda _study, trial: finished.append(trial)])
+                study.optimize(objective(settings, status_line, meter.clock, evaluate), n_trials=1,
+                               catch=(UserError,), callbacks=[lambda _study, trial: finished.append(trial)])
             done += 1
             for trial in finished:
                 say(candidate_line(trial), quiet)
                 repeats = repeats + 1 if "repeat_of" in trial.user_attrs else 0
-                if "repeat_of" not in trial.user_attrs:   # a repeat costs nothing: not a measure of the next one
-                    durations.append(time.perf_counter() - began)
+                if "repeat_of" not in trial.user_attrs and "cost" in trial.user_attrs:
+                    costs.append(trial_costs(trial.user_attrs, settings))   # a repeat costs nothing
         bar.update(task, completed=round(budget), status=f"{done} candidates")
+    return {"minutes": settings.minutes, "charged_seconds": round(meter.charged(), 1),
+            "wall_seconds": round(meter.wall(), 1), "measured": len(costs),
+            "retraining_estimate_seconds": round(retraining, 1)}
 
 
-def next_trial_fits(elapsed: float, expected: float, budget: float, retrain_share: float) -> bool:
+def measured_costs(study, settings: TuneSettings) -> list:
+    from optuna.trial import TrialState
+    return [trial_costs(t.user_attrs, settings) for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if "cost" in t.user_attrs and "repeat_of" not in t.user_attrs]
+
+
+def trial_costs(attrs: dict, settings: TuneSettings) -> dict:
+    """A measured candidate's charged seconds: in all, and per training epoch."""
+    return {"cost": attrs["cost"], "epoch": attrs.get("training_cost", attrs["cost"]) / settings.candidate_epochs,
+            "rest": max(0.0, attrs["cost"] - attrs.get("training_cost", attrs["cost"]))}
+
+
+def pick_costs(study) -> Optional[dict]:
+    """The raw attributes of the current pick (by pick_best over the current front), or None."""
+    try:
+        trials = study.best_trials
+    except ValueError:     # no finished trial yet
+        return None
+    front = {}
+    for trial in sorted(trials, key=lambda t: t.number):    # a repeated architecture once, as summarize does
+        if "npu_ms" in trial.user_attrs:
+            front.setdefault(trial.user_attrs["arch"], {**candidate_of(trial), "attrs": trial.user_attrs})
+    best = pick_best(list(front.values()))
+    return best["attrs"] if best and "cost" in best["attrs"] and "repeat_of" not in best["attrs"] else None
+
+
+def retraining_estimate(costs: list, pick: Optional[dict], settings: TuneSettings) -> float:
+    """Seconds the final retraining is expected to be charged: --pick-seeds trainings of --epochs
+    epochs, each at the candidates' median cost per epoch (or the current pick's, when dearer: the
+    pick's is the one paid), plus each seed's export and scoring at the candidates' median cost
+    outside training (the first seed's Cortex-M55 export and count is in that too: an overestimate
+    of a few seconds). Nothing measured yet: 0, and the first candidate runs."""
+    if not settings.retrain or not costs:
+        return 0.0
+    epoch = statistics.median(c["epoch"] for c in costs)
+    rest = statistics.median(c["rest"] for c in costs)
+    if pick is not None:
+        own = trial_costs(pick, settings)
+        epoch, rest = max(epoch, own["epoch"]), max(rest, own["rest"])
+    return settings.pick_seeds * (settings.epochs * epoch + rest)
+
+
+def next_trial_fits(elapsed: float, expected: float, budget: float, retraining: float) -> bool:
     """Whether one more candidate of `expected` seconds, and after it the final retraining
-    (`retrain_share` candidates' worth), still end within `budget` seconds."""
-    return elapsed + expected * (1.0 + retrain_share) <= budget
+    (`retraining` seconds), still end within `budget` seconds."""
+    return elapsed + expected + retraining <= budget
 
 
 @contextlib.contextmanager
@@ -372,7 +504,8 @@ def candidate_line(trial) -> str:
 # --- results --------------------------------------------------------------------------------------
 
 CANDIDATE_FIELDS = ("arch", "val_accuracy", "val_correct", "val_images", "npu_ms", "sram_bytes", "program_bytes",
-                    "mcu_instructions", "macs", "params", "utilisation_total", "seconds", "run", "repeat_of")
+                    "mcu_instructions", "macs", "params", "utilisation_total", "seconds", "cost", "training_cost", "run",
+                    "repeat_of")
 
 
 def candidate_of(trial) -> dict:
@@ -416,7 +549,8 @@ def retrain_best(arch: str, settings: TuneSettings, quiet: bool) -> dict:
     """The pick, trained with the full settings into OUT/best, exported, and scored on the test
     split; with --pick-seeds N, trained with the next N-1 seeds too (OUT/best-seedS)."""
     from .export import export_target
-    say(f"[bold cyan]── retraining {arch} with the full settings ({settings.epochs} epochs)[/]", quiet)
+    taught = f", taught by {settings.teacher}" if settings.teacher else ""
+    say(f"[bold cyan]── retraining {arch} with the full settings ({settings.epochs} epochs{taught})[/]", quiet)
     first, npu_pte = train_pick(arch, settings, settings.seed, settings.out / "best", quiet)
     with console.status(f"exporting {MCU_TARGET}"):
         mcu_pte = export_target(settings.out / "best", MCU_TARGET)
@@ -425,19 +559,28 @@ def retrain_best(arch: str, settings: TuneSettings, quiet: bool) -> dict:
     for seed in range(settings.seed + 1, settings.seed + settings.pick_seeds):
         say(f"[bold cyan]── {arch} with seed {seed}[/]", quiet)
         seeds.append(train_pick(arch, settings, seed, settings.out / f"best-seed{seed}", quiet)[0])
-    return {**figures, "test_accuracy": first["test_accuracy"], "test_correct": first["test_correct"],
-            "test_images": first["test_images"], "test_accuracy_eager": first["test_accuracy_eager"],
-            "epochs": settings.epochs, "programs": {settings.target: str(npu_pte), MCU_TARGET: str(mcu_pte)},
-            "seeds": seeds, "test_accuracy_worst": min(entry["test_accuracy"] for entry in seeds)}
+    final = {**figures, "test_accuracy": first["test_accuracy"], "test_correct": first["test_correct"],
+             "test_images": first["test_images"], "test_accuracy_eager": first["test_accuracy_eager"],
+             "epochs": settings.epochs, "programs": {settings.target: str(npu_pte), MCU_TARGET: str(mcu_pte)},
+             "seeds": seeds, "test_accuracy_worst": min(entry["test_accuracy"] for entry in seeds)}
+    if settings.teacher:
+        final["teacher"] = json_of_teacher(settings.out / "best")
+    return final
+
+
+def json_of_teacher(run_dir: Path) -> dict:
+    """The teacher as the pick's run recorded it: path, checkpoint sha256, a and T."""
+    import json
+    return json.loads((run_dir / "metrics.json").read_text())["teacher"]
 
 
 def train_pick(arch: str, settings: TuneSettings, seed: int, run_dir: Path, quiet: bool) -> tuple:
     """Train the pick with one seed, export it for the NPU target and score it on the test split
-    on the NPU reference: ({seed, test_accuracy, test_accuracy_eager, run}, the program's path)."""
+    on the NPU reference: ({seed, test_accuracy, test_correct, test_images, test_accuracy_eager, run}, the
+    program's path). The counts are kept so that an interval can be given for each seed."""
     from .export import export_target
-    from .train import TrainConfig, train
-    metrics = train(TrainConfig(data=str(settings.data), epochs=settings.epochs, seed=seed, arch=arch),
-                    run_dir, quiet=quiet)
+    from .train import train
+    metrics = train(settings.train_config(arch, settings.epochs, seed), run_dir, quiet=quiet)
     with console.status(f"exporting {settings.target}"):
         npu_pte = export_target(run_dir, settings.target)
         test = npu_counts(npu_pte, settings.data, "test")
