@@ -125,8 +125,8 @@ def device_time(v: dict) -> Optional[dict]:
         return {"ms": v["vela"]["inference_ms"], "band": 0.0, "what": "Vela's estimate"}
     if v.get("cycles"):
         c = v["cycles"]
-        return {"ms": c["estimated_ms"], "band": c["uncertainty"],
-                "what": f"cycle estimate at {c['clock_hz'] / 1e6:g} MHz"}
+        clock = f"{c['clock_hz'] / 1e6:g} MHz"
+        return {"ms": c["estimated_ms"], "band": c["uncertainty"], "what": f"cycle estimate at {clock}", "clock": clock}
     return None
 
 
@@ -137,7 +137,7 @@ def device_cell(v: dict) -> str:
     if t["what"] == "measured":
         return f"{t['ms']:.4f}"
     if t["band"]:
-        return f"{t['ms']:.3g} ±{t['band']:.0%} (est., {t['what'].split(' at ')[-1]})"
+        return f"{t['ms']:.3g} ±{t['band']:.0%} (est., {t['clock']})"
     return f"{t['ms']:.4f} (Vela est.)"
 
 

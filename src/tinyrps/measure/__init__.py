@@ -53,9 +53,13 @@ def _firmware_tools_missing() -> Optional[str]:
     return None
 
 
+OBJDUMP_MISSING = ("the cycle estimate needs arm-none-eabi-objdump, which is not installed: "
+                   "apt-get install binutils-arm-none-eabi")
+
+
 def _trace_tools_missing() -> Optional[str]:
     if shutil.which("arm-none-eabi-objdump") is None:
-        return "the cycle estimate needs arm-none-eabi-objdump, which is not installed: apt-get install binutils-arm-none-eabi"
+        return OBJDUMP_MISSING
     return _firmware_tools_missing()
 
 

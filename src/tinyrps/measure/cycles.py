@@ -149,7 +149,7 @@ def classify(mnemonic: str, operands: str = "") -> str:
                 return "mve_control"
             if base.startswith(MVE_LOAD_STORE):
                 return "mve_ls"
-            if base.startswith(MVE_MAC) or base.startswith(("vmlav", "vmladav", "vmlaldav", "vrmlaldavh")):
+            if base.startswith(MVE_MAC):      # "vmla" and "vrmla" take the reductions (vmladav, vrmlaldavh) too
                 return "mve_mac"
             return "mve_alu"
         if base.startswith(FP_SLOW):
@@ -204,13 +204,22 @@ def cycles_of(cls: str, operands: str, previous: str, timing: CoreTiming) -> flo
     if cls == "fp_slow":
         return float(timing.fp_divide)
     if cls == "loop_end":
-        return 0.0 if timing.low_overhead_loop == 0 else float(timing.low_overhead_loop)
+        return float(timing.low_overhead_loop)
     return 1.0
 
 
 def overlap_state(cls: str, previous: str) -> str:
     """What the next instruction sees as the one before it: predication and loop ends pass the MVE state on."""
     return previous if cls in ("mve_control", "loop_end") else cls
+
+
+def step(cls: str, operands: str, previous: str, timing: CoreTiming) -> tuple:
+    """(cycles, what the next instruction sees before it) of one instruction, a write to pc's refill
+    included; a taken branch's refill is the caller's (only the next instruction tells)."""
+    cycles = cycles_of(cls, operands, previous, timing)
+    if writes_pc(cls, operands):
+        cycles += timing.branch_refill
+    return cycles, overlap_state(cls, previous)
 
 
 def estimate(listing: Iterable, timing: CoreTiming) -> float:
@@ -221,10 +230,8 @@ def estimate(listing: Iterable, timing: CoreTiming) -> float:
         mnemonic, operands = item[0], item[1]
         taken = item[2] if len(item) > 2 else False
         cls = classify(mnemonic, operands)
-        total += cycles_of(cls, operands, previous, timing)
-        if taken and cls != "loop_end" or writes_pc(cls, operands):
-            total += timing.branch_refill
-        previous = overlap_state(cls, previous)
+        cycles, previous = step(cls, operands, previous, timing)
+        total += cycles + (timing.branch_refill if taken and cls == "branch" else 0)
     return total
 
 
@@ -247,7 +254,8 @@ class Disassembly:
 def disassemble(elf: Path, arch: str, mtime_ns: int) -> Disassembly:
     tool = shutil.which("arm-none-eabi-objdump")
     if tool is None:
-        raise UserError("the cycle estimate needs arm-none-eabi-objdump: apt-get install binutils-arm-none-eabi")
+        from . import OBJDUMP_MISSING
+        raise UserError(OBJDUMP_MISSING)
     text = subprocess.run([tool, "-d", "-m", arch, str(elf)], capture_output=True, text=True, check=True).stdout
     addresses, sizes, classes, operands, symbols, calls = [], {}, {}, {}, {}, set()
     for line in text.splitlines():
@@ -334,14 +342,11 @@ def trace_segments(log_lines: Iterable[str], dis: Disassembly, timing: CoreTimin
             total, prev, vector, overlapped = 0.0, entry, 0, 0
             for address in dis.addresses[lo:hi]:
                 cls = dis.classes[address]
-                cycles = cycles_of(cls, dis.operands[address], prev, timing)
+                cycles, prev = step(cls, dis.operands[address], prev, timing)
                 if timing.mve and cls.startswith("mve_") and cls != "mve_control":
                     vector += 1
                     overlapped += cycles == 1.0
                 total += cycles
-                if writes_pc(cls, dis.operands[address]):
-                    total += timing.branch_refill
-                prev = overlap_state(cls, prev)
             end = dis.addresses[hi - 1] if hi > lo else last
             block_cache[key] = (hi - lo, total, vector, overlapped, prev,
                                 (end + dis.sizes.get(end, 2), dis.classes.get(end), end in dis.calls))
