@@ -271,6 +271,11 @@ static inline __attribute__((always_inline)) void group4(const uint32_t *x, uint
     "smlad   r6, r10, " raw ", r6\n\t"      \
     "smlad   r7, r11, lr, r7\n\t"           \
     "smlad   r7, r12, " raw ", r7\n\t"
+/* Two groups of four channels from one LDRD of eight weight bytes: the unrolled step of both passes. */
+#define TRT_CONV_GROUP_PAIR                  \
+    "ldrd    r8, r3, [r1], #8\n\t"           \
+    TRT_CONV_GROUP("r8")                     \
+    TRT_CONV_GROUP("r3")
 /* One pass: r0 columns, r1 weights; the group count at [sp, #4]. */
 #define TRT_CONV_PASS                        \
     "ldr     r2, [sp, #4]\n\t"               \
@@ -279,12 +284,8 @@ static inline __attribute__((always_inline)) void group4(const uint32_t *x, uint
     "tst     r1, #3\n\t"                     \
     "bne     3f\n\t"                         \
     "2:\n\t"                                 \
-    "ldrd    r8, r3, [r1], #8\n\t"           \
-    TRT_CONV_GROUP("r8")                     \
-    TRT_CONV_GROUP("r3")                     \
-    "ldrd    r8, r3, [r1], #8\n\t"           \
-    TRT_CONV_GROUP("r8")                     \
-    TRT_CONV_GROUP("r3")                     \
+    TRT_CONV_GROUP_PAIR                      \
+    TRT_CONV_GROUP_PAIR                      \
     "subs    r2, r2, #1\n\t"                 \
     "bne     2b\n\t"                         \
     "b       5f\n\t"                         \
@@ -371,18 +372,10 @@ typedef struct {
     "lsrs    r2, r2, #3\n\t"                 \
     "beq     4f\n\t"                         \
     "2:\n\t"                                 \
-    "ldrd    r8, r3, [r1], #8\n\t"           \
-    TRT_CONV_GROUP("r8")                     \
-    TRT_CONV_GROUP("r3")                     \
-    "ldrd    r8, r3, [r1], #8\n\t"           \
-    TRT_CONV_GROUP("r8")                     \
-    TRT_CONV_GROUP("r3")                     \
-    "ldrd    r8, r3, [r1], #8\n\t"           \
-    TRT_CONV_GROUP("r8")                     \
-    TRT_CONV_GROUP("r3")                     \
-    "ldrd    r8, r3, [r1], #8\n\t"           \
-    TRT_CONV_GROUP("r8")                     \
-    TRT_CONV_GROUP("r3")                     \
+    TRT_CONV_GROUP_PAIR                      \
+    TRT_CONV_GROUP_PAIR                      \
+    TRT_CONV_GROUP_PAIR                      \
+    TRT_CONV_GROUP_PAIR                      \
     "subs    r2, r2, #1\n\t"                 \
     "bne     2b\n\t"                         \
     "4:\n\t"                                 \
@@ -390,12 +383,8 @@ typedef struct {
     "ldr     r2, [r2, #8]\n\t"               \
     "tst     r2, #4\n\t"                     \
     "beq     5f\n\t"                         \
-    "ldrd    r8, r3, [r1], #8\n\t"           \
-    TRT_CONV_GROUP("r8")                     \
-    TRT_CONV_GROUP("r3")                     \
-    "ldrd    r8, r3, [r1], #8\n\t"           \
-    TRT_CONV_GROUP("r8")                     \
-    TRT_CONV_GROUP("r3")                     \
+    TRT_CONV_GROUP_PAIR                      \
+    TRT_CONV_GROUP_PAIR                      \
     "5:\n\t"                                 \
     "ands    r2, r2, #3\n\t"                 \
     "beq     7f\n\t"                         \
