@@ -22,4 +22,15 @@ static inline void trt_tap_range(int32_t o, int32_t stride, int32_t pad, int32_t
     *k1 = end;
 }
 
+/* The first output coordinate (along one axis) whose window starts in the input, and how many
+ * more follow whose window also ends in it: the pixels whose windows need no padding. */
+static inline void trt_interior(int32_t in, int32_t out, int32_t kernel, int32_t stride, int32_t pad,
+                                int32_t dilation, int32_t *first, uint32_t *span) {
+    const int32_t lo = (pad + stride - 1) / stride, extent = (kernel - 1) * dilation + 1;
+    int32_t hi = (in - extent + pad) >= 0 ? (in - extent + pad) / stride : -1;
+    if (hi > out - 1) hi = out - 1;
+    *first = hi >= lo ? lo : out;   /* none: a first coordinate no output pixel has */
+    *span = hi >= lo ? (uint32_t)(hi - lo) : 0;
+}
+
 #endif

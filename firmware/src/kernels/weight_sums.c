@@ -65,6 +65,19 @@ void trt_conv_prepare_sums(trt_conv_params *p, void *scratch) {
     p->folded_bias = folded;
 }
 
+size_t trt_conv_folded_bytes(const trt_conv_params *p) { return (size_t)p->out_c * sizeof(int32_t); }
+
+void trt_conv_prepare_folded(trt_conv_params *p, void *scratch) {
+    const int32_t window = p->kernel_h * p->kernel_w * p->kernel_c;
+    int32_t *folded = scratch;
+    for (int32_t oc = 0; oc < p->out_c; oc++) {
+        const uint32_t sum = (uint32_t)row_sum(p->weights + (size_t)oc * window, window);
+        folded[oc] = trt_wrap32((uint32_t)p->input_offset * sum + (uint32_t)(p->bias ? p->bias[oc] : 0));
+    }
+    p->tap_sums = NULL;
+    p->folded_bias = folded;
+}
+
 size_t trt_linear_sums_bytes(const trt_linear_params *p) {
     return p->kernel_sum || p->input_offset == 0 ? 0 : (size_t)p->out_features * sizeof(int32_t);
 }

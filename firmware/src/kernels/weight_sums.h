@@ -17,6 +17,11 @@ size_t trt_conv_sums_bytes(const trt_conv_params *p);
  * quantized_conv2d (OHWI weights) and quantized_depthwise_conv2d (1HWO weights). */
 void trt_conv_prepare_sums(trt_conv_params *p, void *scratch);
 
+/* Bytes for folded_bias [out_c] alone (int32), for kernels whose windows are always whole. */
+size_t trt_conv_folded_bytes(const trt_conv_params *p);
+/* Fill it in `scratch` and point p->folded_bias there (p->tap_sums NULL); OHWI weights. */
+void trt_conv_prepare_folded(trt_conv_params *p, void *scratch);
+
 /* Bias form of quantized_linear: weight_sums [out_features], only needed with an input offset. */
 size_t trt_linear_sums_bytes(const trt_linear_params *p);
 void trt_linear_prepare_sums(trt_linear_params *p, void *scratch);

@@ -5,8 +5,10 @@
  * Arithmetic (operators.quantized_conv2d_impl, arith.h), as kernels/mve/conv2d.c:
  *   acc[oc] = sum over the window of x * w + folded_bias[oc]    (int32, wraps)
  *   out[oc] = clamp(requantize(acc[oc], multiplier[oc], shift[oc]) + output_offset, act_min, act_max)
- * with a padded copy of the image (kernels/padding.h) so every window is whole and
- * folded_bias = bias + input_offset * sum(w) (weight_sums.h) is exact for every pixel.
+ * with folded_bias = bias + input_offset * sum(w) (weight_sums.h), exact for every pixel because
+ * every window is whole: the taps of a window outside the image are pad bytes (-input_offset,
+ * which contribute zero, kernels/padding.h), filled in where the window is gathered (below), so
+ * the working memory holds a few windows and no padded copy of the image.
  *
  * Eight output pixels at a time, in two halves of four: each window is widened once to 16
  * bits, each group of four bytes stored as the halfword pairs (x0, x2), (x1, x3) -- the order
@@ -30,14 +32,16 @@
  *
  * Groups and dilation: each window is first gathered tap by tap (kernel_c bytes of its group's
  * channels per tap, taps dilation apart) into one byte run, then widened, group by group, each
- * group against its own output channels (OHWI weights: contiguous per group). The same code
- * runs the convolutions other operators reduce to (transposed convolution):
+ * group against its own output channels (OHWI weights: contiguous per group). A window that
+ * reaches into the padding is gathered the same way, its run first filled with pad bytes. The
+ * same code runs the convolutions other operators reduce to (transposed convolution):
  * trt_conv2d_dsp_on_image takes an image already padded or prepared.
  */
 #include "../isa.h"
 #if TRT_HAVE_DSP
 
 #include "../arith.h"
+#include "../conv_geometry.h"
 #include "../padding.h"
 #include "../weight_sums.h"
 #include "dsp_intrinsics.h"
@@ -51,11 +55,6 @@ static int32_t window_len(const trt_conv_params *p) { return p->kernel_h * p->ke
 static int32_t window_groups(const trt_conv_params *p) { return (window_len(p) + 3) / 4; }
 static int is_general(const trt_conv_params *p) { return p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1; }
 static int has_padding(const trt_conv_params *p) { return p->pad_h > 0 || p->pad_w > 0; }
-static size_t padded_bytes(const trt_conv_params *p) {
-    if (!has_padding(p)) return 0;
-    size_t bytes = (size_t)(p->in_h + 2 * p->pad_h) * (size_t)(p->in_w + 2 * p->pad_w) * (size_t)p->in_c;
-    return (bytes + 3) & ~(size_t)3;
-}
 /* two halves of four interleaved windows: 8 words per group of four bytes each */
 static size_t columns_bytes(const trt_conv_params *p) { return (size_t)window_groups(p) * PIXELS * 8; }
 /* kernel_w * in_c not a multiple of 4, groups or dilation: a window is gathered into one byte run first */
@@ -63,7 +62,6 @@ static int needs_staging(const trt_conv_params *p) { return is_general(p) || (p-
 
 int trt_conv2d_dsp_accepts(const trt_conv_params *p) { return trt_pad_value_fits(p->input_offset); }
 
-size_t trt_conv2d_dsp_scratch_bytes(const trt_conv_params *p) { return trt_conv_sums_bytes(p); }
 
 /* Whether a channel takes the short requantization: every value its accumulator can take,
  * |sum(x * w)| + |folded| with |x| <= 128, times 2^max(shift, 0), stays below 2^30 (then
@@ -81,22 +79,29 @@ static int short_form_fits(int64_t weight_abs_sum, int32_t folded, int32_t shift
 #define CHANNEL_RECORDS 2
 #define RECORD_WORDS 3
 
-/* Whether a layer whose channels all take the short requantization runs from records: whole
- * groups of four in word-aligned rows (LDRD), one group, the whole int8 range, every shift < 0,
- * multipliers >= 0, and room for the records where the tap sums were (three taps or more). */
+/* Whether a layer whose channels all take the short requantization may run from records: whole
+ * groups of four, one group, the whole int8 range, every shift < 0, multipliers >= 0 (its
+ * records then have room in the scratch; it runs from them when its rows are also word aligned,
+ * for LDRD: known only at prepare for weights a variant re-lays there). */
 static int records_fit(const trt_conv_params *p) {
-    if (is_general(p) || window_len(p) % 4 != 0 || ((uintptr_t)(const void *)p->weights & 3) != 0 ||
-        p->kernel_h * p->kernel_w < RECORD_WORDS || p->activation_min != -128 || p->activation_max != 127)
+    if (is_general(p) || window_len(p) % 4 != 0 || p->activation_min != -128 || p->activation_max != 127)
         return 0;
     for (int32_t oc = 0; oc < p->out_c; oc++)
         if (p->shifts[oc] >= 0 || p->multipliers[oc] < 0) return 0;
     return 1;
 }
 
-/* The weight sums (weight_sums.h), and whether every channel takes the short requantization. */
+/* scratch: the folded bias [out_c] (weight_sums.h: every window is whole, so no tap sums), then,
+ * for a layer that may run from records, its records [out_c][RECORD_WORDS] */
+static size_t records_bytes(const trt_conv_params *p) {
+    return records_fit(p) ? (size_t)p->out_c * RECORD_WORDS * sizeof(int32_t) : 0;
+}
+size_t trt_conv2d_dsp_scratch_bytes(const trt_conv_params *p) { return trt_conv_folded_bytes(p) + records_bytes(p); }
+
+/* The folded bias, and whether every channel takes the short requantization. */
 void trt_conv2d_dsp_prepare(trt_conv_params *p, void *scratch) {
     const int32_t n = window_len(p);
-    trt_conv_prepare_sums(p, scratch);
+    trt_conv_prepare_folded(p, scratch);
     p->small_accumulators = 1;
     for (int32_t oc = 0; oc < p->out_c && p->small_accumulators; oc++) {
         /* the test grows with sum |w| <= 128 n: a channel that passes with that sum passes with its own,
@@ -105,37 +110,42 @@ void trt_conv2d_dsp_prepare(trt_conv_params *p, void *scratch) {
         const int64_t abs_sum = trt_abs_sum_s8(p->weights + (size_t)oc * n, n, 1);
         if (!short_form_fits(abs_sum, p->folded_bias[oc], p->shifts[oc], p->output_offset)) p->small_accumulators = 0;
     }
-    if (!p->small_accumulators || !records_fit(p)) return;
-    /* the tap sums only served the folded bias: their words take the records, [multiplier][round][right] */
-    int32_t *record = (int32_t *)(void *)scratch;
+    if (!p->small_accumulators || !records_fit(p) || ((uintptr_t)(const void *)p->weights & 3) != 0) return;
+    /* [multiplier][round][right] per channel, after the folded bias */
+    int32_t *record = (int32_t *)(void *)((uint8_t *)scratch + trt_conv_folded_bytes(p));
     for (int32_t oc = 0; oc < p->out_c; oc++, record += RECORD_WORDS) {
         const int32_t right = -p->shifts[oc];
         record[0] = p->multipliers[oc];
         record[1] = (int32_t)(1u << (right - 1)) + p->output_offset * (int32_t)(1u << right);
         record[2] = right;
     }
-    p->tap_sums = scratch;
+    p->tap_sums = (const int32_t *)(void *)((uint8_t *)scratch + trt_conv_folded_bytes(p));   /* the records */
     p->small_accumulators = CHANNEL_RECORDS;
 }
 
-/* The working memory of a call on a prepared image: the interleaved windows, the staging bytes,
- * the spill rows of a last, partial block of pixels. */
+/* The working memory of a call: the interleaved windows, the staging bytes (a window gathered,
+ * or filled in at the border), the spill rows of a last, partial block of pixels. */
 static size_t staging_bytes(const trt_conv_params *p) {
-    return needs_staging(p) ? (((size_t)window_len(p) + 3) & ~(size_t)3) : 0;
+    return needs_staging(p) || has_padding(p) ? (((size_t)window_len(p) + 3) & ~(size_t)3) : 0;
 }
 static size_t spill_bytes(const trt_conv_params *p) {
     return (p->out_h * p->out_w) % PIXELS != 0 ? (size_t)PIXELS * p->out_c : 0;
 }
 size_t trt_conv2d_dsp_block_bytes(const trt_conv_params *p) { return columns_bytes(p) + staging_bytes(p) + spill_bytes(p); }
 
-/* temp: [padded image][interleaved windows][staging bytes][spill rows] */
-size_t trt_conv2d_dsp_temp_bytes(const trt_conv_params *p) { return padded_bytes(p) + trt_conv2d_dsp_block_bytes(p); }
+/* temp: [interleaved windows][staging bytes][spill rows] */
+size_t trt_conv2d_dsp_temp_bytes(const trt_conv_params *p) { return trt_conv2d_dsp_block_bytes(p); }
 
 typedef struct {
-    const int8_t *image;       /* padded (or the input when there is no padding) */
+    const int8_t *image;       /* [in_h][in_w][in_c] with the padding below, or prepared whole */
     int32_t pitch;             /* bytes per image row */
+    int32_t pad_h, pad_w;      /* padding the windows fill in (0: every window lies in the image) */
     uint32_t *columns;
     int8_t *staging;
+    /* The output pixels whose windows lie in the image: rows y_first .. y_first + y_span,
+     * columns x_first .. x_first + x_span (spans as unsigned, so one compare tests each) */
+    int32_t y_first, x_first;
+    uint32_t y_span, x_span;
 } workspace;
 
 /* One group's word of pixel k into its column slots. */
@@ -213,12 +223,46 @@ static uint32_t partial_word(const int8_t *src, int32_t rest) {
     return v;
 }
 
-/* Window of the output pixel at x (its top left tap in the image), as pixel k's columns, group g. */
-static void window_to_columns(const trt_conv_params *p, const workspace *ws, const int8_t *x, int32_t pixel,
-                              int32_t g) {
-    const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), whole = window & ~3, k = pixel % LANES;
-    uint32_t *columns = ws->columns + (size_t)(pixel / LANES) * window_groups(p) * 2 * LANES;
-    if (is_general(p)) {
+/* The window of group g at image row y, column x (its top left tap), which reaches into the
+ * padding, into the staging bytes: all pad bytes first, then the taps in the image copied over
+ * them (kernel_c bytes each; a row's taps as one run when they lie side by side). */
+static void border_window(const trt_conv_params *p, const workspace *ws, int32_t y, int32_t x, int32_t g) {
+    const int32_t kc = p->kernel_c, kw = p->kernel_w, row_len = kw * kc;
+    memset(ws->staging, (int)(int8_t)-p->input_offset, (size_t)window_len(p));
+    for (int32_t ky = 0; ky < p->kernel_h; ky++) {
+        const int32_t iy = y + ky * p->dilation_h;
+        if ((uint32_t)iy >= (uint32_t)p->in_h) continue;
+        const int8_t *row = ws->image + (size_t)iy * ws->pitch + (size_t)g * kc;
+        int8_t *dst = ws->staging + ky * row_len;
+        if (p->groups == 1 && p->dilation_w == 1) {
+            const int32_t lo = x > 0 ? x : 0, hi = x + kw < p->in_w ? x + kw : p->in_w;
+            if (hi > lo) memcpy(dst + (lo - x) * kc, row + (size_t)lo * kc, (size_t)(hi - lo) * kc);
+            continue;
+        }
+        for (int32_t kx = 0; kx < kw; kx++) {
+            const int32_t ix = x + kx * p->dilation_w;
+            if ((uint32_t)ix < (uint32_t)p->in_w) memcpy(dst + kx * kc, row + (size_t)ix * p->in_c, (size_t)kc);
+        }
+    }
+}
+
+/* The window of output pixel `pixel` of the image, as block pixel k's columns, group g. */
+static void window_to_columns(const trt_conv_params *p, const workspace *ws, int32_t pixel, int32_t k, int32_t g) {
+    const int32_t row_len = p->kernel_w * p->in_c, window = window_len(p), whole = window & ~3;
+    uint32_t *columns = ws->columns + (size_t)(k / LANES) * window_groups(p) * 2 * LANES;
+    const int32_t oy = pixel / p->out_w, ox = pixel % p->out_w;
+    const int32_t y = oy * p->stride_h - ws->pad_h, x0 = ox * p->stride_w - ws->pad_w;
+    const int inside = (uint32_t)(oy - ws->y_first) <= ws->y_span && (uint32_t)(ox - ws->x_first) <= ws->x_span;
+    const int8_t *x = inside ? ws->image + (size_t)y * ws->pitch + (size_t)x0 * p->in_c : NULL;
+    k %= LANES;
+    if (!inside) {
+        border_window(p, ws, y, x0, g);
+        if (!is_general(p) && row_len % 16 == 0 && p->kernel_h > 0) {   /* rows of 16-byte runs: one call */
+            const widen_job job = {ws->staging, row_len, columns + 2 * k, p->kernel_h, row_len / 16};
+            widen_rows(&job);
+            return;
+        }
+    } else if (is_general(p)) {
         const int32_t kc = p->kernel_c;
         const size_t row_step = (size_t)p->dilation_h * ws->pitch, tap_step = (size_t)p->dilation_w * p->in_c;
         int8_t *dst = ws->staging;
@@ -563,20 +607,24 @@ static void conv_block(const trt_conv_params *p, const uint32_t *columns, int32_
     }
 }
 
-void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
+/* The image with `pad_h` rows and `pad_w` columns of padding around it that the windows fill in. */
+static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int32_t pad_h, int32_t pad_w,
+                         int8_t *out, void *temp) {
     const int32_t pixels = p->out_h * p->out_w, per_group = p->out_c / p->groups;
-    workspace ws = {image, pitch, temp, (int8_t *)temp + columns_bytes(p)};
+    workspace ws = {image, pitch, pad_h, pad_w, temp, (int8_t *)temp + columns_bytes(p),
+                    0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
+    if (pad_h | pad_w) {
+        trt_interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws.y_first, &ws.y_span);
+        trt_interior(p->in_w, p->out_w, p->kernel_w, p->stride_w, pad_w, p->dilation_w, &ws.x_first, &ws.x_span);
+    }
     int8_t *spill = (int8_t *)temp + columns_bytes(p) + staging_bytes(p);
     for (int32_t i = 0; i < pixels; i += PIXELS) {
         const int whole_block = i + PIXELS <= pixels, both_halves = pixels - i > LANES;
         /* a last, partial block repeats its last pixel, its outputs going to the spill rows */
         int8_t *block_out = whole_block ? out + (size_t)i * p->out_c : spill;
         for (int32_t g = 0; g < p->groups; g++) {
-            for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++) {
-                const int32_t pixel = i + k < pixels ? i + k : pixels - 1, oy = pixel / p->out_w, ox = pixel % p->out_w;
-                window_to_columns(p, &ws, image + (size_t)oy * p->stride_h * pitch + (size_t)ox * p->stride_w * p->in_c, k,
-                                  g);
-            }
+            for (int32_t k = 0; k < (both_halves ? PIXELS : LANES); k++)
+                window_to_columns(p, &ws, i + k < pixels ? i + k : pixels - 1, k, g);
             conv_block(p, ws.columns, g * per_group, (g + 1) * per_group, block_out + g * per_group, p->out_c,
                        both_halves);
         }
@@ -584,18 +632,15 @@ void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int3
     }
 }
 
+void trt_conv2d_dsp_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
+    run_on_image(p, image, pitch, 0, 0, out, temp);
+}
+
 void trt_conv2d_dsp(const trt_conv_params *p, void *temp) {
-    const int32_t pitch = (p->in_w + 2 * p->pad_w) * p->in_c;
-    int8_t *padded = temp;
-    for (int32_t b = 0; b < p->batches; b++) {
-        const int8_t *image = p->input + (size_t)b * p->in_h * p->in_w * p->in_c;
-        if (has_padding(p)) {
-            trt_pad_image(image, padded, p->in_h, p->in_w, p->in_c, p->pad_h, p->pad_w, p->input_offset);
-            image = padded;
-        }
-        trt_conv2d_dsp_on_image(p, image, pitch, p->output + (size_t)b * p->out_h * p->out_w * p->out_c,
-                                padded + padded_bytes(p));
-    }
+    const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
+    for (int32_t b = 0; b < p->batches; b++)
+        run_on_image(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
+                     p->output + (size_t)b * p->out_h * p->out_w * p->out_c, temp);
 }
 
 #endif

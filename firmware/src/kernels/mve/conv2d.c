@@ -30,6 +30,7 @@
 
 #include <arm_mve.h>
 
+#include "../conv_geometry.h"
 #include "kernels_mve.h"
 #include "mve_load.h"
 #include "mve_padding.h"
@@ -303,17 +304,6 @@ static inline __attribute__((always_inline)) void block_products(const trt_conv_
     }
 }
 
-/* The first output pixel (along one axis) whose window starts in the image, and how many more
- * follow whose window also ends in it. */
-static void interior(int32_t in, int32_t out, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation,
-                     int32_t *first, uint32_t *span) {
-    const int32_t lo = (pad + stride - 1) / stride, extent = (kernel - 1) * dilation + 1;
-    int32_t hi = (in - extent + pad) >= 0 ? (in - extent + pad) / stride : -1;
-    if (hi > out - 1) hi = out - 1;
-    *first = hi >= lo ? lo : out;   /* none: a first pixel no output pixel is */
-    *span = hi >= lo ? (uint32_t)(hi - lo) : 0;
-}
-
 /* Pixel k of a block: the input at tap (0, 0) of its window; NULL when the window reaches into the
  * padding, with the image row and column of that tap (outside the image) in *y, *x. */
 static inline __attribute__((always_inline)) const int8_t *window_origin(const trt_conv_params *p,
@@ -427,8 +417,8 @@ static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t 
     workspace ws = {image, pitch, pad_h, pad_w, temp, (int32_t *)(void *)((int8_t *)temp + columns_bytes(p)),
                     0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
     if (pad_h | pad_w) {
-        interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws.y_first, &ws.y_span);
-        interior(p->in_w, p->out_w, p->kernel_w, p->stride_w, pad_w, p->dilation_w, &ws.x_first, &ws.x_span);
+        trt_interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws.y_first, &ws.y_span);
+        trt_interior(p->in_w, p->out_w, p->kernel_w, p->stride_w, pad_w, p->dilation_w, &ws.x_first, &ws.x_span);
     }
     /* three pixels at a time in row-major order (a block may span two rows) */
     for (int32_t i = 0; i < pixels; i += PIXELS) {
