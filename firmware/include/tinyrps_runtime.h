@@ -153,8 +153,8 @@ size_t trt_arena_needed(const trt_program *prog);
 
 /* The arena's three parts, in their order (docs/runtime.md, "Memory plan"): the planned buffers;
  * the kernel calls' own workspace (what their variants precompute at load, and the kept raw int8
- * values); the working region all calls share while they run. They add up to trt_arena_needed
- * (all 0 if nothing is loaded). */
+ * values); the working region the calls share whose working memory finds no room in the plan
+ * while they run. They add up to trt_arena_needed (all 0 if nothing is loaded). */
 typedef struct {
     size_t planned, workspace, working;
 } trt_arena_parts;

@@ -36,6 +36,8 @@ typedef struct {
     uint32_t counted;                  /* counter advance in the last profiled run (wraps past 2^32) */
     uint32_t scratch_offset;           /* the variant's own workspace in the arena (scratch_bytes) */
     uint32_t scratch_bytes;
+    uint32_t temp_offset;              /* its working memory while it runs: an arena offset (place_working) */
+    uint8_t *temp;                     /* the same, as a pointer (NULL: it needs none) */
     /* After the call runs, copy_bytes arena bytes are copied from copy_from to copy_to: the raw
      * int8 values of an output that a later call reuses the bytes of (0: nothing to copy). */
     uint32_t copy_from, copy_to, copy_bytes;
@@ -61,10 +63,10 @@ struct trt_program {
     uint8_t *arena;
     size_t arena_len;
     size_t arena_needed;
-    size_t workspace_base;     /* after the planned memory: the variants' workspace, then temp */
+    size_t workspace_base;     /* after the planned memory: the variants' workspace, then the working region */
     size_t workspace_used;
-    size_t temp_bytes;         /* working memory shared by all kernel calls while they run */
-    uint8_t *temp;
+    size_t temp_bytes;         /* working memory after the workspace, for the calls that find no
+                                * room in the planned memory (the largest of theirs) */
     uint64_t macs;
 
     pte_file file;
@@ -86,6 +88,11 @@ struct trt_program {
     trt_value call_args[TRT_MAX_KERNEL_ARGS];
     trt_tensor call_tensors[TRT_MAX_KERNEL_ARGS];
     int64_t call_items[TRT_MAX_CALL_LIST_ITEMS];
+
+    /* During trt_load only: the planned byte ranges the calls touch (load_all's table). */
+    struct trt_live_range *live;
+    uint16_t n_live;
+    uint8_t live_overflow;     /* more ranges than the table holds: no working memory is placed in the plan */
 
     trt_counter_fn counter;    /* per-layer profiling, NULL when off */
 

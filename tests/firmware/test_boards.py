@@ -93,6 +93,21 @@ def test_the_measurement_has_layers_and_the_plain_c_count(exported, measured, co
     assert firmware["flash_bytes"] <= 512 * 1024 and firmware["ram_bytes"] <= 128 * 1024
 
 
+# The official ExecuTorch runtime's memory for the default program (docs/library.md): its memory
+# plan, method allocator pool and temp allocator, 38,208 + 5,900 + 212 B.
+OFFICIAL_ARENA_BYTES = 38_208 + 5_900 + 212
+
+
+@pytest.mark.parametrize("core", [c for c, _, _ in CORES])
+def test_the_arena_is_at_most_the_official_runtimes_on_every_board(exported, measured, core):
+    """The memory plan as exported (38,208 B), the kernels' workspace and the working memory the calls
+    find no room for in the plan, together no more than the official runtime needs for the program."""
+    firmware = measured(exported(core))["firmware"]
+    parts = firmware["arena_parts_bytes"]
+    assert parts["planned"] == 38_208, parts
+    assert firmware["arena_bytes"] == sum(parts.values()) <= OFFICIAL_ARENA_BYTES, parts
+
+
 def heavy(op: str) -> bool:
     return any(kind in op for kind in ("conv", "linear", "pool"))
 

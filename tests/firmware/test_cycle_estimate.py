@@ -12,9 +12,8 @@ pytestmark = pytest.mark.slow     # builds the firmware, boots QEMU with its tra
 
 
 @pytest.mark.parametrize("target", ["cortex-m55", "cortex-m33", "cortex-m4"])
-def test_each_kernel_call_is_traced_as_the_firmware_counts_it(exported, target):
-    from conftest import require_arm_tools
-    require_arm_tools()
+def test_each_kernel_call_is_traced_as_the_firmware_counts_it(exported, firmware_elf_path, target):
+    # firmware_elf_path: the cross toolchain and QEMU are installed (or the test fails saying how)
     pte = exported(target)
     estimate = measure_program(pte, descriptor.read(pte))
     assert estimate["note"] == ESTIMATE_NOTE and "not a measurement" in estimate["note"]

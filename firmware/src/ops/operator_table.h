@@ -10,12 +10,14 @@
  *            under kernels/<isa>/. It may ask for workspace of its own in the arena
  *            (scratch_bytes), filled once after the load (prepare: weight sums, folded
  *            offsets; the load's cost, not the inference's), and for working memory while
- *            it runs (temp_bytes: one region, shared by all calls, sized for the largest);
+ *            it runs (temp_bytes: placed by the loader where the memory plan holds no
+ *            value during the call, else in one region after the workspace);
  *            invoke runs it.
  *
- * A kernel writes nothing of the memory plan but its call's `out` tensor (beside its own
- * workspace and the shared working memory): the loader's lifetime checks of the program's
- * inputs and outputs rely on it (runtime.c, check_io_lifetimes).
+ * A kernel writes nothing of the memory plan but its call's `out` tensor and its working
+ * memory (beside its own workspace): the loader's lifetime checks of the program's inputs and
+ * outputs, and its placing of the working memory, rely on it (runtime.c, check_io_lifetimes,
+ * place_working).
  *
  * The rows are operators.def: adding an operator is a row there and its own ops/ and kernels/
  * files. Adding a variant: one line in the operator's variant list and its kernel file.
@@ -46,7 +48,7 @@ typedef struct {
     size_t (*scratch_bytes)(const trt_params *p);           /* NULL: no workspace of its own */
     void (*prepare)(trt_params *p, void *scratch);          /* NULL: nothing to precompute */
     size_t (*temp_bytes)(const trt_params *p);              /* NULL: no working memory while it runs */
-    void (*invoke)(const trt_params *p, void *temp);        /* temp: shared by all calls, 16-byte aligned */
+    void (*invoke)(const trt_params *p, void *temp);        /* temp: its working memory, 16-byte aligned */
 } trt_kernel_variant;
 
 typedef struct {
