@@ -311,13 +311,60 @@ static int same_place(const trt_tensor *a, const trt_tensor *b) {
            a->dtype == b->dtype;
 }
 
+/*
+ * Liveness of the planned memory, for placing each call's working memory. Every call writes one
+ * planned tensor, its out; what it reads of the plan is the out of earlier calls or a program
+ * input. So a call's out holds a value from that call to the last call that reads bytes of it
+ * (live_until), an input from the start to its last reader, and program outputs and raw int8
+ * values read after the run to the end. Bytes a call reads that no earlier call wrote and no
+ * input holds may be a value kept from run to run (or a scratch buffer planned for another
+ * runtime's kernels): they are live always (prog->kept; past its last entry, that entry grows to
+ * cover them too, which only errs on the safe side).
+ */
+#define LIVE_TO_END INT16_MAX
+
+/* The values the plan may hold, by index: the inputs, then each call's out, then the kept ranges. */
+typedef struct {
+    size_t offset, bytes;
+    int16_t *until;   /* the last call that reads it; NULL: kept, live always */
+} held_value;
+
+static held_value held(trt_program *prog, int i) {
+    if (i < prog->n_inputs) return (held_value){prog->inputs[i].t.arena_offset, prog->inputs[i].t.nbytes, &prog->inputs[i].live_until};
+    i -= prog->n_inputs;
+    if (i < prog->n_calls) return (held_value){prog->calls[i].out_offset, prog->calls[i].out_bytes, &prog->calls[i].live_until};
+    i -= prog->n_calls;
+    return (held_value){prog->kept[i].offset, prog->kept[i].bytes, NULL};
+}
+
+static int held_count(const trt_program *prog) { return prog->n_inputs + prog->n_calls + prog->n_kept; }
+
+/* Call k (LIVE_TO_END: after the run) reads the planned bytes [offset, offset + bytes): they hold
+ * what the last calls before it to write them wrote (back to one whose out covers them all), or
+ * an input's values; anything else is kept always (past the table's end, its last entry grows
+ * to cover it too). */
+static void note_planned_read(trt_program *prog, int16_t k, size_t offset, size_t bytes) {
+    for (int i = prog->n_inputs + (k < (int16_t)prog->n_calls ? k : prog->n_calls) - 1; i >= 0; i--) {
+        const held_value h = held(prog, i);
+        if (!ranges_overlap(h.offset, h.bytes, offset, bytes)) continue;
+        *h.until = k;
+        if (h.offset <= offset && offset + bytes <= h.offset + h.bytes) return;
+    }
+    if (bytes == 0) return;
+    trt_byte_range *kept = &prog->kept[prog->n_kept < TRT_KEPT_RANGES ? prog->n_kept++ : TRT_KEPT_RANGES - 1];
+    const size_t end = kept->bytes && kept->offset + kept->bytes > offset + bytes ? kept->offset + kept->bytes : offset + bytes;
+    if (!kept->bytes || offset < kept->offset) kept->offset = (uint32_t)offset;
+    kept->bytes = (uint32_t)(end - kept->offset);
+}
+
 /* Call k reads every planned tensor among its arguments but its `out` (a Tensor[]'s too): note the
- * inputs it reads. */
+ * inputs it reads, and the values it needs (liveness, above). */
 static void note_input_read(trt_program *prog, int16_t k, int32_t value, const trt_tensor *t) {
     for (uint8_t m = 0; m < prog->n_inputs; m++) {
         trt_io *in = &prog->inputs[m];
         if (value == in->value || same_place(t, &in->t)) in->last_reader = k;
     }
+    if (t->in_arena) note_planned_read(prog, k, t->arena_offset, t->nbytes);
 }
 
 static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, uint32_t n_args) {
@@ -327,68 +374,6 @@ static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, 
         if (v->kind != PTE_VALUE_TENSOR_LIST) continue;
         for (uint16_t i = 0; i < v->count; i++)   /* no value index of its own: compared by place */
             note_input_read(prog, k, -1, &prog->call_tensors[prog->call_items[v->index + i]]);
-    }
-}
-
-/*
- * Liveness of the planned memory, for placing each call's working memory: a planned byte range
- * holds a value from the call that writes it to the last call that touches it. A range first
- * touched by a read holds a value from before the run: a program input (live until its last
- * reader) or a value kept from run to run (live always). Program outputs, and raw int8 values
- * read after the run, stay live to the end. Ranges are told apart by place and size; a view of
- * another size is a range of its own (first touched by a read: live always), which only errs on
- * the safe side.
- */
-struct trt_live_range {
-    uint32_t offset, bytes;
-    int16_t first, last;   /* the calls between which the bytes hold a value (LIVE_TO_END: past the run) */
-    uint8_t from_before;   /* first touched by a read: live always, unless it is a program input */
-};
-#define LIVE_TO_END INT16_MAX
-#define TEMP_AFTER_WORKSPACE UINT32_MAX   /* a call's working memory after the workspace */
-#define LIVE_RANGES (2 * TRT_MAX_KERNEL_CALLS + TRT_MAX_INPUTS + TRT_MAX_OUTPUTS)
-
-static struct trt_live_range *live_range(trt_program *prog, size_t offset, size_t bytes) {
-    for (uint16_t i = 0; i < prog->n_live; i++)
-        if (prog->live[i].offset == offset && prog->live[i].bytes == bytes) return &prog->live[i];
-    return NULL;
-}
-
-/* Call k (or -1: before the run) touches the range; `writes`: as its out. */
-static void touch_range(trt_program *prog, size_t offset, size_t bytes, int16_t k, int writes) {
-    if (!prog->live || bytes == 0) return;
-    struct trt_live_range *r = live_range(prog, offset, bytes);
-    if (!r) {
-        if (prog->n_live == LIVE_RANGES) {
-            prog->live_overflow = 1;
-            return;
-        }
-        r = &prog->live[prog->n_live++];
-        r->offset = (uint32_t)offset;
-        r->bytes = (uint32_t)bytes;
-        r->first = writes ? k : 0;
-        r->last = k;
-        r->from_before = (uint8_t)!writes;
-    }
-    if (k > r->last) r->last = k;
-}
-
-/* Bytes read after the run (an output, raw int8 values read in place): live to the end. */
-static void keep_to_end(trt_program *prog, size_t offset, size_t bytes) {
-    touch_range(prog, offset, bytes, LIVE_TO_END, 0);
-}
-
-static void note_live_ranges(trt_program *prog, int16_t k, uint32_t n_args) {
-    for (uint32_t a = 0; a < n_args; a++) {
-        const trt_value *v = &prog->call_args[a];
-        const int writes = a + 2 == n_args;   /* args[n-2]: the out (bind_call checks it) */
-        if (v->kind == PTE_VALUE_TENSOR && prog->call_tensors[a].in_arena)
-            touch_range(prog, prog->call_tensors[a].arena_offset, prog->call_tensors[a].nbytes, k, writes);
-        if (v->kind != PTE_VALUE_TENSOR_LIST) continue;
-        for (uint16_t i = 0; i < v->count; i++) {
-            const trt_tensor *t = &prog->call_tensors[prog->call_items[v->index + i]];
-            if (t->in_arena) touch_range(prog, t->arena_offset, t->nbytes, k, 0);
-        }
     }
 }
 
@@ -417,7 +402,7 @@ static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, co
     kc->out_offset = (uint32_t)out->arena_offset;
     kc->out_bytes = out->nbytes;
     note_input_reads(prog, k, args, n_args);
-    note_live_ranges(prog, k, n_args);
+    kc->live_until = k;
     kc->kernel = trt_choose_variant(kc->op, &kc->p);
     if (!kc->kernel)
         return trt_fail_text(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "no kernel variant of this build takes the call of",
@@ -488,6 +473,7 @@ static trt_status io_tensors(trt_program *prog, const fb_vector *list, const cha
             return trt_fail_text(&prog->detail, TRT_ERR_BAD_TENSOR, "not a non-empty planned tensor:", what);
         io->value = (uint16_t)v;
         io->last_reader = -1;
+        io->live_until = -1;
         io->producer = -1;
     }
     *count = (uint8_t)list->count;
@@ -562,7 +548,7 @@ static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
     }
     out->int8_in_arena = 1;
     out->int8_offset = (uint32_t)q.arena_offset;
-    keep_to_end(prog, q.arena_offset, q.nbytes);   /* read in place after the run, unless copied (below) */
+    note_planned_read(prog, LIVE_TO_END, q.arena_offset, q.nbytes);   /* read in place after the run, unless copied */
     for (int k = out->producer + 1; k < prog->n_calls; k++) {
         const trt_chain_call *later = &prog->calls[k];
         if (!ranges_overlap(later->out_offset, later->out_bytes, q.arena_offset, q.nbytes)) continue;
@@ -587,8 +573,6 @@ static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
 static trt_status check_io_lifetimes(trt_program *prog) {
     for (uint8_t m = 0; m < prog->n_inputs; m++) {
         const trt_io *in = &prog->inputs[m];
-        struct trt_live_range *r = prog->live ? live_range(prog, in->t.arena_offset, in->t.nbytes) : NULL;
-        if (r) r->from_before = 0;   /* the caller's values: live until the last reader */
         for (int k = 0; k <= in->last_reader; k++) {
             const trt_chain_call *kc = &prog->calls[k];
             if (ranges_overlap(kc->out_offset, kc->out_bytes, in->t.arena_offset, in->t.nbytes))
@@ -609,38 +593,41 @@ static trt_status check_io_lifetimes(trt_program *prog) {
         }
         trt_status s = keep_raw_int8(prog, out);
         if (s != TRT_OK) return s;
-        keep_to_end(prog, out->t.arena_offset, out->t.nbytes);
+        prog->calls[out->producer].live_until = LIVE_TO_END;
     }
     return TRT_OK;
 }
 
-/* Whether no range live during call k (or after the run) meets [offset, offset + bytes). */
-static int free_during(const trt_program *prog, int16_t k, size_t offset, size_t bytes) {
-    for (uint16_t i = 0; i < prog->n_live; i++) {
-        const struct trt_live_range *r = &prog->live[i];
-        const int live = r->from_before || (r->first <= k && k <= r->last);
-        if (live && ranges_overlap(offset, bytes, r->offset, r->bytes)) return 0;
+/* Whether no value the plan holds during call k meets [offset, offset + bytes): inputs from the
+ * start, the calls' outs from their call on, until their last reader; kept ranges always. */
+static int free_during(trt_program *prog, int16_t k, size_t offset, size_t bytes) {
+    for (int i = 0; i < held_count(prog); i++) {
+        const held_value h = held(prog, i);
+        const int live = !h.until || (*h.until >= k && i <= prog->n_inputs + k);
+        if (live && ranges_overlap(h.offset, h.bytes, offset, bytes)) return 0;
     }
     return 1;
 }
 
-/* Each call's working memory: the lowest 16-byte aligned planned bytes no value needs while it
- * runs (the memory plan's room at that call), else the working memory after the workspace,
- * sized for the largest of the calls that find no room. Returns that size. */
+/* Each call's working memory: the lowest place (0, or where a value ends, 16-byte aligned) where
+ * the plan holds no value while it runs, else the working region after the workspace, sized for
+ * the largest of the calls that find no room (prog->temp_bytes, returned). */
 static size_t place_working(trt_program *prog) {
+    const uint32_t after = (uint32_t)(prog->workspace_base + prog->workspace_used);   /* reserved next (load_all) */
     size_t top = 0;
     for (int16_t k = 0; k < (int16_t)prog->n_calls; k++) {
         trt_chain_call *kc = &prog->calls[k];
         const size_t bytes = call_temp_bytes(kc);
-        kc->temp_offset = TEMP_AFTER_WORKSPACE;
+        kc->temp_offset = after;
         if (bytes == 0) continue;
-        for (int16_t i = -1; i < (int16_t)prog->n_live && !prog->live_overflow; i++) {
-            const size_t at = i < 0 ? 0 : align_up((size_t)prog->live[i].offset + prog->live[i].bytes);
-            if (at + bytes > prog->workspace_base || !free_during(prog, k, at, bytes)) continue;
-            if (kc->temp_offset == TEMP_AFTER_WORKSPACE || at < kc->temp_offset) kc->temp_offset = (uint32_t)at;
+        for (int i = -1; i < held_count(prog); i++) {   /* at 0, or where a value ends */
+            const size_t at = i < 0 ? 0 : align_up(held(prog, i).offset + held(prog, i).bytes);
+            if (at < kc->temp_offset && at + bytes <= prog->workspace_base && free_during(prog, k, at, bytes))
+                kc->temp_offset = (uint32_t)at;
         }
-        if (kc->temp_offset == TEMP_AFTER_WORKSPACE && bytes > top) top = bytes;
+        if (kc->temp_offset == after && bytes > top) top = bytes;
     }
+    prog->temp_bytes = top;
     return top;
 }
 
@@ -689,34 +676,18 @@ static void prepare_kernels(trt_program *prog) {
     }
 }
 
-/* Each call's working memory as a pointer, once the arena is known to hold the plan. */
-static void point_working(trt_program *prog, uint32_t after_workspace) {
-    for (uint16_t k = 0; k < prog->n_calls; k++) {
-        trt_chain_call *kc = &prog->calls[k];
-        const uint32_t at = kc->temp_offset == TEMP_AFTER_WORKSPACE ? after_workspace : kc->temp_offset;
-        kc->temp = call_temp_bytes(kc) ? prog->arena + at : NULL;
-    }
-}
-
-/* The load: the live-range table lives on its stack (it is needed only to place the working memory). */
 static trt_status load_all(trt_program *prog) {
-    struct trt_live_range live[LIVE_RANGES];
     trt_status s;
     uint32_t temp_offset = 0;
-    prog->live = live;
     if ((s = open_file(prog)) != TRT_OK || (s = find_forward_plan(prog)) != TRT_OK ||
         (s = reject_delegates(prog)) != TRT_OK || (s = load_memory_plan(prog)) != TRT_OK ||
         (s = load_operators(prog)) != TRT_OK || (s = load_io(prog)) != TRT_OK || (s = load_chain(prog)) != TRT_OK ||
         (s = check_io_lifetimes(prog)) != TRT_OK)
         return s;
-    prog->temp_bytes = place_working(prog);
-    prog->live = NULL;
-    prog->n_live = 0;
-    if ((s = reserve_workspace(prog, prog->temp_bytes, &temp_offset)) != TRT_OK) return s;
+    if ((s = reserve_workspace(prog, place_working(prog), &temp_offset)) != TRT_OK) return s;
     prog->arena_needed = prog->workspace_base + prog->workspace_used;
     if (!prog->arena || prog->arena_needed > prog->arena_len)
         return trt_fail_number(&prog->detail, TRT_ERR_ARENA_TOO_SMALL, "arena too small; bytes needed:", prog->arena_needed);
-    point_working(prog, temp_offset);
     prog->image_classifier = (uint8_t)is_image_classifier(prog);
     prepare_kernels(prog);
     return TRT_OK;
@@ -802,19 +773,19 @@ static void run_range(trt_program *prog, int begin, int end) {
     if (prog->has_copies) {
         for (int i = begin; i < end; i++) {
             uint64_t before = prog->counter ? prog->counter() : 0;
-            kc[i].kernel->invoke(&kc[i].p, kc[i].temp);
+            kc[i].kernel->invoke(&kc[i].p, prog->arena + kc[i].temp_offset);
             if (kc[i].copy_bytes) memcpy(prog->arena + kc[i].copy_to, prog->arena + kc[i].copy_from, kc[i].copy_bytes);
             if (prog->counter) kc[i].counted = (uint32_t)(prog->counter() - before);
         }
         return;
     }
     if (!prog->counter) {
-        for (int i = begin; i < end; i++) kc[i].kernel->invoke(&kc[i].p, kc[i].temp);
+        for (int i = begin; i < end; i++) kc[i].kernel->invoke(&kc[i].p, prog->arena + kc[i].temp_offset);
         return;
     }
     uint64_t before = prog->counter();
     for (int i = begin; i < end; i++) {
-        kc[i].kernel->invoke(&kc[i].p, kc[i].temp);
+        kc[i].kernel->invoke(&kc[i].p, prog->arena + kc[i].temp_offset);
         uint64_t after = prog->counter();
         kc[i].counted = (uint32_t)(after - before);
         before = after;

@@ -27,17 +27,22 @@
 #endif
 
 typedef struct {
+    uint32_t offset, bytes;
+} trt_byte_range;
+#define TRT_KEPT_RANGES 4
+
+typedef struct {
     const trt_operator *op;            /* its row of the operator table */
     const trt_kernel_variant *kernel;  /* the variant chosen at load */
     uint16_t out_value;                /* value index of its `out` argument */
+    int16_t live_until;                /* the last call reading its out (INT16_MAX: read after the run) */
     uint8_t operator_index;            /* into prog->operators */
     uint32_t out_offset, out_bytes;    /* the arena bytes it writes */
     uint32_t macs;                     /* multiply-accumulates per run (set by binding) */
     uint32_t counted;                  /* counter advance in the last profiled run (wraps past 2^32) */
     uint32_t scratch_offset;           /* the variant's own workspace in the arena (scratch_bytes) */
     uint32_t scratch_bytes;
-    uint32_t temp_offset;              /* its working memory while it runs: an arena offset (place_working) */
-    uint8_t *temp;                     /* the same, as a pointer (NULL: it needs none) */
+    uint32_t temp_offset;              /* its working memory while it runs, in the arena (place_working) */
     /* After the call runs, copy_bytes arena bytes are copied from copy_from to copy_to: the raw
      * int8 values of an output that a later call reuses the bytes of (0: nothing to copy). */
     uint32_t copy_from, copy_to, copy_bytes;
@@ -50,6 +55,7 @@ typedef struct {
     uint16_t value;                    /* value index */
     int16_t last_reader;               /* inputs: the last call reading it, -1 when none does */
     int16_t producer;                  /* outputs: the call that writes it */
+    int16_t live_until;                /* inputs: the last call reading bytes of it (-1: none) */
     uint8_t has_int8;                  /* outputs: raw int8 values exist (the producer is a dequantize) */
     uint8_t int8_in_arena;             /* 1: at int8_offset in the arena; 0: int8_const (a constant) */
     uint32_t int8_offset;
@@ -75,6 +81,8 @@ struct trt_program {
     uint16_t n_values, n_calls;
     uint8_t n_operators, n_memory_ids, n_inputs, n_outputs;
     uint8_t has_copies;        /* some call copies raw int8 values after it runs */
+    uint8_t n_kept;
+    trt_byte_range kept[TRT_KEPT_RANGES];   /* planned bytes live always (runtime.c, keep_always) */
     uint8_t image_classifier;  /* input 0 float32 [1, 1, 28, 28], output 0 float32: trt_infer runs it */
     size_t memory_base[TRT_MAX_MEMORY_IDS];
     size_t memory_size[TRT_MAX_MEMORY_IDS];
@@ -88,11 +96,6 @@ struct trt_program {
     trt_value call_args[TRT_MAX_KERNEL_ARGS];
     trt_tensor call_tensors[TRT_MAX_KERNEL_ARGS];
     int64_t call_items[TRT_MAX_CALL_LIST_ITEMS];
-
-    /* During trt_load only: the planned byte ranges the calls touch (load_all's table). */
-    struct trt_live_range *live;
-    uint16_t n_live;
-    uint8_t live_overflow;     /* more ranges than the table holds: no working memory is placed in the plan */
 
     trt_counter_fn counter;    /* per-layer profiling, NULL when off */
 
