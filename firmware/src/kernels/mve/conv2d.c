@@ -14,10 +14,11 @@
  * Three output pixels at a time: their windows are copied (kernel_h runs of kernel_w * in_c
  * bytes each) so that each is as contiguous as an output channel's weights. Hot loop, two
  * output channels at a time: per 16 bytes, two weight vectors and three window vectors feed
- * six VMLADAVA (96 MACs in 12 instructions with the loop end); a remainder shorter than 16 is
- * one step with the weights' extra lanes zeroed. Then each pixel's channels are requantized
- * four at a time (per-lane multipliers and shifts), so the variant takes layers whose
- * requantization is all on the vector path (mve_requantize.h).
+ * six VMLADAVA (96 MACs in 12 instructions with the loop end), the loads and MACs interleaved
+ * (assembly: block_dots_word_weights); a remainder shorter than 16 is one step with the
+ * weights' extra lanes zeroed. Then each pixel's channels are requantized four at a time
+ * (per-lane multipliers and shifts), so the variant takes layers whose requantization is all
+ * on the vector path (mve_requantize.h).
  *
  * Groups and dilation: a window is then gathered tap by tap (kernel_c bytes of its group's
  * channels per tap, taps dilation apart), group by group, each group against its own output
@@ -117,11 +118,11 @@ static void copy_run(int8_t *dst, const int8_t *src, int32_t n) {
  * acc[3 oc + k] = dot product of window k (k < 3; `len` bytes each, `stride` bytes apart
  * from `columns`, 16-byte aligned) with output channel oc's weights (OHWI: `len` bytes each
  * from w), for every channel (an odd last channel is paired with itself; acc has room for
- * it). `words`: the weights may be read as words too (w and len word-aligned).
+ * it). The weights read as bytes (any alignment): weights that may be read as words take
+ * block_dots_word_weights, below.
  */
-static inline __attribute__((always_inline)) void block_dots(const int8_t *columns, int32_t len, int32_t stride,
-                                                            const int8_t *w, int32_t channels, int32_t *acc,
-                                                            const int words) {
+static __attribute__((noinline)) void block_dots_byte_weights(const int8_t *columns, int32_t len, int32_t stride,
+                                                             const int8_t *w, int32_t channels, int32_t *acc) {
     const int32_t chunks = len >> 4, tail = len & 15;
     for (int32_t oc = 0; oc < channels; oc += 2, acc += 6) {
         const int8_t *x0 = columns, *x1 = x0 + stride, *x2 = x1 + stride;
@@ -129,9 +130,9 @@ static inline __attribute__((always_inline)) void block_dots(const int8_t *colum
         w += 2 * (size_t)len;
         int32_t a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0, b2 = 0;
         for (int32_t k = chunks; k > 0; k--) {
-            const int8x16_t va = words ? trt_mve_load_words(wa) : vldrbq_s8(wa);
+            const int8x16_t va = vldrbq_s8(wa);
             wa += 16;
-            const int8x16_t vb = words ? trt_mve_load_words(wb) : vldrbq_s8(wb);
+            const int8x16_t vb = vldrbq_s8(wb);
             wb += 16;
             int8x16_t xv = trt_mve_load_words(x0);
             x0 += 16;
@@ -168,16 +169,121 @@ static inline __attribute__((always_inline)) void block_dots(const int8_t *colum
     }
 }
 
-/* Kept out of line so that the hot loop's live values (five pointers, six accumulators, the
- * loop count) stay in registers. */
-static __attribute__((noinline)) void block_dots_word_weights(const int8_t *columns, int32_t len, int32_t stride,
-                                                             const int8_t *w, int32_t channels, int32_t *acc) {
-    block_dots(columns, len, stride, w, channels, acc, 1);
-}
-
-static __attribute__((noinline)) void block_dots_byte_weights(const int8_t *columns, int32_t len, int32_t stride,
-                                                             const int8_t *w, int32_t channels, int32_t *acc) {
-    block_dots(columns, len, stride, w, channels, acc, 0);
+/*
+ * The same on weights read as words (w and len word-aligned), in assembly: the hot loop of the
+ * convolutions, written so that its vector loads and VMLADAVA alternate.
+ *
+ * Arithmetic: as block_dots_byte_weights (integer sums: the order of the products does not
+ * matter, the results are the C's bit for bit). Per pair of output channels A, B (an odd last
+ * channel is paired with itself) and 16 bytes of the three windows x0, x1, x2: two weight
+ * vectors wa, wb and three window vectors, six VMLADAVA.S8 into a0 a1 a2 b0 b1 b2; a
+ * remainder of 4, 8 or 12 bytes (len % 16) is one step with the weights' other lanes zeroed
+ * by a predicated load (the windows are whole 16-byte steps: read as such).
+ *
+ * Why this schedule: on the Cortex-M55 a Helium instruction takes two cycles and overlaps the
+ * one before it only when the two use different pipes (load/store and MAC). Five loads then
+ * six MACs (what the compiler emits) pair only at the two ends: about 20 cycles a step. Here a
+ * load and a MAC alternate, 11 instructions of which only the last MAC follows a MAC: about 12
+ * cycles a step, the MAC pipe's own bound (six 2-cycle MACs). To have a MAC ready after every
+ * load, two MACs of a step (b1 and b2) run in the next one (software pipelining), and every MAC
+ * reads vectors loaded at least two instructions before it (no wait on a load's result):
+ *
+ *      L wa   M b2 += x2'.wb'   L x0   M b1 += x1'.wb'   L wb   M a0 += x0.wa
+ *      L x1   M b0 += x0.wb     L x2   M a1 += x1.wa     M a2 += x2.wa          LE
+ *
+ * (' : the step before). Registers: q0 wa, q1 wb, q2 x0 then x2 (x0 is dead after b0), q3 x1,
+ * so no callee-saved vector register. The first step's b1 and b2 add products with wb = 0, the
+ * last step's are two MACs after the loop. No load reaches past a window or a weight row.
+ * VMLADAVA's accumulator is an even register: a0 a1 a2 b0 b1 b2 in r0 r2 r4 r6 r8 r10, so one
+ * STM writes acc[0..5] in order and one LDM of six zero words clears them. x0 x1 x2 in r1 r3 r5
+ * (moved back by the steps' bytes after each pair), wa wb in r7 r9 (B's row's end plus the
+ * remainder is the next A's row), r11 the count of steps (WLS/LE: a window shorter than 16
+ * bytes runs none), r12 acc, lr the loop; on the stack: the zeros, the remainder, acc's end.
+ */
+static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_t *columns, int32_t len,
+                                                                    int32_t stride, const int8_t *w,
+                                                                    int32_t channels, int32_t *acc) {
+    (void)columns, (void)len, (void)stride, (void)w, (void)channels, (void)acc;
+    __asm__ volatile(
+        "push     {r4-r11, lr}\n\t"            /* 36 bytes: channels, acc at [sp, #72] after the next */
+        "sub      sp, sp, #36\n\t"              /* [0..23] zeros, [24] remainder, [28] acc's end */
+        "ldrd     r4, r12, [sp, #72]\n\t"
+        "cmp      r4, #1\n\t"
+        "blt      9f\n\t"
+        "movs     r6, #0\n\t"
+        "movs     r7, #0\n\t"
+        "strd     r6, r7, [sp]\n\t"
+        "strd     r6, r7, [sp, #8]\n\t"
+        "strd     r6, r7, [sp, #16]\n\t"
+        "and      r6, r1, #15\n\t"
+        "str      r6, [sp, #24]\n\t"
+        "add      r6, r4, r4, lsl #1\n\t"       /* acc's end: acc + 12 bytes a channel */
+        "add      r6, r12, r6, lsl #2\n\t"
+        "str      r6, [sp, #28]\n\t"
+        "lsr      r11, r1, #4\n\t"
+        "mov      r7, r3\n\t"
+        "add      r9, r3, r1\n\t"
+        "cmp      r4, #1\n\t"
+        "it       eq\n\t"
+        "moveq    r9, r7\n\t"
+        "mov      r1, r0\n\t"
+        "add      r3, r1, r2\n\t"
+        "add      r5, r3, r2\n\t"
+        "1:\n\t"                                /* a pair of channels */
+        "ldm      sp, {r0, r2, r4, r6, r8, r10}\n\t"
+        "vmov.i8  q1, #0\n\t"
+        "wls      lr, r11, 3f\n\t"
+        "2:\n\t"                                /* a step of 16 bytes */
+        "vldrw.u32    q0, [r7], #16\n\t"
+        "vmladava.s8  r10, q2, q1\n\t"
+        "vldrw.u32    q2, [r1], #16\n\t"
+        "vmladava.s8  r8, q3, q1\n\t"
+        "vldrw.u32    q1, [r9], #16\n\t"
+        "vmladava.s8  r0, q2, q0\n\t"
+        "vldrw.u32    q3, [r3], #16\n\t"
+        "vmladava.s8  r6, q2, q1\n\t"
+        "vldrw.u32    q2, [r5], #16\n\t"
+        "vmladava.s8  r2, q3, q0\n\t"
+        "vmladava.s8  r4, q2, q0\n\t"
+        "le       lr, 2b\n\t"
+        "3:\n\t"
+        "vmladava.s8  r10, q2, q1\n\t"
+        "vmladava.s8  r8, q3, q1\n\t"
+        "ldr      lr, [sp, #24]\n\t"
+        "cmp      lr, #0\n\t"
+        "bne      5f\n\t"
+        "4:\n\t"
+        "stmia    r12!, {r0, r2, r4, r6, r8, r10}\n\t"
+        "ldr      r0, [sp, #28]\n\t"
+        "sub      r0, r0, r12\n\t"              /* 12 bytes a channel left */
+        "sub      r1, r1, r11, lsl #4\n\t"
+        "sub      r3, r3, r11, lsl #4\n\t"
+        "sub      r5, r5, r11, lsl #4\n\t"
+        "add      r7, r9, lr\n\t"
+        "add      r9, r7, r11, lsl #4\n\t"
+        "add      r9, r9, lr\n\t"
+        "cmp      r0, #12\n\t"
+        "it       eq\n\t"
+        "moveq    r9, r7\n\t"                   /* an odd last channel: paired with itself */
+        "bge      1b\n\t"
+        "9:\n\t"
+        "add      sp, sp, #36\n\t"
+        "pop      {r4-r11, pc}\n\t"
+        "5:\n\t"                                /* the remainder: lr bytes */
+        "vctp.8   lr\n\t"
+        "vpstt\n\t"
+        "vldrbt.u8    q0, [r7]\n\t"
+        "vldrbt.u8    q1, [r9]\n\t"
+        "vldrw.u32    q2, [r1]\n\t"
+        "vmladava.s8  r0, q2, q0\n\t"
+        "vldrw.u32    q3, [r3]\n\t"
+        "vmladava.s8  r6, q2, q1\n\t"
+        "vldrw.u32    q2, [r5]\n\t"
+        "vmladava.s8  r2, q3, q0\n\t"
+        "vmladava.s8  r8, q3, q1\n\t"
+        "vmladava.s8  r4, q2, q0\n\t"
+        "vmladava.s8  r10, q2, q1\n\t"
+        "b        4b\n\t");
 }
 
 /*
@@ -185,7 +291,7 @@ static __attribute__((noinline)) void block_dots_byte_weights(const int8_t *colu
  * unrolled: per pair of output channels no loop set-up, the first step a VMLADAV (no zeroing),
  * the second channel's weights at a constant offset. x0, x1, x2: the three windows (16 * N
  * readable bytes each, the bytes past a window's end multiplied by zero weights); w: the padded
- * weights ([channels rounded up to even][16 * N]); acc as block_dots.
+ * weights ([channels rounded up to even][16 * N]); acc as block_dots_byte_weights.
  */
 static inline __attribute__((always_inline)) void short_dots(const int8_t *x0, const int8_t *x1, const int8_t *x2,
                                                             const int8_t *w, int32_t channels, int32_t *acc,
