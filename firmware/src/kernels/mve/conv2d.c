@@ -192,46 +192,30 @@ static __attribute__((noinline)) void block_dots_byte_weights(const int8_t *colu
  *      L x1   M b0 += x0.wb     L x2   M a1 += x1.wa     M a2 += x2.wa          LE
  *
  * (' : the step before). Registers: q0 wa, q1 wb, q2 x0 then x2 (x0 is dead after b0), q3 x1,
- * so no callee-saved vector register. The first step's b1 and b2 add products with wb = 0, the
- * last step's are two MACs after the loop. No load reaches past a window or a weight row.
- * VMLADAVA's accumulator is an even register: a0 a1 a2 b0 b1 b2 in r0 r2 r4 r6 r8 r10, so one
- * STM writes acc[0..5] in order and one LDM of six zero words clears them. x0 x1 x2 in r1 r3 r5
- * (moved back by the steps' bytes after each pair), wa wb in r7 r9 (B's row's end plus the
- * remainder is the next A's row), r11 the count of steps (WLS/LE: a window shorter than 16
- * bytes runs none), r12 acc, lr the loop; on the stack: the zeros, the remainder, acc's end.
+ * so no callee-saved vector register. The first step's b1 and b2 add products with x1' = x2'
+ * = 0, the last step's are two MACs after the loop, each followed by the VMOV that zeroes its
+ * window vector for the next pair (a MAC and a move overlap: different pipes). No load reaches
+ * past a window or a weight row. VMLADAVA's accumulator is an even register: a0 a1 a2 b0 b1 b2
+ * in r0 r2 r4 r6 r8 r10, so one STM writes acc[0..5] in order and one LDM of six zero words
+ * clears them. x0 x1 x2 in r1 r3 r5 (moved back by the steps' bytes after each pair), wa wb in
+ * r7 r9 (B's row's end, plus the remainder, is the next A's row), r11 the count of steps
+ * (WLS/LE: a window shorter than 16 bytes runs none), r12 acc, lr the loop. Per pair, besides
+ * the steps, 15 instructions: the loop over pairs is written twice (an assembler macro), with
+ * and without the remainder, so the common case tests nothing per pair; an odd last channel
+ * is one more pass of the loop after the whole pairs, its wb = wa (it writes acc's spare
+ * slots). On the stack: the zeros, the remainder, the end of the pairs' results, the odd flag.
  */
 static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_t *columns, int32_t len,
                                                                     int32_t stride, const int8_t *w,
                                                                     int32_t channels, int32_t *acc) {
     (void)columns, (void)len, (void)stride, (void)w, (void)channels, (void)acc;
     __asm__ volatile(
-        "push     {r4-r11, lr}\n\t"            /* 36 bytes: channels, acc at [sp, #72] after the next */
-        "sub      sp, sp, #36\n\t"              /* [0..23] zeros, [24] remainder, [28] acc's end */
-        "ldrd     r4, r12, [sp, #72]\n\t"
-        "cmp      r4, #1\n\t"
-        "blt      9f\n\t"
-        "movs     r6, #0\n\t"
-        "movs     r7, #0\n\t"
-        "strd     r6, r7, [sp]\n\t"
-        "strd     r6, r7, [sp, #8]\n\t"
-        "strd     r6, r7, [sp, #16]\n\t"
-        "and      r6, r1, #15\n\t"
-        "str      r6, [sp, #24]\n\t"
-        "add      r6, r4, r4, lsl #1\n\t"       /* acc's end: acc + 12 bytes a channel */
-        "add      r6, r12, r6, lsl #2\n\t"
-        "str      r6, [sp, #28]\n\t"
-        "lsr      r11, r1, #4\n\t"
-        "mov      r7, r3\n\t"
-        "add      r9, r3, r1\n\t"
-        "cmp      r4, #1\n\t"
-        "it       eq\n\t"
-        "moveq    r9, r7\n\t"
-        "mov      r1, r0\n\t"
-        "add      r3, r1, r2\n\t"
-        "add      r5, r3, r2\n\t"
-        "1:\n\t"                                /* a pair of channels */
+        /* The loop over pairs, once without a remainder (tail 0) and once with one (tail 1).
+         * At a pair's start q2 and q3 (x2', x1') are zero, so the first step's b2 and b1 add
+         * nothing. */
+        ".macro   TRT_CONV_PAIRS tail\n\t"
+        "1:\n\t"
         "ldm      sp, {r0, r2, r4, r6, r8, r10}\n\t"
-        "vmov.i8  q1, #0\n\t"
         "wls      lr, r11, 3f\n\t"
         "2:\n\t"                                /* a step of 16 bytes */
         "vldrw.u32    q0, [r7], #16\n\t"
@@ -246,30 +230,13 @@ static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_
         "vmladava.s8  r2, q3, q0\n\t"
         "vmladava.s8  r4, q2, q0\n\t"
         "le       lr, 2b\n\t"
-        "3:\n\t"
+        "3:\n\t"                                /* the last step's b2 and b1; q2, q3 zero again */
         "vmladava.s8  r10, q2, q1\n\t"
+        "vmov.i8  q2, #0\n\t"
         "vmladava.s8  r8, q3, q1\n\t"
+        "vmov.i8  q3, #0\n\t"
+        ".if \\tail\n\t"                        /* the remainder: lr bytes */
         "ldr      lr, [sp, #24]\n\t"
-        "cmp      lr, #0\n\t"
-        "bne      5f\n\t"
-        "4:\n\t"
-        "stmia    r12!, {r0, r2, r4, r6, r8, r10}\n\t"
-        "ldr      r0, [sp, #28]\n\t"
-        "sub      r0, r0, r12\n\t"              /* 12 bytes a channel left */
-        "sub      r1, r1, r11, lsl #4\n\t"
-        "sub      r3, r3, r11, lsl #4\n\t"
-        "sub      r5, r5, r11, lsl #4\n\t"
-        "add      r7, r9, lr\n\t"
-        "add      r9, r7, r11, lsl #4\n\t"
-        "add      r9, r9, lr\n\t"
-        "cmp      r0, #12\n\t"
-        "it       eq\n\t"
-        "moveq    r9, r7\n\t"                   /* an odd last channel: paired with itself */
-        "bge      1b\n\t"
-        "9:\n\t"
-        "add      sp, sp, #36\n\t"
-        "pop      {r4-r11, pc}\n\t"
-        "5:\n\t"                                /* the remainder: lr bytes */
         "vctp.8   lr\n\t"
         "vpstt\n\t"
         "vldrbt.u8    q0, [r7]\n\t"
@@ -283,7 +250,77 @@ static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_
         "vmladava.s8  r8, q3, q1\n\t"
         "vmladava.s8  r4, q2, q0\n\t"
         "vmladava.s8  r10, q2, q1\n\t"
-        "b        4b\n\t");
+        "vmov.i8  q2, #0\n\t"
+        "vmov.i8  q3, #0\n\t"
+        ".endif\n\t"
+        "stmia    r12!, {r0, r2, r4, r6, r8, r10}\n\t"
+        "ldr      r0, [sp, #28]\n\t"
+        "cmp      r12, r0\n\t"                  /* the flags for blo below */
+        "sub      r1, r1, r11, lsl #4\n\t"
+        "sub      r3, r3, r11, lsl #4\n\t"
+        "sub      r5, r5, r11, lsl #4\n\t"
+        ".if \\tail\n\t"                        /* the next A: B's row's end plus the remainder */
+        "add      r7, r9, lr\n\t"
+        "add      r9, r7, r11, lsl #4\n\t"
+        "add      r9, r9, lr\n\t"
+        ".else\n\t"
+        "mov      r7, r9\n\t"
+        "add      r9, r9, r11, lsl #4\n\t"
+        ".endif\n\t"
+        "blo      1b\n\t"
+        "ldr      r0, [sp, #32]\n\t"            /* an odd last channel: one more pair, with itself */
+        "cbz      r0, 4f\n\t"
+        "movs     r0, #0\n\t"
+        "str      r0, [sp, #32]\n\t"
+        "mov      r9, r7\n\t"
+        "add      r0, r12, #24\n\t"
+        "str      r0, [sp, #28]\n\t"
+        "b        1b\n\t"
+        "4:\n\t"
+        "add      sp, sp, #36\n\t"
+        "pop      {r4-r11, pc}\n\t"
+        ".endm\n\t"
+
+        "push     {r4-r11, lr}\n\t"            /* channels, acc at [sp, #72] after the next */
+        "sub      sp, sp, #36\n\t"              /* [0..23] zeros, [24] remainder, [28] the end of */
+        "ldrd     r4, r12, [sp, #72]\n\t"       /* the pairs' results, [32] an odd channel count */
+        "cmp      r4, #1\n\t"
+        "blt      9f\n\t"
+        "movs     r6, #0\n\t"
+        "movs     r7, #0\n\t"
+        "strd     r6, r7, [sp]\n\t"
+        "strd     r6, r7, [sp, #8]\n\t"
+        "strd     r6, r7, [sp, #16]\n\t"
+        "and      r6, r1, #15\n\t"
+        "str      r6, [sp, #24]\n\t"
+        "and      r8, r4, #1\n\t"
+        "str      r8, [sp, #32]\n\t"
+        "lsr      r11, r1, #4\n\t"
+        "mov      r7, r3\n\t"
+        "add      r9, r3, r1\n\t"
+        "lsrs     r4, r4, #1\n\t"               /* whole pairs */
+        "bne      5f\n\t"
+        "mov      r9, r7\n\t"                   /* one channel: its pair with itself */
+        "movs     r4, #1\n\t"
+        "movs     r8, #0\n\t"
+        "str      r8, [sp, #32]\n\t"
+        "5:\n\t"
+        "add      r4, r4, r4, lsl #1\n\t"       /* 24 bytes of results a pair */
+        "add      r4, r12, r4, lsl #3\n\t"
+        "str      r4, [sp, #28]\n\t"
+        "mov      r1, r0\n\t"
+        "add      r3, r1, r2\n\t"
+        "add      r5, r3, r2\n\t"
+        "vmov.i8  q2, #0\n\t"
+        "vmov.i8  q3, #0\n\t"
+        "cmp      r6, #0\n\t"
+        "bne      6f\n\t"
+        "TRT_CONV_PAIRS 0\n\t"
+        "6:\n\t"
+        "TRT_CONV_PAIRS 1\n\t"
+        "9:\n\t"
+        "add      sp, sp, #36\n\t"
+        "pop      {r4-r11, pc}\n\t");
 }
 
 /*
