@@ -578,6 +578,15 @@ static void conv_block(const trt_conv_params *p, const workspace *ws, int32_t fi
             border_window(p, ws, y, x0, 0, column);
             continue;
         }
+        if (row_len % 16 == 0 && trt_mve_word_aligned(x) && ws->pitch % 4 == 0) {
+            /* whole 16-byte steps of words (the column starts on 16): one counted loop a row */
+            for (int32_t ky = 0; ky < p->kernel_h; ky++, x += ws->pitch) {
+                const int8_t *src = x;
+                for (int32_t n = row_len >> 4; n > 0; n--, src += 16, column += 16)
+                    trt_mve_store_words(column, trt_mve_load_words(src));
+            }
+            continue;
+        }
         for (int32_t ky = 0; ky < p->kernel_h; ky++) copy_run(column + ky * row_len, x + (size_t)ky * ws->pitch, row_len);
     }
     block_products(p, ws, 0, window, p->out_c, ws->acc);
