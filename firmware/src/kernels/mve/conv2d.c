@@ -14,10 +14,12 @@
  * Three output pixels at a time: their windows are copied (kernel_h runs of kernel_w * in_c
  * bytes each) so that each is as contiguous as an output channel's weights. Hot loop, two
  * output channels at a time: per 16 bytes, two weight vectors and three window vectors feed
- * six VMLADAVA (96 MACs in 12 instructions with the loop end); a remainder shorter than 16 is
- * one step with the weights' extra lanes zeroed. Then each pixel's channels are requantized
- * four at a time (per-lane multipliers and shifts), so the variant takes layers whose
- * requantization is all on the vector path (mve_requantize.h).
+ * six VMLADAVA (96 MACs in 12 instructions with the loop end), the loads and MACs interleaved
+ * (assembly: block_dots_word_weights); a remainder shorter than 16 is one step with the
+ * weights' extra lanes zeroed. Then each pixel's channels are requantized four at a time
+ * (per-lane multipliers and shifts; a whole block's whole groups in assembly: finish_groups),
+ * so the variant takes layers whose requantization is all on the vector path
+ * (mve_requantize.h).
  *
  * Groups and dilation: a window is then gathered tap by tap (kernel_c bytes of its group's
  * channels per tap, taps dilation apart), group by group, each group against its own output
@@ -117,11 +119,11 @@ static void copy_run(int8_t *dst, const int8_t *src, int32_t n) {
  * acc[3 oc + k] = dot product of window k (k < 3; `len` bytes each, `stride` bytes apart
  * from `columns`, 16-byte aligned) with output channel oc's weights (OHWI: `len` bytes each
  * from w), for every channel (an odd last channel is paired with itself; acc has room for
- * it). `words`: the weights may be read as words too (w and len word-aligned).
+ * it). The weights read as bytes (any alignment): weights that may be read as words take
+ * block_dots_word_weights, below.
  */
-static inline __attribute__((always_inline)) void block_dots(const int8_t *columns, int32_t len, int32_t stride,
-                                                            const int8_t *w, int32_t channels, int32_t *acc,
-                                                            const int words) {
+static __attribute__((noinline)) void block_dots_byte_weights(const int8_t *columns, int32_t len, int32_t stride,
+                                                             const int8_t *w, int32_t channels, int32_t *acc) {
     const int32_t chunks = len >> 4, tail = len & 15;
     for (int32_t oc = 0; oc < channels; oc += 2, acc += 6) {
         const int8_t *x0 = columns, *x1 = x0 + stride, *x2 = x1 + stride;
@@ -129,9 +131,9 @@ static inline __attribute__((always_inline)) void block_dots(const int8_t *colum
         w += 2 * (size_t)len;
         int32_t a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0, b2 = 0;
         for (int32_t k = chunks; k > 0; k--) {
-            const int8x16_t va = words ? trt_mve_load_words(wa) : vldrbq_s8(wa);
+            const int8x16_t va = vldrbq_s8(wa);
             wa += 16;
-            const int8x16_t vb = words ? trt_mve_load_words(wb) : vldrbq_s8(wb);
+            const int8x16_t vb = vldrbq_s8(wb);
             wb += 16;
             int8x16_t xv = trt_mve_load_words(x0);
             x0 += 16;
@@ -168,16 +170,158 @@ static inline __attribute__((always_inline)) void block_dots(const int8_t *colum
     }
 }
 
-/* Kept out of line so that the hot loop's live values (five pointers, six accumulators, the
- * loop count) stay in registers. */
-static __attribute__((noinline)) void block_dots_word_weights(const int8_t *columns, int32_t len, int32_t stride,
-                                                             const int8_t *w, int32_t channels, int32_t *acc) {
-    block_dots(columns, len, stride, w, channels, acc, 1);
-}
+/*
+ * The same on weights read as words (w and len word-aligned), in assembly: the hot loop of the
+ * convolutions, written so that its vector loads and VMLADAVA alternate.
+ *
+ * Arithmetic: as block_dots_byte_weights (integer sums: the order of the products does not
+ * matter, the results are the C's bit for bit). Per pair of output channels A, B (an odd last
+ * channel is paired with itself) and 16 bytes of the three windows x0, x1, x2: two weight
+ * vectors wa, wb and three window vectors, six VMLADAVA.S8 into a0 a1 a2 b0 b1 b2; a
+ * remainder of 4, 8 or 12 bytes (len % 16) is one step with the weights' other lanes zeroed
+ * by a predicated load (the windows are whole 16-byte steps: read as such).
+ *
+ * Why this schedule: on the Cortex-M55 a Helium instruction takes two cycles and overlaps the
+ * one before it only when the two use different pipes (load/store and MAC). Five loads then
+ * six MACs (what the compiler emits) pair only at the two ends: about 20 cycles a step. Here a
+ * load and a MAC alternate, 11 instructions of which only the last MAC follows a MAC: about 12
+ * cycles a step, the MAC pipe's own bound (six 2-cycle MACs). To have a MAC ready after every
+ * load, two MACs of a step (b1 and b2) run in the next one (software pipelining), and every MAC
+ * reads vectors loaded at least two instructions before it (no wait on a load's result):
+ *
+ *      L wa   M b2 += x2'.wb'   L x0   M b1 += x1'.wb'   L wb   M a0 += x0.wa
+ *      L x1   M b0 += x0.wb     L x2   M a1 += x1.wa     M a2 += x2.wa          LE
+ *
+ * (' : the step before). Registers: q0 wa, q1 wb, q2 x0 then x2 (x0 is dead after b0), q3 x1,
+ * so no callee-saved vector register. The first step's b1 and b2 add products with x1' = x2'
+ * = 0, the last step's are two MACs after the loop, each followed by the VMOV that zeroes its
+ * window vector for the next pair (a MAC and a move overlap: different pipes). No load reaches
+ * past a window or a weight row. VMLADAVA's accumulator is an even register: a0 a1 a2 b0 b1 b2
+ * in r0 r2 r4 r6 r8 r10, so one STM writes acc[0..5] in order and one LDM of six zero words
+ * clears them. x0 x1 x2 in r1 r3 r5 (moved back by the steps' bytes after each pair), wa wb in
+ * r7 r9 (B's row's end, plus the remainder, is the next A's row), r11 the count of steps
+ * (WLS/LE: a window shorter than 16 bytes runs none), r12 acc, lr the loop. Per pair, besides
+ * the steps, 15 instructions: the loop over pairs is written twice (an assembler macro), with
+ * and without the remainder, so the common case tests nothing per pair; an odd last channel
+ * is one more pass of the loop after the whole pairs, its wb = wa (it writes acc's spare
+ * slots). On the stack: the zeros, the remainder, the end of the pairs' results, the odd flag.
+ */
+static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_t *columns, int32_t len,
+                                                                    int32_t stride, const int8_t *w,
+                                                                    int32_t channels, int32_t *acc) {
+    (void)columns, (void)len, (void)stride, (void)w, (void)channels, (void)acc;
+    __asm__ volatile(
+        /* The loop over pairs, once without a remainder (tail 0) and once with one (tail 1).
+         * At a pair's start q2 and q3 (x2', x1') are zero, so the first step's b2 and b1 add
+         * nothing. */
+        ".macro   TRT_CONV_PAIRS tail\n\t"
+        "1:\n\t"
+        "ldm      sp, {r0, r2, r4, r6, r8, r10}\n\t"
+        "wls      lr, r11, 3f\n\t"
+        "2:\n\t"                                /* a step of 16 bytes */
+        "vldrw.u32    q0, [r7], #16\n\t"
+        "vmladava.s8  r10, q2, q1\n\t"
+        "vldrw.u32    q2, [r1], #16\n\t"
+        "vmladava.s8  r8, q3, q1\n\t"
+        "vldrw.u32    q1, [r9], #16\n\t"
+        "vmladava.s8  r0, q2, q0\n\t"
+        "vldrw.u32    q3, [r3], #16\n\t"
+        "vmladava.s8  r6, q2, q1\n\t"
+        "vldrw.u32    q2, [r5], #16\n\t"
+        "vmladava.s8  r2, q3, q0\n\t"
+        "vmladava.s8  r4, q2, q0\n\t"
+        "le       lr, 2b\n\t"
+        "3:\n\t"                                /* the last step's b2 and b1; q2, q3 zero again */
+        "vmladava.s8  r10, q2, q1\n\t"
+        "vmov.i8  q2, #0\n\t"
+        "vmladava.s8  r8, q3, q1\n\t"
+        "vmov.i8  q3, #0\n\t"
+        ".if \\tail\n\t"                        /* the remainder: lr bytes */
+        "ldr      lr, [sp, #24]\n\t"
+        "vctp.8   lr\n\t"
+        "vpstt\n\t"
+        "vldrbt.u8    q0, [r7]\n\t"
+        "vldrbt.u8    q1, [r9]\n\t"
+        "vldrw.u32    q2, [r1]\n\t"
+        "vmladava.s8  r0, q2, q0\n\t"
+        "vldrw.u32    q3, [r3]\n\t"
+        "vmladava.s8  r6, q2, q1\n\t"
+        "vldrw.u32    q2, [r5]\n\t"
+        "vmladava.s8  r2, q3, q0\n\t"
+        "vmladava.s8  r8, q3, q1\n\t"
+        "vmladava.s8  r4, q2, q0\n\t"
+        "vmladava.s8  r10, q2, q1\n\t"
+        "vmov.i8  q2, #0\n\t"
+        "vmov.i8  q3, #0\n\t"
+        ".endif\n\t"
+        "stmia    r12!, {r0, r2, r4, r6, r8, r10}\n\t"
+        "ldr      r0, [sp, #28]\n\t"
+        "cmp      r12, r0\n\t"                  /* the flags for blo below */
+        "sub      r1, r1, r11, lsl #4\n\t"
+        "sub      r3, r3, r11, lsl #4\n\t"
+        "sub      r5, r5, r11, lsl #4\n\t"
+        ".if \\tail\n\t"                        /* the next A: B's row's end plus the remainder */
+        "add      r7, r9, lr\n\t"
+        "add      r9, r7, r11, lsl #4\n\t"
+        "add      r9, r9, lr\n\t"
+        ".else\n\t"
+        "mov      r7, r9\n\t"
+        "add      r9, r9, r11, lsl #4\n\t"
+        ".endif\n\t"
+        "blo      1b\n\t"
+        "ldr      r0, [sp, #32]\n\t"            /* an odd last channel: one more pair, with itself */
+        "cbz      r0, 4f\n\t"
+        "movs     r0, #0\n\t"
+        "str      r0, [sp, #32]\n\t"
+        "mov      r9, r7\n\t"
+        "add      r0, r12, #24\n\t"
+        "str      r0, [sp, #28]\n\t"
+        "b        1b\n\t"
+        "4:\n\t"
+        "add      sp, sp, #36\n\t"
+        "pop      {r4-r11, pc}\n\t"
+        ".endm\n\t"
 
-static __attribute__((noinline)) void block_dots_byte_weights(const int8_t *columns, int32_t len, int32_t stride,
-                                                             const int8_t *w, int32_t channels, int32_t *acc) {
-    block_dots(columns, len, stride, w, channels, acc, 0);
+        "push     {r4-r11, lr}\n\t"            /* channels, acc at [sp, #72] after the next */
+        "sub      sp, sp, #36\n\t"              /* [0..23] zeros, [24] remainder, [28] the end of */
+        "ldrd     r4, r12, [sp, #72]\n\t"       /* the pairs' results, [32] an odd channel count */
+        "cmp      r4, #1\n\t"
+        "blt      9f\n\t"
+        "movs     r6, #0\n\t"
+        "movs     r7, #0\n\t"
+        "strd     r6, r7, [sp]\n\t"
+        "strd     r6, r7, [sp, #8]\n\t"
+        "strd     r6, r7, [sp, #16]\n\t"
+        "and      r6, r1, #15\n\t"
+        "str      r6, [sp, #24]\n\t"
+        "and      r8, r4, #1\n\t"
+        "str      r8, [sp, #32]\n\t"
+        "lsr      r11, r1, #4\n\t"
+        "mov      r7, r3\n\t"
+        "add      r9, r3, r1\n\t"
+        "lsrs     r4, r4, #1\n\t"               /* whole pairs */
+        "bne      5f\n\t"
+        "mov      r9, r7\n\t"                   /* one channel: its pair with itself */
+        "movs     r4, #1\n\t"
+        "movs     r8, #0\n\t"
+        "str      r8, [sp, #32]\n\t"
+        "5:\n\t"
+        "add      r4, r4, r4, lsl #1\n\t"       /* 24 bytes of results a pair */
+        "add      r4, r12, r4, lsl #3\n\t"
+        "str      r4, [sp, #28]\n\t"
+        "mov      r1, r0\n\t"
+        "add      r3, r1, r2\n\t"
+        "add      r5, r3, r2\n\t"
+        "vmov.i8  q2, #0\n\t"
+        "vmov.i8  q3, #0\n\t"
+        "cmp      r6, #0\n\t"
+        "bne      6f\n\t"
+        "TRT_CONV_PAIRS 0\n\t"
+        "6:\n\t"
+        "TRT_CONV_PAIRS 1\n\t"
+        "9:\n\t"
+        "add      sp, sp, #36\n\t"
+        "pop      {r4-r11, pc}\n\t");
 }
 
 /*
@@ -185,7 +329,7 @@ static __attribute__((noinline)) void block_dots_byte_weights(const int8_t *colu
  * unrolled: per pair of output channels no loop set-up, the first step a VMLADAV (no zeroing),
  * the second channel's weights at a constant offset. x0, x1, x2: the three windows (16 * N
  * readable bytes each, the bytes past a window's end multiplied by zero weights); w: the padded
- * weights ([channels rounded up to even][16 * N]); acc as block_dots.
+ * weights ([channels rounded up to even][16 * N]); acc as block_dots_byte_weights.
  */
 static inline __attribute__((always_inline)) void short_dots(const int8_t *x0, const int8_t *x1, const int8_t *x2,
                                                             const int8_t *w, int32_t channels, int32_t *acc,
@@ -243,6 +387,81 @@ static void run_short_dots(int32_t n, const int8_t *x0, const int8_t *x1, const 
     }
 }
 
+/*
+ * finish_block's whole groups of four channels for a block of three pixels, in assembly.
+ *
+ * Arithmetic: the C loop's own operations in its order (the gather of a pixel's four
+ * channels from acc, the folded bias, trt_mve_output_per_lane's steps, VSTRB.32): the same
+ * instructions on the same values, so its bytes bit for bit.
+ *
+ * Why: the compiler's loop spends about 28 estimated cycles per pixel and group, a third of
+ * them scalar address arithmetic between the vector instructions (each scalar instruction
+ * costs a cycle and stops two Helium instructions of different pipes from overlapping). Here
+ * the group's bias, multipliers and shifts are three post-incremented loads, each pixel's
+ * chain gathers, requantizes and stores with no scalar instruction inside, and the three
+ * gather bases move once per group: about 22 cycles per pixel and group. The chain is
+ * mostly dependent vector arithmetic of one pipe, which no order can overlap.
+ *
+ * Registers: r1 r2 r3 the three pixels' gather bases (acc, acc + 1, acc + 2 words), r4 r5 r6
+ * their outputs, r7 folded bias, r8 multipliers, r9 shifts, r10 output offset, lr the loop;
+ * q0 the gather offsets {0, 3, 6, 9} (words), q1/q2 act_min/act_max, q3 bias, q4
+ * multipliers, q5 shifts, q6 a pixel's values, q7 a temporary.
+ */
+typedef struct {
+    const int32_t *acc;                 /* 0 */
+    int8_t *out;                        /* 4: pixel 0's outputs; pixel k's out_c * k bytes on */
+    int32_t out_c;                      /* 8 */
+    const int32_t *folded, *multipliers, *shifts;   /* 12, 16, 20 */
+    int32_t groups, output_offset, act_min, act_max; /* 24 .. 36 */
+} finish_job;
+
+#define TRT_FINISH_PIXEL(base, out)                     \
+    "vldrw.u32    q6, [" base ", q0, uxtw #2]\n\t"      \
+    "vadd.i32     q6, q6, q3\n\t"                       \
+    "vqrdmulh.s32 q6, q6, q4\n\t"                       \
+    "vand         q7, q6, q5\n\t"                       \
+    "vshr.s32     q7, q7, #31\n\t"                      \
+    "vqadd.s32    q6, q6, q7\n\t"                       \
+    "vrshl.s32    q6, q6, q5\n\t"                       \
+    "vadd.i32     q6, q6, r10\n\t"                      \
+    "vmax.s32     q6, q6, q1\n\t"                       \
+    "vmin.s32     q6, q6, q2\n\t"                       \
+    "vstrb.32     q6, [" out "], #4\n\t"
+static __attribute__((naked, noinline)) void finish_groups(const finish_job *job) {
+    (void)job;
+    __asm__ volatile(
+        "push     {r4-r10, lr}\n\t"
+        "vpush    {d8-d15}\n\t"
+        "ldm      r0, {r1, r4, r5, r7, r8, r9, r10, r12}\n\t"
+        "ldrd     r2, r3, [r0, #32]\n\t"
+        "vdup.32  q1, r2\n\t"
+        "vdup.32  q2, r3\n\t"
+        "dls      lr, r10\n\t"
+        "mov      r10, r12\n\t"
+        "add      r6, r4, r5, lsl #1\n\t"
+        "add      r5, r4, r5\n\t"
+        "add      r2, r1, #4\n\t"
+        "add      r3, r1, #8\n\t"
+        "movs     r0, #0\n\t"
+        "vidup.u32    q0, r0, #1\n\t"           /* {0, 1, 2, 3} */
+        "vadd.i32     q7, q0, q0\n\t"
+        "vadd.i32     q0, q0, q7\n\t"           /* {0, 3, 6, 9} */
+        "1:\n\t"
+        "vldrw.u32    q3, [r7], #16\n\t"
+        "vldrw.u32    q4, [r8], #16\n\t"
+        "vldrw.u32    q5, [r9], #16\n\t"
+        TRT_FINISH_PIXEL("r1", "r4")
+        TRT_FINISH_PIXEL("r2", "r5")
+        TRT_FINISH_PIXEL("r3", "r6")
+        "add      r1, r1, #48\n\t"
+        "add      r2, r2, #48\n\t"
+        "add      r3, r3, #48\n\t"
+        "le       lr, 1b\n\t"
+        "vpop     {d8-d15}\n\t"
+        "pop      {r4-r10, pc}\n\t");
+}
+#undef TRT_FINISH_PIXEL
+
 /* The block's `count` pixels' out_c results (acc[3 oc + k] for pixel k): four channels per
  * step, their biases, multipliers and shifts read once for all pixels, per-lane
  * requantization; whole steps unpredicated, a last partial one tail-predicated. */
@@ -251,6 +470,12 @@ static void finish_block(const trt_conv_params *p, const int32_t *acc, int32_t c
     const int32_t *folded = p->folded_bias, *mult = p->multipliers, *shift = p->shifts;
     const int32_t out_c = p->out_c, offset = p->output_offset, lo = p->activation_min, hi = p->activation_max;
     int32_t oc = 0;
+    if (count == PIXELS && out_c >= 4) {   /* whole blocks' whole groups: finish_groups */
+        const finish_job job = {acc, out, out_c, folded, mult, shift, out_c / 4, offset, lo, hi};
+        finish_groups(&job);
+        oc = out_c & ~3;
+        acc += (size_t)oc * PIXELS;
+    }
     for (; oc + 4 <= out_c; oc += 4, acc += 4 * PIXELS) {
         const int32x4_t f = vldrwq_s32(folded + oc), m = vldrwq_s32(mult + oc), s = vldrwq_s32(shift + oc);
         for (int32_t k = 0; k < count; k++) {
@@ -351,6 +576,15 @@ static void conv_block(const trt_conv_params *p, const workspace *ws, int32_t fi
         int8_t *column = ws->columns + (size_t)k * stride;
         if (!x) {
             border_window(p, ws, y, x0, 0, column);
+            continue;
+        }
+        if (row_len % 16 == 0 && trt_mve_word_aligned(x) && ws->pitch % 4 == 0) {
+            /* whole 16-byte steps of words (the column starts on 16): one counted loop a row */
+            for (int32_t ky = 0; ky < p->kernel_h; ky++, x += ws->pitch) {
+                const int8_t *src = x;
+                for (int32_t n = row_len >> 4; n > 0; n--, src += 16, column += 16)
+                    trt_mve_store_words(column, trt_mve_load_words(src));
+            }
             continue;
         }
         for (int32_t ky = 0; ky < p->kernel_h; ky++) copy_run(column + ky * row_len, x + (size_t)ky * ws->pitch, row_len);

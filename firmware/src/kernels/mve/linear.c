@@ -6,7 +6,8 @@
  * dot products). Hot loop: four output rows share each 16-byte input vector, four VMLADAVA
  * per step (64 MACs); the depth's remainder is one tail-predicated step. sum(x), needed
  * when filter_offset != 0, is VADDVA over the same vectors, once per input row. Rows that
- * start on words are read as words (mve_load.h).
+ * start on words are read as words (mve_load.h), by a loop in assembly whose loads and MACs
+ * interleave (dot4_words).
  * The four results are finished together in int32 lanes (finish4): the bias form's sum wraps
  * modulo 2^32 as the scalar one does, and the kernel_sum form's int64 sum is taken in int32
  * when no input can make it leave int32 (checked at load: kernel_sum_fits); then one vector
@@ -55,18 +56,18 @@ static int32_t sum_s8(const int8_t *x, int32_t n) {
     return sum;
 }
 
-/* Four rows' dot products with x; `words`: x, w and n word-aligned (mve_load.h). */
-static inline __attribute__((always_inline)) void dot4(const int8_t *x, const int8_t *w, int32_t n, int32_t acc[4],
-                                                      const int words) {
+/* Four rows' dot products with x, the rows read as bytes (any alignment): rows that may be read
+ * as words take dot4_words, below. */
+static __attribute__((noinline)) void dot4_bytes(const int8_t *x, const int8_t *w, int32_t n, int32_t acc[4]) {
     const int8_t *w0 = w, *w1 = w + n, *w2 = w + 2 * (size_t)n, *w3 = w + 3 * (size_t)n;
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     /* a counted loop: GCC then gives every pointer its own post-increment */
     for (int32_t k = n >> 4; k > 0; k--) {
-        const int8x16_t xv = words ? trt_mve_load_words(x) : vldrbq_s8(x);
-        a0 = vmladavaq_s8(a0, xv, words ? trt_mve_load_words(w0) : vldrbq_s8(w0));
-        a1 = vmladavaq_s8(a1, xv, words ? trt_mve_load_words(w1) : vldrbq_s8(w1));
-        a2 = vmladavaq_s8(a2, xv, words ? trt_mve_load_words(w2) : vldrbq_s8(w2));
-        a3 = vmladavaq_s8(a3, xv, words ? trt_mve_load_words(w3) : vldrbq_s8(w3));
+        const int8x16_t xv = vldrbq_s8(x);
+        a0 = vmladavaq_s8(a0, xv, vldrbq_s8(w0));
+        a1 = vmladavaq_s8(a1, xv, vldrbq_s8(w1));
+        a2 = vmladavaq_s8(a2, xv, vldrbq_s8(w2));
+        a3 = vmladavaq_s8(a3, xv, vldrbq_s8(w3));
         x += 16;
         w0 += 16;
         w1 += 16;
@@ -88,12 +89,72 @@ static inline __attribute__((always_inline)) void dot4(const int8_t *x, const in
     acc[3] = a3;
 }
 
-static __attribute__((noinline)) void dot4_words(const int8_t *x, const int8_t *w, int32_t n, int32_t acc[4]) {
-    dot4(x, w, n, acc, 1);
-}
-
-static __attribute__((noinline)) void dot4_bytes(const int8_t *x, const int8_t *w, int32_t n, int32_t acc[4]) {
-    dot4(x, w, n, acc, 0);
+/*
+ * The same on x, w and n word-aligned, in assembly, so that the loads and the VMLADAVA
+ * alternate. Arithmetic: as dot4_bytes (integer sums: any order of the products gives the
+ * same results); the remainder (n % 16: 4, 8 or 12 bytes) one step of predicated loads,
+ * their other lanes zero.
+ *
+ * Why this schedule: a Cortex-M55 Helium instruction takes two cycles and overlaps the one
+ * before it only when their pipes differ (load/store, MAC). A step is five loads (x and four
+ * rows) and four MACs: loads first, MACs after (the compiler's order) is about 16 cycles; here
+ * one load pair and the rest alternating, about 10 cycles (the load pipe's bound: five
+ * 2-cycle loads). The last row's MAC runs in the next step (software pipelining), so that
+ * every MAC reads vectors loaded two or more instructions before it:
+ *
+ *      L w0   M a3 += x'.w3'   L x   L w1   M a0 += x.w0   L w2   M a1 += x.w1
+ *      L w3   M a2 += x.w2     LE                            (' : the step before)
+ *
+ * q0 x, q1 w0 then w2 (w0 is dead after a0), q2 w1, q3 w3: no callee-saved vector register;
+ * w3 = 0 before the first step (its a3 adds nothing), the last step's a3 after the loop. No
+ * load reaches past x or a row. VMLADAVA accumulates into even registers: a0 a1 a2 a3 in r4
+ * r6 r8 r12 (one STM writes acc in order); x in r0, the rows in r1 r5 r7 r9, lr the loop.
+ */
+static __attribute__((naked, noinline)) void dot4_words(const int8_t *x, const int8_t *w, int32_t n,
+                                                       int32_t acc[4]) {
+    (void)x, (void)w, (void)n, (void)acc;
+    __asm__ volatile(
+        "push     {r4-r10, lr}\n\t"
+        "add      r5, r1, r2\n\t"
+        "add      r7, r5, r2\n\t"
+        "add      r9, r7, r2\n\t"
+        "movs     r4, #0\n\t"
+        "movs     r6, #0\n\t"
+        "mov      r8, #0\n\t"
+        "mov      r12, #0\n\t"
+        "vmov.i8  q3, #0\n\t"
+        "lsr      r10, r2, #4\n\t"
+        "wls      lr, r10, 2f\n\t"
+        "1:\n\t"
+        "vldrw.u32    q1, [r1], #16\n\t"
+        "vmladava.s8  r12, q0, q3\n\t"
+        "vldrw.u32    q0, [r0], #16\n\t"
+        "vldrw.u32    q2, [r5], #16\n\t"
+        "vmladava.s8  r4, q0, q1\n\t"
+        "vldrw.u32    q1, [r7], #16\n\t"
+        "vmladava.s8  r6, q0, q2\n\t"
+        "vldrw.u32    q3, [r9], #16\n\t"
+        "vmladava.s8  r8, q0, q1\n\t"
+        "le       lr, 1b\n\t"
+        "2:\n\t"
+        "vmladava.s8  r12, q0, q3\n\t"
+        "ands     r2, r2, #15\n\t"
+        "beq      3f\n\t"
+        "vctp.8   r2\n\t"                       /* the remainder */
+        "vpstttt\n\t"
+        "vldrbt.u8    q0, [r0]\n\t"
+        "vldrbt.u8    q1, [r1]\n\t"
+        "vldrbt.u8    q2, [r5]\n\t"
+        "vldrbt.u8    q3, [r7]\n\t"
+        "vmladava.s8  r4, q0, q1\n\t"
+        "vpst\n\t"
+        "vldrbt.u8    q1, [r9]\n\t"
+        "vmladava.s8  r6, q0, q2\n\t"
+        "vmladava.s8  r8, q0, q3\n\t"
+        "vmladava.s8  r12, q0, q1\n\t"
+        "3:\n\t"
+        "stm      r3, {r4, r6, r8, r12}\n\t"
+        "pop      {r4-r10, pc}\n\t");
 }
 
 static int32_t dot1(const int8_t *x, const int8_t *w, int32_t n) {
