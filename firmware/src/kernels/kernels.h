@@ -60,6 +60,10 @@ typedef struct {
     const int8_t *vector_weights; /* prepared by the Helium convolution for windows of at most 64 bytes:
                                    * [out_c rounded up to even][window rounded up to 16], zero-filled
                                    * (the weights themselves when they have that layout) */
+    /* with vector_weights: the Helium convolution's loop over them, reached through this pointer so
+     * that a build none of whose layers has a short window (a deploy library) links none of them */
+    void (*short_dots)(int32_t steps, const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *w,
+                       int32_t channels, int32_t *acc);
     int8_t *output;               /* [batches, out_h, out_w, out_c] */
     int32_t batches, in_h, in_w, in_c;
     int32_t out_h, out_w, out_c;

@@ -34,6 +34,10 @@ static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) 
 static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
 #if TRT_HAVE_MVE
+static int mve_long_accepts(const trt_params *p) { return trt_conv2d_long_mve_accepts(&p->quantized_conv2d); }
+static size_t mve_long_scratch(const trt_params *p) { return trt_conv2d_long_mve_scratch_bytes(&p->quantized_conv2d); }
+static void mve_long_prepare(trt_params *p, void *scratch) { trt_conv2d_long_mve_prepare(&p->quantized_conv2d, scratch); }
+static void run_mve_long(const trt_params *p, void *temp) { trt_conv2d_mve(&p->quantized_conv2d, temp); }
 static int mve_accepts(const trt_params *p) { return trt_conv2d_mve_accepts(&p->quantized_conv2d); }
 static size_t mve_scratch(const trt_params *p) { return trt_conv2d_mve_scratch_bytes(&p->quantized_conv2d); }
 static void mve_prepare(trt_params *p, void *scratch) { trt_conv2d_mve_prepare(&p->quantized_conv2d, scratch); }
@@ -51,8 +55,11 @@ static size_t sums_bytes(const trt_params *p) { return trt_conv_sums_bytes(&p->q
 static void prepare_sums(trt_params *p, void *scratch) { trt_conv_prepare_sums(&p->quantized_conv2d, scratch); }
 static void run_c(const trt_params *p, void *temp) { (void)temp; trt_conv2d_c(&p->quantized_conv2d); }
 
+/* Helium: windows over 64 bytes, then any (the short windows' loops: a variant of their own, so that
+ * a build without them links none of their code). */
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
+    {"mve", mve_long_accepts, mve_long_scratch, mve_long_prepare, mve_temp, run_mve_long},
     {"mve", mve_accepts, mve_scratch, mve_prepare, mve_temp, run_mve},
 #endif
 #if TRT_HAVE_DSP

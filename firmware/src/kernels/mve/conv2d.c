@@ -62,10 +62,13 @@ static size_t vector_weights_bytes(const trt_conv_params *p) {
     return is_short(p) && !padded_already(p) ? (size_t)((p->out_c + 1) & ~1) * 16 * (size_t)chunks(p) : 0;
 }
 
-/* scratch: folded bias [out_c], then (short windows not padded already) the padded weights */
-size_t trt_conv2d_mve_scratch_bytes(const trt_conv_params *p) { return folded_bytes(p) + vector_weights_bytes(p); }
+/* The kernel for windows over SHORT_CHUNKS * 16 bytes alone (a variant of its own, first in the
+ * operator's list): its prepare never sets the short windows' loop, so a build whose layers all
+ * bind it (a deploy library of such a program) links none of them. */
+int trt_conv2d_long_mve_accepts(const trt_conv_params *p) { return !is_short(p) && trt_conv2d_mve_accepts(p); }
+size_t trt_conv2d_long_mve_scratch_bytes(const trt_conv_params *p) { return folded_bytes(p); }
 
-void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
+void trt_conv2d_long_mve_prepare(trt_conv_params *p, void *scratch) {
     const int32_t window = window_len(p);
     int32_t *folded = scratch;
     for (int32_t oc = 0; oc < p->out_c; oc++) {
@@ -76,6 +79,18 @@ void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
     }
     p->folded_bias = folded;
     p->vector_weights = NULL;
+    p->short_dots = NULL;
+}
+
+static void run_short_dots(int32_t n, const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *w,
+                           int32_t channels, int32_t *acc);
+
+/* scratch: folded bias [out_c], then (short windows not padded already) the padded weights */
+size_t trt_conv2d_mve_scratch_bytes(const trt_conv_params *p) { return folded_bytes(p) + vector_weights_bytes(p); }
+
+void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
+    const int32_t window = window_len(p);
+    trt_conv2d_long_mve_prepare(p, scratch);
     if (is_short(p) && padded_already(p)) {
         /* unaligned (a hand-made program): the general loop reads them as bytes */
         if (trt_mve_word_aligned(p->weights)) p->vector_weights = p->weights;
@@ -87,6 +102,7 @@ void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
                 padded[(size_t)oc * row + i] = oc < p->out_c && i < window ? p->weights[(size_t)oc * window + i] : 0;
         p->vector_weights = padded;
     }
+    if (p->vector_weights) p->short_dots = run_short_dots;
 }
 
 /* Each window's copy starts on 16 bytes, so the hot loop reads it as words (mve_load.h). */
@@ -520,10 +536,10 @@ static inline __attribute__((always_inline)) void dots(const trt_conv_params *p,
 static inline __attribute__((always_inline)) void block_products(const trt_conv_params *p, const workspace *ws,
                                                                  int32_t first, int32_t len, int32_t channels,
                            int32_t *acc) {
-    if (p->vector_weights) {
+    if (p->short_dots) {
         const int32_t stride = column_stride(p);
-        run_short_dots(stride >> 4, ws->columns, ws->columns + stride, ws->columns + 2 * stride,
-                       p->vector_weights + (size_t)first * stride, channels, acc);
+        p->short_dots(stride >> 4, ws->columns, ws->columns + stride, ws->columns + 2 * stride,
+                      p->vector_weights + (size_t)first * stride, channels, acc);
     } else {
         dots(p, ws, p->weights + (size_t)first * len, len, channels, acc);
     }
@@ -632,7 +648,7 @@ static void pointwise_block(const trt_conv_params *p, const workspace *ws, int32
     const int32_t c = p->in_c;
     const int8_t *x0 = ws->image + (size_t)first * c;
     const int8_t *x1 = count > 1 ? x0 + c : x0, *x2 = count > 2 ? x1 + c : x0;
-    if (p->vector_weights) run_short_dots(c >> 4, x0, x1, x2, p->vector_weights, p->out_c, ws->acc);
+    if (p->short_dots) p->short_dots(c >> 4, x0, x1, x2, p->vector_weights, p->out_c, ws->acc);
     else if (count == PIXELS) block_dots_word_weights(x0, c, c, p->weights, p->out_c, ws->acc);
     else {
         conv_block(p, ws, first, count, out);
@@ -647,7 +663,7 @@ static void run_on_image(const trt_conv_params *p, const int8_t *image, int32_t 
     const int32_t pixels = p->out_h * p->out_w;
     const int general = p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1;
     const int in_place = (pad_h | pad_w) == 0 && reads_in_place(p, image, pitch) &&
-                         (p->vector_weights || trt_mve_word_aligned(p->weights));
+                         (p->short_dots || trt_mve_word_aligned(p->weights));
     workspace ws = {image, pitch, pad_h, pad_w, temp, (int32_t *)(void *)((int8_t *)temp + columns_bytes(p)),
                     0, 0, (uint32_t)(p->out_h - 1), (uint32_t)(p->out_w - 1)};
     if (pad_h | pad_w) {

@@ -22,7 +22,7 @@ int trt_depthwise_one_channel_mve_accepts(const trt_conv_params *p) {
 
 /* scratch: the OHWI weights, then the convolution's folded bias */
 size_t trt_depthwise_one_channel_mve_scratch_bytes(const trt_conv_params *p) {
-    return trt_one_channel_weights_bytes(p) + trt_conv2d_mve_scratch_bytes(p);
+    return trt_one_channel_weights_bytes(p) + trt_conv2d_long_mve_scratch_bytes(p);
 }
 
 void trt_depthwise_one_channel_mve_prepare(trt_conv_params *p, void *scratch) {
@@ -30,7 +30,7 @@ void trt_depthwise_one_channel_mve_prepare(trt_conv_params *p, void *scratch) {
     trt_one_channel_pack(p, packed);
     p->packed_weights = packed;
     trt_conv_params q = trt_one_channel_as_conv(p);
-    trt_conv2d_mve_prepare(&q, packed + trt_one_channel_weights_bytes(p));
+    trt_conv2d_long_mve_prepare(&q, packed + trt_one_channel_weights_bytes(p));
     p->folded_bias = q.folded_bias;
 }
 

@@ -14,6 +14,9 @@
 void trt_quantize_mve(const trt_quantize_params *p);
 void trt_dequantize_mve(const trt_dequantize_params *p);
 
+int trt_conv2d_long_mve_accepts(const trt_conv_params *p);
+size_t trt_conv2d_long_mve_scratch_bytes(const trt_conv_params *p);
+void trt_conv2d_long_mve_prepare(trt_conv_params *p, void *scratch);
 int trt_conv2d_mve_accepts(const trt_conv_params *p);
 size_t trt_conv2d_mve_scratch_bytes(const trt_conv_params *p);
 void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch);

@@ -19,7 +19,7 @@ int trt_transpose_conv2d_mve_accepts(const trt_conv_params *p) { return trt_conv
 
 /* scratch: the turned weights, then the convolution's folded bias */
 size_t trt_transpose_conv2d_mve_scratch_bytes(const trt_conv_params *p) {
-    return trt_transpose_weights_bytes(p) + trt_conv2d_mve_scratch_bytes(p);
+    return trt_transpose_weights_bytes(p) + trt_conv2d_long_mve_scratch_bytes(p);
 }
 
 void trt_transpose_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
@@ -27,7 +27,7 @@ void trt_transpose_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
     trt_transpose_turn_weights(p, turned);
     p->packed_weights = turned;
     trt_conv_params q = trt_transpose_as_conv(p);
-    trt_conv2d_mve_prepare(&q, turned + trt_transpose_weights_bytes(p));
+    trt_conv2d_long_mve_prepare(&q, turned + trt_transpose_weights_bytes(p));
     p->folded_bias = q.folded_bias;
 }
 
