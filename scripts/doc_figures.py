@@ -167,8 +167,7 @@ def cycle_estimate(s: dict) -> str:
     if m55 and m55.get("helium_instructions"):
         text += (f"\n\nOn the M55, of an inference's {m55['helium_instructions']:,} Helium instructions "
                  f"{m55['helium_overlapped'] / m55['helium_instructions']:.0%} follow one of another pipe and overlap it; "
-                 "the others take their two cycles: the loops issue their loads and their multiply-accumulates "
-                 "in runs, not interleaved.")
+                 "the others take their two cycles.")
     if m55:
         layers = [[layer["op"].split("::")[-1], f"{layer['instructions']:,}", f"{layer['estimated_cycles']:,}",
                    f"{layer['estimated_cycles'] / layer['instructions']:.2f}"] for layer in m55["layers"]]
