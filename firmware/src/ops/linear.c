@@ -63,6 +63,8 @@ static void prepare_sums(trt_params *p, void *scratch) { trt_linear_prepare_sums
 static size_t mve_scratch(const trt_params *p) { return trt_linear_mve_scratch_bytes(&p->quantized_linear); }
 static void mve_prepare(trt_params *p, void *scratch) { trt_linear_mve_prepare(&p->quantized_linear, scratch); }
 static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_linear_mve(&p->quantized_linear); }
+static int mve_words_accepts(const trt_params *p) { return trt_linear_words_mve_accepts(&p->quantized_linear); }
+static void run_mve_words(const trt_params *p, void *temp) { (void)temp; trt_linear_words_mve(&p->quantized_linear); }
 #endif
 #if TRT_HAVE_DSP
 static size_t dsp_scratch(const trt_params *p) { return trt_linear_dsp_scratch_bytes(&p->quantized_linear); }
@@ -72,8 +74,11 @@ static void run_dsp(const trt_params *p, void *temp) { trt_linear_dsp(&p->quanti
 #endif
 static void run_c(const trt_params *p, void *temp) { (void)temp; trt_linear_c(&p->quantized_linear); }
 
+/* Helium: word-aligned rows, then any (the byte loop: a variant of its own, so that a build without it
+ * links none of its code). */
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE
+    {"mve", mve_words_accepts, mve_scratch, mve_prepare, NULL, run_mve_words},
     {"mve", NULL, mve_scratch, mve_prepare, NULL, run_mve},
 #endif
 #if TRT_HAVE_DSP

@@ -58,6 +58,8 @@ void trt_avg_pool2d_mve(const trt_avg_pool_params *p);   /* Helium with floating
 size_t trt_linear_mve_scratch_bytes(const trt_linear_params *p);
 void trt_linear_mve_prepare(trt_linear_params *p, void *scratch);   /* the weight sums, small_accumulators */
 void trt_linear_mve(const trt_linear_params *p);
+int trt_linear_words_mve_accepts(const trt_linear_params *p);
+void trt_linear_words_mve(const trt_linear_params *p);
 
 int trt_clone_dim_order_mve_accepts(const trt_copy_params *p);
 void trt_clone_dim_order_mve(const trt_copy_params *p);

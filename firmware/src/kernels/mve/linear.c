@@ -166,13 +166,15 @@ static int32_t dot1(const int8_t *x, const int8_t *w, int32_t n) {
     return acc;
 }
 
-void trt_linear_mve(const trt_linear_params *p) {
+/* Every input row against every four weight rows; `words_only`: the rows are all word aligned
+ * (trt_linear_words_mve_accepts), so the byte loop is not even referenced. */
+static inline __attribute__((always_inline)) void linear_rows(const trt_linear_params *p, const int words_only) {
     const int32_t n = p->depth;
     for (int32_t r = 0; r < p->rows; r++) {
         const int8_t *x = p->input + (size_t)r * n;
         int8_t *out = p->output + (size_t)r * p->out_features;
         const int32_t input_sum = p->filter_offset != 0 ? sum_s8(x, n) : 0;
-        const int words = trt_mve_word_aligned(x) && trt_mve_word_aligned(p->weights) && n % 4 == 0;
+        const int words = words_only || (trt_mve_word_aligned(x) && trt_mve_word_aligned(p->weights) && n % 4 == 0);
         int32_t o = 0;
         for (; o + 4 <= p->out_features; o += 4) {
             int32_t acc[4];
@@ -186,5 +188,15 @@ void trt_linear_mve(const trt_linear_params *p) {
             out[o] = trt_linear_finish(p, o, dot1(x, p->weights + (size_t)o * n, n), input_sum);
     }
 }
+
+/* Word-aligned input and weight rows (a variant of its own, first in the list): a build whose
+ * linear layers all take it (a deploy library of such a program) links no byte loop. */
+int trt_linear_words_mve_accepts(const trt_linear_params *p) {
+    return trt_mve_word_aligned(p->input) && trt_mve_word_aligned(p->weights) && p->depth % 4 == 0;
+}
+
+void trt_linear_words_mve(const trt_linear_params *p) { linear_rows(p, 1); }
+
+void trt_linear_mve(const trt_linear_params *p) { linear_rows(p, 0); }
 
 #endif
