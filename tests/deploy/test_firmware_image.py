@@ -24,7 +24,7 @@ def layer(op, kernels, variant):
 @pytest.fixture(scope="module")
 def tree():
     layers = [layer(OPERATORS[0], "mve", 0), layer(OPERATORS[1], "mve", 0), layer(OPERATORS[1], "dsp", 3),
-              layer(OPERATORS[2], "c", 2), layer(OPERATORS[3], "mve", 0)]
+              layer(OPERATORS[2], "c", 3), layer(OPERATORS[3], "mve", 0)]
     return image_tree(firmware_dir(), OPERATORS, layers, "mve")
 
 
