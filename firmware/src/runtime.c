@@ -548,7 +548,8 @@ static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
     }
     out->int8_in_arena = 1;
     out->int8_offset = (uint32_t)q.arena_offset;
-    note_planned_read(prog, LIVE_TO_END, q.arena_offset, q.nbytes);   /* read in place after the run, unless copied */
+    /* read in place after the run; kept live to the end even when a copy below takes them (on the safe side) */
+    note_planned_read(prog, LIVE_TO_END, q.arena_offset, q.nbytes);
     for (int k = out->producer + 1; k < prog->n_calls; k++) {
         const trt_chain_call *later = &prog->calls[k];
         if (!ranges_overlap(later->out_offset, later->out_bytes, q.arena_offset, q.nbytes)) continue;

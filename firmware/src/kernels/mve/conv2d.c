@@ -33,6 +33,7 @@
 #include <arm_mve.h>
 
 #include "../conv_geometry.h"
+#include "../weight_sums.h"
 #include "kernels_mve.h"
 #include "mve_load.h"
 #include "mve_padding.h"
@@ -69,15 +70,7 @@ int trt_conv2d_long_mve_accepts(const trt_conv_params *p) { return !is_short(p) 
 size_t trt_conv2d_long_mve_scratch_bytes(const trt_conv_params *p) { return folded_bytes(p); }
 
 void trt_conv2d_long_mve_prepare(trt_conv_params *p, void *scratch) {
-    const int32_t window = window_len(p);
-    int32_t *folded = scratch;
-    for (int32_t oc = 0; oc < p->out_c; oc++) {
-        const int8_t *w = p->weights + (size_t)oc * window;
-        uint32_t sum = 0;
-        for (int32_t i = 0; i < window; i++) sum += (uint32_t)(int32_t)w[i];
-        folded[oc] = trt_wrap32(sum * (uint32_t)p->input_offset + (uint32_t)(p->bias ? p->bias[oc] : 0));
-    }
-    p->folded_bias = folded;
+    trt_conv_prepare_folded(p, scratch);   /* weight_sums.h: every window is whole */
     p->vector_weights = NULL;
     p->short_dots = NULL;
 }
