@@ -1,8 +1,11 @@
-"""tinyrps tune: an Optuna search on a tiny budget, resumable, shareable between workers."""
+"""tinyrps tune: an Optuna search on a tiny budget, resumable, shareable between workers; and
+scripts/tune_ranking.py, the check of how its short training ranks candidates."""
+import importlib.util
 import itertools
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -172,6 +175,64 @@ def test_candidates_and_pick_are_taught_by_the_teacher(tuned, trained_run):
     for run in [out / "best", out / "best-seed1", *(out / "candidates").iterdir()]:
         config = json.loads((run / "config.json").read_text())
         assert config["teacher"] == teacher and config["teacher_checkpoint_sha256"] == sha, run
+
+
+def ranking_script():
+    path = Path(__file__).resolve().parents[1] / "scripts" / "tune_ranking.py"
+    spec = importlib.util.spec_from_file_location("tune_ranking", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_ranking_checks_arithmetic_by_hand_counts():
+    r = ranking_script()
+    assert r.ranks([3, 1, 2, 2]) == [4, 1, 2.5, 2.5]
+    assert r.spearman([1, 2, 3, 4], [10, 20, 30, 45]) == pytest.approx(1)
+    assert r.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1)
+    # two neighbours swapped twice: d = (-1, 1, -1, 1, 0), rho = 1 - 6 * 4 / (5 * 24) = 0.8
+    assert r.spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]) == pytest.approx(0.8)
+    # 10 pairs, 2 of them discordant: tau = (8 - 2) / 10
+    assert r.kendall([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]) == pytest.approx(0.6)
+    assert r.kendall([1, 1, 2], [1, 2, 3]) == pytest.approx(2 / (2 * 3) ** 0.5)     # tau-b with a tie
+
+
+def test_the_ranking_sample_spans_the_scores_once_per_architecture():
+    r = ranking_script()
+    candidates = [{"arch": f"a{i}", "val_accuracy": i / 10} for i in range(10)]
+    candidates.append({"arch": "a9", "val_accuracy": 0.95})      # measured again: counted once, at its best
+    assert [c["arch"] for c in r.evenly_spread(candidates, 4)] == ["a9", "a6", "a3", "a0"]
+    assert len(r.evenly_spread(candidates, 20)) == 10
+
+
+@pytest.mark.slow
+def test_the_ranking_check_trains_its_sample_as_the_tune_did(tuned, tmp_path):
+    """With the tune's own schedule (its candidate epochs, seed and teacher) each sampled
+    candidate reads on the validation split exactly what the tune recorded; a second run
+    measures nothing again."""
+    out, result = tuned
+    r = ranking_script()
+    args = ["--tune", str(out), "--sample", "2", "--epochs", "1", "--seeds", "0", "--split", "val",
+            "--out", str(tmp_path)]
+    assert r.main(args) == 0
+    stored = json.loads((tmp_path / "ranking.json").read_text())
+    recorded = {c["arch"]: c for c in result["candidates"]}
+    assert sorted(stored["sample"]) == sorted(recorded)
+    assert len(stored["results"]) == len(recorded)
+    for entry in stored["results"]:
+        assert (entry["correct"], entry["images"]) == (recorded[entry["arch"]]["val_correct"],
+                                                       recorded[entry["arch"]]["val_images"]), entry
+    checkpoints = sorted(tmp_path.glob("ranking/*/seed0/model.pt"))
+    assert len(checkpoints) == len(recorded)
+    before = [c.stat().st_mtime_ns for c in checkpoints]
+    assert r.main(args) == 0
+    assert [c.stat().st_mtime_ns for c in checkpoints] == before
+    assert json.loads((tmp_path / "ranking.json").read_text())["results"] == stored["results"]
+
+
+def test_the_ranking_check_without_a_tune_is_one_line(tmp_path, capsys):
+    assert ranking_script().main(["--tune", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_three_pick_seeds_by_default():

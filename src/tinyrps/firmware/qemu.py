@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import hashlib
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -149,28 +148,26 @@ def _stop_all_at_exit() -> None:
 atexit.register(_stop_all_at_exit)
 
 
-def _parent_death_signal():
-    """A function for the child (between fork and exec) that asks Linux to SIGKILL it when
-    this process dies, so an interpreter killed without cleanup leaves no QEMU behind.
-    Resolved here, in the parent: the child only makes the one prctl call."""
-    try:
-        import ctypes
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    PR_SET_PDEATHSIG = 1
-    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+def _die_with_parent_prefix() -> list:
+    """The words that make the child ask Linux to SIGKILL it when this process dies, so an
+    interpreter killed without cleanup leaves no QEMU behind. util-linux's setpriv makes the
+    prctl call and then executes QEMU in the same process. It is done in a program of its own,
+    not in a preexec_fn: a preexec_fn makes Python fork with its at-fork handlers, and a Ctrl-C
+    landing inside one of them (logging's lock) leaves a lock held that deadlocks the next fork
+    from the other worker thread."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
-_die_with_parent = _parent_death_signal()
+_DIE_WITH_PARENT = _die_with_parent_prefix()
 
 
 def _start_process(command: list, stderr_path: Path, cwd: Optional[Path] = None,
                    pass_fds: tuple = ()) -> subprocess.Popen:
     with open(stderr_path, "wb") as stderr:
         # its own session: a Ctrl-C in the terminal reaches Python, which then stops QEMU in order
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, cwd=cwd,
-                                   pass_fds=pass_fds, start_new_session=True, preexec_fn=_die_with_parent)
+        process = subprocess.Popen(_DIE_WITH_PARENT + list(command), stdin=subprocess.DEVNULL, stdout=stderr,
+                                   stderr=stderr, cwd=cwd, pass_fds=pass_fds, start_new_session=True)
     with _live_lock:
         _live_processes.add(process)
     return process
