@@ -1,15 +1,13 @@
 """Figures in the documentation come from the default run's descriptors and measurements (docs/figures/), generated."""
-import importlib.util
 from pathlib import Path
+
+from script_module import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def doc_figures():
-    spec = importlib.util.spec_from_file_location("doc_figures", REPO / "scripts" / "doc_figures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("doc_figures")
 
 
 def test_the_documentation_agrees_with_the_figures():

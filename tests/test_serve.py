@@ -4,7 +4,6 @@ restart, and the adaptive opponent."""
 from __future__ import annotations
 
 import base64
-import importlib.util
 import io
 import json
 import struct
@@ -16,15 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from script_module import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def browser_script():
-    spec = importlib.util.spec_from_file_location("serve_browser", REPO / "scripts" / "serve_browser.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("serve_browser")
 
 
 sb = browser_script()

@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+from script_module import load_script
+
 # Run tinyrps.cli.main in a fresh interpreter, then list the heavy packages it imported.
 PROBE = """
 import json, sys
@@ -36,13 +38,7 @@ def test_help_imports_nothing_heavy():
 
 
 def startup_script():
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_startup.py"
-    spec = importlib.util.spec_from_file_location("bench_startup", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_startup")
 
 
 def test_the_user_errors_cover_every_command():

@@ -1,13 +1,12 @@
 """tinyrps tune: an Optuna search on a tiny budget, resumable, shareable between workers; and
 scripts/tune_ranking.py, the check of how its short training ranks candidates."""
-import importlib.util
 import itertools
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from script_module import load_script
 
 from tinyrps.model import ARCHITECTURES, parse_arch
 from tinyrps.tune import (ACCURACY_MARGIN, DIRECTIONS, SPACE, TuneSettings, arch_of, next_trial_fits, pick_best,
@@ -178,11 +177,7 @@ def test_candidates_and_pick_are_taught_by_the_teacher(tuned, trained_run):
 
 
 def ranking_script():
-    path = Path(__file__).resolve().parents[1] / "scripts" / "tune_ranking.py"
-    spec = importlib.util.spec_from_file_location("tune_ranking", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tune_ranking")
 
 
 def test_the_ranking_checks_arithmetic_by_hand_counts():

@@ -1,13 +1,13 @@
 """MLPerf Tiny's networks (tinyrps.zoo) and their lowering to Cortex-M programs."""
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from script_module import load_script
 
 from tinyrps import zoo
 from tinyrps.errors import UserError
@@ -24,10 +24,7 @@ def state_bytes(model) -> bytes:
 
 
 def account_script():
-    spec = importlib.util.spec_from_file_location("cortex_m_networks", REPO / "scripts" / "cortex_m_networks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("cortex_m_networks")
 
 
 @pytest.mark.parametrize("name", NAMES)
