@@ -11,6 +11,11 @@ from __future__ import annotations
 import contextlib
 import threading
 
+# Training's intra-op thread count: fixed, because it decides how float reductions are split
+# (the same seed gives the same model only with the same count). Here, not in train.py, so that
+# the tuner reads it before torch loads.
+TRAINING_THREADS = 2
+
 
 @contextlib.contextmanager
 def torch_threads(count: int):

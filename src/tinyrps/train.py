@@ -32,9 +32,7 @@ from .errors import UserError
 from .arch import DISTILL_ALPHA, DISTILL_TEMPERATURE, default_epochs, describe_arch, parse_arch
 from .model import TinyRPS, images_to_tensor
 from .progress import progress_bar, say
-from .torch_settings import deterministic
-
-THREADS = 2
+from .torch_settings import TRAINING_THREADS, deterministic
 
 
 @dataclass
@@ -147,7 +145,7 @@ def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = 
         splits = {name: load_split(config.data, name, info) for name in (("train", "val", "test") if test_split
                                                                          else ("train", "val"))}
         # torch's global settings are changed for the training only, not for what runs after it
-        with deterministic(config.seed, THREADS):
+        with deterministic(config.seed, TRAINING_THREADS):
             if teacher is not None:
                 teacher.logits = teacher_logits(teacher, splits["train"][0], info)
             history, best_acc, model = fit(config, arch, splits["train"], splits["val"], folder, quiet, teacher)

@@ -25,9 +25,18 @@ finished children's: QEMU runs as a subprocess, waited for). On an idle machine 
 both cores busy, so CPU time is the larger and a tune keeps to its wall minutes; under load
 the wall clock stretches much more than a candidate's CPU time (measured at a load average
 of about 8 on 2 cores: 323 s of wall time, 88 s of CPU time for one candidate), so the load
-no longer cuts the search short; the tune takes longer by the wall clock. CPU time too grows
-somewhat under load (threads wait on each other), so a loaded machine still measures fewer
-candidates than an idle one. The retraining is
+no longer cuts the search short; the tune takes longer by the wall clock. CPU time alone is not
+enough on a busy machine: torch's two worker threads spin while they wait for each other, and with
+every core taken the spinning is most of their CPU time (measured at a load average of about 4.5
+with three busy loops: a 2-epoch candidate training took 66 CPU seconds against 17 on the idle
+machine, and the default tune stopped after one candidate, its retraining estimated past the
+budget). So when the 1-minute load average is at least the core count as the tune starts (BUSY),
+torch's threads wait passively (OMP_WAIT_POLICY=PASSIVE, set before torch loads: the same
+arithmetic, the same bits) and this process's CPU seconds are charged divided by training's thread
+count (its children's, QEMU's, whole), what its threads would take side by side on idle cores:
+measured under that load, 22.7 CPU seconds for the same training (11.4 charged), against the idle
+machine's 11.2 s of wall time. The idle machine's own spinning stays (passive waiting there makes
+a training 1.7x slower by the wall clock). The retraining is
 estimated from the candidates' measured cost per training epoch (the median's, or the current
 pick's when that is dearer) times epochs x --pick-seeds, plus their cost outside training.
 
@@ -114,14 +123,45 @@ class TuneSettings:
 class Clock:
     """What the budget is measured with: wall seconds, and CPU seconds of this process and of
     its children that have finished (os.times: the emulator runs as a subprocess, waited
-    for). A test hands the search another clock."""
+    for), this process's own divided by `threads` (1; on a busy machine training's thread count:
+    see the module docstring). A test hands the search another clock."""
+
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
 
     def wall(self) -> float:
         return time.perf_counter()
 
     def cpu(self) -> float:
         t = os.times()
-        return t.user + t.system + t.children_user + t.children_system
+        return (t.user + t.system) / self.threads + t.children_user + t.children_system
+
+
+def machine_is_busy() -> Optional[float]:
+    """The 1-minute load average when it is at least the number of cores (every core already has
+    work before the tune adds its own), else None."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:        # no load average on this system
+        return None
+    return load if load >= (os.cpu_count() or 1) else None
+
+
+def clock_for_this_machine(quiet: bool) -> tuple:
+    """(the Clock, what the budget records of the machine): on a busy machine torch's threads are set
+    to wait passively, when torch is not loaded yet and the environment does not say otherwise."""
+    import sys
+    from .torch_settings import TRAINING_THREADS
+    load = machine_is_busy()
+    if load is None:
+        return Clock(), {"busy": False}
+    passive = "torch" not in sys.modules and "OMP_WAIT_POLICY" not in os.environ
+    if passive:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    say(f"  busy machine (load average {load:.1f} on {os.cpu_count()} cores): candidates are charged CPU time, "
+        f"this process's divided by its {TRAINING_THREADS} training threads" +
+        (", which wait passively" if passive else ""), quiet)
+    return Clock(threads=TRAINING_THREADS), {"busy": True, "load_average": round(load, 2), "passive_wait": passive}
 
 
 class Meter:
@@ -324,16 +364,17 @@ def tune(settings: TuneSettings, quiet: bool = False) -> dict:
     settings.data, settings.out = Path(settings.data).resolve(), Path(settings.out).resolve()
     if settings.teacher is not None:
         settings.teacher = Path(settings.teacher).resolve()
+    clock, machine = clock_for_this_machine(quiet)      # before anything loads torch
     check_settings(settings)
     settings.out.mkdir(parents=True, exist_ok=True)
     study = open_study(settings)
-    spent = search(study, settings, quiet)
-    result = {**summarize(study, settings), "budget": spent}
+    spent = search(study, settings, quiet, clock=clock)
+    result = {**summarize(study, settings), "budget": {**spent, "machine": machine}}
     if not result["candidates"] or not any(c["state"] == "COMPLETE" for c in result["candidates"]):
         raise UserError(f"no candidate finished within {settings.minutes:g} minutes: give the search more "
                         "--minutes")
     if settings.retrain and result["best"]:
-        meter = Meter(Clock())
+        meter = Meter(clock)
         result["final"] = retrain_best(result["best"]["arch"], settings, quiet)
         result["final"].update(seconds=round(meter.wall(), 1), cost=round(meter.charged(), 1))
     write_outputs(result, settings.out)
