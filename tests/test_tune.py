@@ -104,6 +104,49 @@ def test_the_budget_still_holds_when_wall_and_cpu_time_agree(tmp_path):
     assert spent["wall_seconds"] == spent["charged_seconds"] <= 300.0 - 108.0
 
 
+def test_a_busy_machines_clock_charges_training_per_thread(monkeypatch):
+    import os
+    from tinyrps import tune
+    from tinyrps.torch_settings import TRAINING_THREADS
+    now = {"times": os.times_result((30.0, 10.0, 5.0, 1.0, 0.0))}     # user, system, children's user and system
+    monkeypatch.setattr(tune.os, "times", lambda: now["times"])
+    idle, busy = tune.Clock(), tune.Clock(threads=2)
+    assert idle.cpu() == busy.cpu() == 46.0
+    for clock in (idle, busy):
+        now["times"] = os.times_result((30.0, 10.0, 5.0, 1.0, 0.0))
+        with clock.training():      # 24 CPU seconds of training, then 6 of export and 3 of QEMU
+            now["times"] = os.times_result((52.0, 12.0, 5.0, 1.0, 0.0))
+        now["times"] = os.times_result((58.0, 12.0, 8.0, 1.0, 0.0))
+    assert idle.cpu() == 46.0 + 24 + 6 + 3
+    assert busy.cpu() == 46.0 + 24 / 2 + 6 + 3        # only training runs on both threads
+    monkeypatch.setattr(tune.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(tune.os, "getloadavg", lambda: (1.9, 1.0, 1.0))
+    clock, machine = tune.clock_for_this_machine(quiet=True)
+    assert clock.threads == 1 and machine == {"busy": False}
+    monkeypatch.setattr(tune.os, "getloadavg", lambda: (4.5, 4.0, 3.0))
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    clock, machine = tune.clock_for_this_machine(quiet=True)
+    assert clock.threads == TRAINING_THREADS
+    # torch is loaded in this process already: too late to change how its threads wait
+    assert machine == {"busy": True, "load_average": 4.5, "passive_wait": False}
+    assert "OMP_WAIT_POLICY" not in os.environ
+
+
+def test_on_a_busy_machine_torchs_threads_are_set_to_wait_passively_before_torch_loads():
+    probe = """
+import os, sys
+from tinyrps import tune
+tune.os.getloadavg = lambda: (float(os.cpu_count()) + 0.5, 0.0, 0.0)
+clock, machine = tune.clock_for_this_machine(quiet=True)
+loaded_before = "torch" in sys.modules
+import torch
+print(machine["passive_wait"], os.environ.get("OMP_WAIT_POLICY"), loaded_before, clock.threads)
+"""
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_WAIT_POLICY"}
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert res.stdout.split() == ["True", "PASSIVE", "False", "2"], res.stderr[-2000:]
+
+
 def test_the_pick_is_the_fastest_of_the_nearly_most_accurate():
     front = [{"number": 0, "val_accuracy": 0.995, "npu_ms": 0.2, "program_bytes": 400_000},
              {"number": 1, "val_accuracy": 0.995 - ACCURACY_MARGIN / 2, "npu_ms": 0.05, "program_bytes": 100_000},

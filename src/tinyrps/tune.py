@@ -32,10 +32,10 @@ with three busy loops: a 2-epoch candidate training took 66 CPU seconds against 
 machine, and the default tune stopped after one candidate, its retraining estimated past the
 budget). So when the 1-minute load average is at least the core count as the tune starts (BUSY),
 torch's threads wait passively (OMP_WAIT_POLICY=PASSIVE, set before torch loads: the same
-arithmetic, the same bits) and this process's CPU seconds are charged divided by training's thread
-count (its children's, QEMU's, whole), what its threads would take side by side on idle cores:
-measured under that load, 22.7 CPU seconds for the same training (11.4 charged), against the idle
-machine's 11.2 s of wall time. The idle machine's own spinning stays (passive waiting there makes
+arithmetic, the same bits) and the CPU seconds of training are charged divided by its thread count,
+what its threads would take side by side on idle cores (export, Vela and QEMU, one thread each,
+whole): measured under that load, 22.7 CPU seconds for the same training (11.4 charged), against
+the idle machine's 11.2 s of wall time. The idle machine's own spinning stays (passive waiting there makes
 a training 1.7x slower by the wall clock). The retraining is
 estimated from the candidates' measured cost per training epoch (the median's, or the current
 pick's when that is dearer) times epochs x --pick-seeds, plus their cost outside training.
@@ -123,18 +123,33 @@ class TuneSettings:
 class Clock:
     """What the budget is measured with: wall seconds, and CPU seconds of this process and of
     its children that have finished (os.times: the emulator runs as a subprocess, waited
-    for), this process's own divided by `threads` (1; on a busy machine training's thread count:
-    see the module docstring). A test hands the search another clock."""
+    for); with `threads` > 1 (a busy machine: see the module docstring) this process's CPU
+    seconds inside `training()` blocks count divided by it. A test hands the search another clock."""
 
     def __init__(self, threads: int = 1) -> None:
         self.threads = threads
+        self.discount = 0.0       # CPU seconds of training blocks not charged
 
     def wall(self) -> float:
         return time.perf_counter()
 
     def cpu(self) -> float:
         t = os.times()
-        return (t.user + t.system) / self.threads + t.children_user + t.children_system
+        return t.user + t.system + t.children_user + t.children_system - self.discount
+
+    @contextlib.contextmanager
+    def training(self):
+        """A block in which training's threads run side by side on idle cores, and only there."""
+        if self.threads == 1:
+            yield
+            return
+        t = os.times()
+        began = t.user + t.system
+        try:
+            yield
+        finally:
+            t = os.times()
+            self.discount += (t.user + t.system - began) * (1 - 1 / self.threads)
 
 
 def machine_is_busy() -> Optional[float]:
@@ -159,7 +174,7 @@ def clock_for_this_machine(quiet: bool) -> tuple:
     if passive:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     say(f"  busy machine (load average {load:.1f} on {os.cpu_count()} cores): candidates are charged CPU time, "
-        f"this process's divided by its {TRAINING_THREADS} training threads" +
+        f"their training's divided by its {TRAINING_THREADS} threads" +
         (", which wait passively" if passive else ""), quiet)
     return Clock(threads=TRAINING_THREADS), {"busy": True, "load_average": round(load, 2), "passive_wait": passive}
 
@@ -276,8 +291,9 @@ def evaluate_candidate(arch: str, run_dir: Path, settings: TuneSettings, status,
     from .train import train
     status("training")
     began = meter.charged()
-    train(settings.train_config(arch, settings.candidate_epochs, settings.seed), run_dir, quiet=True,
-          test_split=False)
+    with meter.clock.training():
+        train(settings.train_config(arch, settings.candidate_epochs, settings.seed), run_dir, quiet=True,
+              test_split=False)
     training_cost = meter.charged() - began
     status(f"export {settings.target}")
     npu_pte = export_target(run_dir, settings.target)
@@ -375,7 +391,7 @@ def tune(settings: TuneSettings, quiet: bool = False) -> dict:
                         "--minutes")
     if settings.retrain and result["best"]:
         meter = Meter(clock)
-        result["final"] = retrain_best(result["best"]["arch"], settings, quiet)
+        result["final"] = retrain_best(result["best"]["arch"], settings, quiet, clock)
         result["final"].update(seconds=round(meter.wall(), 1), cost=round(meter.charged(), 1))
     write_outputs(result, settings.out)
     return result
@@ -586,20 +602,21 @@ def pick_best(pareto: list) -> Optional[dict]:
     return min(close, key=lambda c: (c["npu_ms"], c["program_bytes"], -c["val_accuracy"]))
 
 
-def retrain_best(arch: str, settings: TuneSettings, quiet: bool) -> dict:
+def retrain_best(arch: str, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = None) -> dict:
     """The pick, trained with the full settings into OUT/best, exported, and scored on the test
     split; with --pick-seeds N, trained with the next N-1 seeds too (OUT/best-seedS)."""
     from .export import export_target
     taught = f", taught by {settings.teacher}" if settings.teacher else ""
     say(f"[bold cyan]── retraining {arch} with the full settings ({settings.epochs} epochs{taught})[/]", quiet)
-    first, npu_pte = train_pick(arch, settings, settings.seed, settings.out / "best", quiet)
+    clock = clock or Clock()
+    first, npu_pte = train_pick(arch, settings, settings.seed, settings.out / "best", quiet, clock)
     with console.status(f"exporting {MCU_TARGET}"):
         mcu_pte = export_target(settings.out / "best", MCU_TARGET)
     figures = candidate_figures(arch, npu_pte, mcu_pte, npu_accuracy(npu_pte, settings.data, "val"))
     seeds = [first]
     for seed in range(settings.seed + 1, settings.seed + settings.pick_seeds):
         say(f"[bold cyan]── {arch} with seed {seed}[/]", quiet)
-        seeds.append(train_pick(arch, settings, seed, settings.out / f"best-seed{seed}", quiet)[0])
+        seeds.append(train_pick(arch, settings, seed, settings.out / f"best-seed{seed}", quiet, clock)[0])
     final = {**figures, "test_accuracy": first["test_accuracy"], "test_correct": first["test_correct"],
              "test_images": first["test_images"], "test_accuracy_eager": first["test_accuracy_eager"],
              "epochs": settings.epochs, "programs": {settings.target: str(npu_pte), MCU_TARGET: str(mcu_pte)},
@@ -615,13 +632,15 @@ def json_of_teacher(run_dir: Path) -> dict:
     return json.loads((run_dir / "metrics.json").read_text())["teacher"]
 
 
-def train_pick(arch: str, settings: TuneSettings, seed: int, run_dir: Path, quiet: bool) -> tuple:
+def train_pick(arch: str, settings: TuneSettings, seed: int, run_dir: Path, quiet: bool,
+               clock: Optional[Clock] = None) -> tuple:
     """Train the pick with one seed, export it for the NPU target and score it on the test split
     on the NPU reference: ({seed, test_accuracy, test_correct, test_images, test_accuracy_eager, run}, the
     program's path). The counts are kept so that an interval can be given for each seed."""
     from .export import export_target
     from .train import train
-    metrics = train(settings.train_config(arch, settings.epochs, seed), run_dir, quiet=quiet)
+    with (clock or Clock()).training():
+        metrics = train(settings.train_config(arch, settings.epochs, seed), run_dir, quiet=quiet)
     with console.status(f"exporting {settings.target}"):
         npu_pte = export_target(run_dir, settings.target)
         test = npu_counts(npu_pte, settings.data, "test")
