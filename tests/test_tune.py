@@ -121,11 +121,11 @@ def test_a_busy_machines_clock_charges_training_per_thread(monkeypatch):
     assert busy.cpu() == 46.0 + 24 / 2 + 6 + 3        # only training runs on both threads
     monkeypatch.setattr(tune.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(tune.os, "getloadavg", lambda: (1.9, 1.0, 1.0))
-    clock, machine = tune.clock_for_this_machine(quiet=True)
+    clock, machine = tune.clock_for_this_machine()
     assert clock.threads == 1 and machine == {"busy": False}
     monkeypatch.setattr(tune.os, "getloadavg", lambda: (4.5, 4.0, 3.0))
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    clock, machine = tune.clock_for_this_machine(quiet=True)
+    clock, machine = tune.clock_for_this_machine()
     assert clock.threads == TRAINING_THREADS
     # torch is loaded in this process already: too late to change how its threads wait
     assert machine == {"busy": True, "load_average": 4.5, "passive_wait": False}
@@ -137,7 +137,7 @@ def test_on_a_busy_machine_torchs_threads_are_set_to_wait_passively_before_torch
 import os, sys
 from tinyrps import tune
 tune.os.getloadavg = lambda: (float(os.cpu_count()) + 0.5, 0.0, 0.0)
-clock, machine = tune.clock_for_this_machine(quiet=True)
+clock, machine = tune.clock_for_this_machine()
 loaded_before = "torch" in sys.modules
 import torch
 print(machine["passive_wait"], os.environ.get("OMP_WAIT_POLICY"), loaded_before, clock.threads)
@@ -336,3 +336,18 @@ def test_bad_settings_are_one_line(cli, data_dir, tmp_path):
         assert res.returncode == 2 and words in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     res = cli("tune", "--data", tmp_path / "none", "--out", tmp_path / "t")
     assert res.returncode == 2 and "tinyrps data" in res.stderr
+
+
+@pytest.mark.slow
+def test_bad_settings_are_one_line_on_a_busy_machine_too(data_dir, tmp_path):
+    """The busy machine's line comes after the checks: a refused setting is still its one line."""
+    probe = f"""
+import os, sys
+from tinyrps import tune
+from tinyrps.cli import main
+tune.os.getloadavg = lambda: (float(os.cpu_count()) + 1.0, 0.0, 0.0)
+sys.exit(main(["tune", "--data", {str(data_dir)!r}, "--out", {str(tmp_path / "t")!r}, "--storage", "nowhere"]))
+"""
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "not a storage URL" in res.stderr, res.stderr[-2000:]
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr

@@ -162,7 +162,7 @@ def machine_is_busy() -> Optional[float]:
     return load if load >= (os.cpu_count() or 1) else None
 
 
-def clock_for_this_machine(quiet: bool) -> tuple:
+def clock_for_this_machine() -> tuple:
     """(the Clock, what the budget records of the machine): on a busy machine torch's threads are set
     to wait passively, when torch is not loaded yet and the environment does not say otherwise."""
     import sys
@@ -173,10 +173,17 @@ def clock_for_this_machine(quiet: bool) -> tuple:
     passive = "torch" not in sys.modules and "OMP_WAIT_POLICY" not in os.environ
     if passive:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    say(f"  busy machine (load average {load:.1f} on {os.cpu_count()} cores): candidates are charged CPU time, "
-        f"their training's divided by its {TRAINING_THREADS} threads" +
-        (", which wait passively" if passive else ""), quiet)
     return Clock(threads=TRAINING_THREADS), {"busy": True, "load_average": round(load, 2), "passive_wait": passive}
+
+
+def say_machine(machine: dict, quiet: bool) -> None:
+    """A busy machine's charge in one line, once the settings have passed their checks (a user
+    error stays one line)."""
+    from .torch_settings import TRAINING_THREADS
+    if machine["busy"]:
+        say(f"  busy machine (load average {machine['load_average']:.1f} on {os.cpu_count()} cores): candidates are "
+            f"charged CPU time, their training's divided by its {TRAINING_THREADS} threads" +
+            (", which wait passively" if machine["passive_wait"] else ""), quiet)
 
 
 class Meter:
@@ -380,10 +387,11 @@ def tune(settings: TuneSettings, quiet: bool = False) -> dict:
     settings.data, settings.out = Path(settings.data).resolve(), Path(settings.out).resolve()
     if settings.teacher is not None:
         settings.teacher = Path(settings.teacher).resolve()
-    clock, machine = clock_for_this_machine(quiet)      # before anything loads torch
+    clock, machine = clock_for_this_machine()      # before anything loads torch
     check_settings(settings)
     settings.out.mkdir(parents=True, exist_ok=True)
     study = open_study(settings)
+    say_machine(machine, quiet)
     spent = search(study, settings, quiet, clock=clock)
     result = {**summarize(study, settings), "budget": {**spent, "machine": machine}}
     if not result["candidates"] or not any(c["state"] == "COMPLETE" for c in result["candidates"]):
