@@ -90,13 +90,13 @@ def kendall(x: list, y: list) -> float:
 
 def measure_one(arch: str, seed: int, args, study: dict, run_dir: Path) -> dict:
     from tinyrps.export import export_target
-    from tinyrps.train import TrainConfig, train
-    from tinyrps.tune import npu_counts
-    train(TrainConfig(data=str(args.data), epochs=args.epochs, seed=seed, arch=arch, teacher=study.get("teacher"),
-                      distill_alpha=study.get("distill_alpha"), distill_temperature=study.get("distill_temperature")),
-          run_dir, quiet=True, test_split=False)
-    target = study["target"]
-    counts = npu_counts(export_target(run_dir, target), args.data, args.split)
+    from tinyrps.train import train
+    from tinyrps.tune import TuneSettings, npu_counts
+    settings = TuneSettings(data=args.data, out=run_dir, target=study["target"], teacher=study.get("teacher"),
+                            distill_alpha=study.get("distill_alpha"),
+                            distill_temperature=study.get("distill_temperature"))
+    train(settings.train_config(arch, args.epochs, seed), run_dir, quiet=True, test_split=False)
+    counts = npu_counts(export_target(run_dir, settings.target), args.data, args.split)
     return {"arch": arch, "seed": seed, "epochs": args.epochs, "split": args.split, **counts}
 
 
@@ -136,17 +136,16 @@ def main(argv=None) -> int:
     for c in sample:
         mine = [r for r in results if r["arch"] == c["arch"] and r["seed"] in seeds and r["epochs"] == args.epochs
                 and r["split"] == args.split]
-        correct, images = sum(r["correct"] for r in mine), sum(r["images"] for r in mine)
-        rows.append((c, mine, correct / images))
-    score, full = [c["val_accuracy"] for c, _, _ in rows], [a for _, _, a in rows]
+        rows.append((c, mine, sum(r["correct"] for r in mine), sum(r["images"] for r in mine)))
+    score, full = [c["val_accuracy"] for c, *_ in rows], [correct / images for *_, correct, images in rows]
     rho, tau = spearman(score, full), kendall(score, full)
     print(f"| candidate | {study['candidate_epochs']}-epoch score (val) | "
           + " | ".join(f"seed {s}, {args.epochs} epochs ({args.split})" for s in seeds) + " | all seeds |")
     print("|---|---:|" + "---:|" * len(seeds) + "---:|")
-    for c, mine, _ in rows:
+    for c, mine, correct, images in rows:
         by_seed = {r["seed"]: r for r in mine}
         cells = [format_accuracy(by_seed[s]["correct"], by_seed[s]["images"]) for s in seeds]
-        total = format_accuracy(sum(r["correct"] for r in mine), sum(r["images"] for r in mine))
+        total = format_accuracy(correct, images)
         print(f"| `{c['arch']}` | {c['val_accuracy'] * 100:.2f} % | " + " | ".join(cells) + f" | {total} |")
     print(f"\nSpearman's rho {rho:.2f}, Kendall's tau {tau:.2f} over {len(rows)} candidates")
     atomic_write_json(store, {"target": target, "results": results, "spearman": rho, "kendall": tau,

@@ -2,6 +2,7 @@
 scripts/tune_ranking.py, the check of how its short training ranks candidates."""
 import itertools
 import json
+import os
 import subprocess
 import sys
 
@@ -105,7 +106,6 @@ def test_the_budget_still_holds_when_wall_and_cpu_time_agree(tmp_path):
 
 
 def test_a_busy_machines_clock_charges_training_per_thread(monkeypatch):
-    import os
     from tinyrps import tune
     from tinyrps.torch_settings import TRAINING_THREADS
     now = {"times": os.times_result((30.0, 10.0, 5.0, 1.0, 0.0))}     # user, system, children's user and system
@@ -142,7 +142,7 @@ loaded_before = "torch" in sys.modules
 import torch
 print(machine["passive_wait"], os.environ.get("OMP_WAIT_POLICY"), loaded_before, clock.threads)
 """
-    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_WAIT_POLICY"}
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
     assert res.stdout.split() == ["True", "PASSIVE", "False", "2"], res.stderr[-2000:]
 

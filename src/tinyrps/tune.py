@@ -67,6 +67,7 @@ from .arch import TUNED_EPOCHS
 from .artifacts import atomic_write_json
 from .errors import UserError, one_line
 from .progress import console, progress_bar, say
+from .torch_settings import TRAINING_THREADS     # torch-free: read before torch loads
 
 STUDY_NAME = "tinyrps-tune"
 STUDY_DB = "study.db"
@@ -140,9 +141,6 @@ class Clock:
     @contextlib.contextmanager
     def training(self):
         """A block in which training's threads run side by side on idle cores, and only there."""
-        if self.threads == 1:
-            yield
-            return
         t = os.times()
         began = t.user + t.system
         try:
@@ -166,7 +164,6 @@ def clock_for_this_machine() -> tuple:
     """(the Clock, what the budget records of the machine): on a busy machine torch's threads are set
     to wait passively, when torch is not loaded yet and the environment does not say otherwise."""
     import sys
-    from .torch_settings import TRAINING_THREADS
     load = machine_is_busy()
     if load is None:
         return Clock(), {"busy": False}
@@ -179,7 +176,6 @@ def clock_for_this_machine() -> tuple:
 def say_machine(machine: dict, quiet: bool) -> None:
     """A busy machine's charge in one line, once the settings have passed their checks (a user
     error stays one line)."""
-    from .torch_settings import TRAINING_THREADS
     if machine["busy"]:
         say(f"  busy machine (load average {machine['load_average']:.1f} on {os.cpu_count()} cores): candidates are "
             f"charged CPU time, their training's divided by its {TRAINING_THREADS} threads" +
