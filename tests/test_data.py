@@ -65,6 +65,28 @@ def test_the_same_arrays_give_the_same_file(tmp_path):
     assert a["sha256"] == b["sha256"]
 
 
+def test_a_ctrl_c_while_a_member_opens_stops_the_writing_as_a_ctrl_c(tmp_path, monkeypatch):
+    """Ctrl-C inside ZipFile.open (its compressor made, the member not yet returned) used to leave the
+    archive mid-member, and its close raised a ValueError in place of the KeyboardInterrupt: the
+    command then ended as a bug (exit 1) rather than stopped (130)."""
+    import signal
+    import zipfile
+    images, labels = data.make_split("val", 2, seed=1)
+    compressor = zipfile._get_compressor
+
+    def interrupted(*args):
+        signal.raise_signal(signal.SIGINT)      # a real signal, where the stop test saw it land
+        return compressor(*args)
+    monkeypatch.setattr(zipfile, "_get_compressor", interrupted)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            data.save_split(tmp_path / "val.npz", images, labels)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert list(tmp_path.iterdir()) == []        # nothing half-written left
+
+
 def test_a_split_without_data_json_is_refused(tmp_path):
     images, labels = data.make_split("val", 2, seed=1)
     data.save_split(tmp_path / "val.npz", images, labels)

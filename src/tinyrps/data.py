@@ -16,6 +16,7 @@ drawing at 4x resolution, and the rest vectorised numpy work on the batch.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import os
@@ -28,8 +29,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-from .artifacts import (atomic_write_bytes, atomic_write_json, available_memory, data_info, free_disk, human_bytes, mismatch,
-                        sha256_bytes, sha256_file, staged_folder, write_manifest)
+from .artifacts import (atomic_write_bytes, atomic_write_json, available_memory, data_info, free_disk, human_bytes,
+                        interrupts_deferred, mismatch, sha256_bytes, sha256_file, staged_folder, write_manifest)
 from .errors import UserError
 from .labels import DEFAULT_PER_CLASS, IMAGE_SIZE, LABELS  # noqa: F401 (DEFAULT_PER_CLASS: read from here too)
 
@@ -392,7 +393,11 @@ def save_split(path: Path, images: np.ndarray, labels: np.ndarray) -> dict:
                 info = zipfile.ZipInfo(f"{key}.npy", date_time=ZIP_DATE)
                 info.compress_type = zipfile.ZIP_DEFLATED
                 info.external_attr = 0o644 << 16
-                with z.open(info, "w", force_zip64=True) as member:
+                with contextlib.ExitStack() as member_open:
+                    # a stop inside ZipFile.open leaves the archive mid-member, and closing it then raises
+                    # a ValueError that hides the stop: a Ctrl-C waits until the member will be closed
+                    with interrupts_deferred():
+                        member = member_open.enter_context(z.open(info, "w", force_zip64=True))
                     np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)

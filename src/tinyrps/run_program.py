@@ -49,7 +49,7 @@ def read_inputs(path: Path, specs: tuple, program: str) -> tuple:
 
 def run_file(model, inputs_path, out_path, device_name: str, board=None, options=None, etdump=None) -> dict:
     """Run the program on the samples of `inputs_path` and write `out_path`; returns a summary."""
-    from .artifacts import atomic_write_bytes
+    from .artifacts import atomic_write_bytes, interrupts_deferred
     from .devices import open_device
     model, out_path = Path(model), Path(out_path)
     with open_device(device_name, model, board=board, **(options or {})) as device:
@@ -68,7 +68,10 @@ def run_file(model, inputs_path, out_path, device_name: str, board=None, options
         arrays["instructions"] = np.asarray(result.instructions)
     import io
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    # a stop inside zipfile's opening of a member makes the archive's close raise a ValueError that
+    # hides the stop (data.save_split): the few milliseconds of the in-memory archive are held whole
+    with interrupts_deferred():
+        np.savez(buffer, **arrays)
     atomic_write_bytes(out_path, buffer.getvalue())
     summary = {"model": str(model), "device": device_name, "runs_on": described, "samples": int(len(samples[0])),
                "outputs": {name: {"dtype": a.dtype.name, "shape": list(a.shape)} for name, a in arrays.items()},
