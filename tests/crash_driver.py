@@ -104,6 +104,19 @@ def serve() -> None:
     import tinyrps.pipeline  # noqa: F401
     import tinyrps.plots  # noqa: F401
     import tinyrps.train  # noqa: F401
+    # the pattern graphs XNNPACK's lowering builds once per process (torch.export of template
+    # modules, 5 s), built here so that each XNNPACK export in a child does not build them again
+    # (on one thread: torch's pool of workers is not started before the fork)
+    from executorch.backends.xnnpack.partition.graphs import bilinear_2d, sdpa
+
+    from tinyrps.torch_settings import torch_threads
+    with torch_threads(1):
+        bilinear_2d.get_graphs_dict()
+        sdpa.get_graphs()
+    from tqdm import tqdm       # and no thread of tqdm's (its bars' monitor, which the lowering started)
+    if tqdm.monitor is not None:
+        tqdm.monitor.exit()
+        tqdm.monitor = None
     tinyrps.cli.build_parser()
     threads = len(os.listdir("/proc/self/task"))
     print(json.dumps({"ready": True, "threads": threads}), flush=True)
