@@ -183,3 +183,24 @@ def _remove(folder: Path) -> None:
     if folder.exists():
         _make_writable(folder)
         shutil.rmtree(folder)
+
+
+# ── replays ──────────────────────────────────────────────────────────────────
+def reference_int8(pte: Path, images) -> "np.ndarray":
+    """ExecuTorch's Python Cortex-M operators replaying the program on `images`: its int8 outputs
+    (tinyrps.reference.cortex_m.reference_int8), kept across runs by the program's and the images'
+    bytes (a replay of 600 pictures takes some 8 s; the boards' and the library's tests compare
+    against the same ones)."""
+    import numpy as np
+    images = np.ascontiguousarray(images)
+    data = Path(pte).read_bytes()
+    key = fixture_key("reference-int8", hashlib.sha256(data).hexdigest(), images.dtype.str, images.shape,
+                      hashlib.sha256(images.tobytes()).hexdigest(), modules=["tinyrps.reference.cortex_m"])
+
+    def build(folder: Path) -> None:
+        from tinyrps.reference.cortex_m import reference_int8 as replay
+        np.save(folder / "int8.npy", replay(Path(pte), images))
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="reference-") as work:
+        return np.load(cached_folder("reference-int8", key, build, Path(work)) / "int8.npy")
+

@@ -17,9 +17,26 @@ ALL = ("--per-class", "300", "--epochs", "1", "--quiet")
 
 @pytest.fixture(scope="module")
 def main_job(cli_session, tmp_path_factory):
-    out = tmp_path_factory.mktemp("main-job") / "all"
-    res = cli_session("all", "--out", out, *ALL, timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
+    """The main job's folder, kept across sessions (keyed by every tinyrps module and the firmware's
+    sources). A kept one lands in another folder than it was made in, and the run records its data
+    folder's path, so the job runs there once more: it trains again (the same bytes, so every later
+    stage stays current) and leaves a folder of this session's path, as a job run here does."""
+    import fixture_cache
+    from tinyrps.firmware.sources import firmware_dir, source_files
+    key = fixture_cache.fixture_key("main-job", *ALL, modules=fixture_cache.package_modules("tinyrps"),
+                                    files=source_files(firmware_dir()))
+    built = []
+
+    def build(folder: Path) -> None:
+        res = cli_session("all", "--out", folder / "all", *ALL, timeout=900)
+        assert res.returncode == 0, res.stderr[-3000:]
+        built.append(folder)
+    out = fixture_cache.cached_folder("main-job", key, build, tmp_path_factory.mktemp("main-job")) / "all"
+    if not built:
+        res = cli_session("all", "--out", out, *ALL, timeout=900)
+        assert res.returncode == 0, res.stderr[-3000:]
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["reused"] == ["data", "export", "measure", "eval", "bench"], summary["reused"]
     return out
 
 

@@ -50,14 +50,24 @@ QEMU_SECONDS_PER_IMAGE = 0.5
 @pytest.fixture(scope="session")
 def libraries(exported, tmp_path_factory):
     """libraries(pte, name) -> the folder written by write_library, once per program and name."""
+    import fixture_cache
+    from tinyrps.firmware.sources import firmware_dir, source_files
     made = {}
+    compilers = [subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+                 for cc in ("gcc", "arm-none-eabi-gcc") if shutil.which(cc)]
 
     def get(pte: Path, name: str = NAME) -> Path:
         key = (str(pte), name)
         if key not in made:
-            out = tmp_path_factory.mktemp("library") / name
-            lib.write_library(pte, out, name)
-            made[key] = out
+            # kept across runs: by the program and what lies beside it (its descriptor, its measurement),
+            # the name, the library writer's and the firmware's sources, and the compilers (its code sizes)
+            beside = [fixture_cache.sha256(p) for p in sorted(pte.parent.glob(f"{pte.stem}.*")) if p.is_file()]
+            stored = fixture_cache.fixture_key("library", name, *beside, *compilers,
+                                               modules=["tinyrps.deploy.library"], files=source_files(firmware_dir()))
+            folder = fixture_cache.cached_folder(f"library-{name}", stored,
+                                                 lambda dest: lib.write_library(pte, dest / name, name),
+                                                 tmp_path_factory.mktemp("library"))
+            made[key] = folder / name
         return made[key]
     return get
 
@@ -75,16 +85,10 @@ def images600():
     return images
 
 
-_references = {}
-
-
 def reference_int8(pte: Path, images: np.ndarray) -> np.ndarray:
-    """ExecuTorch's Python Cortex-M operators replaying the program (its int8 outputs), once per program."""
-    from tinyrps.reference.cortex_m import reference_int8 as replay
-    key = (pte.read_bytes(), np.ascontiguousarray(images).tobytes())
-    if key not in _references:
-        _references[key] = replay(pte, images)
-    return _references[key]
+    """ExecuTorch's Python Cortex-M operators replaying the program (its int8 outputs), kept across runs."""
+    import fixture_cache
+    return fixture_cache.reference_int8(pte, images)
 
 
 def native_logits(pte: Path, images: np.ndarray, work: Path) -> tuple:
@@ -470,16 +474,21 @@ def test_a_corrupted_embedded_program_gives_a_status(m55_library, images600, tmp
                              for i in range(5)}}
     flags = f"{PEDANTIC} -g -fsanitize=address,undefined -fno-sanitize-recover=all"
     refused = []
+    # one copy and one build: each damage rewrites the program's file alone, so only it is compiled again
+    copy = tmp_path / NAME
+    shutil.copytree(m55_library, copy)
+    program = copy / "src" / f"{NAME}_program.c"
+    pristine = program.read_text()
+    np.ascontiguousarray(images600[:2], np.uint8).tofile(tmp_path / "images.u8")
     for what, changes in damages.items():
-        copy = tmp_path / what.replace(" ", "-") / NAME
-        shutil.copytree(m55_library, copy)
+        program.write_text(pristine)
         corrupt_program(copy, NAME, changes)
-        app = make_app(copy, copy.parent / "build", "host_platform.c", opt="-O1", extra=flags)
-        np.ascontiguousarray(images600[:2], np.uint8).tofile(copy.parent / "images.u8")
-        result = subprocess.run([str(app), str(copy.parent / "images.u8"), str(copy.parent / "results.bin"), "2",
-                                 "0"], capture_output=True, text=True, timeout=300)
+        app = make_app(copy, tmp_path / "build", "host_platform.c", opt="-O1", extra=flags)
+        (tmp_path / "results.bin").unlink(missing_ok=True)
+        result = subprocess.run([str(app), str(tmp_path / "images.u8"), str(tmp_path / "results.bin"), "2", "0"],
+                                capture_output=True, text=True, timeout=300)
         assert "Sanitizer" not in result.stderr and "runtime error" not in result.stderr, (what, result.stderr)
-        status = results_of((copy.parent / "results.bin").read_bytes())["status"]
+        status = results_of((tmp_path / "results.bin").read_bytes())["status"]
         if what in certain:
             assert status < 0, what
         refused.append((what, status))

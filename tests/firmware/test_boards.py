@@ -68,7 +68,7 @@ def test_every_core_with_a_target_has_a_board():
 
 @pytest.mark.parametrize("core,board,kernels", CORES)
 def test_program_runs_on_its_cores_board(exported, measured, test_images, core, board, kernels):
-    from tinyrps.reference.cortex_m import reference_int8
+    from fixture_cache import reference_int8
     pte = exported(core)
     firmware = measured(pte)["firmware"]
     assert (firmware["board"], firmware["core"], firmware["kernels"]) == (board, core, kernels)

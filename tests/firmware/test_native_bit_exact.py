@@ -7,7 +7,8 @@ import pytest
 
 from tinyrps.devices import open_device
 from tinyrps.evaluate import EvalContext, family_check
-from tinyrps.reference.cortex_m import compare_int8, reference_int8
+from fixture_cache import reference_int8  # (tests/, on the path from the top conftest)
+from tinyrps.reference.cortex_m import compare_int8
 
 
 def final_dequantize(pte) -> tuple:
