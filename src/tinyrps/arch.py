@@ -45,6 +45,11 @@ ARCH_EPOCHS = {"tinyrps": DEFAULT_EPOCHS, "fast": 10}
 # The tuner retrains its pick this long: the small networks it finds learn like `fast`
 # (measured: its default search's pick reads 98.67 % after 4 epochs, 99.33 % after 10).
 TUNED_EPOCHS = ARCH_EPOCHS["fast"]
+# The tuner's candidates are trained this long (`tune --candidate-epochs`), and its pick is the fastest
+# candidate whose validation accuracy after that training reaches PICK_ACCURACY (`--pick-accuracy`;
+# see tinyrps.tune).
+CANDIDATE_EPOCHS = 3
+PICK_ACCURACY = 0.995
 # Knowledge distillation's defaults (`train --teacher`): the weight of the teacher's soft targets
 # and their temperature, picked on a short run (see docs/design.md, "Distillation").
 DISTILL_ALPHA = 0.5
