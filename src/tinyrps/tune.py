@@ -88,7 +88,7 @@ ACCURACY_MARGIN = 0.005
 # The most of the budget the search leaves for the final retraining, whatever its estimate: a first
 # candidate that trains slowly (a large network, a loaded machine) would otherwise leave room for no
 # other. The pick is then made among the candidates whose own retraining fits (tune.affordable).
-RESERVE_SHARE = 0.5
+RESERVE_SHARE = 0.4
 # Consecutive proposals of already measured architectures after which the search stops.
 MAX_REPEATS = 20
 OBJECTIVES = ("val_accuracy", "npu_ms", "program_bytes")
