@@ -10,8 +10,9 @@ import pytest
 from script_module import load_script
 
 from tinyrps.model import ARCHITECTURES, parse_arch
-from tinyrps.tune import (ACCURACY_MARGIN, DIRECTIONS, PICK_ACCURACY, SPACE, TuneSettings, affordable, arch_of,
-                          next_trial_fits, own_retraining, pick_best, retraining_estimate, search)
+from tinyrps.tune import (ACCURACY_MARGIN, DIRECTIONS, PICK_ACCURACY, SPACE, TuneSettings, arch_of,
+                          next_trial_fits, own_retraining, pick_best, pick_within, retraining_estimate,
+                          search)
 
 TINY = ("--candidate-epochs", "1", "--epochs", "1", "--minutes", "30")
 
@@ -45,20 +46,23 @@ def test_the_retraining_is_estimated_from_the_cost_per_epoch(tmp_path):
 
 
 def test_the_pick_is_made_among_the_candidates_whose_retraining_fits_what_is_left(tmp_path):
-    """A dear candidate does not hold back room for itself while the search runs; at the end it is the
-    pick only if its own retraining fits the budget that is left."""
+    """A dear candidate does not hold back room for itself while the search runs; at the end a cheaper
+    one is picked instead when its retraining fits and it is as accurate within the margin, and the
+    dear one all the same (past the budget) when none is: time is not bought with accuracy."""
     settings = TuneSettings(data=tmp_path, out=tmp_path, candidate_epochs=2, epochs=10, pick_seeds=3)
     cheap = {"number": 0, "val_accuracy": 0.991, "npu_ms": 0.04, "program_bytes": 30_000, "cost": 20.0,
              "training_cost": 6.0}                          # retraining 3 x (10 x 3 + 14) = 132 s
     dear = {"number": 1, "val_accuracy": 0.992, "npu_ms": 0.03, "program_bytes": 30_000, "cost": 60.0,
             "training_cost": 20.0}                          # retraining 3 x (10 x 10 + 40) = 420 s
-    front = [cheap, dear]
-    assert pick_best(affordable(front, settings, left=500.0))["number"] == 1
-    assert pick_best(affordable(front, settings, left=200.0))["number"] == 0
-    assert affordable(front, settings, left=100.0) == [cheap]      # none fits: the cheapest to retrain
-    assert affordable(front, settings, left=None) == front
+    poor = {"number": 2, "val_accuracy": 0.95, "npu_ms": 0.02, "program_bytes": 20_000, "cost": 15.0,
+            "training_cost": 3.0}                           # retraining 3 x (10 x 1.5 + 12) = 81 s
+    front = [cheap, dear, poor]
+    assert pick_within(front, settings, left=500.0)["number"] == 1
+    assert pick_within(front, settings, left=None)["number"] == 1
+    assert pick_within(front, settings, left=200.0)["number"] == 0
+    assert pick_within([dear, poor], settings, left=200.0)["number"] == 1     # poor is far less accurate
     settings.retrain = False
-    assert affordable(front, settings, left=0.0) == front
+    assert pick_within(front, settings, left=0.0)["number"] == 1
 
 
 def test_a_dear_early_pick_does_not_stop_the_search(tmp_path):

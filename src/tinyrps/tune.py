@@ -44,7 +44,9 @@ a training 1.7x slower by the wall clock). The search leaves room for the retrai
 from the candidates' median cost per training epoch times epochs x --pick-seeds, plus their
 median cost outside training, and never more than RESERVE_SHARE of the budget: the room once
 followed the current pick's own cost, and a dear first candidate on a loaded machine left room
-for two more. The pick is then made among the candidates whose own retraining fits what is left.
+for two more. The pick is then made among the candidates whose own retraining fits what is left,
+as long as that costs no more than ACCURACY_MARGIN of validation accuracy; else the retraining
+passes the budget.
 
 When the time budget is spent, the pick (the lowest NPU latency among the front's candidates
 whose validation accuracy reaches PICK_ACCURACY, or, when none does, is within ACCURACY_MARGIN
@@ -87,7 +89,8 @@ MCU_TARGET = "cortex-m55"
 ACCURACY_MARGIN = 0.005
 # The most of the budget the search leaves for the final retraining, whatever its estimate: a first
 # candidate that trains slowly (a large network, a loaded machine) would otherwise leave room for no
-# other. The pick is then made among the candidates whose own retraining fits (tune.affordable).
+# other. The pick is then made among the candidates whose own retraining fits, as long as that costs no
+# accuracy beyond ACCURACY_MARGIN (pick_within).
 RESERVE_SHARE = 0.4
 # Consecutive proposals of already measured architectures after which the search stops.
 MAX_REPEATS = 20
@@ -522,7 +525,7 @@ def retraining_estimate(costs: list, settings: TuneSettings) -> float:
     yet: 0, and the first candidate runs. A dear candidate that is the pick for a while does not
     move it (that stopped a loaded machine's search after a few candidates), and the search caps it
     at RESERVE_SHARE of the budget: the pick is made among the candidates whose own retraining fits
-    what the search left (affordable)."""
+    what the search left, as long as that costs no accuracy beyond the margin (pick_within)."""
     if not settings.retrain or not costs:
         return 0.0
     epoch = statistics.median(c["epoch"] for c in costs)
@@ -536,16 +539,19 @@ def own_retraining(candidate: dict, settings: TuneSettings) -> float:
     return settings.pick_seeds * (settings.epochs * own["epoch"] + own["rest"])
 
 
-def affordable(pareto: list, settings: TuneSettings, left: Optional[float]) -> list:
-    """The front's candidates whose retraining fits `left` seconds (None: no limit); when none does,
-    the one whose retraining is the cheapest."""
-    if left is None or not settings.retrain:
-        return pareto
-    measured = [c for c in pareto if "cost" in c]
-    fits = [c for c in measured if own_retraining(c, settings) <= left]
-    if fits or not measured:
-        return fits
-    return [min(measured, key=lambda c: own_retraining(c, settings))]
+def pick_within(pareto: list, settings: TuneSettings, left: Optional[float]) -> Optional[dict]:
+    """The pick when `left` seconds of the budget remain (None: no limit): the pick of the whole front
+    (pick_best) when its own retraining fits; else the pick among the candidates whose retraining fits
+    and whose validation accuracy is within ACCURACY_MARGIN of that pick's; when none is, the front's
+    pick all the same (the retraining then passes the budget: accuracy is not traded for time beyond
+    the margin)."""
+    best = pick_best(pareto, settings.pick_accuracy)
+    if best is None or left is None or not settings.retrain or "cost" not in best \
+            or own_retraining(best, settings) <= left:
+        return best
+    close = [c for c in pareto if "cost" in c and own_retraining(c, settings) <= left
+             and c["val_accuracy"] >= best["val_accuracy"] - ACCURACY_MARGIN - 1e-12]
+    return pick_best(close, settings.pick_accuracy) if close else best
 
 
 def next_trial_fits(elapsed: float, expected: float, budget: float, retraining: float) -> bool:
@@ -613,7 +619,7 @@ def summarize(study, settings: TuneSettings, left: Optional[float] = None) -> di
                       "objectives": dict(zip(OBJECTIVES, DIRECTIONS)), "space": {k: list(v) for k, v in SPACE.items()},
                       **study_settings(settings)},
             "candidates": candidates, "pareto": pareto,
-            "best": pick_best(affordable(pareto, settings, left), settings.pick_accuracy)}
+            "best": pick_within(pareto, settings, left)}
 
 
 def pick_best(pareto: list, bar: float = PICK_ACCURACY) -> Optional[dict]:
