@@ -52,8 +52,9 @@ When the time budget is spent, the pick (the lowest NPU latency among the front'
 whose validation accuracy reaches PICK_ACCURACY, or, when none does, is within ACCURACY_MARGIN
 of the front's best; then the smallest program) is trained again for TUNED_EPOCHS (or --epochs)
 with each of --pick-seeds seeds (default 3), exported and scored on the test split on the NPU
-reference (correct and images counted per seed); its Cortex-M55 program is exported and counted. With --teacher RUN, candidates and pick alike are trained by knowledge distillation
-from RUN (tinyrps.train).
+reference (correct and images counted per seed); its Cortex-M55 program is exported and counted.
+With --teacher RUN, candidates and pick alike are trained by knowledge distillation from RUN
+(tinyrps.train).
 
 Writes OUT/tune.json ({"candidates", "pareto", "best", ...}), OUT/tune.png,
 OUT/candidates/NNNN/ (one run per candidate), OUT/best/ (the retrained pick) and, with
@@ -605,8 +606,8 @@ def candidate_of(trial) -> dict:
 
 
 def summarize(study, settings: TuneSettings, left: Optional[float] = None) -> dict:
-    """What tune.json holds of the search: every candidate, the front, and the pick (among the
-    candidates whose retraining fits `left` seconds of the budget; None: any)."""
+    """What tune.json holds of the search: every candidate, the front, and the pick (pick_within
+    the `left` seconds of the budget; None: no limit)."""
     from optuna.trial import TrialState
     trials = [t for t in study.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
     candidates = [candidate_of(t) for t in trials]
