@@ -2,7 +2,7 @@
 """Does the tuner's short training rank candidates as a full training would? A check of one tune.
 
 The tuner scores each candidate by its int8 accuracy on the validation split after
---candidate-epochs of training (2 by default). This script takes a sample of a finished tune's
+--candidate-epochs of training (3 by default). This script takes a sample of a finished tune's
 candidates, spread evenly over the ranks of that score, trains each again as the pick is trained
 (--epochs, 10 by default, with each of --seeds), exports it for the tune's NPU target and reads the
 benchmark split on the NPU reference (the TOSA graph of the int8 program). It then gives the rank

@@ -65,4 +65,4 @@ def test_tune_table_keeps_every_figure_whole_in_80_columns(capsys, tmp_path, mon
     monkeypatch.setattr(out_console, "width", 80)
     tune_table({"candidates": [candidate], "pareto": [candidate], "best": candidate}, tmp_path)
     row = next(line for line in capsys.readouterr().out.splitlines() if "#123" in line)
-    assert row.split() == ["#123", longest, "97.56", "%", "0.0689", "43", "154,176", "1.9", "pick"]
+    assert row.split() == ["#123", longest, "97.56", "%", "0.0689", "43", "154,176", "0.5", "pick"]

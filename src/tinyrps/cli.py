@@ -488,7 +488,8 @@ def cmd_tune(a):
     settings = TuneSettings(data=a.data, out=a.out, target=a.target, minutes=a.minutes, max_npu_ms=a.max_npu_ms,
                             max_program_bytes=a.max_program_bytes, storage=a.storage,
                             candidate_epochs=a.candidate_epochs, epochs=a.epochs, seed=a.seed, trials=a.trials,
-                            retrain=not a.no_retrain, pick_seeds=a.pick_seeds, teacher=a.teacher,
+                            retrain=not a.no_retrain, pick_seeds=a.pick_seeds, pick_accuracy=a.pick_accuracy,
+                            teacher=a.teacher,
                             distill_alpha=a.distill_alpha, distill_temperature=a.distill_temperature)
     result = tune(settings, quiet=a.quiet or a.json)
     if a.json:
@@ -548,7 +549,7 @@ def add_teacher_options(s, tune: bool = False) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .arch import TUNED_EPOCHS, epochs_help
+    from .arch import CANDIDATE_EPOCHS, PICK_ACCURACY, TUNED_EPOCHS, epochs_help
     from .devices import device_names
     from .firmware.boards import BOARDS
     from .labels import EVAL_SPLITS
@@ -741,10 +742,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only candidates whose program is at most this big (default: no limit)")
     s.add_argument("--storage", metavar="URL", help="Optuna storage shared by several workers: a database URL "
                    "(sqlite:///PATH.db, postgresql://...) or journal:PATH (default: sqlite in OUT)")
-    s.add_argument("--candidate-epochs", type=count, default=2, metavar="E", help="training epochs of each candidate")
+    s.add_argument("--candidate-epochs", type=count, default=CANDIDATE_EPOCHS, metavar="E",
+                   help="training epochs of each candidate")
     s.add_argument("--epochs", type=count, default=TUNED_EPOCHS, metavar="E", help="training epochs of the pick")
     s.add_argument("--pick-seeds", type=count, default=3, metavar="N",
                    help="train the pick with N seeds (S, S+1, ...) and report the worst test accuracy")
+    s.add_argument("--pick-accuracy", type=fraction, default=PICK_ACCURACY, metavar="A",
+                   help="the pick is the fastest candidate whose validation accuracy after its short training "
+                   "reaches A (when none does: the fastest within 0.5 points of the best)")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the search and training")
     s.add_argument("--trials", type=count, metavar="N", help="at most this many candidates in this run "
                    "(default: as many as the budget allows)")

@@ -415,10 +415,11 @@ def npu_sweep_table(result: dict, written: dict) -> None:
     out_console.print(f"plot: {written['plot']}; every figure: {written['json']}")
 
 
-TUNE_HEADER = ["candidate", "val", "NPU ms", "SRAM", "bytes", "M55", "front"]
+TUNE_HEADER = ["candidate", "val", "NPU ms", "SRAM", "bytes", "MMAC", "front"]
 
 
 def tune_rows(result: dict) -> list:
+    from .arch import count_macs
     front = {c["number"] for c in result["pareto"]}
     best = (result.get("best") or {}).get("number")
     rows = []
@@ -432,7 +433,7 @@ def tune_rows(result: dict) -> list:
             mark = "over"
         # units live in the title: with the longest spec of the space the table fits 80 columns
         rows.append([name, entry_accuracy(c, key="val_accuracy", prefix="val_", cell=True), f"{c['npu_ms']:.4f}",
-                     f"{c['sram_bytes'] / 1024:.0f}", f"{c['program_bytes']:,}", f"{c['mcu_instructions'] / 1e6:.1f}",
+                     f"{c['sram_bytes'] / 1024:.0f}", f"{c['program_bytes']:,}", f"{count_macs(c['arch']) / 1e6:.1f}",
                      mark])
     return rows
 
@@ -441,7 +442,7 @@ def tune_table(result: dict, out) -> None:
     """The tuner's candidates on stdout, then the pick and its test accuracy."""
     print_table(f"candidates ({len(result['candidates'])}; Pareto front: {len(result['pareto'])}); val: int8 accuracy "
                 "on npu-ref, the images it read right and its 95 % interval; SRAM: KiB on the NPU; bytes: the "
-                "program; M55: millions of instructions per inference; over: beyond a limit",
+                "program; MMAC: millions of multiply-accumulates per inference; over: beyond a limit",
                 TUNE_HEADER, tune_rows(result), text_columns=1)
     final = result.get("final")
     if final:

@@ -4,13 +4,17 @@ Each candidate is an architecture spec (tinyrps.model) drawn from a small space:
 channel widths of three convolutions, whether the second and third halve the
 feature map by a stride or by a max-pool, one more pool (2x2 or 3x3) before the
 classifier or none, and the width of the hidden fully connected layer. A candidate is trained
-briefly (the validation split picks its checkpoint; the test split is never
-read), exported for the NPU target and for the Cortex-M55, and measured:
+briefly (CANDIDATE_EPOCHS; the validation split picks its checkpoint; the test split is never
+read), exported for the NPU target, and measured:
 
     val_accuracy       int8, the target program's TOSA graph on the validation split (npu-ref)
     npu_ms, sram_bytes Vela's estimate for the target (the measure stage's)
     program_bytes      size of the target's .pte
-    mcu_instructions   Cortex-M55 instructions per inference, on the emulated board
+
+The Cortex-M55's instructions per inference (an export and a run on the emulated board) are
+counted for the pick only: they are no objective, and they took half of a candidate's time
+outside training (measured at a load average of about 9: NPU export 23 CPU seconds, npu-ref on
+the validation split 5, Cortex-M55 export 11, its count in QEMU 24).
 
 Optuna's multi-objective TPE sampler proposes candidates for three objectives
 (accuracy up, NPU latency down, program size down); `--max-npu-ms` and
@@ -36,17 +40,21 @@ arithmetic, the same bits) and the CPU seconds of training are charged divided b
 what its threads would take side by side on idle cores (export, Vela and QEMU, one thread each,
 whole): measured under that load, 22.7 CPU seconds for the same training (11.4 charged), against
 the idle machine's 11.2 s of wall time. The idle machine's own spinning stays (passive waiting there makes
-a training 1.7x slower by the wall clock). The retraining is
-estimated from the candidates' measured cost per training epoch (the median's, or the current
-pick's when that is dearer) times epochs x --pick-seeds, plus their cost outside training.
+a training 1.7x slower by the wall clock). The search leaves room for the retraining, estimated
+from the candidates' median cost per training epoch times epochs x --pick-seeds, plus their
+median cost outside training, and never more than RESERVE_SHARE of the budget: the room once
+followed the current pick's own cost, and a dear first candidate on a loaded machine left room
+for two more. The pick is then made among the candidates whose own retraining fits what is left,
+as long as that costs no more than ACCURACY_MARGIN of validation accuracy; else the retraining
+passes the budget.
 
-When the time budget is spent, the best
-candidate (the lowest NPU latency among the front's candidates whose validation
-accuracy is within ACCURACY_MARGIN of the front's best, then the smallest program)
-is trained again for TUNED_EPOCHS (or --epochs) with each of --pick-seeds seeds (default 3),
-exported and scored on the test split on the NPU reference (correct and images counted per
-seed). With --teacher RUN, candidates and pick alike are trained by knowledge distillation
-from RUN (tinyrps.train).
+When the time budget is spent, the pick (the lowest NPU latency among the front's candidates
+whose validation accuracy reaches PICK_ACCURACY, or, when none does, is within ACCURACY_MARGIN
+of the front's best; then the smallest program) is trained again for TUNED_EPOCHS (or --epochs)
+with each of --pick-seeds seeds (default 3), exported and scored on the test split on the NPU
+reference (correct and images counted per seed); its Cortex-M55 program is exported and counted.
+With --teacher RUN, candidates and pick alike are trained by knowledge distillation from RUN
+(tinyrps.train).
 
 Writes OUT/tune.json ({"candidates", "pareto", "best", ...}), OUT/tune.png,
 OUT/candidates/NNNN/ (one run per candidate), OUT/best/ (the retrained pick) and, with
@@ -63,7 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .arch import TUNED_EPOCHS
+from .arch import CANDIDATE_EPOCHS, PICK_ACCURACY, TUNED_EPOCHS
 from .artifacts import atomic_write_json
 from .errors import UserError, one_line
 from .progress import console, progress_bar, say
@@ -74,9 +82,17 @@ STUDY_DB = "study.db"
 TUNE_JSON = "tune.json"
 TUNE_PLOT = "tune.png"
 MCU_TARGET = "cortex-m55"
-# Candidates whose validation accuracy is this close to the front's best count as equally accurate
-# (a few images of the validation split); the fastest of them is the pick.
+# The pick is the fastest candidate of the front whose validation accuracy (int8, on the NPU reference,
+# after the candidates' short training) reaches PICK_ACCURACY (tinyrps.arch, `--pick-accuracy`): a bar,
+# not a ranking, because the short training favours the large networks, which learn faster, over the
+# small ones the full training brings as far. When no candidate reaches the bar, the candidates within
+# ACCURACY_MARGIN (a few images of the validation split) of the front's best count as equally accurate.
 ACCURACY_MARGIN = 0.005
+# The most of the budget the search leaves for the final retraining, whatever its estimate: a first
+# candidate that trains slowly (a large network, a loaded machine) would otherwise leave room for no
+# other. The pick is then made among the candidates whose own retraining fits, as long as that costs no
+# accuracy beyond ACCURACY_MARGIN (pick_within).
+RESERVE_SHARE = 0.4
 # Consecutive proposals of already measured architectures after which the search stops.
 MAX_REPEATS = 20
 OBJECTIVES = ("val_accuracy", "npu_ms", "program_bytes")
@@ -104,7 +120,7 @@ class TuneSettings:
     max_npu_ms: Optional[float] = None
     max_program_bytes: Optional[int] = None
     storage: Optional[str] = None
-    candidate_epochs: int = 2      # short training of each candidate
+    candidate_epochs: int = CANDIDATE_EPOCHS   # short training of each candidate
     epochs: int = TUNED_EPOCHS     # the final retraining
     pick_seeds: int = 3            # the pick is trained with this many seeds: seed, seed + 1, ...
     seed: int = 0
@@ -113,6 +129,7 @@ class TuneSettings:
     teacher: Optional[Path] = None     # distil candidates and pick from this run (tinyrps.train)
     distill_alpha: Optional[float] = None
     distill_temperature: Optional[float] = None
+    pick_accuracy: float = PICK_ACCURACY   # the pick: the fastest candidate whose val accuracy reaches this
 
     def train_config(self, arch: str, epochs: int, seed: int):
         from .train import TrainConfig
@@ -302,9 +319,7 @@ def evaluate_candidate(arch: str, run_dir: Path, settings: TuneSettings, status,
     npu_pte = export_target(run_dir, settings.target)
     status("int8 accuracy on npu-ref")
     val = npu_counts(npu_pte, settings.data, "val")
-    status(f"export {MCU_TARGET} and count its instructions")
-    mcu_pte = export_target(run_dir, MCU_TARGET)
-    return {**candidate_figures(arch, npu_pte, mcu_pte, val["correct"] / val["images"]),
+    return {**candidate_figures(arch, npu_pte, None, val["correct"] / val["images"]),
             "val_correct": val["correct"], "val_images": val["images"], "training_cost": round(training_cost, 2)}
 
 
@@ -324,19 +339,21 @@ def npu_accuracy(pte: Path, data_dir: Path, split: str) -> float:
     return counts["correct"] / counts["images"]
 
 
-def candidate_figures(arch: str, npu_pte: Path, mcu_pte: Path, val_accuracy: float) -> dict:
-    """A candidate's figures from the measure stage: Vela's estimate of the NPU program, and the
-    Cortex-M55 program's instructions per inference (one QEMU run, the quick measurement)."""
+def candidate_figures(arch: str, npu_pte: Path, mcu_pte: Optional[Path], val_accuracy: float) -> dict:
+    """A candidate's figures from the measure stage: Vela's estimate of the NPU program, and, with
+    a Cortex-M55 program (the pick's), its instructions per inference (one QEMU run, the quick
+    measurement)."""
     from .arch import describe_arch
     from .measure import measure
     vela = measure(npu_pte)["vela"]
-    firmware = measure(mcu_pte, quick=True)["firmware"]
     described = describe_arch(arch)
-    return {"arch": described["spec"], "val_accuracy": val_accuracy, "npu_ms": vela["inference_ms"],
-            "sram_bytes": vela["sram_bytes"], "program_bytes": npu_pte.stat().st_size,
-            "mcu_instructions": firmware["instructions_per_inference"],
-            "macs": described["macs"], "params": described["params"],
-            "utilisation_total": vela["utilisation_total"], "run": str(npu_pte.parent.parent)}
+    figures = {"arch": described["spec"], "val_accuracy": val_accuracy, "npu_ms": vela["inference_ms"],
+               "sram_bytes": vela["sram_bytes"], "program_bytes": npu_pte.stat().st_size,
+               "macs": described["macs"], "params": described["params"],
+               "utilisation_total": vela["utilisation_total"], "run": str(npu_pte.parent.parent)}
+    if mcu_pte is not None:
+        figures["mcu_instructions"] = measure(mcu_pte, quick=True)["firmware"]["instructions_per_inference"]
+    return figures
 
 
 def objective(settings: TuneSettings, status_line, clock: Clock, evaluate):
@@ -389,7 +406,8 @@ def tune(settings: TuneSettings, quiet: bool = False) -> dict:
     study = open_study(settings)
     say_machine(machine, quiet)
     spent = search(study, settings, quiet, clock=clock)
-    result = {**summarize(study, settings), "budget": {**spent, "machine": machine}}
+    left = settings.minutes * 60.0 - spent["charged_seconds"]
+    result = {**summarize(study, settings, left), "budget": {**spent, "machine": machine}}
     if not result["candidates"] or not any(c["state"] == "COMPLETE" for c in result["candidates"]):
         raise UserError(f"no candidate finished within {settings.minutes:g} minutes: give the search more "
                         "--minutes")
@@ -460,7 +478,7 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
         while True:
             charged = meter.charged()
             expected = statistics.median(c["cost"] for c in costs) if costs else 0.0
-            retraining = retraining_estimate(costs, pick_costs(study), settings)
+            retraining = min(retraining_estimate(costs, settings), RESERVE_SHARE * budget)
             if settings.trials is not None and done >= settings.trials:
                 break
             if not next_trial_fits(charged, expected, budget, retraining):
@@ -500,34 +518,41 @@ def trial_costs(attrs: dict, settings: TuneSettings) -> dict:
             "rest": max(0.0, attrs["cost"] - attrs.get("training_cost", attrs["cost"]))}
 
 
-def pick_costs(study) -> Optional[dict]:
-    """The raw attributes of the current pick (by pick_best over the current front), or None."""
-    try:
-        trials = study.best_trials
-    except ValueError:     # no finished trial yet
-        return None
-    front = {}
-    for trial in sorted(trials, key=lambda t: t.number):    # a repeated architecture once, as summarize does
-        if "npu_ms" in trial.user_attrs:
-            front.setdefault(trial.user_attrs["arch"], {**candidate_of(trial), "attrs": trial.user_attrs})
-    best = pick_best(list(front.values()))
-    return best["attrs"] if best and "cost" in best["attrs"] and "repeat_of" not in best["attrs"] else None
-
-
-def retraining_estimate(costs: list, pick: Optional[dict], settings: TuneSettings) -> float:
-    """Seconds the final retraining is expected to be charged: --pick-seeds trainings of --epochs
-    epochs, each at the candidates' median cost per epoch (or the current pick's, when dearer: the
-    pick's is the one paid), plus each seed's export and scoring at the candidates' median cost
-    outside training (the first seed's Cortex-M55 export and count is in that too: an overestimate
-    of a few seconds). Nothing measured yet: 0, and the first candidate runs."""
+def retraining_estimate(costs: list, settings: TuneSettings) -> float:
+    """Seconds the final retraining is expected to be charged, the room the search leaves for it:
+    --pick-seeds trainings of --epochs epochs at the candidates' median cost per epoch, plus each
+    seed's export and scoring at the candidates' median cost outside training (the first seed's
+    Cortex-M55 export and count is in that too: an overestimate of a few seconds). Nothing measured
+    yet: 0, and the first candidate runs. A dear candidate that is the pick for a while does not
+    move it (that stopped a loaded machine's search after a few candidates), and the search caps it
+    at RESERVE_SHARE of the budget: the pick is made among the candidates whose own retraining fits
+    what the search left, as long as that costs no accuracy beyond the margin (pick_within)."""
     if not settings.retrain or not costs:
         return 0.0
     epoch = statistics.median(c["epoch"] for c in costs)
     rest = statistics.median(c["rest"] for c in costs)
-    if pick is not None:
-        own = trial_costs(pick, settings)
-        epoch, rest = max(epoch, own["epoch"]), max(rest, own["rest"])
     return settings.pick_seeds * (settings.epochs * epoch + rest)
+
+
+def own_retraining(candidate: dict, settings: TuneSettings) -> float:
+    """A measured candidate's retraining estimate, from its own cost per epoch and outside training."""
+    own = trial_costs(candidate, settings)
+    return settings.pick_seeds * (settings.epochs * own["epoch"] + own["rest"])
+
+
+def pick_within(pareto: list, settings: TuneSettings, left: Optional[float]) -> Optional[dict]:
+    """The pick when `left` seconds of the budget remain (None: no limit): the pick of the whole front
+    (pick_best) when its own retraining fits; else the pick among the candidates whose retraining fits
+    and whose validation accuracy is within ACCURACY_MARGIN of that pick's; when none is, the front's
+    pick all the same (the retraining then passes the budget: accuracy is not traded for time beyond
+    the margin)."""
+    best = pick_best(pareto, settings.pick_accuracy)
+    if best is None or left is None or not settings.retrain or "cost" not in best \
+            or own_retraining(best, settings) <= left:
+        return best
+    close = [c for c in pareto if "cost" in c and own_retraining(c, settings) <= left
+             and c["val_accuracy"] >= best["val_accuracy"] - ACCURACY_MARGIN - 1e-12]
+    return pick_best(close, settings.pick_accuracy) if close else best
 
 
 def next_trial_fits(elapsed: float, expected: float, budget: float, retraining: float) -> bool:
@@ -558,8 +583,7 @@ def candidate_line(trial) -> str:
     repeat = f", as #{attrs['repeat_of']}" if "repeat_of" in attrs else ""
     val = entry_accuracy(attrs, key="val_accuracy", prefix="val_")
     return (f"  #{trial.number} {attrs['arch']}: val {val}, NPU {attrs['npu_ms']:.4f} ms, "
-            f"{attrs['program_bytes']:,} B, M55 {attrs['mcu_instructions'] / 1e6:.2f} M instr. "
-            f"({attrs['seconds']:.0f} s{repeat})")
+            f"{attrs['program_bytes']:,} B ({attrs['seconds']:.0f} s{repeat})")
 
 
 # --- results --------------------------------------------------------------------------------------
@@ -581,7 +605,9 @@ def candidate_of(trial) -> dict:
     return entry
 
 
-def summarize(study, settings: TuneSettings) -> dict:
+def summarize(study, settings: TuneSettings, left: Optional[float] = None) -> dict:
+    """What tune.json holds of the search: every candidate, the front, and the pick (pick_within
+    the `left` seconds of the budget; None: no limit)."""
     from optuna.trial import TrialState
     trials = [t for t in study.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
     candidates = [candidate_of(t) for t in trials]
@@ -593,16 +619,18 @@ def summarize(study, settings: TuneSettings) -> dict:
                       "sampler": "optuna TPESampler (multivariate, multi-objective)",
                       "objectives": dict(zip(OBJECTIVES, DIRECTIONS)), "space": {k: list(v) for k, v in SPACE.items()},
                       **study_settings(settings)},
-            "candidates": candidates, "pareto": pareto, "best": pick_best(pareto)}
+            "candidates": candidates, "pareto": pareto,
+            "best": pick_within(pareto, settings, left)}
 
 
-def pick_best(pareto: list) -> Optional[dict]:
-    """The fastest front candidate among those within ACCURACY_MARGIN of the most accurate one,
-    then the smallest program."""
+def pick_best(pareto: list, bar: float = PICK_ACCURACY) -> Optional[dict]:
+    """The fastest front candidate whose validation accuracy reaches `bar`, then the smallest program;
+    when none reaches it, the fastest of those within ACCURACY_MARGIN of the most accurate one."""
     if not pareto:
         return None
     top = max(c["val_accuracy"] for c in pareto)
-    close = [c for c in pareto if c["val_accuracy"] >= top - ACCURACY_MARGIN - 1e-12]
+    bar = min(bar, top - ACCURACY_MARGIN)
+    close = [c for c in pareto if c["val_accuracy"] >= bar - 1e-12]
     return min(close, key=lambda c: (c["npu_ms"], c["program_bytes"], -c["val_accuracy"]))
 
 

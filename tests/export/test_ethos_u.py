@@ -235,5 +235,5 @@ def test_fast_architecture_is_one_delegate_and_much_faster(exported, exported_fa
     # Vela does not count the taps that fall on the strided convolutions' padding
     assert vela["macs"] == pytest.approx(count_macs("fast"), rel=0.05)
     # the issue's targets for fast on U85-128 (Vela 5.1, default configuration)
-    assert vela["inference_ms"] <= 0.060 and vela["sram_bytes"] <= 48 * 1024 and pte.stat().st_size <= 110_000
-    assert vela["inference_ms"] * 3 < vela_of(exported("ethos-u85-128"))["inference_ms"]
+    assert vela["inference_ms"] <= 0.045 and vela["sram_bytes"] <= 48 * 1024 and pte.stat().st_size <= 110_000
+    assert vela["inference_ms"] * 4 < vela_of(exported("ethos-u85-128"))["inference_ms"]
