@@ -19,6 +19,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from . import ctrl_c
 from .errors import UserError, require_file
 from .library_noise import quiet_libraries
 
@@ -840,6 +841,7 @@ def interrupted() -> int:
 
 
 def main(argv=None) -> int:
+    ctrl_c.install()      # a Ctrl-C that lands in a weakref callback stops the command all the same
     try:
         quiet_libraries()
         args = build_parser().parse_args(argv)

@@ -1,0 +1,72 @@
+"""A Ctrl-C that lands in a weakref callback still stops the command (tinyrps.ctrl_c)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+# A real SIGINT that arrives while a weakref callback runs, then a few seconds of work.
+SCRIPT = r"""
+import os, signal, sys, time, weakref
+signal.signal(signal.SIGINT, signal.default_int_handler)
+if sys.argv[1] == "installed":
+    from tinyrps import ctrl_c
+    ctrl_c.install()
+
+class Thing:
+    pass
+
+def callback(_):
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(10000):      # the handler runs in here: the KeyboardInterrupt is raised inside the callback
+        pass
+
+thing = Thing()
+ref = weakref.ref(thing, callback)
+try:
+    del thing
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        pass
+except KeyboardInterrupt:
+    print("stopped")
+    sys.exit(130)
+print("ran on")
+"""
+
+
+def run(mode: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, timeout=60)
+
+
+def test_python_alone_drops_a_ctrl_c_that_lands_in_a_weakref_callback():
+    result = run("plain")
+    assert (result.returncode, result.stdout.strip()) == (0, "ran on"), result
+    assert "Exception ignored" in result.stderr and "KeyboardInterrupt" in result.stderr
+
+
+def test_installed_the_dropped_ctrl_c_stops_the_work_that_follows():
+    result = run("installed")
+    assert (result.returncode, result.stdout.strip()) == (130, "stopped"), result
+    assert "Exception ignored" not in result.stderr, result.stderr
+
+
+def test_other_dropped_exceptions_are_reported_as_before(monkeypatch):
+    from tinyrps import ctrl_c
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    ctrl_c.install()
+    ctrl_c.install()           # twice: still one hook in front of the previous one
+    error = ValueError("in a finalizer")
+    sys.unraisablehook(type("Args", (), {"exc_type": ValueError, "exc_value": error, "exc_traceback": None,
+                                         "err_msg": None, "object": None})())
+    assert [args.exc_value for args in seen] == [error]
+
+
+def test_the_command_line_installs_it(monkeypatch):
+    from tinyrps import cli
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert getattr(sys.unraisablehook, "tinyrps_ctrl_c", False)
