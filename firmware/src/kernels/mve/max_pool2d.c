@@ -78,6 +78,19 @@ static void pool_2x2(const trt_max_pool_params *p, const int8_t *image, int8_t *
     }
 }
 
+/* A 1x1 window at stride 1 without padding (what a pool fused into the convolution before it
+ * leaves: trt_conv2d_mve_fuse_pool): the clamp of `bytes` bytes, as words when aligned. */
+static void pool_copy(const trt_max_pool_params *p, const int8_t *in, int8_t *out, int32_t bytes) {
+    const int8x16_t lo = vdupq_n_s8((int8_t)p->activation_min), hi = vdupq_n_s8((int8_t)p->activation_max);
+    if (trt_mve_word_aligned(in) && trt_mve_word_aligned(out))
+        for (; bytes >= 16; bytes -= 16, in += 16, out += 16)
+            trt_mve_store_words(out, vminq_s8(vmaxq_s8(trt_mve_load_words(in), lo), hi));
+    for (; bytes > 0; bytes -= 16, in += 16, out += 16) {
+        const mve_pred16_t pred = vctp8q((uint32_t)bytes);
+        vstrbq_p_s8(out, vminq_s8(vmaxq_s8(vldrbq_z_s8(in, pred), lo), hi), pred);
+    }
+}
+
 void trt_max_pool2d_mve(const trt_max_pool_params *p) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->channels;
     const size_t out_image = (size_t)p->out_h * p->out_w * p->channels;
@@ -85,7 +98,9 @@ void trt_max_pool2d_mve(const trt_max_pool_params *p) {
         const int8_t *image = p->input + (size_t)b * in_image;
         int8_t *out = p->output + (size_t)b * out_image;
         const int words = p->channels % 16 == 0 && trt_mve_word_aligned(image) && trt_mve_word_aligned(out);
-        if (words && is_plain_2x2(p)) pool_2x2(p, image, out);
+        if (p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 && (p->pad_h | p->pad_w) == 0)
+            pool_copy(p, image, out, (int32_t)out_image);
+        else if (words && is_plain_2x2(p)) pool_2x2(p, image, out);
         else pool_image(p, image, out, words);
     }
 }
