@@ -610,9 +610,34 @@ static void border_window(const trt_conv_params *p, const workspace *ws, int32_t
     }
 }
 
+/*
+ * `rows` rows of `steps` 16-byte steps each (rows_steps: rows << 16 | steps, both >= 1) from src,
+ * `skip` bytes apart after each row's end, one after the other into dst: a window whose rows are
+ * whole steps of words, into its column. In assembly: a counted loop of a load and a store a step
+ * (the compiler reloads the loop's bounds after every vector store, which may alias them).
+ */
+static __attribute__((naked, noinline)) void copy_rows(int8_t *dst, const int8_t *src, uint32_t rows_steps,
+                                                      int32_t skip) {
+    (void)dst, (void)src, (void)rows_steps, (void)skip;
+    __asm__ volatile(
+        "push     {r4, lr}\n\t"
+        "uxth     r4, r2\n\t"
+        "lsrs     r2, r2, #16\n\t"
+        "1:\n\t"
+        "dls      lr, r4\n\t"
+        "2:\n\t"
+        "vldrw.u32    q0, [r1], #16\n\t"
+        "vstrw.32     q0, [r0], #16\n\t"
+        "le       lr, 2b\n\t"
+        "add      r1, r1, r3\n\t"
+        "subs     r2, r2, #1\n\t"
+        "bne      1b\n\t"
+        "pop      {r4, pc}\n\t");
+}
+
 /* The window of output pixel (oy, ox) into column (groups 1, dilation 1): rows of whole 16-byte
- * steps of words as one counted loop each, other rows by copy_run; a window reaching into the
- * padding through border_window. */
+ * steps of words by copy_rows, other rows by copy_run; a window reaching into the padding through
+ * border_window. */
 static inline __attribute__((always_inline)) void window(const trt_conv_params *p, const workspace *ws,
                                                          int32_t oy, int32_t ox, int8_t *column) {
     const int32_t y = oy * p->stride_h - ws->pad_h, x = ox * p->stride_w - ws->pad_w;
@@ -623,10 +648,7 @@ static inline __attribute__((always_inline)) void window(const trt_conv_params *
     const int32_t row_len = p->kernel_w * p->in_c;
     const int8_t *src = ws->image + (size_t)y * ws->pitch + (size_t)x * p->in_c;
     if (ws->words) {
-        const int32_t steps = row_len >> 4, skip = ws->pitch - row_len;
-        for (int32_t ky = p->kernel_h; ky > 0; ky--, src += skip)
-            for (int32_t n = steps; n > 0; n--, src += 16, column += 16)
-                trt_mve_store_words(column, trt_mve_load_words(src));
+        copy_rows(column, src, (uint32_t)p->kernel_h << 16 | (uint32_t)(row_len >> 4), ws->pitch - row_len);
         return;
     }
     for (int32_t ky = 0; ky < p->kernel_h; ky++) copy_run(column + ky * row_len, src + (size_t)ky * ws->pitch, row_len);
@@ -724,7 +746,8 @@ static void pointwise_block(const trt_conv_params *p, workspace *ws, int32_t fir
 /* The output pixels of a fused 2x2 max pool: the four pixels of each window in turn, three a
  * block into the two halves of acc alternately; once a window's fourth pixel is in, its four
  * sums (in one or two blocks) are pooled and requantized (finish_pooled). */
-static void run_pooled(const trt_conv_params *p, workspace *ws, int8_t *out, const int general) {
+static inline __attribute__((always_inline)) void run_pooled(const trt_conv_params *p, workspace *ws, int8_t *out,
+                                                             const int general) {
     const int32_t half = ((p->out_c + 1) & ~1) * PIXELS, pixels = 4 * p->pooled_h * p->pooled_w;
     pooled_job job = {{NULL}, out, p->folded_bias, p->multipliers, p->shifts, p->out_c / 4, p->output_offset,
                       p->activation_min, p->activation_max};

@@ -35,6 +35,8 @@ size_t trt_depthwise_mve_scratch_bytes(const trt_conv_params *p);
 void trt_depthwise_mve_prepare(trt_conv_params *p, void *scratch);
 size_t trt_depthwise_mve_temp_bytes(const trt_conv_params *p);
 void trt_depthwise_conv2d_mve(const trt_conv_params *p, void *temp);
+/* Fuse the 2x2 max pool that alone reads p's output into p, if exact (1; pool becomes a copy), else 0. */
+int trt_depthwise_mve_fuse_pool(trt_conv_params *p, trt_max_pool_params *pool);
 
 /* depthwise, one input channel, any window (after the one-gather kernel above) */
 int trt_depthwise_one_channel_mve_accepts(const trt_conv_params *p);
