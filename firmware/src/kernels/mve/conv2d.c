@@ -610,6 +610,26 @@ static void border_window(const trt_conv_params *p, const workspace *ws, int32_t
     }
 }
 
+/* border_window for taps of whole 16-byte steps (groups 1, dilation 1, in_c a multiple of 16, the
+ * image's rows of words): each step of the window is a pad vector or a step of the image, stored
+ * once; a row's steps in the image are the taps lo .. hi. */
+static void border_steps(const trt_conv_params *p, const workspace *ws, int32_t y, int32_t x, int8_t *column) {
+    const int32_t kw = p->kernel_w, c = p->in_c, steps = (kw * c) >> 4, kh = p->kernel_h;
+    const int32_t lo = (x < 0 ? -x : 0) * c >> 4, hi = (x + kw > p->in_w ? p->in_w - x : kw) * c >> 4;
+    const int8x16_t pad = vdupq_n_s8((int8_t)-p->input_offset);
+    const int8_t *row = ws->image + (ptrdiff_t)y * ws->pitch + (ptrdiff_t)x * c;
+    const uint32_t in_h = (uint32_t)p->in_h;
+    const int32_t pitch = ws->pitch;
+    for (int32_t ky = 0; ky < kh; ky++, row += pitch) {
+        const int32_t a = (uint32_t)(y + ky) < in_h ? lo : steps, b = a < hi ? hi : a;
+        int32_t n = 0;
+        for (; n < a; n++, column += 16) trt_mve_store_words(column, pad);
+        for (const int8_t *src = row + 16 * n; n < b; n++, src += 16, column += 16)
+            trt_mve_store_words(column, trt_mve_load_words(src));
+        for (; n < steps; n++, column += 16) trt_mve_store_words(column, pad);
+    }
+}
+
 /*
  * `rows` rows of `steps` 16-byte steps each (rows_steps: rows << 16 | steps, both >= 1) from src,
  * `skip` bytes apart after each row's end, one after the other into dst: a window whose rows are
@@ -642,7 +662,8 @@ static inline __attribute__((always_inline)) void window(const trt_conv_params *
                                                          int32_t oy, int32_t ox, int8_t *column) {
     const int32_t y = oy * p->stride_h - ws->pad_h, x = ox * p->stride_w - ws->pad_w;
     if ((uint32_t)(oy - ws->y_first) > ws->y_span || (uint32_t)(ox - ws->x_first) > ws->x_span) {
-        border_window(p, ws, y, x, 0, column);
+        if (ws->words && p->in_c % 16 == 0) border_steps(p, ws, y, x, column);
+        else border_window(p, ws, y, x, 0, column);
         return;
     }
     const int32_t row_len = p->kernel_w * p->in_c;
@@ -745,26 +766,32 @@ static void pointwise_block(const trt_conv_params *p, workspace *ws, int32_t fir
 
 /* The output pixels of a fused 2x2 max pool: the four pixels of each window in turn, three a
  * block into the two halves of acc alternately; once a window's fourth pixel is in, its four
- * sums (in one or two blocks) are pooled and requantized (finish_pooled). */
+ * sums (in one or two blocks) are pooled and requantized (finish_pooled). Window t's pixels are
+ * 4t .. 4t + 3 of the sequence, block s / 3 (its half: the block's parity), place s % 3; four
+ * blocks are three windows, so the places repeat every three windows: three jobs made once. */
 static inline __attribute__((always_inline)) void run_pooled(const trt_conv_params *p, workspace *ws, int8_t *out,
                                                              const int general) {
     const int32_t half = ((p->out_c + 1) & ~1) * PIXELS, pixels = 4 * p->pooled_h * p->pooled_w;
-    pooled_job job = {{NULL}, out, p->folded_bias, p->multipliers, p->shifts, p->out_c / 4, p->output_offset,
-                      p->activation_min, p->activation_max};
+    pooled_job jobs[3];
+    for (int32_t t = 0; t < 3; t++) {
+        jobs[t] = (pooled_job){{NULL}, NULL, p->folded_bias, p->multipliers, p->shifts, p->out_c / 4,
+                               p->output_offset, p->activation_min, p->activation_max};
+        for (int32_t i = 0; i < 4; i++) {
+            const int32_t s = 4 * t + i, b = s / PIXELS;
+            jobs[t].base[i] = ws->acc + (b & 1) * half + (s - b * PIXELS);
+        }
+    }
     cursor c = {0, 0, 0};
-    int32_t done = 0;   /* pixels whose sums are in */
+    int32_t done = 0, phase = 0;   /* pixels whose sums are in; the next window's place in the three */
     for (int32_t block = 0; done < pixels; block++) {
         const int32_t count = pixels - done < PIXELS ? pixels - done : PIXELS;
         windows_and_dots(p, ws, &c, 2 * p->pooled_w, count, ws->acc + (block & 1) * half, 1, general);
         done += count;
-        if ((done & ~3) <= (done - count) ) continue;   /* no window completed in this block */
-        const int32_t first = (done & ~3) - 4;          /* sequence index of the window's first pixel */
-        for (int32_t i = 0; i < 4; i++) {
-            const int32_t s = first + i, b = s / PIXELS;
-            job.base[i] = ws->acc + (b & 1) * half + (s - b * PIXELS);
-        }
-        finish_pooled(&job);
-        job.out += p->out_c;
+        if ((done & ~3) <= done - count) continue;   /* no window completed in this block */
+        jobs[phase].out = out;
+        finish_pooled(&jobs[phase]);
+        out += p->out_c;
+        phase = phase == 2 ? 0 : phase + 1;
     }
 }
 
