@@ -214,14 +214,15 @@ static __attribute__((noinline)) void block_dots_byte_weights(const int8_t *colu
  * = 0, the last step's are two MACs after the loop, each followed by the VMOV that zeroes its
  * window vector for the next pair (a MAC and a move overlap: different pipes). No load reaches
  * past a window or a weight row. VMLADAVA's accumulator is an even register: a0 a1 a2 b0 b1 b2
- * in r0 r2 r4 r6 r8 r10, so one STM writes acc[0..5] in order and one LDM of six zero words
- * clears them. x0 x1 x2 in r1 r3 r5 (moved back by the steps' bytes after each pair), wa wb in
- * r7 r9 (B's row's end, plus the remainder, is the next A's row), r11 the count of steps
- * (WLS/LE: a window shorter than 16 bytes runs none), r12 acc, lr the loop. Per pair, besides
- * the steps, 15 instructions: the loop over pairs is written twice (an assembler macro), with
- * and without the remainder, so the common case tests nothing per pair; an odd last channel
- * is one more pass of the loop after the whole pairs, its wb = wa (it writes acc's spare
- * slots). On the stack: the zeros, the remainder, the end of the pairs' results, the odd flag.
+ * in r0 r2 r4 r6 r8 r10, so one STM writes acc[0..5] in order; x0 x1 x2 in r1 r3 r5, so one
+ * LDM of nine words from the stack (0 x0 0 x1 0 x2 0 0 0) clears the accumulators and puts the
+ * windows' pointers back at their starts; wa wb in r7 r9 (B's row's end, plus the remainder, is
+ * the next A's row), r11 the count of steps (WLS/LE: a window shorter than 16 bytes runs none),
+ * r12 acc, lr the loop. Per pair, besides the steps, 12 instructions: the loop over pairs is
+ * written twice (an assembler macro), with and without the remainder, so the common case tests
+ * nothing per pair; an odd last channel is one more pass of the loop after the whole pairs, its
+ * wb = wa (it writes acc's spare slots). On the stack: those nine words, the remainder, the end
+ * of the pairs' results, the odd flag.
  */
 static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_t *columns, int32_t len,
                                                                     int32_t stride, const int8_t *w,
@@ -233,7 +234,7 @@ static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_
          * nothing. */
         ".macro   TRT_CONV_PAIRS tail\n\t"
         "1:\n\t"
-        "ldm      sp, {r0, r2, r4, r6, r8, r10}\n\t"
+        "ldm      sp, {r0, r1, r2, r3, r4, r5, r6, r8, r10}\n\t"   /* zeros, the windows' starts */
         "wls      lr, r11, 3f\n\t"
         "2:\n\t"                                /* a step of 16 bytes */
         "vldrw.u32    q0, [r7], #16\n\t"
@@ -254,7 +255,7 @@ static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_
         "vmladava.s8  r8, q3, q1\n\t"
         "vmov.i8  q3, #0\n\t"
         ".if \\tail\n\t"                        /* the remainder: lr bytes */
-        "ldr      lr, [sp, #24]\n\t"
+        "ldr      lr, [sp, #36]\n\t"
         "vctp.8   lr\n\t"
         "vpstt\n\t"
         "vldrbt.u8    q0, [r7]\n\t"
@@ -272,11 +273,8 @@ static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_
         "vmov.i8  q3, #0\n\t"
         ".endif\n\t"
         "stmia    r12!, {r0, r2, r4, r6, r8, r10}\n\t"
-        "ldr      r0, [sp, #28]\n\t"
+        "ldr      r0, [sp, #40]\n\t"
         "cmp      r12, r0\n\t"                  /* the flags for blo below */
-        "sub      r1, r1, r11, lsl #4\n\t"
-        "sub      r3, r3, r11, lsl #4\n\t"
-        "sub      r5, r5, r11, lsl #4\n\t"
         ".if \\tail\n\t"                        /* the next A: B's row's end plus the remainder */
         "add      r7, r9, lr\n\t"
         "add      r9, r7, r11, lsl #4\n\t"
@@ -286,33 +284,35 @@ static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_
         "add      r9, r9, r11, lsl #4\n\t"
         ".endif\n\t"
         "blo      1b\n\t"
-        "ldr      r0, [sp, #32]\n\t"            /* an odd last channel: one more pair, with itself */
+        "ldr      r0, [sp, #44]\n\t"            /* an odd last channel: one more pair, with itself */
         "cbz      r0, 4f\n\t"
         "movs     r0, #0\n\t"
-        "str      r0, [sp, #32]\n\t"
+        "str      r0, [sp, #44]\n\t"
         "mov      r9, r7\n\t"
         "add      r0, r12, #24\n\t"
-        "str      r0, [sp, #28]\n\t"
+        "str      r0, [sp, #40]\n\t"
         "b        1b\n\t"
         "4:\n\t"
-        "add      sp, sp, #36\n\t"
+        "add      sp, sp, #48\n\t"
         "pop      {r4-r11, pc}\n\t"
         ".endm\n\t"
 
-        "push     {r4-r11, lr}\n\t"            /* channels, acc at [sp, #72] after the next */
-        "sub      sp, sp, #36\n\t"              /* [0..23] zeros, [24] remainder, [28] the end of */
-        "ldrd     r4, r12, [sp, #72]\n\t"       /* the pairs' results, [32] an odd channel count */
-        "cmp      r4, #1\n\t"
+        "push     {r4-r11, lr}\n\t"            /* channels, acc at [sp, #84] after the next */
+        "sub      sp, sp, #48\n\t"              /* [0..35] 0 x0 0 x1 0 x2 0 0 0, [36] remainder, */
+        "ldrd     r4, r12, [sp, #84]\n\t"       /* [40] the end of the pairs' results, [44] an */
+        "cmp      r4, #1\n\t"                   /* odd channel count */
         "blt      9f\n\t"
         "movs     r6, #0\n\t"
         "movs     r7, #0\n\t"
         "strd     r6, r7, [sp]\n\t"
         "strd     r6, r7, [sp, #8]\n\t"
         "strd     r6, r7, [sp, #16]\n\t"
+        "strd     r6, r7, [sp, #24]\n\t"
+        "str      r6, [sp, #32]\n\t"
         "and      r6, r1, #15\n\t"
-        "str      r6, [sp, #24]\n\t"
+        "str      r6, [sp, #36]\n\t"
         "and      r8, r4, #1\n\t"
-        "str      r8, [sp, #32]\n\t"
+        "str      r8, [sp, #44]\n\t"
         "lsr      r11, r1, #4\n\t"
         "mov      r7, r3\n\t"
         "add      r9, r3, r1\n\t"
@@ -321,14 +321,16 @@ static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_
         "mov      r9, r7\n\t"                   /* one channel: its pair with itself */
         "movs     r4, #1\n\t"
         "movs     r8, #0\n\t"
-        "str      r8, [sp, #32]\n\t"
+        "str      r8, [sp, #44]\n\t"
         "5:\n\t"
         "add      r4, r4, r4, lsl #1\n\t"       /* 24 bytes of results a pair */
         "add      r4, r12, r4, lsl #3\n\t"
-        "str      r4, [sp, #28]\n\t"
-        "mov      r1, r0\n\t"
-        "add      r3, r1, r2\n\t"
+        "str      r4, [sp, #40]\n\t"
+        "str      r0, [sp, #4]\n\t"
+        "add      r3, r0, r2\n\t"
+        "str      r3, [sp, #12]\n\t"
         "add      r5, r3, r2\n\t"
+        "str      r5, [sp, #20]\n\t"
         "vmov.i8  q2, #0\n\t"
         "vmov.i8  q3, #0\n\t"
         "cmp      r6, #0\n\t"
@@ -337,7 +339,7 @@ static __attribute__((naked, noinline)) void block_dots_word_weights(const int8_
         "6:\n\t"
         "TRT_CONV_PAIRS 1\n\t"
         "9:\n\t"
-        "add      sp, sp, #36\n\t"
+        "add      sp, sp, #48\n\t"
         "pop      {r4-r11, pc}\n\t");
 }
 

@@ -5,11 +5,10 @@
  * Arithmetic: as kernels/c/max_pool2d.c: the max over the window's in-bounds taps (padding
  * never wins), then clamp to [activation_min, activation_max].
  *
- * The usual pool, 2x2 windows at stride 2 without padding over whole 16-byte steps of
- * channels on word-aligned maps, runs a loop of its own: the four taps of a step are read
- * through four pointers that move by 16 bytes a load, so a step is four loads, three VMAX,
- * the clamp and a store, with no bounds to work out per pixel (the default network's pools:
- * about 36,000 and 15,000 instructions in the general loop, a sixth of that here).
+ * A pool without padding over whole 16-byte steps of channels on word-aligned maps runs a loop
+ * of its own: every window lies in the image, so a step is a load and a VMAX per tap, the clamp
+ * and a store, with no bounds to work out per pixel (the default network's 2x2 pools: about
+ * 36,000 and 15,000 instructions in the general loop, a quarter of that here).
  */
 #include "../isa.h"
 #if TRT_HAVE_MVE
@@ -52,26 +51,21 @@ static void pool_image(const trt_max_pool_params *p, const int8_t *image, int8_t
         }
 }
 
-/* 2x2 windows at stride 2, no padding, whole 16-byte steps of channels, word-aligned maps */
-static int is_plain_2x2(const trt_max_pool_params *p) {
-    return p->kernel_h == 2 && p->kernel_w == 2 && p->stride_h == 2 && p->stride_w == 2 && (p->pad_h | p->pad_w) == 0 &&
-           p->channels % 16 == 0;
-}
-
-/* One image of the 2x2 pool: out (oy, ox) = max over input (2oy + i, 2ox + j), i, j in {0, 1}.
- * a, b: the left taps of the top and bottom rows; a + c, b + c the right ones. Each pointer moves
- * 16 bytes a step, so after a pixel's c / 16 steps it stands on the next tap: one more c makes
- * the next pixel's. */
-static void pool_2x2(const trt_max_pool_params *p, const int8_t *image, int8_t *out) {
-    const int32_t c = p->channels, row = p->in_w * c;
+/* One image of a pool without padding over whole 16-byte steps of channels on word-aligned maps:
+ * every window lies in the image (floor mode), so no bounds are worked out per pixel; per step the
+ * window's taps are one load and one VMAX each, row by row. */
+static void pool_plain(const trt_max_pool_params *p, const int8_t *image, int8_t *out) {
+    const int32_t c = p->channels, row = p->in_w * c, kh = p->kernel_h, kw = p->kernel_w;
+    const int32_t down = p->stride_h * row, across = p->stride_w * c, skip = row - kw * c;
     const int8x16_t lo = vdupq_n_s8((int8_t)p->activation_min), hi = vdupq_n_s8((int8_t)p->activation_max);
     for (int32_t oy = 0; oy < p->out_h; oy++) {
-        const int8_t *a = image + (size_t)2 * oy * row, *b = a + row;
-        const int8_t *ar = a + c, *br = b + c;
-        for (int32_t ox = 0; ox < p->out_w; ox++, a += c, b += c, ar += c, br += c) {
-            for (int32_t n = c >> 4; n > 0; n--, a += 16, b += 16, ar += 16, br += 16, out += 16) {
-                const int8x16_t m = vmaxq_s8(vmaxq_s8(trt_mve_load_words(a), trt_mve_load_words(ar)),
-                                             vmaxq_s8(trt_mve_load_words(b), trt_mve_load_words(br)));
+        const int8_t *window = image + (size_t)oy * down;
+        for (int32_t ox = 0; ox < p->out_w; ox++, window += across) {
+            for (int32_t ch = 0; ch < c; ch += 16, out += 16) {
+                const int8_t *tap = window + ch;
+                int8x16_t m = trt_mve_load_words(tap);
+                for (int32_t ky = kh; ky > 0; ky--, tap += skip)
+                    for (int32_t kx = kw; kx > 0; kx--, tap += c) m = vmaxq_s8(m, trt_mve_load_words(tap));
                 trt_mve_store_words(out, vminq_s8(vmaxq_s8(m, lo), hi));
             }
         }
@@ -100,7 +94,7 @@ void trt_max_pool2d_mve(const trt_max_pool_params *p) {
         const int words = p->channels % 16 == 0 && trt_mve_word_aligned(image) && trt_mve_word_aligned(out);
         if (p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 && (p->pad_h | p->pad_w) == 0)
             pool_copy(p, image, out, (int32_t)out_image);
-        else if (words && is_plain_2x2(p)) pool_2x2(p, image, out);
+        else if (words && (p->pad_h | p->pad_w) == 0) pool_plain(p, image, out);
         else pool_image(p, image, out, words);
     }
 }
