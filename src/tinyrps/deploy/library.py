@@ -155,7 +155,7 @@ OPERATOR_SOURCES = {
 # library leaves them out when no call of its program binds that variant (the others' files stay).
 VARIANT_SOURCES = {
     "quantized_depthwise_conv2d": {
-        "trt_depthwise_mve": ("kernels/mve/depthwise_conv2d.c",),
+        "trt_depthwise_mve": ("kernels/mve/depthwise_conv2d.c", "kernels/mve/conv2d.c"),   # trt_mve_fuse_pool
         "trt_depthwise_one_channel_mve": ("kernels/mve/depthwise_one_channel.c", "kernels/mve/conv2d.c"),
         "trt_depthwise_channels_mve": ("kernels/mve/depthwise_channels.c",),
         "trt_depthwise_dsp": ("kernels/dsp/depthwise_conv2d.c",),

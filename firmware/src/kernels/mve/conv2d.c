@@ -699,12 +699,22 @@ static inline __attribute__((always_inline)) void next_pixel(cursor *c, int32_t 
 }
 
 /* The windows of the next `count` pixels (count <= 3; a short block's other columns keep what
- * they held: their sums are computed and never used), their dot products into acc. */
+ * they held: their sums are computed and never used), then their dot products into acc. The
+ * windows out of line, once for both orders of the pixels (`pooled` a flag). */
+static __attribute__((noinline)) void gather_windows(const trt_conv_params *p, const workspace *ws, cursor *c,
+                                                     int32_t end, int32_t count, int pooled) {
+    const int32_t stride = column_stride(p);
+    for (int32_t k = 0; k < count; k++) {
+        window(p, ws, c->oy, c->ox, ws->columns + (size_t)k * stride);
+        if (pooled) next_pixel(c, end, 1);
+        else next_pixel(c, end, 0);
+    }
+}
+
 static inline __attribute__((always_inline)) void windows_and_dots(const trt_conv_params *p, const workspace *ws,
                                                                    cursor *c, int32_t end, int32_t count,
                                                                    int32_t *acc, const int pooled, const int general) {
-    const int32_t stride = column_stride(p);
-    for (int32_t k = 0; k < count; k++, next_pixel(c, end, pooled)) window(p, ws, c->oy, c->ox, ws->columns + (size_t)k * stride);
+    gather_windows(p, ws, c, end, count, pooled);
     block_products(p, ws, 0, window_len(p), p->out_c, acc, general);
 }
 
@@ -858,19 +868,19 @@ void trt_conv2d_long_mve(const trt_conv_params *p, void *temp) {
                      p->output + (size_t)b * out_image, temp, 0);
 }
 
-/* A 2x2 max pool at stride 2 without padding that alone reads this layer's output (the loader
- * checked that): the convolution computes only the pixels the pool reads and writes the pooled
- * maxima at the start of its own output, and the pool becomes a 1x1 pool of those (a copy with its
- * clamp). Taken when exact: every multiplier >= 0 (a non-decreasing requantization: the maximum of
- * the requantized values is the requantized maximum) and no sum plus bias able to leave int32
- * (|bias| + window * 255 * 128 within int32: the sums the kernel compares are then the exact
- * accumulators, not wrapped ones), channels in whole groups of four. */
-int trt_conv2d_mve_fuse_pool(trt_conv_params *p, trt_max_pool_params *pool) {
-    const int64_t reach = (int64_t)window_len(p) * 255 * 128;
+/* A 2x2 max pool at stride 2 without padding that alone reads the output of p, a Helium layer with
+ * channels in whole groups of four (the loader checked the first, the caller the layer's own
+ * conditions): fused when exact, i.e. every multiplier >= 0 (a non-decreasing requantization: the
+ * maximum of the requantized values is the requantized maximum) and no sum plus bias can leave
+ * int32 (|bias| + reach within int32, reach the largest |sum| of a window: the sums the kernel
+ * compares are then the exact accumulators, not wrapped ones). The layer then computes only the
+ * pixels the pool reads and writes the pooled maxima at the start of its own output, and the pool
+ * becomes a 1x1 pool of those (a copy with its clamp). Shared by conv2d.c and depthwise_conv2d.c. */
+int trt_mve_fuse_pool(trt_conv_params *p, trt_max_pool_params *pool, int64_t reach) {
     if (pool->kernel_h != 2 || pool->kernel_w != 2 || pool->stride_h != 2 || pool->stride_w != 2 ||
         (pool->pad_h | pool->pad_w) != 0 || pool->input != p->output || pool->batches != p->batches ||
         pool->in_h != p->out_h || pool->in_w != p->out_w || pool->channels != p->out_c || p->out_c % 4 != 0 ||
-        p->groups != 1 || p->dilation_h != 1 || p->dilation_w != 1 || p->pooled_h)
+        p->pooled_h)
         return 0;
     for (int32_t oc = 0; oc < p->out_c; oc++) {
         const int64_t bias = p->bias ? p->bias[oc] : 0;
@@ -882,6 +892,11 @@ int trt_conv2d_mve_fuse_pool(trt_conv_params *p, trt_max_pool_params *pool) {
     pool->in_w = pool->out_w;
     pool->kernel_h = pool->kernel_w = pool->stride_h = pool->stride_w = 1;
     return 1;
+}
+
+/* The long windows' kernel (groups 1, no dilation: its accepts) and the pool after it. */
+int trt_conv2d_mve_fuse_pool(trt_conv_params *p, trt_max_pool_params *pool) {
+    return trt_mve_fuse_pool(p, pool, (int64_t)window_len(p) * 255 * 128);
 }
 
 #endif

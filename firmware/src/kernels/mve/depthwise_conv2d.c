@@ -284,28 +284,11 @@ static __attribute__((naked, noinline)) void depthwise_pooled_row(const row_job 
 }
 #undef TRT_WINDOW_SUMS
 
-/* A 2x2 max pool at stride 2 without padding that alone reads this layer's output (the loader
- * checked that), fused when exact: channels in whole groups of four, the whole int8 range (the
- * pooled loop clamps by saturation), every multiplier >= 0 (a non-decreasing requantization)
- * and no sum plus bias able to leave int32 (|bias| + 16 * 255 * 128 within int32). The pooled
- * values go to the start of the layer's own output; the pool becomes a 1x1 pool of them. */
+/* The pool after the layer, fused when exact (trt_mve_fuse_pool, conv2d.c: multipliers >= 0, no
+ * sum plus bias beyond int32) and when the pooled loop's clamp by saturation is the layer's: the
+ * whole int8 range. */
 int trt_depthwise_mve_fuse_pool(trt_conv_params *p, trt_max_pool_params *pool) {
-    const int32_t reach = LANES * 255 * 128;
-    if (pool->kernel_h != 2 || pool->kernel_w != 2 || pool->stride_h != 2 || pool->stride_w != 2 ||
-        (pool->pad_h | pool->pad_w) != 0 || pool->input != p->output || pool->batches != p->batches ||
-        pool->in_h != p->out_h || pool->in_w != p->out_w || pool->channels != p->out_c || p->out_c % 4 != 0 ||
-        p->activation_min != -128 || p->activation_max != 127 || p->pooled_h)
-        return 0;
-    for (int32_t oc = 0; oc < p->out_c; oc++) {
-        const int32_t bias = p->bias ? p->bias[oc] : 0;
-        if (p->multipliers[oc] < 0 || bias > INT32_MAX - reach || bias < -(INT32_MAX - reach)) return 0;
-    }
-    p->pooled_h = pool->out_h;
-    p->pooled_w = pool->out_w;
-    pool->in_h = pool->out_h;
-    pool->in_w = pool->out_w;
-    pool->kernel_h = pool->kernel_w = pool->stride_h = pool->stride_w = 1;
-    return 1;
+    return p->activation_min == -128 && p->activation_max == 127 && trt_mve_fuse_pool(p, pool, LANES * 255 * 128);
 }
 
 void trt_depthwise_conv2d_mve(const trt_conv_params *p, void *temp) {

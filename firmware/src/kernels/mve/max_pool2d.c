@@ -18,10 +18,8 @@
 #include "kernels_mve.h"
 #include "mve_load.h"
 
-/* Output pixel (oy, ox), every channel; `words`: taps start on words and the channel count is a
- * multiple of 16, so every step is a whole vector read as words (mve_load.h). */
-static inline __attribute__((always_inline)) void pool_pixel(const trt_max_pool_params *p, const int8_t *image,
-                                                            int32_t oy, int32_t ox, int8_t *out, const int words) {
+/* Output pixel (oy, ox), every channel, 16 at a time (a last partial step tail-predicated). */
+static void pool_pixel(const trt_max_pool_params *p, const int8_t *image, int32_t oy, int32_t ox, int8_t *out) {
     const int32_t c = p->channels;
     const int32_t y0 = oy * p->stride_h - p->pad_h, x0 = ox * p->stride_w - p->pad_w;
     const int32_t ky0 = y0 < 0 ? -y0 : 0, kx0 = x0 < 0 ? -x0 : 0;
@@ -31,24 +29,13 @@ static inline __attribute__((always_inline)) void pool_pixel(const trt_max_pool_
     const int8_t *first = image + ((size_t)(y0 + ky0) * p->in_w + (size_t)(x0 + kx0)) * c;
     for (int32_t ch = 0; ch < c; ch += 16) {
         const mve_pred16_t pred = vctp8q((uint32_t)(c - ch));
-        int8x16_t m = words ? trt_mve_load_words(first + ch) : vldrbq_z_s8(first + ch, pred);
+        int8x16_t m = vldrbq_z_s8(first + ch, pred);
         for (int32_t ky = ky0; ky < ky1; ky++) {
             const int8_t *tap = image + ((size_t)(y0 + ky) * p->in_w + (size_t)(x0 + kx0)) * c + ch;
-            for (int32_t kx = kx0; kx < kx1; kx++, tap += c)
-                m = vmaxq_s8(m, words ? trt_mve_load_words(tap) : vldrbq_z_s8(tap, pred));
+            for (int32_t kx = kx0; kx < kx1; kx++, tap += c) m = vmaxq_s8(m, vldrbq_z_s8(tap, pred));
         }
-        m = vminq_s8(vmaxq_s8(m, lo), hi);
-        if (words) trt_mve_store_words(out + ch, m);
-        else vstrbq_p_s8(out + ch, m, pred);
+        vstrbq_p_s8(out + ch, vminq_s8(vmaxq_s8(m, lo), hi), pred);
     }
-}
-
-static void pool_image(const trt_max_pool_params *p, const int8_t *image, int8_t *out, const int words) {
-    for (int32_t oy = 0; oy < p->out_h; oy++)
-        for (int32_t ox = 0; ox < p->out_w; ox++, out += p->channels) {
-            if (words) pool_pixel(p, image, oy, ox, out, 1);
-            else pool_pixel(p, image, oy, ox, out, 0);
-        }
 }
 
 /* One image of a pool without padding over whole 16-byte steps of channels on word-aligned maps:
@@ -95,7 +82,9 @@ void trt_max_pool2d_mve(const trt_max_pool_params *p) {
         if (p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 && (p->pad_h | p->pad_w) == 0)
             pool_copy(p, image, out, (int32_t)out_image);
         else if (words && (p->pad_h | p->pad_w) == 0) pool_plain(p, image, out);
-        else pool_image(p, image, out, words);
+        else
+            for (int32_t oy = 0; oy < p->out_h; oy++)
+                for (int32_t ox = 0; ox < p->out_w; ox++, out += p->channels) pool_pixel(p, image, oy, ox, out);
     }
 }
 
