@@ -826,7 +826,7 @@ static inline __attribute__((always_inline)) void run_on_image(const trt_conv_pa
         trt_interior(p->in_h, p->out_h, p->kernel_h, p->stride_h, pad_h, p->dilation_h, &ws.y_first, &ws.y_span);
         trt_interior(p->in_w, p->out_w, p->kernel_w, p->stride_w, pad_w, p->dilation_w, &ws.x_first, &ws.x_span);
     }
-    if (p->pooled_h) {
+    if (!general && p->pooled_h) {   /* only the long windows' variant fuses a pool */
         run_pooled(p, &ws, out, general);
         return;
     }
@@ -846,17 +846,22 @@ static inline __attribute__((always_inline)) void run_on_image(const trt_conv_pa
     }
 }
 
+/* Any layer this file takes (one copy of the general driver for both entry points below). */
+static __attribute__((noinline)) void run_general(const trt_conv_params *p, const int8_t *image, int32_t pitch,
+                                                  int32_t pad_h, int32_t pad_w, int8_t *out, void *temp) {
+    run_on_image(p, image, pitch, pad_h, pad_w, out, temp, 1);
+}
+
 void trt_conv2d_mve_on_image(const trt_conv_params *p, const int8_t *image, int32_t pitch, int8_t *out, void *temp) {
-    run_on_image(p, image, pitch, 0, 0, out, temp, 1);
+    run_general(p, image, pitch, 0, 0, out, temp);
 }
 
 void trt_conv2d_mve(const trt_conv_params *p, void *temp) {
     const size_t in_image = (size_t)p->in_h * p->in_w * p->in_c;
-    const size_t out_image = p->pooled_h ? (size_t)p->pooled_h * p->pooled_w * p->out_c
-                                         : (size_t)p->out_h * p->out_w * p->out_c;
+    const size_t out_image = (size_t)p->out_h * p->out_w * p->out_c;
     for (int32_t b = 0; b < p->batches; b++)
-        run_on_image(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
-                     p->output + (size_t)b * out_image, temp, 1);
+        run_general(p, p->input + (size_t)b * in_image, p->in_w * p->in_c, p->pad_h, p->pad_w,
+                    p->output + (size_t)b * out_image, temp);
 }
 
 void trt_conv2d_long_mve(const trt_conv_params *p, void *temp) {
