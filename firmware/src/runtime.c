@@ -638,12 +638,15 @@ static size_t place_working(trt_program *prog) {
  * convolution with the max pool after it), when the next call is the last reader of its output and
  * no caller reads that output (live_until is exact once the inputs' and outputs' lifetimes are
  * checked). The operator changes both calls' parameters; their places in the memory plan, and so
- * every value's lifetime, stay as they are. Before the working memory is placed: a fused kernel may
- * need more of it. */
+ * every value's lifetime, stay as they are, but the fused call writes only the first bytes of its
+ * out (as many as the next call's out: operator_table.h), so the rest of it holds no value while it
+ * runs and its working memory may go there. Before the working memory is placed: a fused kernel
+ * may need more of it. */
 static void fuse_calls(trt_program *prog) {
     for (int k = 0; k + 1 < prog->n_calls; k++) {
         trt_chain_call *a = &prog->calls[k];
-        if (a->op->fuse_next && a->live_until == k + 1) a->op->fuse_next(&a->p, a->kernel, a[1].op, &a[1].p);
+        if (a->op->fuse_next && a->live_until == k + 1 && a->op->fuse_next(&a->p, a->kernel, a[1].op, &a[1].p))
+            a->out_bytes = a[1].out_bytes;
     }
 }
 
