@@ -21,6 +21,13 @@
  * so the variant takes layers whose requantization is all on the vector path
  * (mve_requantize.h).
  *
+ * A fused 2x2 max pool (trt_conv2d_mve_fuse_pool, at load; the long windows' variant alone):
+ *   pooled[oc] = clamp(requantize(max over the pool window's four pixels of sum(x * w) + folded_bias[oc],
+ *                                  multiplier[oc], shift[oc]) + output_offset, act_min, act_max)
+ * which is the maximum of the four pixels' outputs when every multiplier >= 0 and no sum plus bias
+ * leaves int32 (both checked when fusing): only the pixels the pool reads are computed, the four
+ * of each window in turn (finish_pooled), and the pooled values written at the start of `output`.
+ *
  * Groups and dilation: a window is then gathered tap by tap (kernel_c bytes of its group's
  * channels per tap, taps dilation apart), group by group, each group against its own output
  * channels' weights (OHWI: contiguous per group). The same code runs the convolutions other
