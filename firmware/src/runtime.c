@@ -367,9 +367,10 @@ static void note_input_read(trt_program *prog, int16_t k, int32_t value, const t
     if (t->in_arena) note_planned_read(prog, k, t->arena_offset, t->nbytes);
 }
 
-static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, uint32_t n_args) {
+static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, uint32_t n_args, uint32_t unread) {
     for (uint32_t a = 0; a + 2 < n_args; a++) {
         const trt_value *v = &prog->call_args[a];
+        if (a < 32 && (unread >> a & 1)) continue;   /* a scratch tensor: never read (trt_arg_scratch) */
         if (v->kind == PTE_VALUE_TENSOR) note_input_read(prog, k, args[a], &prog->call_tensors[v->index]);
         if (v->kind != PTE_VALUE_TENSOR_LIST) continue;
         for (uint16_t i = 0; i < v->count; i++)   /* no value index of its own: compared by place */
@@ -383,7 +384,8 @@ static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, 
 static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
                             uint32_t n_args) {
     const trt_value_tables tables = {prog->call_args, (uint16_t)n_args, prog->call_tensors, prog->call_items};
-    const trt_call call = {&tables, &prog->detail, args, n_args, kc->op->name};
+    uint32_t unread = 0;
+    const trt_call call = {&tables, &prog->detail, args, n_args, kc->op->name, &unread};
     uint64_t macs = 0;
     memset(&kc->p, 0, sizeof kc->p);
     trt_status s = kc->op->bind(&call, &kc->p, &macs);
@@ -401,7 +403,7 @@ static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, co
     kc->out_value = (uint16_t)args[n_args - 2];
     kc->out_offset = (uint32_t)out->arena_offset;
     kc->out_bytes = out->nbytes;
-    note_input_reads(prog, k, args, n_args);
+    note_input_reads(prog, k, args, n_args, unread);
     kc->live_until = k;
     kc->kernel = trt_choose_variant(kc->op, &kc->p);
     if (!kc->kernel)
@@ -632,6 +634,22 @@ static size_t place_working(trt_program *prog) {
     return top;
 }
 
+/* Fusions: a call whose operator has fuse_next may do the next call's work in its own kernel (a
+ * convolution with the max pool after it), when the next call is the last reader of its output and
+ * no caller reads that output (live_until is exact once the inputs' and outputs' lifetimes are
+ * checked). The operator changes both calls' parameters; their places in the memory plan, and so
+ * every value's lifetime, stay as they are, but the fused call writes only the first bytes of its
+ * out (as many as the next call's out: operator_table.h), so the rest of it holds no value while it
+ * runs and its working memory may go there. Before the working memory is placed: a fused kernel
+ * may need more of it. */
+static void fuse_calls(trt_program *prog) {
+    for (int k = 0; k + 1 < prog->n_calls; k++) {
+        trt_chain_call *a = &prog->calls[k];
+        if (a->op->fuse_next && a->live_until == k + 1 && a->op->fuse_next(&a->p, a->kernel, a[1].op, &a[1].p))
+            a->out_bytes = a[1].out_bytes;
+    }
+}
+
 /* trt_infer's program: an image classifier, float32 [1, 1, 28, 28] in, float32 out. */
 static int is_image_classifier(const trt_program *prog) {
     const trt_tensor *in = &prog->inputs[0].t;
@@ -685,6 +703,7 @@ static trt_status load_all(trt_program *prog) {
         (s = load_operators(prog)) != TRT_OK || (s = load_io(prog)) != TRT_OK || (s = load_chain(prog)) != TRT_OK ||
         (s = check_io_lifetimes(prog)) != TRT_OK)
         return s;
+    fuse_calls(prog);
     if ((s = reserve_workspace(prog, place_working(prog), &temp_offset)) != TRT_OK) return s;
     prog->arena_needed = prog->workspace_base + prog->workspace_used;
     if (!prog->arena || prog->arena_needed > prog->arena_len)

@@ -73,6 +73,10 @@ typedef struct {
     int32_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
     int32_t input_offset, output_offset;
     int32_t activation_min, activation_max;
+    /* A 2x2 max pool at stride 2 fused into the layer at load (the Helium convolution:
+     * trt_conv2d_mve_fuse_pool): the pooled output's rows and columns, written at the start of
+     * `output`; 0: no pool. */
+    int32_t pooled_h, pooled_w;
 } trt_conv_params;
 
 typedef struct {

@@ -40,7 +40,7 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, in
         (s = trt_arg_int(c, 5, -128, 127, &p->zero_point)) != TRT_OK ||
         (s = trt_arg_int(c, 6, 1, INT32_MAX, &multiplier)) != TRT_OK ||
         (s = trt_arg_int(c, 7, -TRT_MAX_SHIFT, TRT_MAX_SHIFT, &shift)) != TRT_OK ||
-        (s = trt_arg_tensor(c, 8, &scratch)) != TRT_OK || (s = trt_need_output(c, 9, &out, TRT_INT8)) != TRT_OK ||
+        (s = trt_arg_scratch(c, 8, &scratch)) != TRT_OK || (s = trt_need_output(c, 9, &out, TRT_INT8)) != TRT_OK ||
         (s = trt_need_disjoint(c, out, in)) != TRT_OK || (s = trt_need_activation(c, in, nhwc, in_dims)) != TRT_OK ||
         (s = trt_need_activation(c, out, nhwc, out_dims)) != TRT_OK)
         return s;

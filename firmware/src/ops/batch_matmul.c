@@ -23,7 +23,7 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
         (s = trt_arg_int(c, 4, -TRT_MAX_OFFSET, TRT_MAX_OFFSET, &q->output_offset)) != TRT_OK ||
         (s = trt_arg_int(c, 5, INT32_MIN, INT32_MAX, &q->multiplier)) != TRT_OK ||
         (s = trt_arg_int(c, 6, -TRT_MAX_SHIFT, TRT_MAX_SHIFT, &q->shift)) != TRT_OK ||
-        (s = trt_arg_tensor(c, 7, &scratch)) != TRT_OK || (s = trt_need_output(c, 8, &out, TRT_INT8)) != TRT_OK ||
+        (s = trt_arg_scratch(c, 7, &scratch)) != TRT_OK || (s = trt_need_output(c, 8, &out, TRT_INT8)) != TRT_OK ||
         (s = trt_need_disjoint(c, out, lhs)) != TRT_OK || (s = trt_need_disjoint(c, out, rhs)) != TRT_OK)
         return s;
     p->rhs_constant = !rhs->in_arena;

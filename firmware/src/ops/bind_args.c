@@ -24,6 +24,11 @@ trt_status trt_arg_value(const trt_call *c, uint32_t i, const trt_value **v) {
     return TRT_OK;
 }
 
+trt_status trt_arg_scratch(const trt_call *c, uint32_t i, const trt_tensor **t) {
+    if (c->unread && i < 32) *c->unread |= 1u << i;
+    return trt_arg_tensor(c, i, t);
+}
+
 trt_status trt_arg_tensor(const trt_call *c, uint32_t i, const trt_tensor **t) {
     const trt_value *v = NULL;
     trt_status s = trt_arg_value(c, i, &v);

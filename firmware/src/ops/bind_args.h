@@ -28,6 +28,7 @@ typedef struct {
     const int32_t *args;
     uint32_t n_args;
     const char *op;            /* for error messages */
+    uint32_t *unread;          /* bit i: the kernels never read argument i (trt_arg_scratch); NULL: none */
 } trt_call;
 
 #if TRT_LOAD_DETAIL
@@ -42,6 +43,9 @@ static inline trt_status trt_bad_arg(const trt_call *c, trt_status status, const
 /* Scalars and lists. */
 trt_status trt_arg_value(const trt_call *c, uint32_t i, const trt_value **v);
 trt_status trt_arg_tensor(const trt_call *c, uint32_t i, const trt_tensor **t);
+/* A scratch tensor planned for another runtime's kernels: a tensor, which no kernel here reads (the
+ * loader's liveness of the memory plan leaves it out: runtime.c). */
+trt_status trt_arg_scratch(const trt_call *c, uint32_t i, const trt_tensor **t);
 trt_status trt_arg_optional_tensor(const trt_call *c, uint32_t i, const trt_tensor **t);   /* NULL for None */
 trt_status trt_arg_int(const trt_call *c, uint32_t i, int64_t lo, int64_t hi, int32_t *out);
 trt_status trt_arg_double(const trt_call *c, uint32_t i, double *out);

@@ -37,7 +37,7 @@ static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { 
 static int mve_long_accepts(const trt_params *p) { return trt_conv2d_long_mve_accepts(&p->quantized_conv2d); }
 static size_t mve_long_scratch(const trt_params *p) { return trt_conv2d_long_mve_scratch_bytes(&p->quantized_conv2d); }
 static void mve_long_prepare(trt_params *p, void *scratch) { trt_conv2d_long_mve_prepare(&p->quantized_conv2d, scratch); }
-static void run_mve_long(const trt_params *p, void *temp) { trt_conv2d_mve(&p->quantized_conv2d, temp); }
+static void run_mve_long(const trt_params *p, void *temp) { trt_conv2d_long_mve(&p->quantized_conv2d, temp); }
 static int mve_accepts(const trt_params *p) { return trt_conv2d_mve_accepts(&p->quantized_conv2d); }
 static size_t mve_scratch(const trt_params *p) { return trt_conv2d_mve_scratch_bytes(&p->quantized_conv2d); }
 static void mve_prepare(trt_params *p, void *scratch) { trt_conv2d_mve_prepare(&p->quantized_conv2d, scratch); }
@@ -68,5 +68,15 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
 };
 
-TRT_DEFINE_OPERATOR(quantized_conv2d, bind_legacy, VARIANTS);
-TRT_DEFINE_OPERATOR(quantized_conv2d_nhwc, bind_nhwc, VARIANTS);
+/* A max pool after the layer: the long windows' Helium kernel may pool its sums itself. */
+static int fuse_next(trt_params *p, const trt_kernel_variant *kernel, const trt_operator *next, trt_params *next_p) {
+#if TRT_HAVE_MVE
+    if (kernel == &VARIANTS[0] && trt_is_max_pool(next))
+        return trt_conv2d_mve_fuse_pool(&p->quantized_conv2d, &next_p->quantized_max_pool2d);
+#endif
+    (void)p, (void)kernel, (void)next, (void)next_p;
+    return 0;
+}
+
+TRT_DEFINE_FUSING_OPERATOR(quantized_conv2d, bind_legacy, VARIANTS, fuse_next);
+TRT_DEFINE_FUSING_OPERATOR(quantized_conv2d_nhwc, bind_nhwc, VARIANTS, fuse_next);

@@ -15,13 +15,13 @@ trt_status trt_bind_conv_common(const trt_call *c, const trt_conv_layout *layout
         (s = trt_arg_int(c, 6 + x, -TRT_MAX_OFFSET, TRT_MAX_OFFSET, &p->input_offset)) != TRT_OK ||
         (s = trt_arg_int(c, 7 + x, -TRT_MAX_OFFSET, TRT_MAX_OFFSET, &p->output_offset)) != TRT_OK ||
         (s = trt_need_act_range(c, 10 + x, 11 + x, &p->activation_min, &p->activation_max)) != TRT_OK ||
-        (s = trt_arg_tensor(c, 12 + x, &scratch)) != TRT_OK)
+        (s = trt_arg_scratch(c, 12 + x, &scratch)) != TRT_OK)
         return s;
     /* the exporter's scratch tensors are not used (the variants size their own working memory),
      * but they must be tensors */
     const uint32_t out_arg = 12 + x + layout->scratch_tensors;
     for (uint32_t k = 13 + x; k < out_arg; k++)
-        if ((s = trt_arg_tensor(c, k, &scratch)) != TRT_OK) return s;
+        if ((s = trt_arg_scratch(c, k, &scratch)) != TRT_OK) return s;
     if ((s = trt_need_output(c, out_arg, &out, TRT_INT8)) != TRT_OK || (s = trt_need_disjoint(c, out, input)) != TRT_OK ||
         (s = trt_need_activation(c, input, layout->nhwc, in)) != TRT_OK ||
         (s = trt_need_activation(c, out, layout->nhwc, out_nhwc)) != TRT_OK)

@@ -72,5 +72,15 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, NULL, NULL, NULL, run_c},
 };
 
-TRT_DEFINE_OPERATOR(quantized_depthwise_conv2d, bind_legacy, VARIANTS);
-TRT_DEFINE_OPERATOR(quantized_depthwise_conv2d_nhwc, bind_nhwc, VARIANTS);
+/* A max pool after the layer: the one-gather Helium kernel may pool its sums itself. */
+static int fuse_next(trt_params *p, const trt_kernel_variant *kernel, const trt_operator *next, trt_params *next_p) {
+#if TRT_HAVE_MVE
+    if (kernel == &VARIANTS[0] && trt_is_max_pool(next))
+        return trt_depthwise_mve_fuse_pool(&p->quantized_depthwise_conv2d, &next_p->quantized_max_pool2d);
+#endif
+    (void)p, (void)kernel, (void)next, (void)next_p;
+    return 0;
+}
+
+TRT_DEFINE_FUSING_OPERATOR(quantized_depthwise_conv2d, bind_legacy, VARIANTS, fuse_next);
+TRT_DEFINE_FUSING_OPERATOR(quantized_depthwise_conv2d_nhwc, bind_nhwc, VARIANTS, fuse_next);

@@ -51,14 +51,25 @@ typedef struct {
     void (*invoke)(const trt_params *p, void *temp);        /* temp: its working memory, 16-byte aligned */
 } trt_kernel_variant;
 
-typedef struct {
+typedef struct trt_operator trt_operator;
+struct trt_operator {
     const char *name;                                       /* "cortex_m::quantized_conv2d" */
     const char *overload;                                   /* "out" */
     /* Validate the call and fill p; add the call's multiply-accumulates to *macs. */
     trt_status (*bind)(const trt_call *c, trt_params *p, uint64_t *macs);
     const trt_kernel_variant *variants;                     /* fastest first; the last one is plain C */
     uint8_t n_variants;
-} trt_operator;
+    /* NULL, or: take on the work of the next call (next, bound to next_p) in this call's kernel
+     * (`kernel`, the variant it bound), bit for bit, changing both calls' parameters (1), or leave
+     * both as they are (0). Fused, the kernel writes no more of its out than the first bytes, as
+     * many as the next call's out has, from which the next call then makes its own out. The loader
+     * asks only when the next call is the last reader of this call's output, which no caller reads
+     * (runtime.c, fuse_calls); the operator checks the rest. */
+    int (*fuse_next)(trt_params *p, const trt_kernel_variant *kernel, const trt_operator *next, trt_params *next_p);
+};
+
+/* Whether op is cortex_m::quantized_max_pool2d (either overload's row). */
+int trt_is_max_pool(const trt_operator *op);
 
 /* The row of `name`.`overload`, or NULL. */
 const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,
@@ -80,8 +91,11 @@ const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_p
 #undef TRT_OPERATOR
 
 /* In ops/<operator>.c: row `symbol` of operators.def, its bind step and its variant list. */
-#define TRT_DEFINE_OPERATOR(symbol, bind, variants)                                            \
+#define TRT_DEFINE_OPERATOR(symbol, bind, variants) TRT_DEFINE_FUSING_OPERATOR(symbol, bind, variants, NULL)
+
+/* The same for an operator whose kernels may take on the next call's work (trt_operator.fuse_next). */
+#define TRT_DEFINE_FUSING_OPERATOR(symbol, bind, variants, fuse_next)                          \
     const trt_operator trt_op_##symbol = {trt_op_name_##symbol, trt_op_overload_##symbol, bind, variants, \
-                                          (uint8_t)(sizeof variants / sizeof variants[0])}
+                                          (uint8_t)(sizeof variants / sizeof variants[0]), fuse_next}
 
 #endif

@@ -25,7 +25,7 @@ from pathlib import Path
 from ..errors import UserError
 
 # The ops/ files of the runtime's own code that define no operator (shared bind steps): always kept.
-_DEFINES_OPERATOR = re.compile(r"^TRT_DEFINE_OPERATOR\(\s*(\w+)\s*,", re.M)
+_DEFINES_OPERATOR = re.compile(r"^TRT_DEFINE_(?:FUSING_)?OPERATOR\(\s*(\w+)\s*,", re.M)
 
 
 def image_tree(fw: Path, operator_names: list, layers: list, isa_kernels: str) -> dict:

@@ -155,7 +155,7 @@ OPERATOR_SOURCES = {
 # library leaves them out when no call of its program binds that variant (the others' files stay).
 VARIANT_SOURCES = {
     "quantized_depthwise_conv2d": {
-        "trt_depthwise_mve": ("kernels/mve/depthwise_conv2d.c",),
+        "trt_depthwise_mve": ("kernels/mve/depthwise_conv2d.c", "kernels/mve/conv2d.c"),   # trt_mve_fuse_pool
         "trt_depthwise_one_channel_mve": ("kernels/mve/depthwise_one_channel.c", "kernels/mve/conv2d.c"),
         "trt_depthwise_channels_mve": ("kernels/mve/depthwise_channels.c",),
         "trt_depthwise_dsp": ("kernels/dsp/depthwise_conv2d.c",),
@@ -365,7 +365,7 @@ def isa_only_operators(layers: list, symbols: list, src: Path, isa_kernels: str)
 
 # A row of an ops/ file's variant list: {"isa", accepts, ..., invoke}, or the file's own macro NAME("isa", kernel)
 _VARIANT_ROW = re.compile(r'^[ \t]*(?:\{|\w+\()\s*"(\w+)"[^\n]*?(\w+)\s*[})]\s*,[ \t]*$', re.M)
-_DEFINE = re.compile(r"^TRT_DEFINE_OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*\)", re.M)
+_DEFINE = re.compile(r"^TRT_DEFINE_(?:FUSING_)?OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*(?:,\s*\w+\s*)?\)", re.M)
 
 # The variant ISAs a firmware build of the ISA kernels compiles (src/kernels/isa.h: every core with
 # Helium has the DSP extension too), in the order of the operators' lists.

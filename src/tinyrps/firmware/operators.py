@@ -44,7 +44,7 @@ def runtime_operators(firmware_root: Path | None = None) -> list:
 
 # TRT_DEFINE_OPERATOR(symbol, bind, VARIANTS) in ops/<file>.c, and its variant array's entries: {"isa", ...}
 # or a file's own macro for them, NAME("isa", ...)
-DEFINE = re.compile(r"^TRT_DEFINE_OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*\)", re.M)
+DEFINE = re.compile(r"^TRT_DEFINE_(?:FUSING_)?OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*(?:,\s*\w+\s*)?\)", re.M)
 VARIANT_ARRAY = r"static const trt_kernel_variant {}\[\] = \{{(.*?)\n\}};"
 VARIANT_ISA = re.compile(r'^\s*(?:\{|\w+\()\s*"(\w+)"', re.M)
 

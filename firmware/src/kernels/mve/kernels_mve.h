@@ -17,6 +17,11 @@ void trt_dequantize_mve(const trt_dequantize_params *p);
 int trt_conv2d_long_mve_accepts(const trt_conv_params *p);
 size_t trt_conv2d_long_mve_scratch_bytes(const trt_conv_params *p);
 void trt_conv2d_long_mve_prepare(trt_conv_params *p, void *scratch);
+void trt_conv2d_long_mve(const trt_conv_params *p, void *temp);
+/* Fuse the 2x2 max pool that alone reads p's output into p, if exact (1; pool becomes a copy), else 0. */
+int trt_conv2d_mve_fuse_pool(trt_conv_params *p, trt_max_pool_params *pool);
+/* What the fusions of the Helium layers share (conv2d.c); reach: the largest |sum| of a window. */
+int trt_mve_fuse_pool(trt_conv_params *p, trt_max_pool_params *pool, int64_t reach);
 int trt_conv2d_mve_accepts(const trt_conv_params *p);
 size_t trt_conv2d_mve_scratch_bytes(const trt_conv_params *p);
 void trt_conv2d_mve_prepare(trt_conv_params *p, void *scratch);
@@ -32,6 +37,8 @@ size_t trt_depthwise_mve_scratch_bytes(const trt_conv_params *p);
 void trt_depthwise_mve_prepare(trt_conv_params *p, void *scratch);
 size_t trt_depthwise_mve_temp_bytes(const trt_conv_params *p);
 void trt_depthwise_conv2d_mve(const trt_conv_params *p, void *temp);
+/* Fuse the 2x2 max pool that alone reads p's output into p, if exact (1; pool becomes a copy), else 0. */
+int trt_depthwise_mve_fuse_pool(trt_conv_params *p, trt_max_pool_params *pool);
 
 /* depthwise, one input channel, any window (after the one-gather kernel above) */
 int trt_depthwise_one_channel_mve_accepts(const trt_conv_params *p);

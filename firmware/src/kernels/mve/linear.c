@@ -31,7 +31,8 @@ void trt_linear_mve_prepare(trt_linear_params *p, void *scratch) {
     p->kernel_sum_fits = p->kernel_sum != NULL && trt_linear_accumulators_below(p, 0, (int64_t)INT32_MAX + 1);
 }
 
-/* Outputs o .. o + 3 of a row from their dot products (the formulas: kernels/c/linear.c). */
+/* Outputs o .. o + 3 of a row from their dot products (the formulas: kernels/c/linear.c), on the
+ * vector requantization (the caller checked trt_mve_requant_is_vector). */
 static inline void finish4(const trt_linear_params *p, int32_t o, const int32_t acc[4], int32_t input_sum,
                            int8_t *out) {
     int32x4_t v = vldrwq_s32(acc);
@@ -46,8 +47,16 @@ static inline void finish4(const trt_linear_params *p, int32_t o, const int32_t 
         v = vaddq_n_s32(v, trt_wrap32(terms));
         if (p->bias) v = vaddq_s32(v, vldrwq_s32(p->bias + o));
     }
-    v = trt_mve_output_s32(v, p->multiplier, p->shift, p->output_offset, p->activation_min, p->activation_max);
-    vstrbq_s32(out + o, v);
+    v = vaddq_n_s32(trt_mve_requantize_s32(v, p->multiplier, p->shift), p->output_offset);
+    vstrbq_s32(out + o, vminq_s32(vmaxq_s32(v, vdupq_n_s32(p->activation_min)), vdupq_n_s32(p->activation_max)));
+}
+
+/* Outputs o .. o + count - 1 one at a time, with the scalar formulas (linear_finish.h): what the
+ * vector form cannot take (an int64 sum, a requantization off the vector path), out of line so
+ * that its code exists once. */
+static __attribute__((noinline)) void finish_scalar(const trt_linear_params *p, int32_t o, const int32_t *acc,
+                                                   int32_t count, int32_t input_sum, int8_t *out) {
+    for (int32_t k = 0; k < count; k++) out[o + k] = trt_linear_finish(p, o + k, acc[k], input_sum);
 }
 
 static int32_t sum_s8(const int8_t *x, int32_t n) {
@@ -170,6 +179,7 @@ static int32_t dot1(const int8_t *x, const int8_t *w, int32_t n) {
  * (trt_linear_words_mve_accepts), so the byte loop is not even referenced. */
 static inline __attribute__((always_inline)) void linear_rows(const trt_linear_params *p, const int words_only) {
     const int32_t n = p->depth;
+    const int vector = (!p->kernel_sum || p->kernel_sum_fits) && trt_mve_requant_is_vector(p->multiplier, p->shift);
     for (int32_t r = 0; r < p->rows; r++) {
         const int8_t *x = p->input + (size_t)r * n;
         int8_t *out = p->output + (size_t)r * p->out_features;
@@ -180,12 +190,13 @@ static inline __attribute__((always_inline)) void linear_rows(const trt_linear_p
             int32_t acc[4];
             if (words) dot4_words(x, p->weights + (size_t)o * n, n, acc);
             else dot4_bytes(x, p->weights + (size_t)o * n, n, acc);
-            if (!p->kernel_sum || p->kernel_sum_fits) finish4(p, o, acc, input_sum, out);
-            else
-                for (int k = 0; k < 4; k++) out[o + k] = trt_linear_finish(p, o + k, acc[k], input_sum);
+            if (vector) finish4(p, o, acc, input_sum, out);
+            else finish_scalar(p, o, acc, 4, input_sum, out);
         }
-        for (; o < p->out_features; o++)
-            out[o] = trt_linear_finish(p, o, dot1(x, p->weights + (size_t)o * n, n), input_sum);
+        for (; o < p->out_features; o++) {
+            const int32_t acc = dot1(x, p->weights + (size_t)o * n, n);
+            finish_scalar(p, o, &acc, 1, input_sum, out);
+        }
     }
 }
 
