@@ -68,10 +68,12 @@ static const trt_kernel_variant VARIANTS[] = {
     {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
 };
 
-/* A max pool after the layer: the long windows' Helium kernel may pool its sums itself. */
+/* A max pool after the layer: the long windows' Helium kernel may pool its sums itself. The kernel is
+ * known by its function, not its place in VARIANTS: a program's own image leaves out the rows no call
+ * binds, and the general kernel then comes first. */
 static int fuse_next(trt_params *p, const trt_kernel_variant *kernel, const trt_operator *next, trt_params *next_p) {
 #if TRT_HAVE_MVE
-    if (kernel == &VARIANTS[0] && trt_is_max_pool(next))
+    if (kernel->accepts == mve_long_accepts && trt_is_max_pool(next))
         return trt_conv2d_mve_fuse_pool(&p->quantized_conv2d, &next_p->quantized_max_pool2d);
 #endif
     (void)p, (void)kernel, (void)next, (void)next_p;
