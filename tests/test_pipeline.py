@@ -55,6 +55,8 @@ def test_all_writes_summary_report_and_every_main_artifact(main_job, markdown_ta
     report = (out / "report.md").read_text()
     markdown_tables(report, check=True)
     assert "not hardware time" in report and "int8 bit-exact: the device's int8 outputs equal" in report
+    trained = summary["training"]["machine"]           # the run's training names its machine
+    assert f"Trained on {trained['cpu']}, torch {trained['torch']} with its {trained['torch_cpu_capability']}" in report
     # each accuracy with its count and interval; the benchmark split rendered beside the others
     images = summary["eval"]["images"]
     assert f"/{images}, 95 % CI " in report and summary["eval"]["programs"]["eager"]["images"] == images

@@ -13,6 +13,12 @@ def test_run_writes_checkpoint_metrics_and_plots(trained_run):
     assert set(k.split(".")[0] for k in state) == {"body", "head"}
     metrics = json.loads((trained_run / "metrics.json").read_text())
     assert len(metrics["epochs"]) == EPOCHS and metrics["test_accuracy"] > 0.8
+    # what decides the bits besides the seed: this machine's CPU and torch's kernels for it
+    from tinyrps.machine import cpu_model
+    from tinyrps.torch_settings import TRAINING_THREADS
+    assert metrics["machine"] == {"cpu": cpu_model(), "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                                  "torch": torch.__version__, "threads": TRAINING_THREADS}
+    assert metrics["machine"]["cpu"] and metrics["machine"]["torch_cpu_capability"]
     for name in ("curves.png", "confusion.png", "config.json"):
         assert (trained_run / name).stat().st_size > 0
     assert not list(trained_run.glob("*.tmp*")) and not list(trained_run.glob(".*tmp"))

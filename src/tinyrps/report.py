@@ -1,7 +1,6 @@
 """Tables on screen (rich) and the Markdown report of the main job."""
 from __future__ import annotations
 
-import platform
 from pathlib import Path
 from typing import Optional
 
@@ -10,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .artifacts import atomic_write_bytes
+from .machine import line as machine_line
 from .stats import entry_accuracy
 
 out_console = Console(highlight=False)  # stdout: tables are results
@@ -285,9 +285,13 @@ def split_images(data: dict, split: str):
     return ((data or {}).get("splits") or {}).get(split, {}).get("images")
 
 
-def machine() -> str:
-    import os
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform(terse=True)}"
+def trained_on(training: dict) -> str:
+    """What the run's training recorded of its machine (its bits depend on it), or nothing for older runs."""
+    m = training.get("machine")
+    if not m:
+        return ""
+    return (f" Trained on {m['cpu']}, torch {m['torch']} with its {m['torch_cpu_capability']} kernels on "
+            f"{m['threads']} threads: the same seed gives the same bits where these agree.")
 
 
 def arch_line(arch) -> str:
@@ -322,16 +326,17 @@ def write_report(out: Path, summary: dict) -> None:
     ev, be = summary["eval"], summary["bench"]
     parts = [
         "# TinyRPS report",
-        f"Machine: {machine()}. Whole pipeline: {summary['seconds']['total']:.0f} s "
+        f"Machine: {machine_line()}. Whole pipeline: {summary['seconds']['total']:.0f} s "
         f"({', '.join(f'{k} {v:.0f} s' for k, v in summary['seconds'].items() if k != 'total')}).",
         "## Data",
         f"{data_line(summary['data'])}, rendered at {be['render_images_per_s']:,.0f} images/s.",
         f"![training images]({rel(out / 'data' / 'preview.png')})",
         "## Training",
         arch_line(summary.get("arch")) +
-        f"{len(summary['training']['epochs'])} epochs, best validation accuracy "
+        f"{len(summary['training']['epochs'])} epoch{'s' if len(summary['training']['epochs']) != 1 else ''}, "
+        "best validation accuracy "
         f"{entry_accuracy(summary['training'], split_images(summary['data'], 'val'), key='best_val_accuracy')}"
-        ".",
+        "." + trained_on(summary["training"]),
         f"![training curves]({rel(out / 'run' / 'curves.png')}) ![confusion matrix]({rel(out / 'run' / 'confusion.png')})",
         "## Accuracy",
         f"{_sentence(eval_split(ev))} split, {eval_images(ev):,} images. {_sentence(eval_notes(ev))}.",

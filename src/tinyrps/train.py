@@ -31,6 +31,7 @@ from .data import load_split
 from .errors import UserError
 from .arch import DISTILL_ALPHA, DISTILL_TEMPERATURE, default_epochs, describe_arch, parse_arch
 from .model import TinyRPS, images_to_tensor
+from .machine import torch_record
 from .progress import progress_bar, say
 from .torch_settings import TRAINING_THREADS, deterministic
 
@@ -151,7 +152,7 @@ def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = 
             history, best_acc, model = fit(config, arch, splits["train"], splits["val"], folder, quiet, teacher)
             identity = data_identity(info, info_sha256)
             metrics = {"config": asdict(config), "arch": describe_arch(arch), "data": identity, "epochs": history,
-                       "best_val_accuracy": best_acc}
+                       "best_val_accuracy": best_acc, "machine": torch_record(TRAINING_THREADS)}
             if teacher is not None:
                 metrics["teacher"] = teacher.record(config)
             if test_split:
