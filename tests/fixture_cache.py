@@ -21,6 +21,7 @@ import os
 import shutil
 import stat
 import sys
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
@@ -200,7 +201,5 @@ def reference_int8(pte: Path, images) -> "np.ndarray":
     def build(folder: Path) -> None:
         from tinyrps.reference.cortex_m import reference_int8 as replay
         np.save(folder / "int8.npy", replay(Path(pte), images))
-    import tempfile
     with tempfile.TemporaryDirectory(prefix="reference-") as work:
         return np.load(cached_folder("reference-int8", key, build, Path(work)) / "int8.npy")
-

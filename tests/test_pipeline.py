@@ -27,14 +27,16 @@ def main_job(cli_session, tmp_path_factory):
                                     files=source_files(firmware_dir()))
     built = []
 
-    def build(folder: Path) -> None:
-        res = cli_session("all", "--out", folder / "all", *ALL, timeout=900)
+    def run_all(out: Path) -> None:
+        res = cli_session("all", "--out", out, *ALL, timeout=900)
         assert res.returncode == 0, res.stderr[-3000:]
+
+    def build(folder: Path) -> None:
+        run_all(folder / "all")
         built.append(folder)
     out = fixture_cache.cached_folder("main-job", key, build, tmp_path_factory.mktemp("main-job")) / "all"
     if not built:
-        res = cli_session("all", "--out", out, *ALL, timeout=900)
-        assert res.returncode == 0, res.stderr[-3000:]
+        run_all(out)
         summary = json.loads((out / "summary.json").read_text())
         assert summary["reused"] == ["data", "export", "measure", "eval", "bench"], summary["reused"]
     return out

@@ -5,7 +5,8 @@ runs next. When that code is a weakref callback or a finalizer, the exception ca
 command: Python prints it as "Exception ignored in ..." and drops it. torch and the standard
 library run such callbacks all through an export (their weak dictionaries drop dead entries), so
 a Ctrl-C in the first seconds of `tinyrps all`'s export stage was lost now and then and the job
-ran on to its end as if never stopped (exit 0; 2 of about 90 Ctrl-Cs sent there, measured).
+ran on to its end as if never stopped (exit 0; 6 of 165 Ctrl-Cs sent there, measured; with
+`install()`, 0 of 90).
 
 `install()` (called by the command line's main) makes a dropped KeyboardInterrupt a Ctrl-C again:
 SIGINT is sent to the process once more a moment later, from a timer thread, so that it lands in

@@ -324,6 +324,7 @@ def write_report(out: Path, summary: dict) -> None:
     """DIR/report.md: what was built, how well it does, how fast, with the plots."""
     rel = lambda p: Path(p).relative_to(out).as_posix()  # noqa: E731
     ev, be = summary["eval"], summary["bench"]
+    epochs = len(summary["training"]["epochs"])
     parts = [
         "# TinyRPS report",
         f"Machine: {machine_line()}. Whole pipeline: {summary['seconds']['total']:.0f} s "
@@ -333,8 +334,7 @@ def write_report(out: Path, summary: dict) -> None:
         f"![training images]({rel(out / 'data' / 'preview.png')})",
         "## Training",
         arch_line(summary.get("arch")) +
-        f"{len(summary['training']['epochs'])} epoch{'s' if len(summary['training']['epochs']) != 1 else ''}, "
-        "best validation accuracy "
+        f"{epochs} epoch{'s' if epochs != 1 else ''}, best validation accuracy "
         f"{entry_accuracy(summary['training'], split_images(summary['data'], 'val'), key='best_val_accuracy')}"
         "." + trained_on(summary["training"]),
         f"![training curves]({rel(out / 'run' / 'curves.png')}) ![confusion matrix]({rel(out / 'run' / 'confusion.png')})",

@@ -529,15 +529,20 @@ def retraining_estimate(costs: list, settings: TuneSettings) -> float:
     what the search left, as long as that costs no accuracy beyond the margin (pick_within)."""
     if not settings.retrain or not costs:
         return 0.0
-    epoch = statistics.median(c["epoch"] for c in costs)
-    rest = statistics.median(c["rest"] for c in costs)
-    return settings.pick_seeds * (settings.epochs * epoch + rest)
+    return retraining_seconds(statistics.median(c["epoch"] for c in costs),
+                              statistics.median(c["rest"] for c in costs), settings)
 
 
 def own_retraining(candidate: dict, settings: TuneSettings) -> float:
     """A measured candidate's retraining estimate, from its own cost per epoch and outside training."""
     own = trial_costs(candidate, settings)
-    return settings.pick_seeds * (settings.epochs * own["epoch"] + own["rest"])
+    return retraining_seconds(own["epoch"], own["rest"], settings)
+
+
+def retraining_seconds(epoch: float, rest: float, settings: TuneSettings) -> float:
+    """--pick-seeds trainings of --epochs epochs at `epoch` seconds each, plus each seed's `rest` seconds
+    outside training (export and scoring)."""
+    return settings.pick_seeds * (settings.epochs * epoch + rest)
 
 
 def pick_within(pareto: list, settings: TuneSettings, left: Optional[float]) -> Optional[dict]:
