@@ -167,6 +167,7 @@ def resident_kb(pid: int) -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
+@pytest.mark.slow     # a soak test: 1,100 rounds, some 3 s each way, not for the inner loop
 @pytest.mark.parametrize("mode", ["scripted --json", "interactive"])
 def test_a_long_game_keeps_its_memory_flat(exported, mode):
     """The process's resident memory over 1,000 rounds after 100 of warm-up (host device): at most

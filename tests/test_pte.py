@@ -136,3 +136,34 @@ def test_a_descriptor_of_another_schema_is_refused(exported, tmp_path, change, m
     program.with_suffix(".json").write_text(json.dumps(raw))
     with pytest.raises(UserError, match=message):
         program_family(program)
+
+
+def test_a_damaged_program_is_read_whole_or_refused_in_one_line(exported, monkeypatch):
+    """Each byte the kernel calls' reader reads, changed in turn (flips seeded): the reader returns
+    calls or refuses the program as corrupted, never another error."""
+    import struct
+
+    import numpy as np
+
+    from tinyrps import pte
+    data = bytearray(exported("ethos-u85-128").read_bytes())
+    read = set()
+    plain_read = pte._Flatbuffer._read
+
+    def recording_read(self, fmt, at):
+        read.update(range(at, at + struct.calcsize(fmt)))
+        return plain_read(self, fmt, at)
+    monkeypatch.setattr(pte._Flatbuffer, "_read", recording_read)
+    calls = pte.kernel_calls(data)
+    monkeypatch.setattr(pte._Flatbuffer, "_read", plain_read)
+    assert len(read) > 200, len(read)
+    outcomes = {"refused": 0, "other calls": 0, "same calls": 0}
+    for at, flip in zip(sorted(read), np.random.default_rng(0).integers(1, 256, len(read))):
+        data[at] ^= int(flip)
+        try:
+            outcomes["same calls" if pte.kernel_calls(data) == calls else "other calls"] += 1
+        except UserError as e:
+            assert "corrupted ExecuTorch program" in str(e)
+            outcomes["refused"] += 1
+        data[at] ^= int(flip)
+    assert outcomes["refused"] and outcomes["other calls"], outcomes

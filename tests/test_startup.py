@@ -1,35 +1,79 @@
 """Start-up stays fast: what a command imports, checked module by module (deterministic,
 unlike timings; the timings themselves are scripts/bench_startup.py's)."""
+import atexit
 import json
+import os
+import select
 import subprocess
 import sys
+import tempfile
 
 from script_module import load_script
 
-# Run tinyrps.cli.main in a fresh interpreter, then list the heavy packages it imported.
-PROBE = """
-import json, sys
+# A process that has imported tinyrps.cli, and nothing else a command brings, forks a child per
+# command: the child runs tinyrps.cli.main with the command's arguments, then lists the heavy
+# packages it imported. Its modules are a fresh interpreter's after `from tinyrps.cli import
+# main` (the first thing `python -m tinyrps` does), without that interpreter's start-up each time.
+SERVER = """
+import json, os, sys
 from tinyrps.cli import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as e:
-    code = e.code
-heavy = ("torch", "torchao", "executorch.exir", "matplotlib", "tosa_reference_model", "ethosu")
-loaded = sorted(h for h in heavy if any(m == h or m.startswith(h + ".") for m in sys.modules))
-print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
+HEAVY = ("torch", "torchao", "executorch.exir", "matplotlib", "tosa_reference_model", "ethosu")
+for line in sys.stdin:
+    request = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        for fd, path in ((0, os.devnull), (1, request["stdout"]), (2, request["stderr"])):
+            opened = os.open(path, os.O_RDONLY if fd == 0 else os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(opened, fd)
+            os.close(opened)
+        sys.stdin = open(0, closefd=False)
+        sys.argv = ["tinyrps", *request["args"]]
+        try:
+            code = main(request["args"])
+        except SystemExit as e:
+            code = e.code
+        except BaseException:
+            sys.excepthook(*sys.exc_info())
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        loaded = sorted(h for h in HEAVY if any(m == h or m.startswith(h + ".") for m in sys.modules))
+        with open(request["result"], "w") as f:
+            json.dump({"code": code, "loaded": loaded}, f)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print("done", flush=True)
 """
+_server = None
+
+
+def server() -> subprocess.Popen:
+    global _server
+    if _server is None:
+        _server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   text=True)
+        atexit.register(_server.stdin.close)
+    return _server
+
+
+def probed(*args) -> tuple:
+    """One run of the command: ({"code": exit code, "loaded": heavy packages imported}, its stderr's
+    lines). `python -m tinyrps` is `raise SystemExit(main())`, so the command says here what it says there."""
+    proc = server()
+    with tempfile.TemporaryDirectory() as scratch:
+        files = {name: os.path.join(scratch, name) for name in ("stdout", "stderr", "result")}
+        proc.stdin.write(json.dumps({"args": [str(a) for a in args], **files}) + "\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 300)
+        assert ready and proc.stdout.readline() == "done\n", f"tinyrps {' '.join(map(str, args))} did not end"
+        with open(files["result"]) as f:
+            found = json.load(f)
+        with open(files["stderr"]) as f:
+            return found, f.read().strip().splitlines()
 
 
 def imports_of(*args) -> dict:
-    res = subprocess.run([sys.executable, "-c", PROBE, *map(str, args)], capture_output=True, text=True, timeout=300)
-    return json.loads(res.stderr.strip().splitlines()[-1])
-
-
-def said(*args) -> list:
-    """What the command printed on stderr, line by line."""
-    res = subprocess.run([sys.executable, "-m", "tinyrps", *map(str, args)], capture_output=True, text=True,
-                         timeout=300)
-    return res.stderr.strip().splitlines()
+    return probed(*args)[0]
 
 
 def test_help_imports_nothing_heavy():
@@ -56,9 +100,8 @@ def test_every_user_error_is_one_line_and_imports_nothing_heavy(tmp_path):
     a_file = tmp_path / "picture.png"
     a_file.write_bytes(b"not a folder")
     for name, args in startup_script().user_errors(tmp_path / "missing", a_file).items():
-        found = imports_of(*args)
+        found, lines = probed(*args)
         assert found == {"code": 2, "loaded": []}, (name, found)
-        lines = said(*args)
         assert len(lines) == 1 and "Traceback" not in lines[0], (name, lines)
     assert imports_of("play", "--model", tmp_path, "--device", "tpu") == {"code": 2, "loaded": []}
 
@@ -69,13 +112,14 @@ def test_a_runs_programs_are_checked_against_the_options_before_any_work(exporte
     exported("cortex-m55")
     run = exported("fp32").parents[1]
     cases = startup_script().run_user_errors(run, tmp_path)
+    told = {}
     for name, args in cases.items():
-        found = imports_of(*args)
+        found, told[name] = probed(*args)
         assert found == {"code": 2, "loaded": []}, (name, found)
-        lines = said(*args)
+        lines = told[name]
         assert len(lines) == 1 and lines[0].startswith("tinyrps") and "Traceback" not in lines[0], (name, lines)
-    assert "--device mcu or --device native" in said(*cases["eval, a Cortex-M program on npu-ref"])[0]
-    assert "leave --board out" in said(*cases["eval, --board for a host program"])[0]
+    assert "--device mcu or --device native" in told["eval, a Cortex-M program on npu-ref"][0]
+    assert "leave --board out" in told["eval, --board for a host program"][0]
 
 
 def test_listing_the_targets_imports_nothing_heavy():
@@ -96,14 +140,31 @@ def test_running_a_host_program_needs_no_compiler(exported, tmp_path):
 
 def test_the_program_reader_agrees_with_executorch(exported):
     from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.exir.schema import Double, Int, KernelCall
 
-    from tinyrps.pte import program_contents
-    for target in ("fp32", "int8-xnnpack"):
+    from tinyrps.pte import kernel_calls, program_contents
+
+    def scalar(value):
+        return value.int_val if isinstance(value, Int) else value.double_val if isinstance(value, Double) else None
+    for target in ("fp32", "int8-xnnpack", "cortex-m55", "ethos-u85-128"):
         data = exported(target).read_bytes()
         plan = deserialize_pte_binary(data).program.execution_plan[0]
         contents = program_contents(data)
         assert contents.delegates == tuple(d.id for d in plan.delegates)
         assert contents.operators == tuple(op.name for op in plan.operators)
+        calls = [i.instr_args for chain in plan.chains for i in chain.instructions if isinstance(i.instr_args, KernelCall)]
+        assert kernel_calls(data) == [(plan.operators[c.op_index].name, tuple(scalar(plan.values[a].val) for a in c.args))
+                                      for c in calls], target
+        if target in ("cortex-m55", "ethos-u85-128"):     # quantize calls with their scale and zero point
+            assert any(isinstance(arg, float) for _, args in kernel_calls(data) for arg in args), target
+
+
+def test_playing_on_the_npu_reference_needs_neither_torch_nor_the_compiler(exported):
+    """The device reads the program's quantization with tinyrps's own reader: the TOSA reference
+    model is all it loads (ExecuTorch's serializer alone took 5 s to import, with torch)."""
+    program = exported("ethos-u85-128")
+    assert imports_of("play", "--model", program, "--device", "npu-ref", "--moves", "r") == \
+        {"code": 0, "loaded": ["tosa_reference_model"]}
 
 
 def test_a_corrupted_program_is_a_user_error(exported):

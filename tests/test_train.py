@@ -6,6 +6,7 @@ import torch
 from tinyrps.train import TrainConfig, train
 
 EPOCHS = 8    # the session run's (tests/conftest.py)
+TINY = "c8s2-c8s2-f16"     # a network that trains in a fraction of a second, where the architecture does not matter
 
 
 def test_run_writes_checkpoint_metrics_and_plots(trained_run):
@@ -40,7 +41,8 @@ def test_training_leaves_torch_settings_as_it_found_them(tmp_path, data_dir):
     torch.use_deterministic_algorithms(False)
     try:
         generator_state = torch.random.get_rng_state()
-        train(TrainConfig(data=str(data_dir), epochs=1, seed=5), tmp_path / "run", quiet=True)
+        # a tiny network: what training sets and restores does not depend on the architecture
+        train(TrainConfig(data=str(data_dir), epochs=1, seed=5, arch=TINY), tmp_path / "run", quiet=True)
         assert not torch.are_deterministic_algorithms_enabled()
         assert torch.get_num_threads() == 1
         assert torch.equal(torch.random.get_rng_state(), generator_state)
@@ -51,10 +53,10 @@ def test_training_leaves_torch_settings_as_it_found_them(tmp_path, data_dir):
 
 @pytest.fixture(scope="module")
 def distilled(tmp_path_factory, data_dir, trained_run):
-    """One epoch of `fast` on the small data, plain and taught by the session's default-network run."""
+    """One epoch of a tiny student on the small data, plain and taught by the session's default-network run."""
     out = tmp_path_factory.mktemp("distill")
-    plain = train(TrainConfig(data=str(data_dir), epochs=1, seed=0, arch="fast"), out / "plain", quiet=True)
-    taught = train(TrainConfig(data=str(data_dir), epochs=1, seed=0, arch="fast", teacher=str(trained_run)),
+    plain = train(TrainConfig(data=str(data_dir), epochs=1, seed=0, arch=TINY), out / "plain", quiet=True)
+    taught = train(TrainConfig(data=str(data_dir), epochs=1, seed=0, arch=TINY, teacher=str(trained_run)),
                    out / "taught", quiet=True)
     return out, plain, taught
 
@@ -78,7 +80,7 @@ def test_distillation_is_recorded_and_changes_the_model(distilled, trained_run):
 
 def test_distillation_is_deterministic(distilled, data_dir, trained_run, tmp_path):
     out, _, taught = distilled
-    again = train(TrainConfig(data=str(data_dir), epochs=1, seed=0, arch="fast", teacher=str(trained_run)),
+    again = train(TrainConfig(data=str(data_dir), epochs=1, seed=0, arch=TINY, teacher=str(trained_run)),
                   tmp_path / "again", quiet=True)
     assert (tmp_path / "again" / "model.pt").read_bytes() == (out / "taught" / "model.pt").read_bytes()
     assert again["epochs"] == taught["epochs"]
@@ -104,7 +106,7 @@ def test_a_bad_teacher_is_one_line_before_training(cli, data_dir, trained_run, t
     from tinyrps.data import make_data
     other_data = tmp_path / "other-data"
     make_data(other_data, seed=1, per_class=10, quiet=True)
-    train(TrainConfig(data=str(other_data), epochs=1, seed=0, arch="c8s2-c8s2-f16"), tmp_path / "other-run",
+    train(TrainConfig(data=str(other_data), epochs=1, seed=0, arch=TINY), tmp_path / "other-run",
           quiet=True)
     cases = ((tmp_path / "missing", "is not a folder"), (data_dir, "not a training run"),
              (tmp_path / "other-run", "trained on other data"))

@@ -1,9 +1,9 @@
 """Facts about a .pte file: is it one, which hardware family does it need.
 
 The program's flatbuffer is read here directly (only the fields needed: the first
-execution plan's delegates and operators) rather than through ExecuTorch's
-serializer, whose import pulls in torch and the whole exir compiler: several
-seconds before a user sees a first answer.
+execution plan's delegates, operators and kernel calls with their scalar arguments)
+rather than through ExecuTorch's serializer, whose import pulls in torch and the whole
+exir compiler: several seconds before a user sees a first answer.
 """
 from __future__ import annotations
 
@@ -16,12 +16,21 @@ from .errors import UserError, require_file
 # version. ET12 is what this ExecuTorch writes and the only one the firmware's reader
 # (firmware/src/pte_reader.c) accepts, so the host refuses the others too.
 PTE_FILE_IDENTIFIER = b"ET12"
-# Field slots in executorch/exir/_serialize/program.fbs.
+# Field slots in executorch/exir/_serialize/program.fbs (a union takes two: its type, then its value).
 PROGRAM_EXECUTION_PLAN = 1
+PLAN_VALUES = 2
+PLAN_CHAINS = 5
 PLAN_OPERATORS = 6
 PLAN_DELEGATES = 7
 OPERATOR_NAME = 0
 DELEGATE_ID = 0
+CHAIN_INSTRUCTIONS = 2
+INSTRUCTION_ARGS_TYPE, INSTRUCTION_ARGS = 0, 1
+KERNEL_CALL_OP_INDEX, KERNEL_CALL_ARGS = 0, 1
+EVALUE_TYPE, EVALUE_VAL = 0, 1
+# Union members (numbered from 1 in the schema's order; 0 is none).
+KERNEL_CALL = 1                             # InstructionArguments: KernelCall, DelegateCall, ...
+SCALAR_KINDS = {2: "<q", 4: "<d"}           # KernelTypes: Null, Int (a long), Bool, Double (a double), ...
 
 
 def read_program(path) -> bytes:
@@ -53,6 +62,40 @@ def program_contents(data: bytes, path="program") -> ProgramContents:
             operators=tuple(flatbuffer.string(o, OPERATOR_NAME) for o in flatbuffer.tables(plan, PLAN_OPERATORS)))
     except (_Malformed, IndexError, UnicodeDecodeError):
         raise UserError(f"{path} is a corrupted ExecuTorch program: export it again with `tinyrps export`") from None
+
+
+def kernel_calls(data: bytes, path="program") -> list:
+    """The first execution plan's kernel calls in order: (operator name, its arguments), each
+    argument an int or a float where the value is an Int or a Double, else None."""
+    try:
+        flatbuffer = _Flatbuffer(data)
+        plan = flatbuffer.tables(flatbuffer.root(), PROGRAM_EXECUTION_PLAN)[0]
+        names = [flatbuffer.string(o, OPERATOR_NAME) for o in flatbuffer.tables(plan, PLAN_OPERATORS)]
+        values = flatbuffer.tables(plan, PLAN_VALUES)
+        calls = []
+        for chain in flatbuffer.tables(plan, PLAN_CHAINS):
+            for instruction in flatbuffer.tables(chain, CHAIN_INSTRUCTIONS):
+                if flatbuffer.scalar(instruction, INSTRUCTION_ARGS_TYPE, "<B") != KERNEL_CALL:
+                    continue
+                call = flatbuffer.table(instruction, INSTRUCTION_ARGS)
+                name = _item(names, flatbuffer.scalar(call, KERNEL_CALL_OP_INDEX, "<i"))
+                args = tuple(_scalar_value(flatbuffer, _item(values, i))
+                             for i in flatbuffer.scalars(call, KERNEL_CALL_ARGS, "<i"))
+                calls.append((name, args))
+        return calls
+    except (_Malformed, IndexError, UnicodeDecodeError):
+        raise UserError(f"{path} is a corrupted ExecuTorch program: export it again with `tinyrps export`") from None
+
+
+def _item(items: list, index: int):
+    if not 0 <= index < len(items):      # a negative index would read from the end
+        raise _Malformed(index)
+    return items[index]
+
+
+def _scalar_value(flatbuffer, value: int):
+    kind = SCALAR_KINDS.get(flatbuffer.scalar(value, EVALUE_TYPE, "<B"))
+    return None if kind is None else flatbuffer.scalar(flatbuffer.table(value, EVALUE_VAL), 0, kind)
 
 
 def program_family(path) -> str:
@@ -105,6 +148,28 @@ class _Flatbuffer:
             return None
         offset = self._read("<H", vtable + entry)
         return table + offset if offset else None
+
+    def scalar(self, table: int, slot: int, fmt: str):
+        """A scalar field; an absent one has the schema's default, 0 (a writer leaves defaults out)."""
+        field = self._field(table, slot)
+        return struct.unpack(fmt, bytes(struct.calcsize(fmt)))[0] if field is None else self._read(fmt, field)
+
+    def table(self, table: int, slot: int) -> int:
+        field = self._field(table, slot)
+        if field is None:
+            raise _Malformed(table)
+        return self._follow(field)
+
+    def scalars(self, table: int, slot: int, fmt: str) -> list:
+        """The items of a vector-of-scalars field (empty when absent)."""
+        field = self._field(table, slot)
+        if field is None:
+            return []
+        vector = self._follow(field)
+        count, size = self._read("<I", vector), struct.calcsize(fmt)
+        if count > len(self.data) // size:
+            raise _Malformed(vector)
+        return [self._read(fmt, vector + 4 + size * i) for i in range(count)]
 
     def tables(self, table: int, slot: int) -> list:
         """The tables of a vector-of-tables field (empty when absent)."""

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..library_noise import output_to
+from ..pte import kernel_calls
 
 QUANTIZE = "quantized_decomposed::quantize_per_tensor"
 DEQUANTIZE = "quantized_decomposed::dequantize_per_tensor"
@@ -29,20 +30,13 @@ DEQUANTIZE = "quantized_decomposed::dequantize_per_tensor"
 def io_quantization(program: bytes) -> dict:
     """The program's input quantization and output dequantization (scale, zero point, range),
     read from the arguments of its quantize/dequantize kernel calls."""
-    from executorch.exir._serialize._program import deserialize_pte_binary
-    from executorch.exir.schema import KernelCall
-    plan = deserialize_pte_binary(program).program.execution_plan[0]
-    names = [op.name for op in plan.operators]
     sides = {QUANTIZE: "input", DEQUANTIZE: "output"}
     found = {}
-    for chain in plan.chains:
-        for entry in chain.instructions:
-            call = entry.instr_args
-            if isinstance(call, KernelCall) and names[call.op_index] in sides:
-                _, scale, zero_point, qmin, qmax = (plan.values[i].val for i in call.args[:5])
-                found.setdefault(sides[names[call.op_index]], []).append(
-                    {"scale": scale.double_val, "zero_point": zero_point.int_val,
-                     "qmin": qmin.int_val, "qmax": qmax.int_val, "dtype": "int8"})
+    for name, args in kernel_calls(program):
+        if name in sides:
+            _, scale, zero_point, qmin, qmax = args[:5]
+            found.setdefault(sides[name], []).append(
+                {"scale": scale, "zero_point": zero_point, "qmin": qmin, "qmax": qmax, "dtype": "int8"})
     if set(found) != {"input", "output"} or any(len(v) != 1 for v in found.values()):
         raise UserError("the program does not quantize its input and dequantize its output exactly once; "
                         "it is not a tinyrps Ethos-U program: export it again")
