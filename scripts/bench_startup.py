@@ -92,7 +92,7 @@ def cases(run: Path, image: Path) -> dict:
     """name -> (command, expected exit code)."""
     tinyrps = [sys.executable, "-m", "tinyrps"]
     program = run / "export" / "int8-xnnpack.pte"
-    for target in ("int8-xnnpack", "fp32", "cortex-m55"):
+    for target in ("int8-xnnpack", "fp32", "cortex-m55", "ethos-u85-128"):
         if not (run / "export" / f"{target}.pte").is_file():
             raise SystemExit(f"bench_startup: {run / 'export' / target}.pte not found: export it with "
                              f"`tinyrps export --run {run} --target {target}`")
@@ -102,6 +102,8 @@ def cases(run: Path, image: Path) -> dict:
         "tinyrps --help": (tinyrps + ["--help"], 0),
         "tinyrps export --list": (tinyrps + ["export", "--list"], 0),
         "tinyrps classify (int8-xnnpack, one image)": (tinyrps + ["classify", "--model", str(program), str(image)], 0),
+        "tinyrps classify (ethos-u85-128 on npu-ref, one image)":
+            (tinyrps + ["classify", "--model", str(run / "export" / "ethos-u85-128.pte"), str(image)], 0),
         **{f"user error: {name}": (tinyrps + args, 2) for name, args in user_errors(run / "missing", image).items()},
         **{f"user error: {name}": (tinyrps + args, 2) for name, args in run_user_errors(run, image.parent).items()},
     }

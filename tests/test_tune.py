@@ -153,7 +153,7 @@ def test_a_busy_machines_clock_charges_training_per_thread(monkeypatch):
     monkeypatch.setattr(tune.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(tune.os, "getloadavg", lambda: (1.9, 1.0, 1.0))
     clock, machine = tune.clock_for_this_machine()
-    assert clock.threads == 1 and machine == {"busy": False}
+    assert clock.threads == 1 and machine == {"busy": False, "passive_wait": False}     # torch is loaded here
     monkeypatch.setattr(tune.os, "getloadavg", lambda: (4.5, 4.0, 3.0))
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     clock, machine = tune.clock_for_this_machine()
@@ -163,19 +163,22 @@ def test_a_busy_machines_clock_charges_training_per_thread(monkeypatch):
     assert "OMP_WAIT_POLICY" not in os.environ
 
 
-def test_on_a_busy_machine_torchs_threads_are_set_to_wait_passively_before_torch_loads():
+@pytest.mark.parametrize("load", ["busy", "idle"])
+def test_torchs_threads_are_set_to_wait_passively_before_torch_loads(load):
+    """Busy or idle as the tune starts: a load that comes later must not find torch's threads spinning."""
     probe = """
 import os, sys
 from tinyrps import tune
-tune.os.getloadavg = lambda: (float(os.cpu_count()) + 0.5, 0.0, 0.0)
+tune.os.getloadavg = lambda: (float(os.cpu_count()) + 0.5 if sys.argv[1] == "busy" else 0.0, 0.0, 0.0)
 clock, machine = tune.clock_for_this_machine()
 loaded_before = "torch" in sys.modules
 import torch
 print(machine["passive_wait"], os.environ.get("OMP_WAIT_POLICY"), loaded_before, clock.threads)
 """
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
-    assert res.stdout.split() == ["True", "PASSIVE", "False", "2"], res.stderr[-2000:]
+    res = subprocess.run([sys.executable, "-c", probe, load], capture_output=True, text=True, env=env, timeout=300)
+    threads = "2" if load == "busy" else "1"
+    assert res.stdout.split() == ["True", "PASSIVE", "False", threads], res.stderr[-2000:]
 
 
 def test_the_pick_is_the_fastest_of_the_nearly_most_accurate():

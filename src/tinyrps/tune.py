@@ -34,13 +34,17 @@ enough on a busy machine: torch's two worker threads spin while they wait for ea
 every core taken the spinning is most of their CPU time (measured at a load average of about 4.5
 with three busy loops: a 2-epoch candidate training took 66 CPU seconds against 17 on the idle
 machine, and the default tune stopped after one candidate, its retraining estimated past the
-budget). So when the 1-minute load average is at least the core count as the tune starts (BUSY),
-torch's threads wait passively (OMP_WAIT_POLICY=PASSIVE, set before torch loads: the same
-arithmetic, the same bits) and the CPU seconds of training are charged divided by its thread count,
-what its threads would take side by side on idle cores (export, Vela and QEMU, one thread each,
-whole): measured under that load, 22.7 CPU seconds for the same training (11.4 charged), against
-the idle machine's 11.2 s of wall time. The idle machine's own spinning stays (passive waiting there makes
-a training 1.7x slower by the wall clock). The search leaves room for the retraining, estimated
+budget). So torch's threads wait passively (OMP_WAIT_POLICY=PASSIVE, set before torch loads: the
+same arithmetic, the same bits), whatever the load: a load that comes after the tune has started
+(the load average lags by a minute) is as dear as one that was there before. Measured on the AMD
+EPYC with three busy loops started with the tune: a 3-epoch training of c16-c48s2-c32s2-p-f32 took
+118 CPU seconds spinning and 29.5 waiting passively, against 32.5 on the idle machine, where
+passive waiting costs 3 % of its wall time (19.2 s against 18.7; on the Intel Xeon measured
+earlier, 1.7x). When the 1-minute load average is at least the core count as the tune starts
+(BUSY), the CPU seconds of training are also charged divided by its thread count, what its
+threads would take side by side on idle cores (export, Vela and QEMU, one thread each, whole):
+measured under that load on the Xeon, 22.7 CPU seconds for a training (11.4 charged), against
+the idle machine's 11.2 s of wall time. The search leaves room for the retraining, estimated
 from the candidates' median cost per training epoch times epochs x --pick-seeds, plus their
 median cost outside training, and never more than RESERVE_SHARE of the budget: the room once
 followed the current pick's own cost, and a dear first candidate on a loaded machine left room
@@ -178,15 +182,16 @@ def machine_is_busy() -> Optional[float]:
 
 
 def clock_for_this_machine() -> tuple:
-    """(the Clock, what the budget records of the machine): on a busy machine torch's threads are set
-    to wait passively, when torch is not loaded yet and the environment does not say otherwise."""
+    """(the Clock, what the budget records of the machine). torch's threads are set to wait
+    passively, when torch is not loaded yet and the environment does not say otherwise; on a busy
+    machine training is charged its CPU seconds divided by its threads."""
     import sys
-    load = machine_is_busy()
-    if load is None:
-        return Clock(), {"busy": False}
     passive = "torch" not in sys.modules and "OMP_WAIT_POLICY" not in os.environ
     if passive:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    load = machine_is_busy()
+    if load is None:
+        return Clock(), {"busy": False, "passive_wait": passive}
     return Clock(threads=TRAINING_THREADS), {"busy": True, "load_average": round(load, 2), "passive_wait": passive}
 
 
