@@ -171,9 +171,7 @@ import os, sys
 from tinyrps import tune
 tune.os.getloadavg = lambda: (float(os.cpu_count()) + 0.5 if sys.argv[1] == "busy" else 0.0, 0.0, 0.0)
 clock, machine = tune.clock_for_this_machine()
-loaded_before = "torch" in sys.modules
-import torch
-print(machine["passive_wait"], os.environ.get("OMP_WAIT_POLICY"), loaded_before, clock.threads)
+print(machine["passive_wait"], os.environ.get("OMP_WAIT_POLICY"), "torch" in sys.modules, clock.threads)
 """
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     res = subprocess.run([sys.executable, "-c", probe, load], capture_output=True, text=True, env=env, timeout=300)
