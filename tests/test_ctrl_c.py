@@ -70,3 +70,58 @@ def test_the_command_line_installs_it(monkeypatch):
     with pytest.raises(SystemExit):
         cli.main(["--version"])
     assert getattr(sys.unraisablehook, "tinyrps_ctrl_c", False)
+
+
+
+# Real SIGINTs (`presses` of them) in the middle of torch.export inside a held block; one process
+# for all the cases (torch takes seconds to import). Each case prints what happened to its block.
+HELD = r"""
+import os, signal, sys
+import torch
+from tinyrps import ctrl_c
+
+class Net(torch.nn.Module):
+    presses = 0
+
+    def forward(self, x):
+        for _ in range(self.presses):
+            os.kill(os.getpid(), signal.SIGINT)      # while torch.export traces: its modes are pushed
+        return torch.relu(x) + 1
+
+for case, presses, handler in (("once", 1, None), ("twice", 2, None), ("none", 0, None),
+                               ("ignored", 1, signal.SIG_IGN)):
+    signal.signal(signal.SIGINT, handler or signal.default_int_handler)
+    Net.presses, events = presses, []
+    try:
+        with ctrl_c.held("the export"):
+            torch.export.export(Net(), (torch.zeros(2),))
+            events.append("built")
+        events.append("ran on")
+    except KeyboardInterrupt:
+        events.append("stopped")
+    print(case, *events, flush=True)
+    print(case, file=sys.stderr, flush=True)
+"""
+
+
+def test_a_ctrl_c_in_a_held_block_stops_the_command_once_the_block_is_done():
+    result = subprocess.run([sys.executable, "-c", HELD], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result
+    assert result.stdout.splitlines() == ["once built stopped",     # the block done, then stopped
+                                          "twice stopped",          # a second Ctrl-C stops at once
+                                          "none built ran on",
+                                          "ignored built ran on"]   # a command that ignores Ctrl-C still does
+    notice = "tinyrps: stopping once the export is done (Ctrl-C again stops at once)"
+    assert result.stderr.splitlines() == [notice, "once", notice, "twice", "none", "ignored"], result.stderr
+
+
+def test_an_error_raised_while_a_ctrl_c_unwinds_is_the_ctrl_c():
+    from tinyrps import ctrl_c
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("Attempted to unset FakeTensorMode, but there wasn't one active.")
+    except RuntimeError as e:
+        assert ctrl_c.caused_by_ctrl_c(e)
+    assert not ctrl_c.caused_by_ctrl_c(RuntimeError("a bug"))

@@ -152,11 +152,12 @@ def test_the_program_reader_agrees_with_executorch(exported):
         contents = program_contents(data)
         assert contents.delegates == tuple(d.id for d in plan.delegates)
         assert contents.operators == tuple(op.name for op in plan.operators)
-        calls = [i.instr_args for chain in plan.chains for i in chain.instructions if isinstance(i.instr_args, KernelCall)]
-        assert kernel_calls(data) == [(plan.operators[c.op_index].name, tuple(scalar(plan.values[a].val) for a in c.args))
-                                      for c in calls], target
+        calls = [(c, n, i.instr_args) for c, chain in enumerate(plan.chains) for n, i in enumerate(chain.instructions)
+                 if isinstance(i.instr_args, KernelCall)]
+        assert kernel_calls(data) == [(c, n, plan.operators[k.op_index].name, plan.operators[k.op_index].overload,
+                                       tuple(scalar(plan.values[a].val) for a in k.args)) for c, n, k in calls], target
         if target in ("cortex-m55", "ethos-u85-128"):     # quantize calls with their scale and zero point
-            assert any(isinstance(arg, float) for _, args in kernel_calls(data) for arg in args), target
+            assert any(isinstance(arg, float) for call in kernel_calls(data) for arg in call.args), target
 
 
 def test_playing_on_the_npu_reference_needs_neither_torch_nor_the_compiler(exported):

@@ -857,6 +857,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         return interrupted()
     except Exception as e:
+        if ctrl_c.caused_by_ctrl_c(e):
+            return interrupted()
         if is_user_os_error(e):
             report_error(os_error_line(e))
             return EXIT_USER_ERROR

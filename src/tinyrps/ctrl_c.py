@@ -11,9 +11,18 @@ ran on to its end as if never stopped (exit 0; 6 of 165 Ctrl-Cs sent there, meas
 `install()` (called by the command line's main) makes a dropped KeyboardInterrupt a Ctrl-C again:
 SIGINT is sent to the process once more a moment later, from a timer thread, so that it lands in
 the code that runs then -- and again, in the rare case that this is another callback.
+
+`held(what)` keeps a Ctrl-C out of library code that a KeyboardInterrupt leaves broken. An export
+runs torch.export, PT2E quantization and ExecuTorch's lowering, which push and pop torch's
+dispatch modes in Python; an interrupt raised between a push and its pop leaves torch's mode stack
+inconsistent, and the unwinding then fails with a second error ("Attempted to unset
+FakeTensorMode") or aborts the process in C++ (SIGABRT) instead of stopping it. Inside the block
+the first Ctrl-C is noted (one line says so) and raised as the block ends; a second one stops at
+once, as a person who will not wait asks.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -48,3 +57,48 @@ def install() -> None:
         _hook(unraisable, previous)
     hook.tinyrps_ctrl_c = True
     sys.unraisablehook = hook
+
+
+_holding = [False]
+
+
+def _interrupt_now(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def held(what: str):
+    """Hold a Ctrl-C until the block (`what`, as a person would name it) is done, then raise it.
+    Only where Python's own Ctrl-C handler is in place (not where a command ignores or handles
+    SIGINT itself), in the main thread, and once however deeply the blocks nest."""
+    if (_holding[0] or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    pressed = []
+
+    def note(_signum, _frame) -> None:
+        pressed.append(True)
+        print(f"tinyrps: stopping once {what} is done (Ctrl-C again stops at once)", file=sys.stderr, flush=True)
+        signal.signal(signal.SIGINT, _interrupt_now)
+    _holding[0] = True
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _holding[0] = False
+    if pressed:
+        raise KeyboardInterrupt
+
+
+def caused_by_ctrl_c(error: BaseException) -> bool:
+    """Whether `error` was raised while a KeyboardInterrupt was being handled: a library that a
+    second Ctrl-C stopped half-way fails as it unwinds, and the command was still stopped by Ctrl-C."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__context__
+    return False

@@ -52,7 +52,6 @@ The ETRecord functions import ExecuTorch when called.
 from __future__ import annotations
 
 import operator
-import struct
 from numbers import Integral
 from pathlib import Path
 from typing import Optional, Sequence
@@ -76,15 +75,6 @@ EVENT_PROFILE_SLOT = 0
 (PROFILE_NAME_SLOT, PROFILE_CHAIN_SLOT, PROFILE_INSTRUCTION_SLOT, PROFILE_DELEGATE_INT_SLOT,
  PROFILE_DELEGATE_STR_SLOT, PROFILE_METADATA_SLOT, PROFILE_START_SLOT, PROFILE_END_SLOT) = range(8)
 UNSET = -1          # the schema's default for ids and for bundled_input_index
-# ExecuTorch's program schema (executorch/exir/_serialize/program.fbs): the fields that give
-# each kernel call's operator (the schema names a chain's calls `instructions`).
-PROGRAM_EXECUTION_PLAN_SLOT = 1
-PLAN_CHAINS_SLOT, PLAN_OPERATORS_SLOT = 5, 6
-CHAIN_INSTRUCTIONS_SLOT = 2
-INSTRUCTION_TYPE_SLOT, INSTRUCTION_ARGS_SLOT = 0, 1
-KERNEL_CALL_TYPE = 1            # InstructionArguments.KernelCall
-KERNEL_CALL_OP_INDEX_SLOT = 0
-OPERATOR_NAME_SLOT, OPERATOR_OVERLOAD_SLOT = 0, 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,61 +191,12 @@ def _whole(value, what: str, key: str = "") -> int:
 def program_kernel_calls(program) -> list:
     """[(chain index, index in the chain, operator name, overload)] of the first execution plan's
     kernel calls, in order; `program` is a .pte path or its bytes."""
-    from flatbuffers.table import Table
-
+    from .pte import kernel_calls, read_program
     if isinstance(program, (bytes, bytearray)):
         data, shown = bytes(program), "the program"
     else:
-        from .pte import read_program
         data, shown = read_program(program), str(program)
-    try:
-        root = Table(data, _read_uoffset(data, 0))
-        plan = _tables(root, PROGRAM_EXECUTION_PLAN_SLOT)[0]
-        operators = [(_string(o, OPERATOR_NAME_SLOT), _string(o, OPERATOR_OVERLOAD_SLOT))
-                     for o in _tables(plan, PLAN_OPERATORS_SLOT)]
-        calls = []
-        for c, chain in enumerate(_tables(plan, PLAN_CHAINS_SLOT)):
-            for n, entry in enumerate(_tables(chain, CHAIN_INSTRUCTIONS_SLOT)):
-                if _scalar(entry, INSTRUCTION_TYPE_SLOT, "<B") != KERNEL_CALL_TYPE:
-                    continue
-                kernel_call = Table(data, entry.Indirect(_position(entry, INSTRUCTION_ARGS_SLOT)))
-                name, overload = operators[_scalar(kernel_call, KERNEL_CALL_OP_INDEX_SLOT, "<i")]
-                calls.append((c, n, name, overload))
-    except (IndexError, KeyError, ValueError, TypeError, UnicodeDecodeError, struct.error):
-        raise UserError(f"{shown} is a corrupted ExecuTorch program: export it again with `tinyrps export`") from None
-    return calls
-
-
-def _read_uoffset(data: bytes, at: int) -> int:
-    return struct.unpack_from("<I", data, at)[0]
-
-
-def _position(table, slot: int) -> int:
-    offset = table.Offset(4 + 2 * slot)
-    if not offset:
-        raise KeyError(slot)
-    return table.Pos + offset
-
-
-def _tables(table, slot: int) -> list:
-    from flatbuffers.table import Table
-    offset = table.Offset(4 + 2 * slot)
-    if not offset:
-        return []
-    start, count = table.Vector(offset), table.VectorLen(offset)
-    if count > len(table.Bytes) // 4:
-        raise ValueError("vector longer than the file")
-    return [Table(table.Bytes, table.Indirect(start + 4 * k)) for k in range(count)]
-
-
-def _string(table, slot: int) -> str:
-    offset = table.Offset(4 + 2 * slot)
-    return table.String(table.Pos + offset).decode() if offset else ""
-
-
-def _scalar(table, slot: int, fmt: str) -> int:
-    offset = table.Offset(4 + 2 * slot)
-    return struct.unpack_from(fmt, table.Bytes, table.Pos + offset)[0] if offset else 0
+    return [(call.chain, call.index, call.name, call.overload) for call in kernel_calls(data, shown)]
 
 
 # ---------------------------------------------------------------------------------------------

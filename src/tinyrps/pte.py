@@ -1,14 +1,16 @@
-"""Facts about a .pte file: is it one, which hardware family does it need.
+"""Facts about a .pte file: is it one, which hardware family does it need, which kernels it calls.
 
-The program's flatbuffer is read here directly (only the fields needed: the first
-execution plan's delegates, operators and kernel calls with their scalar arguments)
+The program's flatbuffer is read here, and only here, directly (only the fields needed: the
+first execution plan's delegates, operators and kernel calls with their scalar arguments)
 rather than through ExecuTorch's serializer, whose import pulls in torch and the whole
-exir compiler: several seconds before a user sees a first answer.
+exir compiler: several seconds before a user sees a first answer. Every read is bounds-checked,
+so a damaged program gives its one-line error, never an exception from the reader.
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import UserError, require_file
 
@@ -22,7 +24,7 @@ PLAN_VALUES = 2
 PLAN_CHAINS = 5
 PLAN_OPERATORS = 6
 PLAN_DELEGATES = 7
-OPERATOR_NAME = 0
+OPERATOR_NAME, OPERATOR_OVERLOAD = 0, 1
 DELEGATE_ID = 0
 CHAIN_INSTRUCTIONS = 2
 INSTRUCTION_ARGS_TYPE, INSTRUCTION_ARGS = 0, 1
@@ -64,24 +66,32 @@ def program_contents(data: bytes, path="program") -> ProgramContents:
         raise UserError(f"{path} is a corrupted ExecuTorch program: export it again with `tinyrps export`") from None
 
 
+class KernelCall(NamedTuple):
+    chain: int          # the chain's index in the plan
+    index: int          # the instruction's index in its chain (what ETDump's events name)
+    name: str           # the operator, e.g. "cortex_m::quantized_conv2d"
+    overload: str       # e.g. "out"
+    args: tuple         # each argument an int or a float where its value is an Int or a Double, else None
+
+
 def kernel_calls(data: bytes, path="program") -> list:
-    """The first execution plan's kernel calls in order: (operator name, its arguments), each
-    argument an int or a float where the value is an Int or a Double, else None."""
+    """The first execution plan's kernel calls in order (KernelCall)."""
     try:
         flatbuffer = _Flatbuffer(data)
         plan = flatbuffer.tables(flatbuffer.root(), PROGRAM_EXECUTION_PLAN)[0]
-        names = [flatbuffer.string(o, OPERATOR_NAME) for o in flatbuffer.tables(plan, PLAN_OPERATORS)]
+        operators = [(flatbuffer.string(o, OPERATOR_NAME), flatbuffer.string(o, OPERATOR_OVERLOAD))
+                     for o in flatbuffer.tables(plan, PLAN_OPERATORS)]
         values = flatbuffer.tables(plan, PLAN_VALUES)
         calls = []
-        for chain in flatbuffer.tables(plan, PLAN_CHAINS):
-            for instruction in flatbuffer.tables(chain, CHAIN_INSTRUCTIONS):
+        for c, chain in enumerate(flatbuffer.tables(plan, PLAN_CHAINS)):
+            for n, instruction in enumerate(flatbuffer.tables(chain, CHAIN_INSTRUCTIONS)):
                 if flatbuffer.scalar(instruction, INSTRUCTION_ARGS_TYPE, "<B") != KERNEL_CALL:
                     continue
                 call = flatbuffer.table(instruction, INSTRUCTION_ARGS)
-                name = _item(names, flatbuffer.scalar(call, KERNEL_CALL_OP_INDEX, "<i"))
+                name, overload = _item(operators, flatbuffer.scalar(call, KERNEL_CALL_OP_INDEX, "<i"))
                 args = tuple(_scalar_value(flatbuffer, _item(values, i))
                              for i in flatbuffer.scalars(call, KERNEL_CALL_ARGS, "<i"))
-                calls.append((name, args))
+                calls.append(KernelCall(c, n, name, overload, args))
         return calls
     except (_Malformed, IndexError, UnicodeDecodeError):
         raise UserError(f"{path} is a corrupted ExecuTorch program: export it again with `tinyrps export`") from None

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from . import ctrl_c
+
 
 def calibrate(prepared, calibration) -> None:
     """Run every calibration example through a PT2E-prepared module."""
@@ -19,10 +21,11 @@ def calibrate(prepared, calibration) -> None:
 def pt2e_quantize(model, quantizer, calibration, example_inputs: tuple):
     """Post-training quantization with PT2E; returns the converted (fake-quantized) module."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-    graph = torch.export.export(model, example_inputs).module(check_guards=False)
-    prepared = prepare_pt2e(graph, quantizer)
-    calibrate(prepared, calibration)
-    return convert_pt2e(prepared)
+    with ctrl_c.held("the quantization"):      # torch's mode stacks survive no interrupt
+        graph = torch.export.export(model, example_inputs).module(check_guards=False)
+        prepared = prepare_pt2e(graph, quantizer)
+        calibrate(prepared, calibration)
+        return convert_pt2e(prepared)
 
 
 def xnnpack_quantizer():

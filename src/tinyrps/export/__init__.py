@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from .. import ctrl_c
 from .. import descriptor as descriptors
 from ..artifacts import (check_run_data, folder_lock, fsync_dir, interrupts_deferred, remove_dead_entries,
                          sha256_file, swap_in)
@@ -128,7 +129,8 @@ def write_program(target: Target, model, example_inputs: tuple, calibration: lis
     try:
         ctx = BuildContext(target=target, model=model, example_inputs=example_inputs, calibration=calibration,
                            calibration_note=origin.calibration, workdir=work, options=options)
-        result = recipes(target).build(target.name, ctx)
+        with ctrl_c.held(f"the {name} export"):    # torch's mode stacks survive no interrupt
+            result = recipes(target).build(target.name, ctx)
         kept = stage_kept(result.keep, work)
         inputs, outputs = program_io(result.program, conventions)
         described = ProgramDescriptor(

@@ -32,10 +32,10 @@ def io_quantization(program: bytes) -> dict:
     read from the arguments of its quantize/dequantize kernel calls."""
     sides = {QUANTIZE: "input", DEQUANTIZE: "output"}
     found = {}
-    for name, args in kernel_calls(program):
-        if name in sides:
-            _, scale, zero_point, qmin, qmax = args[:5]
-            found.setdefault(sides[name], []).append(
+    for call in kernel_calls(program):
+        if call.name in sides:
+            _, scale, zero_point, qmin, qmax = call.args[:5]
+            found.setdefault(sides[call.name], []).append(
                 {"scale": scale, "zero_point": zero_point, "qmin": qmin, "qmax": qmax, "dtype": "int8"})
     if set(found) != {"input", "output"} or any(len(v) != 1 for v in found.values()):
         raise UserError("the program does not quantize its input and dequantize its output exactly once; "
