@@ -88,7 +88,7 @@ class Net(torch.nn.Module):
             os.kill(os.getpid(), signal.SIGINT)      # while torch.export traces: its modes are pushed
         return torch.relu(x) + 1
 
-for case, presses, handler in (("once", 1, None), ("twice", 2, None), ("none", 0, None),
+for case, presses, handler in (("once", 1, None), ("twice", 2, None), ("failed", 1, None), ("none", 0, None),
                                ("ignored", 1, signal.SIG_IGN)):
     signal.signal(signal.SIGINT, handler or signal.default_int_handler)
     Net.presses, events = presses, []
@@ -96,6 +96,8 @@ for case, presses, handler in (("once", 1, None), ("twice", 2, None), ("none", 0
         with ctrl_c.held("the export"):
             torch.export.export(Net(), (torch.zeros(2),))
             events.append("built")
+            if case == "failed":
+                raise RuntimeError("the block failed after the Ctrl-C")
         events.append("ran on")
     except KeyboardInterrupt:
         events.append("stopped")
@@ -109,10 +111,11 @@ def test_a_ctrl_c_in_a_held_block_stops_the_command_once_the_block_is_done():
     assert result.returncode == 0, result
     assert result.stdout.splitlines() == ["once built stopped",     # the block done, then stopped
                                           "twice stopped",          # a second Ctrl-C stops at once
+                                          "failed built stopped",   # stopped, whatever else the block raised
                                           "none built ran on",
                                           "ignored built ran on"]   # a command that ignores Ctrl-C still does
     notice = "tinyrps: stopping once the export is done (Ctrl-C again stops at once)"
-    assert result.stderr.splitlines() == [notice, "once", notice, "twice", "none", "ignored"], result.stderr
+    assert result.stderr.splitlines() == [notice, "once", notice, "twice", notice, "failed", "none", "ignored"], result.stderr
 
 
 def test_an_error_raised_while_a_ctrl_c_unwinds_is_the_ctrl_c():

@@ -88,8 +88,8 @@ def held(what: str):
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _holding[0] = False
-    if pressed:
-        raise KeyboardInterrupt
+        if pressed:         # whatever else the block raised meanwhile: the command was stopped
+            raise KeyboardInterrupt
 
 
 def caused_by_ctrl_c(error: BaseException) -> bool:
