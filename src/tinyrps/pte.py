@@ -8,6 +8,7 @@ so a damaged program gives its one-line error, never an exception from the reade
 """
 from __future__ import annotations
 
+import contextlib
 import struct
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -56,14 +57,12 @@ class ProgramContents:
 
 def program_contents(data: bytes, path="program") -> ProgramContents:
     """The delegates and operators of the program's first execution plan."""
-    try:
+    with _read_whole(path):
         flatbuffer = _Flatbuffer(data)
         plan = flatbuffer.tables(flatbuffer.root(), PROGRAM_EXECUTION_PLAN)[0]
         return ProgramContents(
             delegates=tuple(flatbuffer.string(d, DELEGATE_ID) for d in flatbuffer.tables(plan, PLAN_DELEGATES)),
             operators=tuple(flatbuffer.string(o, OPERATOR_NAME) for o in flatbuffer.tables(plan, PLAN_OPERATORS)))
-    except (_Malformed, IndexError, UnicodeDecodeError):
-        raise UserError(f"{path} is a corrupted ExecuTorch program: export it again with `tinyrps export`") from None
 
 
 class KernelCall(NamedTuple):
@@ -76,7 +75,7 @@ class KernelCall(NamedTuple):
 
 def kernel_calls(data: bytes, path="program") -> list:
     """The first execution plan's kernel calls in order (KernelCall)."""
-    try:
+    with _read_whole(path):
         flatbuffer = _Flatbuffer(data)
         plan = flatbuffer.tables(flatbuffer.root(), PROGRAM_EXECUTION_PLAN)[0]
         operators = [(flatbuffer.string(o, OPERATOR_NAME), flatbuffer.string(o, OPERATOR_OVERLOAD))
@@ -93,6 +92,13 @@ def kernel_calls(data: bytes, path="program") -> list:
                              for i in flatbuffer.scalars(call, KERNEL_CALL_ARGS, "<i"))
                 calls.append(KernelCall(c, n, name, overload, args))
         return calls
+
+
+@contextlib.contextmanager
+def _read_whole(path):
+    """A read of the flatbuffer gives its result or the one line that says the program is damaged."""
+    try:
+        yield
     except (_Malformed, IndexError, UnicodeDecodeError):
         raise UserError(f"{path} is a corrupted ExecuTorch program: export it again with `tinyrps export`") from None
 
