@@ -515,7 +515,9 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
                 repeats = repeats + 1 if "repeat_of" in trial.user_attrs else 0
                 if "repeat_of" not in trial.user_attrs and "cost" in trial.user_attrs:
                     costs.append(trial_costs(trial.user_attrs, settings))   # a repeat costs nothing
-        bar.update(task, completed=round(budget), status=f"{done} trials, {len(costs)} candidates measured")
+        measured = len(costs)
+        bar.update(task, completed=round(budget),
+                   status=f"{done} trial{'s' * (done != 1)}, {measured} candidate{'s' * (measured != 1)} measured")
     return {"minutes": settings.minutes, "charged_seconds": round(meter.charged(), 1),
             "wall_seconds": round(meter.wall(), 1), "measured": len(costs),
             "retraining_estimate_seconds": round(retraining, 1)}
