@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from tinyrps.artifacts import atomic_write_json
+from tinyrps.library_noise import quiet_libraries
 from tinyrps.stats import format_accuracy
 
 RANKING_JSON = "ranking.json"
@@ -110,6 +111,7 @@ def main(argv=None) -> int:
     parser.add_argument("--split", default="benchmark", help="the split read on the NPU reference")
     parser.add_argument("--out", type=Path, help="where ranking.json and the runs go (default: the tune's folder)")
     args = parser.parse_args(argv)
+    quiet_libraries()        # the libraries' known chatter, as the command line silences it
     tune_json = args.tune / "tune.json"
     if not tune_json.is_file():
         print(f"tune_ranking: {tune_json} is missing: run `tinyrps tune --out {args.tune}` first", file=sys.stderr)
