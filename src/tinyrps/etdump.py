@@ -46,8 +46,9 @@ counts are divided by 10^6: under -icount shift=0 one instruction is one nanosec
 virtual clock, so that shows QEMU's virtual milliseconds, which are not a time on silicon.
 
 This module imports neither torch nor ExecuTorch: the ETDump is built with the `flatbuffers`
-package against executorch/devtools/etdump/etdump_schema_flatcc.fbs (the field slots below).
-The ETRecord functions import ExecuTorch when called.
+package against executorch/devtools/etdump/etdump_schema_flatcc.fbs (the field slots below),
+and each event's chain and index come from the program through tinyrps.pte's reader. The
+ETRecord functions import ExecuTorch when called.
 """
 from __future__ import annotations
 
