@@ -72,11 +72,10 @@ def test_the_command_line_installs_it(monkeypatch):
     assert getattr(sys.unraisablehook, "tinyrps_ctrl_c", False)
 
 
-
 # Real SIGINTs (`presses` of them) in the middle of torch.export inside a held block; one process
 # for all the cases (torch takes seconds to import). Each case prints what happened to its block.
 HELD = r"""
-import os, signal, sys
+import contextlib, os, signal, sys
 import torch
 from tinyrps import ctrl_c
 
@@ -88,13 +87,14 @@ class Net(torch.nn.Module):
             os.kill(os.getpid(), signal.SIGINT)      # while torch.export traces: its modes are pushed
         return torch.relu(x) + 1
 
-for case, presses, handler in (("once", 1, None), ("twice", 2, None), ("failed", 1, None), ("none", 0, None),
-                               ("ignored", 1, signal.SIG_IGN)):
+for case, presses, handler in (("once", 1, None), ("twice", 2, None), ("failed", 1, None), ("nested", 1, None),
+                               ("none", 0, None), ("ignored", 1, signal.SIG_IGN)):
     signal.signal(signal.SIGINT, handler or signal.default_int_handler)
     Net.presses, events = presses, []
     try:
         with ctrl_c.held("the export"):
-            torch.export.export(Net(), (torch.zeros(2),))
+            with ctrl_c.held("the inner step") if case == "nested" else contextlib.nullcontext():
+                torch.export.export(Net(), (torch.zeros(2),))
             events.append("built")
             if case == "failed":
                 raise RuntimeError("the block failed after the Ctrl-C")
@@ -112,10 +112,12 @@ def test_a_ctrl_c_in_a_held_block_stops_the_command_once_the_block_is_done():
     assert result.stdout.splitlines() == ["once built stopped",     # the block done, then stopped
                                           "twice stopped",          # a second Ctrl-C stops at once
                                           "failed built stopped",   # stopped, whatever else the block raised
+                                          "nested built stopped",   # the outer block holds it, once
                                           "none built ran on",
                                           "ignored built ran on"]   # a command that ignores Ctrl-C still does
     notice = "tinyrps: stopping once the export is done (Ctrl-C again stops at once)"
-    assert result.stderr.splitlines() == [notice, "once", notice, "twice", notice, "failed", "none", "ignored"], result.stderr
+    assert result.stderr.splitlines() == [notice, "once", notice, "twice", notice, "failed", notice, "nested",
+                                          "none", "ignored"], result.stderr
 
 
 def test_an_error_raised_while_a_ctrl_c_unwinds_is_the_ctrl_c():

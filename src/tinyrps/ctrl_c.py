@@ -59,9 +59,6 @@ def install() -> None:
     sys.unraisablehook = hook
 
 
-_holding = [False]
-
-
 def _interrupt_now(_signum, _frame) -> None:
     raise KeyboardInterrupt
 
@@ -70,8 +67,9 @@ def _interrupt_now(_signum, _frame) -> None:
 def held(what: str):
     """Hold a Ctrl-C until the block (`what`, as a person would name it) is done, then raise it.
     Only where Python's own Ctrl-C handler is in place (not where a command ignores or handles
-    SIGINT itself), in the main thread, and once however deeply the blocks nest."""
-    if (_holding[0] or threading.current_thread() is not threading.main_thread()
+    SIGINT itself), in the main thread, and once however deeply the blocks nest (inside a block,
+    the handler in place is the block's own)."""
+    if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield
         return
@@ -81,13 +79,11 @@ def held(what: str):
         pressed.append(True)
         print(f"tinyrps: stopping once {what} is done (Ctrl-C again stops at once)", file=sys.stderr, flush=True)
         signal.signal(signal.SIGINT, _interrupt_now)
-    _holding[0] = True
     signal.signal(signal.SIGINT, note)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        _holding[0] = False
         if pressed:         # whatever else the block raised meanwhile: the command was stopped
             raise KeyboardInterrupt
 
