@@ -106,7 +106,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
             eager_logits = classify_with_progress(eager, images, bar, "eager")
         predictions = {"eager": eager_logits.argmax(1)}
         result["programs"]["eager"] = {**scored(eager_logits, labels), "device": "eager"}
-        entries = {}
+        entries, computed = {}, {}      # computed: for the in-process devices, in this thread only
         in_worker = {name for name, pte in programs.items()
                      if device_class(device_override or default_device(pte)).out_of_process}
         if in_worker:
@@ -128,7 +128,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
                     device_name = device_override or default_device(pte)
                     entries[name] = evaluate_program(name, pte, device_name, images, labels, eager_logits,
                                                      predictions, bar, board, device_options.get(device_name, {}),
-                                                     profiled is not None)
+                                                     profiled is not None, computed)
                     predictions[name] = entries[name].pop("_predictions")
         for name in programs:
             entry = entries[name].result() if isinstance(entries[name], concurrent.futures.Future) else entries[name]
@@ -138,6 +138,23 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
                 result["etdump"] = write_eval_profile(etdump, programs[name], name, entry["device"], profiles)
             result["programs"][name] = entry
     return result
+
+
+def shared_or_classified(device, images, bar, description, name, computed) -> tuple:
+    """(the device's logits of the images, None), or, where a program evaluated before on these
+    images had a device computing the same function (Device.computation: the Ethos-U55 and U85
+    programs of one model run one TOSA graph in the reference model), (its logits, its name): bit
+    for bit what this device would give, without computing them twice."""
+    key = device.computation() if computed is not None else None
+    if key is not None and key in computed:
+        source, logits = computed[key]
+        bar.add_task(f"{description}: the outputs of {source} (same computation)", total=len(images),
+                     completed=len(images), status="")
+        return logits, source
+    logits = classify_with_progress(device, images, bar, description)
+    if key is not None:
+        computed[key] = (name, logits)
+    return logits, None
 
 
 def profiled_program(programs: dict, device_override, device_options: dict) -> tuple:
@@ -178,19 +195,22 @@ def import_shared_modules_first() -> None:
 
 
 def evaluate_program(name, pte, device_name, images, labels, eager_logits, predictions, bar, board=None,
-                     options=None, profile: bool = False) -> dict:
+                     options=None, profile: bool = False, computed: dict = None) -> dict:
     """One program on its device: accuracy, agreement with eager, and the family's own checks; with
-    `profile`, the device's RunResults that took a per-layer profile under "_profiles"."""
+    `profile`, the device's RunResults that took a per-layer profile under "_profiles". `computed`:
+    the logits of the programs evaluated before, by what their devices compute (shared_or_classified)."""
     with open_device(device_name, pte, bulk=True, board=board, **(options or {})) as device:
         if profile:
             device.profiles = []
-        logits = classify_with_progress(device, images, bar, f"{name} on {device_name}")
+        logits, outputs_of = shared_or_classified(device, images, bar, f"{name} on {device_name}", name, computed)
         agreement_eager = float((logits.argmax(1) == predictions["eager"]).mean()) if len(images) else 0.0
         # "agreement" is with eager unless the family compares with a closer reference
         # (Ethos-U: the int8 CPU model) and says so in "agreement_with".
         entry = {**scored(logits, labels), "device": device_name, "program_sha256": sha256_file(pte),
                  "agreement": agreement_eager, "agreement_with": "eager", "agreement_eager": agreement_eager,
                  "max_abs_logit_diff": float(np.abs(logits - eager_logits).max()) if len(images) else 0.0}
+        if outputs_of:
+            entry["outputs_of"] = outputs_of
         check = family_check(name)
         if check:
             entry.update(check(EvalContext(name, pte, images, labels, logits, device, dict(predictions))))

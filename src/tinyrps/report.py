@@ -77,6 +77,9 @@ def eval_notes(result: dict) -> str:
     if references:
         notes.append(f"int8 bit-exact: the device's int8 outputs equal, on every {eval_split(result)} image, "
                      f"those of {' and '.join(references)} running the same program")
+    shared = [f"{name} has {v['outputs_of']}'s outputs" for name, v in result["programs"].items() if v.get("outputs_of")]
+    if shared:      # evaluate.shared_or_classified
+        notes.append(f"{', '.join(shared)} (the same computation on its device, run once)")
     return "; ".join(notes)
 
 

@@ -81,6 +81,12 @@ class Device:
     #: per-layer profile, in order (eval --etdump); None: nothing is kept
     profiles: Optional[list] = None
 
+    def computation(self) -> Optional[str]:
+        """A digest of the function this device computes of its inputs, for a caller that runs
+        several programs over the same images: two devices with the same digest give the same
+        outputs bit for bit, so the second may take the first's. None: not known to be shared."""
+        return None
+
     def last_stats(self) -> dict:
         """What the device measured or estimated of its last inference, e.g. `instructions` on
         an MCU core or `npu_estimate_ms`; empty when it has nothing to report."""

@@ -9,6 +9,8 @@ the program itself. Vela's estimate of the NPU's time, where the program was mea
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from pathlib import Path
 
@@ -48,6 +50,11 @@ class NpuRefDevice(Device):
         outputs = run_graph(self.tosa, [q.reshape(self.input_shape) for q in quantized])
         self._reference_ms = (time.perf_counter() - start) * 1000 / len(images)
         return dequantize(outputs, self.output_q)
+
+    def computation(self) -> str:
+        """The graph and the (de)quantization around it: the Ethos-U55 and U85 programs of one
+        model compile the same TOSA graph, byte for byte, for Vela."""
+        return hashlib.sha256(self.tosa + json.dumps([self.input_q, self.output_q], sort_keys=True).encode()).hexdigest()
 
     def describe(self) -> str:
         vela = self.vela
