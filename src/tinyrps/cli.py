@@ -669,7 +669,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "ExecuTorch ETDump file: the emulated board's instructions per kernel call (not cycles), or on "
                    "--device native each timed run's host nanoseconds (default: none)")
     s.add_argument("--runs", type=count, default=200, metavar="N", help="timed single-image calls per program "
-                   "(at least; the mcu takes at most 20)")
+                   "(at least; the mcu takes at most 20, npu-ref at most 50)")
     add_program(s)
     add_device(s, "every program")
     add_board(s)

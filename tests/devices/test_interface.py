@@ -21,7 +21,7 @@ class Plain(Device):
 def test_a_device_reports_nothing_by_default():
     device = Plain()
     device.classify(np.zeros((2, 28, 28), np.uint8))
-    assert device.bench_runs is None
+    assert device.bench_runs is None and device.computation() is None
     assert device.int8_outputs is None and device.last_int8 is None
     assert device.last_stats() == {}
     assert device.inputs is None and device.outputs is None
@@ -49,6 +49,7 @@ def test_every_device_has_the_reporting_members(name):
 
 def test_the_firmware_devices_report_their_int8_outputs_and_few_bench_runs():
     assert device_class("mcu").bench_runs == 20
+    assert device_class("npu-ref").bench_runs == 50     # a model of the NPU: its time is not the NPU's
     for name in ("mcu", "native"):
         assert device_class(name).int8_outputs is not Device.int8_outputs
 
