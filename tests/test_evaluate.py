@@ -108,6 +108,7 @@ def test_eval_of_data_made_before_the_benchmark_split(cli, trained_run, exported
     assert res.stderr.count("\n") == 1 and f"tinyrps data --out {old} --per-class 400" in res.stderr
 
 
+@pytest.mark.slow     # evaluates programs in the TOSA reference model
 def test_programs_computing_the_same_function_are_computed_once(trained_run, exported, data_dir):
     """The U55 and U85 programs of one model run one TOSA graph in the reference model: the second
     takes the first's logits, which are what its own device gives bit for bit, and says so."""
@@ -124,10 +125,10 @@ def test_programs_computing_the_same_function_are_computed_once(trained_run, exp
     with open_device("host", exported("int8-xnnpack")) as host:
         assert host.computation() is None       # not known to be shared: always computed
     result = evaluate(trained_run, only=["ethos-u55-128", "ethos-u85-128", "int8-xnnpack"], limit=20, quiet=True)
-    shared, computed = result["programs"]["ethos-u85-128"], result["programs"]["ethos-u55-128"]
+    from tinyrps.report import eval_notes
+    assert "ethos-u85-128 has ethos-u55-128's outputs" in eval_notes(result)
+    shared, computed = dict(result["programs"]["ethos-u85-128"]), dict(result["programs"]["ethos-u55-128"])
     assert shared.pop("outputs_of") == "ethos-u55-128" and "outputs_of" not in computed
     assert shared.pop("program_sha256") != computed.pop("program_sha256")
     assert shared == computed and shared["images"] == 20
     assert "outputs_of" not in result["programs"]["int8-xnnpack"]
-    from tinyrps.report import eval_notes
-    assert "ethos-u85-128 has ethos-u55-128's outputs" in eval_notes(result)
