@@ -163,3 +163,28 @@ def test_the_replay_takes_any_inputs_and_gives_every_output(exported, test_image
     from tinyrps.errors import UserError
     with pytest.raises(UserError, match="takes 1 inputs, 2 were given"):
         reference.replay(pte, [np.zeros((1, 1, 28, 28), np.float32)] * 2)
+
+
+@pytest.mark.slow     # replays a hundred images one at a time
+def test_a_batch_replays_each_image_as_a_replay_of_it_alone(exported, data_dir, monkeypatch):
+    """The batched replay (the memory plan scaled by the batch size) gives, bit for bit, what one
+    replay per image gives: a full batch and a partial one, the classifier's int8 and the generic
+    outputs. A program with an operator outside the list is replayed one image at a time."""
+    import copy
+    images = load_split(data_dir, "test")[0][:reference.BATCH + 7]
+    for target in ("cortex-m55", "cortex-m4"):
+        prog = reference.parse_program(exported(target).read_bytes())
+        assert reference.batchable(prog)
+        batched = reference.replay_int8(prog, images)
+        batched_many = reference.replay_many_with_int8(prog, reference.rps_inputs(images[:9]))
+        with monkeypatch.context() as alone:
+            alone.setattr(reference, "batchable", lambda _prog: False)
+            np.testing.assert_array_equal(batched, reference.replay_int8(prog, images))
+            one_by_one = reference.replay_many_with_int8(prog, reference.rps_inputs(images[:9]))
+        for got, expected in zip(batched_many, one_by_one):
+            assert len(got) == len(expected) == 1
+            np.testing.assert_array_equal(got[0], expected[0])
+            assert got[0].shape == (9, 1, 3)
+        other = copy.copy(prog)
+        other.operators = prog.operators + [("cortex_m::quantized_add", "out")]
+        assert not reference.batchable(other)
