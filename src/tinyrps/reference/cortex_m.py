@@ -99,19 +99,13 @@ def replay_many_with_int8(program, inputs: list) -> tuple:
     int8 tensor that call read, [N, *shape] (None for an output no dequantize wrote): what a runtime
     reports as an output's raw values."""
     prog = _program(program)
-    count = len(inputs[0]) if inputs else 0
     register_operators()
-    step = BATCH if batchable(prog) else 1
     outputs, int8 = [], []
     with _one_thread(), torch.no_grad():
-        for i in range(0, count, step):
-            chunk = [np.asarray(x[i:i + step]) for x in inputs]
-            replayer = _Replay(prog, batch=len(chunk[0]))
-            # each input's samples one after another along the program's leading axis of one
-            outs = replayer.run([c.reshape(-1, *c.shape[2:]) for c in chunk])
-            outputs.append([o.reshape(len(chunk[0]), *o.shape[1:]) for o in outs])
+        for replayer, outs, count in _replays(prog, inputs):
+            outputs.append([o.reshape(count, *o.shape[1:]) for o in outs])
             int8.append([None if replayer.dequantized.get(index) is None else
-                         replayer.dequantized[index].reshape(len(chunk[0]), *replayer.dequantized[index].shape[1:])
+                         replayer.dequantized[index].reshape(count, *replayer.dequantized[index].shape[1:])
                          for index in prog.outputs])
     shapes = [tuple(prog.tensor(i).sizes) for i in prog.outputs]
     dtypes = [NP_DTYPES[prog.tensor(i).scalar_type] for i in prog.outputs]
@@ -155,9 +149,27 @@ def batchable(prog: ParsedProgram) -> bool:
     return True
 
 
-def _schema(name: str, overload: str):
+def _replays(prog: ParsedProgram, inputs: list):
+    """A _Replay per batch of the inputs (one array per program input, each [N, *shape]), each run:
+    (the replay, its outputs, the samples in it). Batches of BATCH where the program is batchable,
+    else of one; each input's samples go one after another along the program's leading axis of one."""
+    count = len(inputs[0]) if inputs else 0
+    step = BATCH if count and batchable(prog) else 1
+    for i in range(0, count, step):
+        chunk = [np.asarray(x[i:i + step]) for x in inputs]
+        replay = _Replay(prog, batch=len(chunk[0]))
+        outputs = replay.run([c.reshape(-1, *c.shape[2:]) for c in chunk])
+        yield replay, outputs, len(chunk[0])
+
+
+def _packet(name: str):
+    """torch's operator packet of a program's operator name, e.g. "cortex_m::quantized_conv2d"."""
     namespace, op_name = name.split("::")
-    return getattr(getattr(getattr(torch.ops, namespace), op_name), overload or "default")._schema
+    return getattr(getattr(torch.ops, namespace), op_name)
+
+
+def _schema(name: str, overload: str):
+    return getattr(_packet(name), overload or "default")._schema
 
 
 def rps_inputs(images_uint8: np.ndarray) -> list:
@@ -169,17 +181,12 @@ def rps_inputs(images_uint8: np.ndarray) -> list:
 def replay_int8(prog: ParsedProgram, images: np.ndarray) -> np.ndarray:
     """An RPS classifier's int8 outputs [N, classes]: the input of its final dequantize."""
     register_operators()
-    (x,) = rps_inputs(images)
-    step = BATCH if len(x) and batchable(prog) else 1
     with _one_thread(), torch.no_grad():
         rows = []
-        for i in range(0, len(x), step):
-            chunk = x[i:i + step]
-            replay = _Replay(prog, batch=len(chunk))
-            replay.run([chunk.reshape(-1, *chunk.shape[2:])])
+        for replay, _, count in _replays(prog, rps_inputs(images)):
             if replay.last_dequantized is None:
                 raise UserError("the program has no dequantize_per_tensor: not a Cortex-M int8 classifier")
-            rows.append(replay.last_dequantized.reshape(len(chunk), -1))
+            rows.append(replay.last_dequantized.reshape(count, -1))
     return np.concatenate(rows) if rows else np.zeros((0, len(LABELS)), np.int8)
 
 
@@ -331,9 +338,9 @@ class _Replay:
 
     def _execute(self, call) -> None:
         name, overload = self.prog.operators[call.op_index]
-        namespace, op_name = name.split("::")
-        packet = getattr(getattr(torch.ops, namespace), op_name)
-        schema = _schema(name, overload)
+        op_name = name.split("::")[1]
+        packet = _packet(name)
+        schema = getattr(packet, overload or "default")._schema
         named = {a.name: (a, call.args[i]) for i, a in enumerate(schema.arguments)}
         out_index = named.pop("out")[1]
         positional, keywords = [], {}
