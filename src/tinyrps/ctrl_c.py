@@ -19,18 +19,28 @@ inconsistent, and the unwinding then fails with a second error ("Attempted to un
 FakeTensorMode") or aborts the process in C++ (SIGABRT) instead of stopping it. Inside the block
 the first Ctrl-C is noted (one line says so) and raised as the block ends; a second one stops at
 once, as a person who will not wait asks.
+
+`read_line(stream)` is a prompt's read that Ctrl-C stops. The kernel may hand a process's SIGINT to
+any of its threads (the runtimes' worker threads included); Python's C handler then only notes it,
+and a main thread blocked in read() sleeps on until the next Enter. On a terminal the read waits in
+short select() calls instead, so that the noted Ctrl-C is raised within a tenth of a second.
 """
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import select
 import signal
 import sys
+import termios
 import threading
 
 # Long enough for the callback that dropped the interrupt to have returned (they are a few
 # bytecodes long), short enough to be instant for a person at the keyboard.
 REDELIVER_AFTER_S = 0.01
+# How often a prompt's wait looks for a Ctrl-C that another thread received: instant for a person.
+PROMPT_WAKE_S = 0.1
 
 
 def _send_again() -> None:
@@ -98,3 +108,18 @@ def caused_by_ctrl_c(error: BaseException) -> bool:
         seen.add(id(error))
         error = error.__context__
     return False
+
+
+def read_line(stream) -> str:
+    """stream.readline(), stopped by a Ctrl-C whichever thread the kernel gave it to (see above).
+    Only a terminal in canonical (line) mode waits in select(): there one read returns at most one
+    line, so no typed line can sit in the stream's buffer while select() waits on the descriptor.
+    Other streams (pipes, files, StringIO, a raw-mode terminal) are read as they are."""
+    try:
+        fd = stream.fileno()
+        terminal = os.isatty(fd) and bool(termios.tcgetattr(fd)[3] & termios.ICANON)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation, termios.error):
+        terminal = False
+    while terminal and not select.select([fd], [], [], PROMPT_WAKE_S)[0]:
+        pass       # back in Python between waits: a SIGINT noted by any thread raises here
+    return stream.readline()

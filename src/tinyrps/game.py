@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import ctrl_c
 from .ascii_art import image_to_ascii, side_by_side
 from .data import render
 from .errors import UserError
@@ -172,7 +173,7 @@ def play_interactive(game: Game, as_json: bool = False, stdin=None, out=None, ta
     try:
         while True:
             print(PROMPT, end="", file=talk, flush=True)
-            line = stdin.readline()
+            line = ctrl_c.read_line(stdin)
             if not line:
                 print(file=talk)
                 break
