@@ -72,6 +72,35 @@ def test_export_checks_its_reference_against_the_edge_program(monkeypatch, tmp_p
         cortex_m.build("cortex-m55", ctx)
 
 
+
+@pytest.mark.slow     # four lowerings of a small network
+def test_a_second_core_of_the_same_isa_reuses_the_lowering_of_the_same_source(monkeypatch, tmp_path):
+    """cortex-m33 and cortex-m4 lower to the same bytes (ExecuTorch's passes read only the ISA):
+    an export of one after the other, from the same checkpoint and calibration, lowers once."""
+    import torch
+    from torch import nn
+
+    from tinyrps.data import make_split
+    from tinyrps.quantization import image_examples
+    examples = image_examples(make_split("test", 3, 1)[0])
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 13 * 13, 3)).eval()
+    lowerings = []
+    real_lower = cortex_m.lower
+    monkeypatch.setattr(cortex_m, "lower", lambda *a, **k: lowerings.append(a[3]) or real_lower(*a, **k))
+
+    def build(core, source):
+        ctx = BuildContext(target=targets()[core], model=model, example_inputs=(torch.zeros(1, 1, 28, 28),),
+                           calibration=examples, calibration_note="3 test images", workdir=tmp_path, options={},
+                           source=source)
+        return cortex_m.build(core, ctx)
+    m33, m4 = build("cortex-m33", "a"), build("cortex-m4", "a")
+    assert lowerings == ["cortex-m33"] and m4.program == m33.program
+    assert (m33.info.core, m4.info.core) == ("cortex-m33", "cortex-m4")
+    assert build("cortex-m4", None).program == m33.program        # the premise, lowered afresh
+    assert build("cortex-m55", "a").program != m33.program         # another ISA is lowered, not reused
+    assert build("cortex-m4", "b").program == m33.program and lowerings == ["cortex-m33", "cortex-m4", "cortex-m55",
+                                                                           "cortex-m4"]
+
 class FakeDevice(Device):
     """A device that reports the given int8 outputs (none: the Device defaults)."""
     name = "fake"

@@ -51,6 +51,8 @@ class BuildContext:
     calibration_note: str       # what they are, for the descriptor
     workdir: Path               # scratch folder for intermediates (deleted afterwards unless kept)
     options: dict               # target options from the command line (e.g. system_config)
+    source: Optional[str] = None   # what model and calibration are (their sha256s), so that a recipe
+                                   # may reuse a lowering of the same source; None: no reuse
 
 
 @dataclass
@@ -101,9 +103,10 @@ def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
         images = calibration_images(data_dir)
         origin = Origin(checkpoint_sha256=sha256_file(checkpoint), arch=describe_arch(model.arch),
                         calibration=rps_calibration_note(len(images)))
+        source = f"{origin.checkpoint_sha256}:{hashlib.sha256(images.tobytes()).hexdigest()}"
         return write_program(target, model, (torch.zeros(INPUT_SHAPE),), image_examples(images), origin,
                              run_dir / "export", given, labels=LABELS,
-                             conventions=([RPS_INPUT_CONVENTION], [RPS_OUTPUT_CONVENTION]))
+                             conventions=([RPS_INPUT_CONVENTION], [RPS_OUTPUT_CONVENTION]), source=source)
 
 
 def export_model(model, example_inputs: tuple, calibration: list, target_name: str, out_dir, origin: Origin,
@@ -117,7 +120,8 @@ def export_model(model, example_inputs: tuple, calibration: list, target_name: s
 
 
 def write_program(target: Target, model, example_inputs: tuple, calibration: list, origin: Origin, out_dir: Path,
-                  options: dict, labels=None, name: Optional[str] = None, conventions=None) -> Path:
+                  options: dict, labels=None, name: Optional[str] = None, conventions=None,
+                  source: Optional[str] = None) -> Path:
     """Run the target's recipe in a scratch folder and write the program, its descriptor and its kept files.
     The caller holds the lock of the folder `out_dir` is in (or of `out_dir` itself)."""
     name = name or target.name
@@ -128,7 +132,7 @@ def write_program(target: Target, model, example_inputs: tuple, calibration: lis
     pte = out_dir / f"{name}.pte"
     try:
         ctx = BuildContext(target=target, model=model, example_inputs=example_inputs, calibration=calibration,
-                           calibration_note=origin.calibration, workdir=work, options=options)
+                           calibration_note=origin.calibration, workdir=work, options=options, source=source)
         with ctrl_c.held(f"the {name} export"):    # torch's mode stacks survive no interrupt
             result = recipes(target).build(target.name, ctx)
         kept = stage_kept(result.keep, work)

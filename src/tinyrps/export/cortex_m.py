@@ -41,6 +41,12 @@ from . import BuildContext, BuildResult
 # Calibration examples on which an export checks the .pte replay against the edge program.
 SELF_CHECK_EXAMPLES = 32
 
+# ExecuTorch's Cortex-M passes read only the target config's CMSIS-NN backend (DSP or MVE), not the
+# core: cortex-m33 and cortex-m4 get the same program, byte for byte. The last checked lowering is
+# kept, keyed by its source (checkpoint and calibration) and backend, so that the second DSP core
+# of an export of every target does not lower it again (some 5 s).
+_last_lowering: dict = {}
+
 # Portable operators that only move or re-view data (no arithmetic, no dtype change): a
 # Cortex-M program may keep them. Anything else that is not `cortex_m::` is a layer the
 # backend did not take.
@@ -219,11 +225,19 @@ def check_replay(lowered: CortexMProgram, examples: list) -> None:
 
 def build(core: str, ctx: BuildContext) -> BuildResult:
     """Lower for `core` (a target name: cortex-m55, ...) and check the program's replay."""
-    lowered = lower(ctx.model, ctx.example_inputs, ctx.calibration, core)
+    key = (ctx.source, target_config(core).backend.name) if ctx.source else None
+    if key is None or key not in _last_lowering:
+        lowered = lower(ctx.model, ctx.example_inputs, ctx.calibration, core)
+        check_replay(lowered, ctx.calibration[:SELF_CHECK_EXAMPLES])
+        _last_lowering.clear()
+        if key is not None:
+            _last_lowering[key] = (lowered.program, lowered.operators)
+        program, operators = lowered.program, lowered.operators
+    else:
+        program, operators = _last_lowering[key]
     examples = ctx.calibration[:SELF_CHECK_EXAMPLES]
-    check_replay(lowered, examples)
-    return BuildResult(lowered.program, CortexMInfo(
-        core=core, operators=lowered.operators,
+    return BuildResult(program, CortexMInfo(
+        core=core, operators=operators,
         quantization={"scheme": "int8 CMSIS-NN (CortexMQuantizer), per-channel conv weights, PT2E PTQ",
                       "calibration": ctx.calibration_note},
         reference={"what": "ExecuTorch cortex_m Python operators replaying the .pte",
