@@ -1,3 +1,4 @@
+import contextlib
 import ctypes
 import json
 import os
@@ -116,11 +117,12 @@ class Terminal:
         return self.text.count(needle) >= count
 
 
-@pytest.mark.slow     # whole games through the CLI
-def test_ctrl_c_in_a_terminal_ends_cleanly(exported):
-    """A person at a terminal: play one round, then press Ctrl-C at the prompt."""
+@contextlib.contextmanager
+def one_round_played_in_a_terminal(pte):
+    """`tinyrps play` on a pseudo-terminal, one round played and the prompt shown again:
+    (the process, the terminal). The process is killed if the test leaves it running."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "tinyrps", "play", "--model", str(exported("int8-xnnpack"))],
+    proc = subprocess.Popen([sys.executable, "-m", "tinyrps", "play", "--model", str(pte)],
                             stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
     term = Terminal(master)
@@ -128,41 +130,36 @@ def test_ctrl_c_in_a_terminal_ends_cleanly(exported):
         assert term.wait_for(b"your move")
         os.write(master, b"s\n")
         assert term.wait_for(b"score: you") and term.wait_for(b"your move", count=2)
-        os.killpg(proc.pid, signal.SIGINT)          # what the terminal sends on Ctrl-C
-        assert proc.wait(timeout=30) == INTERRUPTED
-        term.wait_for(b"final score", timeout=5)
-        assert b"final score: you 1" in term.text or b"final score: you 0" in term.text
-        assert b"Traceback" not in term.text
+        yield proc, term
     finally:
         if proc.poll() is None:
             proc.kill()
         os.close(master)
 
+
+@pytest.mark.slow     # whole games through the CLI
+def test_ctrl_c_in_a_terminal_ends_cleanly(exported):
+    """A person at a terminal: play one round, then press Ctrl-C at the prompt."""
+    with one_round_played_in_a_terminal(exported("int8-xnnpack")) as (proc, term):
+        os.killpg(proc.pid, signal.SIGINT)          # what the terminal sends on Ctrl-C
+        assert proc.wait(timeout=30) == INTERRUPTED
+        term.wait_for(b"final score", timeout=5)
+        assert b"final score: you 1" in term.text or b"final score: you 0" in term.text
+        assert b"Traceback" not in term.text
 
 
 @pytest.mark.slow     # a whole game through the CLI
 def test_ctrl_c_that_the_kernel_gives_to_a_worker_thread_still_ends_the_game(exported):
     """The kernel may hand a terminal's SIGINT to any thread of the process, here one of the
     runtime's workers: the prompt must not wait for the next Enter to notice it."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "tinyrps", "play", "--model", str(exported("int8-xnnpack"))],
-                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
-    os.close(slave)
-    term = Terminal(master)
-    try:
-        assert term.wait_for(b"your move")
-        os.write(master, b"r\n")
-        assert term.wait_for(b"score: you") and term.wait_for(b"your move", count=2)
+    with one_round_played_in_a_terminal(exported("int8-xnnpack")) as (proc, term):
         workers = sorted(int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid)
         assert workers, "the game runs no worker thread: this test needs the XNNPACK runtime's threads"
         assert ctypes.CDLL(None, use_errno=True).tgkill(proc.pid, workers[0], signal.SIGINT) == 0
         assert proc.wait(timeout=10) == INTERRUPTED
         term.wait_for(b"final score", timeout=5)
         assert b"final score: you" in term.text and b"Traceback" not in term.text
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(master)
+
 
 def test_ctrl_c_in_a_scripted_game_ends_the_same_way(exported):
     """Ctrl-C during a long scripted game: the score so far, and the exit code of an interactive game."""
