@@ -90,14 +90,14 @@ class SlowClock:
         self.wall_s += cpu_seconds * self.stretch
 
 
-def run_search(tmp_path, stretch: float, minutes: float, dear_first: bool = False) -> tuple:
+def run_search(tmp_path, stretch: float, minutes: float, dear_first: bool = False, clock=None) -> tuple:
     """The real search and stopping rule on an in-memory study, with candidates that only spend
     time on `SlowClock`: 6 s of CPU training 2 epochs, 6 s exporting and measuring (with
     `dear_first`, the first candidate trains for 60 s, and is the most accurate)."""
     import optuna
 
     from tinyrps.arch import describe_arch
-    clock, measured = SlowClock(stretch), []
+    clock, measured = clock or SlowClock(stretch), []
 
     def evaluate(arch, run_dir, settings, status, meter):
         first = dear_first and not measured
@@ -161,6 +161,26 @@ def test_a_busy_machines_clock_charges_training_per_thread(monkeypatch):
     # torch is loaded in this process already: too late to change how its threads wait
     assert machine == {"busy": True, "load_average": 4.5, "passive_wait": False}
     assert "OMP_WAIT_POLICY" not in os.environ
+
+
+def test_a_load_that_comes_after_the_start_is_followed_from_the_next_candidate(tmp_path, monkeypatch):
+    """The 1-minute load average finds a load a minute or two after it came: from then on candidates are
+    charged as on a busy machine. The tune's own training threads are counted out of it."""
+    from tinyrps import tune
+    from tinyrps.torch_settings import TRAINING_THREADS
+
+    class FollowingClock(SlowClock):
+        threads = 1
+        follow_load = tune.Clock.follow_load
+    clock = FollowingClock(stretch=3.0)
+    monkeypatch.setattr(tune.os, "cpu_count", lambda: 2)
+    # the tune's own two threads alone (2.0), then three other busy threads beside them
+    monkeypatch.setattr(tune.os, "getloadavg", lambda: (2.0 if clock.cpu_s < 50.0 + 3 * 12 else 5.0, 0.0, 0.0))
+    measured, spent = run_search(tmp_path, stretch=3.0, minutes=5.0, clock=clock)
+    assert spent["busy_from_candidate"] == 3 and clock.threads == TRAINING_THREADS and len(measured) > 3
+    monkeypatch.setattr(tune.os, "getloadavg", lambda: (3.9, 0.0, 0.0))
+    assert tune.machine_is_busy() == 3.9 and tune.machine_is_busy(own=TRAINING_THREADS) is None
+    assert clock.follow_load() is None and clock.threads == 1      # and back when the load has gone
 
 
 @pytest.mark.parametrize("load", ["busy", "idle"])

@@ -44,7 +44,10 @@ earlier, 1.7x). When the 1-minute load average is at least the core count as the
 (BUSY), the CPU seconds of training are also charged divided by its thread count, what its
 threads would take side by side on idle cores (export, Vela and QEMU, one thread each, whole):
 measured under that load on the Xeon, 22.7 CPU seconds for a training (11.4 charged), against
-the idle machine's 11.2 s of wall time. The search leaves room for the retraining, estimated
+the idle machine's 11.2 s of wall time. A load that comes after the start is followed the same way
+from the next candidate on, once the load average, less the tune's own training threads, is at
+least the core count (Clock.follow_load; the 1-minute average finds it a minute or two late). The
+search leaves room for the retraining, estimated
 from the candidates' median cost per training epoch times epochs x --pick-seeds, plus their
 median cost outside training, and never more than RESERVE_SHARE of the budget: the room once
 followed the current pick's own cost, and a dear first candidate on a loaded machine left room
@@ -159,6 +162,15 @@ class Clock:
         t = os.times()
         return t.user + t.system + t.children_user + t.children_system - self.discount
 
+    def follow_load(self) -> Optional[float]:
+        """Before each candidate: a load that came after the tune began is charged as one that was there
+        before (the 1-minute load average finds it a minute or two late). The tune's own training threads
+        are counted out of the load average: only a machine whose other work takes every core is busy.
+        Returns the load average when busy, else None."""
+        load = machine_is_busy(own=TRAINING_THREADS)
+        self.threads = TRAINING_THREADS if load is not None else 1
+        return load
+
     @contextlib.contextmanager
     def training(self):
         """A block in which training's threads run side by side on idle cores, and only there."""
@@ -171,14 +183,14 @@ class Clock:
             self.discount += (t.user + t.system - began) * (1 - 1 / self.threads)
 
 
-def machine_is_busy() -> Optional[float]:
-    """The 1-minute load average when it is at least the number of cores (every core already has
-    work before the tune adds its own), else None."""
+def machine_is_busy(own: int = 0) -> Optional[float]:
+    """The 1-minute load average when, less `own` (the tune's own runnable threads), it is at least
+    the number of cores (every core has other work than the tune's), else None."""
     try:
         load = os.getloadavg()[0]
     except OSError:        # no load average on this system
         return None
-    return load if load >= (os.cpu_count() or 1) else None
+    return load if load - own >= (os.cpu_count() or 1) else None
 
 
 def clock_for_this_machine() -> tuple:
@@ -484,6 +496,7 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
     meter = Meter(clock or Clock())
     # a resumed study's candidates are measures of the next one too
     costs, done, repeats = measured_costs(study, settings), 0, 0
+    busy_from = 0 if getattr(meter.clock, "threads", 1) > 1 else None    # the first candidate charged as busy
     with progress_bar(quiet) as bar:
         task = bar.add_task("tune", total=round(budget), status="")
 
@@ -491,6 +504,14 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
             bar.update(task, completed=min(meter.charged(), budget), status=text)
 
         while True:
+            # after the first candidate of this process (before it, the tune's start decided): a test's clock
+            # has no load to follow
+            load = meter.clock.follow_load() if done and hasattr(meter.clock, "follow_load") else None
+            if load is not None and busy_from is None:
+                busy_from = len(costs)
+                say(f"  the machine is busy now (load average {load:.1f} on {os.cpu_count()} cores, the tune's own "
+                    f"{TRAINING_THREADS} threads counted out): candidates from here on are charged as on a busy "
+                    "machine", quiet)
             charged = meter.charged()
             expected = statistics.median(c["cost"] for c in costs) if costs else 0.0
             retraining = min(retraining_estimate(costs, settings), RESERVE_SHARE * budget)
@@ -520,7 +541,7 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
                    status=f"{done} trial{'s' * (done != 1)}, {measured} candidate{'s' * (measured != 1)} measured")
     return {"minutes": settings.minutes, "charged_seconds": round(meter.charged(), 1),
             "wall_seconds": round(meter.wall(), 1), "measured": len(costs),
-            "retraining_estimate_seconds": round(retraining, 1)}
+            "retraining_estimate_seconds": round(retraining, 1), "busy_from_candidate": busy_from}
 
 
 def measured_costs(study, settings: TuneSettings) -> list:
