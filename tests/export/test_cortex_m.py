@@ -194,6 +194,31 @@ def test_the_replay_takes_any_inputs_and_gives_every_output(exported, test_image
         reference.replay(pte, [np.zeros((1, 1, 28, 28), np.float32)] * 2)
 
 
+
+@pytest.mark.slow     # lowers a small network
+def test_an_output_without_a_leading_axis_of_one_is_replayed_sample_by_sample():
+    """A program whose output is [3] (no batch axis) is replayed one sample at a time, and the samples'
+    outputs come back stacked, [N, 3], each the replay of its sample alone."""
+    import torch
+    from torch import nn
+
+    class OneDimensional(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.fc = nn.Conv2d(1, 4, 3, stride=2), nn.Linear(4 * 13 * 13, 3)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.conv(x)).flatten(1)).reshape(3)
+    torch.manual_seed(0)
+    calibration = [(torch.rand(1, 1, 28, 28),) for _ in range(4)]
+    program = cortex_m.lower(OneDimensional().eval(), (torch.zeros(1, 1, 28, 28),), calibration, "cortex-m55").program
+    inputs = [np.stack([x.numpy() for (x,) in calibration])]
+    assert not reference.batchable(reference.parse_program(program))
+    (outputs,), (int8,) = reference.replay_many_with_int8(program, inputs)
+    assert outputs.shape == int8.shape == (4, 3)
+    for i, (x,) in enumerate(calibration):
+        np.testing.assert_array_equal(outputs[i], reference.replay(program, [x.numpy()])[0])
+
 @pytest.mark.slow     # replays a hundred images one at a time
 def test_a_batch_replays_each_image_as_a_replay_of_it_alone(exported, data_dir, monkeypatch):
     """The batched replay (the memory plan scaled by the batch size) gives, bit for bit, what one

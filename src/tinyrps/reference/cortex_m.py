@@ -100,18 +100,21 @@ def replay_many_with_int8(program, inputs: list) -> tuple:
     reports as an output's raw values."""
     prog = _program(program)
     register_operators()
+    shapes = [tuple(prog.tensor(i).sizes) for i in prog.outputs]
+    dtypes = [NP_DTYPES[prog.tensor(i).scalar_type] for i in prog.outputs]
+
+    def per_sample(array, k: int, count: int) -> np.ndarray:
+        """A batch's output k as [count, *its shape]: a batch of one holds the output as the program
+        declares it, a larger one in place of the leading axis of one (batchable)."""
+        return None if array is None else array.reshape(count, *shapes[k])
     outputs, int8 = [], []
     with _one_thread(), torch.no_grad():
         for replayer, outs, count in _replays(prog, inputs):
-            outputs.append([o.reshape(count, *o.shape[1:]) for o in outs])
-            int8.append([None if replayer.dequantized.get(index) is None else
-                         replayer.dequantized[index].reshape(count, *replayer.dequantized[index].shape[1:])
-                         for index in prog.outputs])
-    shapes = [tuple(prog.tensor(i).sizes) for i in prog.outputs]
-    dtypes = [NP_DTYPES[prog.tensor(i).scalar_type] for i in prog.outputs]
-    stacked = [np.concatenate([o[k][:, None] for o in outputs]) if outputs else np.zeros((0, *shapes[k]), dtypes[k])
+            outputs.append([per_sample(o, k, count) for k, o in enumerate(outs)])
+            int8.append([per_sample(replayer.dequantized.get(index), k, count) for k, index in enumerate(prog.outputs)])
+    stacked = [np.concatenate([o[k] for o in outputs]) if outputs else np.zeros((0, *shapes[k]), dtypes[k])
                for k in range(len(shapes))]
-    stacked_int8 = [None if not int8 or int8[0][k] is None else np.concatenate([q[k][:, None] for q in int8])
+    stacked_int8 = [None if not int8 or int8[0][k] is None else np.concatenate([q[k] for q in int8])
                     for k in range(len(shapes))]
     return stacked, stacked_int8
 
