@@ -22,7 +22,6 @@ one left.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import os
 import re
@@ -35,7 +34,7 @@ from typing import Optional
 from .. import ctrl_c
 from .. import descriptor as descriptors
 from ..artifacts import (check_run_data, folder_lock, fsync_dir, interrupts_deferred, remove_dead_entries,
-                         sha256_file, swap_in)
+                         sha256_bytes, sha256_file, swap_in)
 from ..descriptor import Origin, ProgramDescriptor, TensorSpec
 from ..errors import UserError
 from ..families import Target, family_of_target, get_family, get_target, targets  # noqa: F401 (re-exported)
@@ -103,7 +102,7 @@ def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
         images = calibration_images(data_dir)
         origin = Origin(checkpoint_sha256=sha256_file(checkpoint), arch=describe_arch(model.arch),
                         calibration=rps_calibration_note(len(images)))
-        source = f"{origin.checkpoint_sha256}:{hashlib.sha256(images.tobytes()).hexdigest()}"
+        source = f"{origin.checkpoint_sha256}:{sha256_bytes(images.tobytes())}"
         return write_program(target, model, (torch.zeros(INPUT_SHAPE),), image_examples(images), origin,
                              run_dir / "export", given, labels=LABELS,
                              conventions=([RPS_INPUT_CONVENTION], [RPS_OUTPUT_CONVENTION]), source=source)
@@ -139,7 +138,7 @@ def write_program(target: Target, model, example_inputs: tuple, calibration: lis
         inputs, outputs = program_io(result.program, conventions)
         described = ProgramDescriptor(
             target=target.name, family=target.family, description=target.description,
-            size_bytes=len(result.program), sha256=hashlib.sha256(result.program).hexdigest(),
+            size_bytes=len(result.program), sha256=sha256_bytes(result.program),
             inputs=inputs, outputs=outputs, labels=tuple(labels) if labels else None, origin=origin,
             versions=versions(), files={n: f"{name}/{n}" for n in result.keep},
             files_sha256={n: sha256_file(kept / n) for n in result.keep}, info=result.info)

@@ -225,17 +225,14 @@ def check_replay(lowered: CortexMProgram, examples: list) -> None:
 
 def build(core: str, ctx: BuildContext) -> BuildResult:
     """Lower for `core` (a target name: cortex-m55, ...) and check the program's replay."""
-    key = (ctx.source, target_config(core).backend.name) if ctx.source else None
-    if key is None or key not in _last_lowering:
-        lowered = lower(ctx.model, ctx.example_inputs, ctx.calibration, core)
-        check_replay(lowered, ctx.calibration[:SELF_CHECK_EXAMPLES])
-        _last_lowering.clear()
-        if key is not None:
-            _last_lowering[key] = (lowered.program, lowered.operators)
-        program, operators = lowered.program, lowered.operators
-    else:
-        program, operators = _last_lowering[key]
     examples = ctx.calibration[:SELF_CHECK_EXAMPLES]
+    key = (ctx.source, target_config(core).backend.name) if ctx.source else None
+    if key is None or key not in _last_lowering:       # no source: never reused
+        lowered = lower(ctx.model, ctx.example_inputs, ctx.calibration, core)
+        check_replay(lowered, examples)
+        _last_lowering.clear()
+        _last_lowering[key] = (lowered.program, lowered.operators)
+    program, operators = _last_lowering[key]
     return BuildResult(program, CortexMInfo(
         core=core, operators=operators,
         quantization={"scheme": "int8 CMSIS-NN (CortexMQuantizer), per-channel conv weights, PT2E PTQ",
