@@ -74,10 +74,15 @@ def test_a_dear_early_pick_does_not_stop_the_search(tmp_path):
 
 
 class SlowClock:
-    """A machine under load: its wall clock runs `stretch` times faster than the CPU time spent."""
+    """A machine under load: its wall clock runs `stretch` times faster than the CPU time spent; the
+    load average is not read (the search's clock, as a test sets it)."""
+    threads = 1
 
     def __init__(self, stretch: float) -> None:
         self.stretch, self.wall_s, self.cpu_s = stretch, 1000.0, 50.0
+
+    def follow_load(self):
+        return None
 
     def wall(self) -> float:
         return self.wall_s
@@ -170,7 +175,6 @@ def test_a_load_that_comes_after_the_start_is_followed_from_the_next_candidate(t
     from tinyrps.torch_settings import TRAINING_THREADS
 
     class FollowingClock(SlowClock):
-        threads = 1
         follow_load = tune.Clock.follow_load
     clock = FollowingClock(stretch=3.0)
     monkeypatch.setattr(tune.os, "cpu_count", lambda: 2)

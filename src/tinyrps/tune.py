@@ -149,7 +149,8 @@ class Clock:
     """What the budget is measured with: wall seconds, and CPU seconds of this process and of
     its children that have finished (os.times: the emulator runs as a subprocess, waited
     for); with `threads` > 1 (a busy machine: see the module docstring) this process's CPU
-    seconds inside `training()` blocks count divided by it. A test hands the search another clock."""
+    seconds inside `training()` blocks count divided by it. A test hands the search another clock
+    with the same methods and `threads`."""
 
     def __init__(self, threads: int = 1) -> None:
         self.threads = threads
@@ -496,7 +497,7 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
     meter = Meter(clock or Clock())
     # a resumed study's candidates are measures of the next one too
     costs, done, repeats = measured_costs(study, settings), 0, 0
-    busy_from = 0 if getattr(meter.clock, "threads", 1) > 1 else None    # the first candidate charged as busy
+    busy_from = 0 if meter.clock.threads > 1 else None    # the first candidate charged as on a busy machine
     with progress_bar(quiet) as bar:
         task = bar.add_task("tune", total=round(budget), status="")
 
@@ -504,9 +505,8 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
             bar.update(task, completed=min(meter.charged(), budget), status=text)
 
         while True:
-            # after the first candidate of this process (before it, the tune's start decided): a test's clock
-            # has no load to follow
-            load = meter.clock.follow_load() if done and hasattr(meter.clock, "follow_load") else None
+            # after the first candidate of this process (before it, the tune's start decided)
+            load = meter.clock.follow_load() if done else None
             if load is not None and busy_from is None:
                 busy_from = len(costs)
                 say(f"  the machine is busy now (load average {load:.1f} on {os.cpu_count()} cores, the tune's own "
