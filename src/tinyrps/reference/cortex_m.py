@@ -402,7 +402,7 @@ class _Replay:
         """numpy view of a serialized tensor in logical (sizes) order, strided by its dim_order."""
         dtype = np.dtype(NP_DTYPES[t.scalar_type])
         sizes = list(t.sizes)
-        if self.batch != 1 and t.data_buffer_idx == 0 and sizes and sizes[0] == 1:    # not a scratch buffer
+        if self.batch != 1 and t.data_buffer_idx == 0 and sizes and sizes[0] == 1:    # a planned sample (batchable)
             sizes[0] = self.batch
         strides = [0] * len(sizes)
         step = dtype.itemsize
