@@ -23,6 +23,11 @@ import pytest
 # package compiled once, not again per worker and per command the tests start (collecting the
 # fast tier takes 2 s a worker with them, 4 s without).
 sys.dont_write_bytecode = False
+# The suite keeps both cores busy (two workers, each starting commands, emulators and compilers), the
+# load under which torch's spinning threads waste most of their time (tinyrps.tune's docstring): they
+# wait passively in this process and every command it starts, set before torch loads. The same
+# arithmetic, the same bits; a crash test's 208 trainings took 60 s spinning and 27 s passive.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixture_cache  # noqa: E402
 
