@@ -2,8 +2,8 @@
 
 The wire format is defined once, in firmware/protocol/link_protocol.h (described in
 docs/firmware.md): the constants, commands, error codes and payload layouts below are read
-from it (c_facts). Any pyserial port works: `socket://127.0.0.1:PORT` for the firmware in
-QEMU, `/dev/ttyACM0` for a board.
+from it (c_facts). Any pyserial port works (`/dev/ttyACM0` for a board, `socket://HOST:PORT` for a
+UART served on TCP); the firmware in QEMU is reached through SocketPort, a plain TCP connection.
 
 Every read has a deadline. A failure (no reply, a closed line, an error reply) raises
 LinkError, a UserError with one clear line; a reply that breaks the protocol's promises (a
@@ -13,6 +13,8 @@ wrong size, a count that does not add up, a status no firmware sends) raises Boa
 from __future__ import annotations
 
 import collections
+import select
+import socket
 import struct
 import time
 import zlib
@@ -301,6 +303,35 @@ def parse_error(payload: bytes) -> tuple:
 # The link
 # ---------------------------------------------------------------------------------------------
 
+class SocketPort:
+    """A TCP connection with the few calls the link makes of a pyserial port. pyserial's own
+    socket:// port would serve, but its close() sleeps 0.3 s (room for a quick reconnect, which
+    the emulator's one connection never makes): a third of a second on every board closed."""
+
+    def __init__(self, host: str, port: int, write_timeout: float):
+        self.sock = socket.create_connection((host, port), timeout=write_timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def read(self, size: int) -> bytes:
+        """Up to `size` bytes: what has come within POLL_S (b"" if nothing). A closed connection
+        raises OSError once what the other end sent before closing has been read."""
+        if not select.select([self.sock], [], [], POLL_S)[0]:
+            return b""
+        data = self.sock.recv(size)
+        if not data:
+            raise ConnectionResetError("the other end closed the connection")
+        return data
+
+    def write(self, data: bytes) -> None:
+        self.sock.sendall(data)         # within the write timeout given at connection
+
+    def flush(self) -> None:
+        """Nothing to do: sendall has handed every byte to the kernel."""
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 class DeviceLink:
     """Requests to the firmware over one serial port. Not thread-safe: one request at a time."""
 
@@ -316,6 +347,15 @@ class DeviceLink:
         self.pending = collections.deque()   # frames decoded but not yet looked at, oldest first
         self.notices = []          # unsolicited error reports (garbage, overrun), newest last
         self._seq = 0
+
+    @classmethod
+    def connect(cls, host: str, port: int, timeout: float = DEFAULT_TIMEOUT_S, **kwargs) -> "DeviceLink":
+        """A link over a TCP connection (the emulator's UART on a loopback socket)."""
+        try:
+            connection = SocketPort(host, port, write_timeout=timeout)
+        except OSError as e:
+            raise LinkError(f"cannot connect to {host}:{port}: {e}") from None
+        return cls(connection, timeout, **kwargs)
 
     @classmethod
     def open(cls, url: str, timeout: float = DEFAULT_TIMEOUT_S, baudrate: int = 115200, **kwargs) -> "DeviceLink":

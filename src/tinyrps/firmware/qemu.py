@@ -242,8 +242,8 @@ class FirmwareServer:
             self.process = _start_process(command, self.stderr_path, pass_fds=(fd,))
         finally:
             listener.close()
-        self.link = DeviceLink.open(f"socket://127.0.0.1:{self.port}", timeout=self.timeout,
-                                    describe=f"the firmware in QEMU ({self.board.machine})", check_alive=self.check_alive)
+        self.link = DeviceLink.connect("127.0.0.1", self.port, timeout=self.timeout,
+                                       describe=f"the firmware in QEMU ({self.board.machine})", check_alive=self.check_alive)
 
     @property
     def stderr_path(self) -> Path:
