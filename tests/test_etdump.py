@@ -122,10 +122,9 @@ def m55_program(exported):
 
 
 @pytest.fixture(scope="module")
-def measured_layers(m55_program):
+def measured_layers(m55_program, measured):
     """The measure stage's per-layer instructions of the program (QEMU: the fast and the plain-C build)."""
-    from tinyrps import measure
-    return (measure.read(m55_program) or measure.measure(m55_program))["firmware"]["layers"]
+    return measured(m55_program)["firmware"]["layers"]
 
 
 def test_the_program_reader_agrees_with_executorch(m55_program):

@@ -48,7 +48,7 @@ QEMU_SECONDS_PER_IMAGE = 0.5
 # --- fixtures -------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def libraries(exported, tmp_path_factory):
+def libraries(exported, measured, tmp_path_factory):
     """libraries(pte, name) -> the folder written by write_library, once per program and name."""
     import fixture_cache
     from tinyrps.firmware.sources import firmware_dir, source_files
@@ -59,6 +59,7 @@ def libraries(exported, tmp_path_factory):
     def get(pte: Path, name: str = NAME) -> Path:
         key = (str(pte), name)
         if key not in made:
+            measured(pte)       # the measurement the library reads, beside the program before it is keyed
             # kept across runs: by the program and what lies beside it (its descriptor, its measurement),
             # the name, the library writer's and the firmware's sources, and the compilers (its code sizes)
             beside = [fixture_cache.sha256(p) for p in sorted(pte.parent.glob(f"{pte.stem}.*")) if p.is_file()]
@@ -368,8 +369,9 @@ def test_the_library_folder(m55_library, exported):
 
 
 @pytest.mark.slow
-def test_writing_again_replaces_the_folder_whole(exported, tmp_path):
+def test_writing_again_replaces_the_folder_whole(exported, measured, tmp_path):
     out = tmp_path / "lib"
+    measured(exported("cortex-m55"))        # the program's measurement, which the library reads
     lib.write_library(exported("cortex-m55"), out, "first")
     (out / "stale.txt").write_text("from before")
     lib.write_library(exported("cortex-m55"), out, "second")
