@@ -242,3 +242,45 @@ def test_a_batch_replays_each_image_as_a_replay_of_it_alone(exported, data_dir, 
         other = copy.copy(prog)
         other.operators = prog.operators + [("cortex_m::quantized_add", "out")]
         assert not reference.batchable(other)
+
+
+def path_without(tmp_path, *prefixes: str) -> str:
+    """A PATH with every program of this one but those whose names start with one of `prefixes`."""
+    import os
+    shown = tmp_path / "bin"
+    shown.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(folder):
+            continue
+        for name in os.listdir(folder):
+            link = shown / name
+            if not name.startswith(prefixes) and not link.exists():
+                link.symlink_to(os.path.join(folder, name))
+    return str(shown)
+
+
+@pytest.mark.slow     # a whole export in a fresh interpreter
+def test_export_needs_neither_the_cross_toolchain_nor_qemu_and_measure_says_what_to_install(
+        trained_run, exported, tmp_path):
+    """Export is ahead of time only: with arm-none-eabi-* and qemu-system-* off PATH it writes the same
+    program byte for byte; measuring it then asks for them in one line."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run, ignore=shutil.ignore_patterns("export"))
+    env = {**os.environ, "PATH": path_without(tmp_path, "arm-none-eabi-", "qemu-system-")}
+    assert shutil.which("arm-none-eabi-gcc", path=env["PATH"]) is None and shutil.which("qemu-system-arm", path=env["PATH"]) is None
+
+    def tinyrps(*args):
+        return subprocess.run([sys.executable, "-m", "tinyrps", *map(str, args)], capture_output=True, text=True,
+                              env=env, timeout=600)
+    done = tinyrps("export", "--run", run, "--target", "cortex-m55", "--quiet")
+    assert done.returncode == 0, done.stderr[-3000:]
+    pte = run / "export" / "cortex-m55.pte"
+    assert pte.read_bytes() == exported("cortex-m55").read_bytes()
+    refused = tinyrps("measure", "--model", pte)
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr[-3000:]
+    assert "arm-none-eabi-gcc" in lines[0] and "qemu-system-arm" in lines[0] and "apt-get install" in lines[0], lines
