@@ -171,14 +171,12 @@ def cli_session():
 
 
 # ── the Arm firmware (QEMU, cross toolchain) ──────────────────────────────────
-ARM_INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
-
-
 def require_arm_tools() -> None:
     """A missing tool fails the test with the command that installs it (never a skip)."""
+    from tinyrps.firmware.build import APT_ARM
     missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc", "cmake") if shutil.which(t) is None]
     if missing:
-        pytest.fail(f"{', '.join(missing)} not installed; the firmware tests need them: {ARM_INSTALL}", pytrace=False)
+        pytest.fail(f"{', '.join(missing)} not installed; the firmware tests need them: {APT_ARM}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -294,10 +292,16 @@ COVERED_BY = {
 }
 
 
+# Run first: the module holding the suite's longest test (the main job stopped again and again, about
+# two minutes in one process). Started last, it would leave one worker alone with it at the end.
+FIRST = "test_crash_consistency.py"
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if EMULATOR_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.path.name != FIRST)       # stable: every other test keeps its place
 
 
 class DeselectCovered:

@@ -36,12 +36,12 @@ import numpy as np
 from ..errors import UserError
 from . import c_facts
 from .boards import DEFAULT_BOARD, firmware_kind, get_board
+from .build import APT_ARM
 from .link import DeviceLink, LinkError
 from .tensors import (check_inputs, description_layout, images_as_input, parse_description, result_bytes,
                       samples_file_bytes, split_results)
 
 QEMU = "qemu-system-arm"
-INSTALL_HINT = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
 FIRMWARE_EXECUTABLE = "tinyrps_fw.elf"
 
 # The boot descriptor (firmware/board/common/model_slot.h), at the start of the board's RAM.
@@ -79,7 +79,7 @@ _HARMLESS_STDERR = ("QEMU waiting for connection", "has no peer")
 def require_qemu() -> str:
     path = shutil.which(QEMU)
     if path is None:
-        raise UserError(f"{QEMU} is not installed; the mcu device needs it: {INSTALL_HINT}")
+        raise UserError(f"{QEMU} is not installed; the mcu device needs it: {APT_ARM}")
     return path
 
 
