@@ -132,3 +132,47 @@ def test_an_error_raised_while_a_ctrl_c_unwinds_is_the_ctrl_c():
     except RuntimeError as e:
         assert ctrl_c.caused_by_ctrl_c(e)
     assert not ctrl_c.caused_by_ctrl_c(RuntimeError("a bug"))
+
+
+def processes_in_group(group: int) -> list:
+    """The command lines of the processes in a process group."""
+    import os
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+            command = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[2]) == group:
+            found.append(command)
+    return found
+
+
+@pytest.mark.slow     # an evaluation on the native build, stopped three times
+def test_a_ctrl_c_ends_the_reference_worker_without_a_word(trained_run, exported, tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group, the evaluation's reference worker too: at its
+    start (while it imports torch) or later, the command's last line is "tinyrps: interrupted" and
+    nothing follows or precedes it from the worker (it printed KeyboardInterrupt tracebacks)."""
+    import os
+    import shutil
+    import signal
+    import time
+    exported("cortex-m55")
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    for delay in (0.0, 0.3, 1.0):
+        command = [sys.executable, "-m", "tinyrps", "eval", "--run", str(run), "--program", "cortex-m55",
+                   "--device", "native", "--quiet"]
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        deadline = time.monotonic() + 120
+        while not any("multiprocessing" in c for c in processes_in_group(proc.pid)):
+            assert proc.poll() is None and time.monotonic() < deadline, "the evaluation started no reference worker"
+            time.sleep(0.01)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130 and err.strip().splitlines()[-1] == "tinyrps: interrupted", (delay, err[-3000:])
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err, (delay, err[-3000:])
+        assert not (run / "eval.json").exists()

@@ -69,6 +69,30 @@ def install() -> None:
     sys.unraisablehook = hook
 
 
+@contextlib.contextmanager
+def workers_start_blocked():
+    """Start a pool's worker processes in this block: SIGINT is blocked here, only held back (a Ctrl-C
+    is delivered as the block ends), and a child inherits the blocked mask across exec, so a Ctrl-C
+    during its interpreter's start waits for worker_init."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def worker_init() -> None:
+    """The initializer of a command's worker processes (started in workers_start_blocked). A Ctrl-C in
+    the terminal reaches the whole process group, the workers too: each ends at once and silently
+    (SIGINT's default action), and the command says "interrupted". As Python's KeyboardInterrupt it
+    printed tracebacks (torch's import, its finalizers) after the command's last line. Here, in a
+    module that imports no library, so that it runs before the worker imports any."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})     # one that came meanwhile ends it now
+    from .library_noise import quiet_libraries
+    quiet_libraries()
+
+
 def _interrupt_now(_signum, _frame) -> None:
     raise KeyboardInterrupt
 

@@ -279,12 +279,13 @@ def replays_in_background(pte_paths, images_uint8: np.ndarray):
         return
     images = np.ascontiguousarray(images_uint8)
     key_of_images = _images_digest(images)
-    from ..library_noise import quiet_libraries
+    from ..ctrl_c import worker_init, workers_start_blocked
     pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                                  initializer=quiet_libraries)
+                                                  initializer=worker_init)
     try:
-        for digest, path in digests.items():
-            _background[(digest, key_of_images)] = pool.submit(_replay_file, path, images)
+        with workers_start_blocked():       # the first submit starts the worker
+            for digest, path in digests.items():
+                _background[(digest, key_of_images)] = pool.submit(_replay_file, path, images)
         yield
     finally:
         for digest in digests:
