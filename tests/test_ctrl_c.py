@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from proc_table import command_of, in_group
 
 # A real SIGINT that arrives while a weakref callback runs, then half a second of work.
 SCRIPT = r"""
@@ -134,21 +135,6 @@ def test_an_error_raised_while_a_ctrl_c_unwinds_is_the_ctrl_c():
     assert not ctrl_c.caused_by_ctrl_c(RuntimeError("a bug"))
 
 
-def processes_in_group(group: int) -> list:
-    """The command lines of the processes in a process group."""
-    import os
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = open(f"/proc/{pid}/stat").read()
-            command = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[2]) == group:
-            found.append(command)
-    return found
-
-
 @pytest.mark.slow     # an evaluation on the native build, stopped three times
 def test_a_ctrl_c_ends_the_reference_worker_without_a_word(trained_run, exported, tmp_path):
     """A terminal's Ctrl-C reaches the whole process group, the evaluation's reference worker too: at its
@@ -167,7 +153,7 @@ def test_a_ctrl_c_ends_the_reference_worker_without_a_word(trained_run, exported
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         deadline = time.monotonic() + 120
-        while not any("multiprocessing" in c for c in processes_in_group(proc.pid)):
+        while not any("multiprocessing" in command_of(pid) for pid in in_group(proc.pid)):
             assert proc.poll() is None and time.monotonic() < deadline, "the evaluation started no reference worker"
             time.sleep(0.01)
         time.sleep(delay)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from proc_table import children, command_of
 from script_module import load_script
 
 REPO = Path(__file__).resolve().parents[1]
@@ -502,24 +503,6 @@ def test_a_letter_drawn_in_the_browser_is_played_on_the_host_and_the_emulated_m5
         assert qemus, "the Cortex-M55 is not running in QEMU"
     assert server.process.returncode == 130
     assert not [pid for pid in qemus if Path(f"/proc/{pid}").exists()], "Ctrl-C left QEMU running"
-
-
-def children(pid: int) -> list:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-        except (OSError, ValueError, IndexError):
-            pass
-    return found
-
-
-def command_of(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 @pytest.mark.slow
