@@ -71,14 +71,17 @@ def install() -> None:
 
 @contextlib.contextmanager
 def workers_start_blocked():
-    """Start a pool's worker processes in this block: SIGINT is blocked here, only held back (a Ctrl-C
-    is delivered as the block ends), and a child inherits the blocked mask across exec, so a Ctrl-C
-    during its interpreter's start waits for worker_init."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    """Start a pool's worker processes in this block. SIGINT is blocked in this thread, and a child
+    inherits the blocked mask across exec, so a Ctrl-C during its interpreter's start waits for
+    worker_init. The process's other threads still receive SIGINT, and Python raises it in this
+    thread: it is held until the block ends too (held), because a KeyboardInterrupt raised while
+    the pool writes a worker's start-up data cuts them short (the worker then printed EOFError)."""
+    with held("the reference worker's start"):
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def worker_init() -> None:
