@@ -14,6 +14,7 @@ import pytest
 
 from tinyrps.firmware import boards, c_facts, link, qemu
 from tinyrps.firmware.build import firmware_dir
+from tinyrps.firmware.operators import VARIANT_ROW, operator_variants
 from tinyrps.firmware.tensors import description_layout
 
 DUMP = Path(__file__).with_name("facts_dump.c")
@@ -110,11 +111,17 @@ def test_the_host_modules_use_the_headers_facts():
 
 
 def test_every_kernel_variant_of_the_operator_table_has_a_known_name():
-    """The variants' isa strings are written in the operators' files; each must be a name of the header's list."""
-    names = set()
+    """The variants' isa strings are written in the row macros of operator_table.h, one per name of the header's
+    list; every row of the operators' files is one of those macros (the host's parser reads them)."""
+    header = (firmware_dir() / "src" / "ops" / "operator_table.h").read_text()
+    rows = dict(re.findall(r'^#define TRT_(\w+)_VARIANT\(\.\.\.\) \{"(\w+)", __VA_ARGS__\},$', header, re.M))
+    assert sorted(rows.values()) == sorted(c_facts.kernel_variants()) and all(k.lower() == v for k, v in rows.items())
+    listed = operator_variants()
+    assert listed and {isa for isas in listed.values() for isa in isas} == set(c_facts.kernel_variants())
     for source in sorted((firmware_dir() / "src" / "ops").glob("*.c")):
-        names |= set(re.findall(r'\{\s*"(\w+)"\s*,', source.read_text()))
-    assert names and names <= set(c_facts.kernel_variants()), names
+        text = source.read_text()
+        assert not re.search(r'\{\s*"\w+"\s*,', text), f"{source.name}: a variant row written out, not TRT_<ISA>_VARIANT"
+        assert len(re.findall(r"^\s*TRT_\w+_VARIANT\(", text, re.M)) == len(VARIANT_ROW.findall(text)), source.name
 
 
 def test_a_header_in_a_form_the_host_cannot_read_is_an_error(tmp_path):

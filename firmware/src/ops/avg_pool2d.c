@@ -75,23 +75,22 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, in
 static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 0); }
 static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
-static size_t table_bytes(const trt_params *p) {
+/* The plain-C kernel's reciprocal table: the same for every call. */
+TRT_ADAPTER size_t table_bytes(const trt_params *p) {
     (void)p;
     return trt_avg_pool_table_bytes();
 }
-static void prepare_table(trt_params *p, void *scratch) { trt_avg_pool_prepare_table(&p->quantized_avg_pool2d, scratch); }
+TRT_PREPARE(trt_avg_pool_prepare_table, quantized_avg_pool2d)
+TRT_RUN_ALONE(trt_avg_pool2d_mve, quantized_avg_pool2d)
+TRT_BYTES(trt_avg_pool2d_c_temp_bytes, quantized_avg_pool2d)
+TRT_RUN(trt_avg_pool2d_c, quantized_avg_pool2d)
 
-#if TRT_HAVE_MVE_FLOAT
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_avg_pool2d_mve(&p->quantized_avg_pool2d); }
-#endif
-static size_t c_temp(const trt_params *p) { return trt_avg_pool2d_c_temp_bytes(&p->quantized_avg_pool2d); }
-static void run_c(const trt_params *p, void *temp) { trt_avg_pool2d_c(&p->quantized_avg_pool2d, temp); }
-
+/* Helium with its floating point (the kernel divides in float). */
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE_FLOAT
-    {"mve", NULL, NULL, NULL, NULL, run_mve},
+    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_avg_pool2d_mve_p)
 #endif
-    {"c", NULL, table_bytes, prepare_table, c_temp, run_c},
+    TRT_C_VARIANT(NULL, table_bytes, trt_avg_pool_prepare_table_p, trt_avg_pool2d_c_temp_bytes_p, trt_avg_pool2d_c_p)
 };
 
 TRT_DEFINE_OPERATOR(quantized_avg_pool2d, bind_legacy, VARIANTS);

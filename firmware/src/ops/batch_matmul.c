@@ -5,7 +5,6 @@
 #include "../kernels/batch_matmul.h"
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "operator_table.h"
 
@@ -52,31 +51,24 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-static size_t scratch_bytes(const trt_params *p) { return trt_batch_matmul_scratch_bytes(&p->quantized_batch_matmul); }
-static void prepare(trt_params *p, void *scratch) { trt_batch_matmul_prepare(&p->quantized_batch_matmul, scratch); }
-static size_t sums_temp(const trt_params *p) { return trt_batch_matmul_sums_bytes(&p->quantized_batch_matmul); }
+TRT_BYTES(trt_batch_matmul_scratch_bytes, quantized_batch_matmul)
+TRT_PREPARE(trt_batch_matmul_prepare, quantized_batch_matmul)
+TRT_BYTES(trt_batch_matmul_sums_bytes, quantized_batch_matmul)
 
-#if TRT_HAVE_MVE
-static void linear_mve(const trt_linear_params *p, void *temp) { (void)temp; trt_linear_mve(p); }
-static void run_mve(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, linear_mve); }
-#endif
-#if TRT_HAVE_DSP
-static size_t dsp_temp(const trt_params *p) {
-    return sums_temp(p) + trt_linear_dsp_temp_bytes(&p->quantized_batch_matmul.product);
+/* Each variant runs its ISA's linear kernel per batch (trt_batch_matmul_run). */
+TRT_ADAPTER void linear_mve(const trt_linear_params *p, void *temp) { (void)temp; trt_linear_mve(p); }
+TRT_ADAPTER void run_mve(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, linear_mve); }
+TRT_ADAPTER size_t dsp_temp(const trt_params *p) {
+    return trt_batch_matmul_sums_bytes_p(p) + trt_linear_dsp_temp_bytes(&p->quantized_batch_matmul.product);
 }
-static void run_dsp(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, trt_linear_dsp); }
-#endif
-static void linear_c(const trt_linear_params *p, void *temp) { (void)temp; trt_linear_c(p); }
-static void run_c(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, linear_c); }
+TRT_ADAPTER void run_dsp(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, trt_linear_dsp); }
+TRT_ADAPTER void linear_c(const trt_linear_params *p, void *temp) { (void)temp; trt_linear_c(p); }
+TRT_ADAPTER void run_c(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, linear_c); }
 
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", NULL, scratch_bytes, prepare, sums_temp, run_mve},
-#endif
-#if TRT_HAVE_DSP
-    {"dsp", NULL, scratch_bytes, prepare, dsp_temp, run_dsp},
-#endif
-    {"c", NULL, scratch_bytes, prepare, sums_temp, run_c},
+    TRT_MVE_VARIANT(NULL, trt_batch_matmul_scratch_bytes_p, trt_batch_matmul_prepare_p, trt_batch_matmul_sums_bytes_p, run_mve)
+    TRT_DSP_VARIANT(NULL, trt_batch_matmul_scratch_bytes_p, trt_batch_matmul_prepare_p, dsp_temp, run_dsp)
+    TRT_C_VARIANT(NULL, trt_batch_matmul_scratch_bytes_p, trt_batch_matmul_prepare_p, trt_batch_matmul_sums_bytes_p, run_c)
 };
 
 TRT_DEFINE_OPERATOR(quantized_batch_matmul, bind, VARIANTS);

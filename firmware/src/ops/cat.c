@@ -58,10 +58,10 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_cat_c(&p->cat); }
+TRT_RUN_ALONE(trt_cat_c, cat)
 
 static const trt_kernel_variant VARIANTS[] = {
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_cat_c_p)
 };
 
 TRT_DEFINE_OPERATOR(cat, bind, VARIANTS);

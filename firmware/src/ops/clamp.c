@@ -1,7 +1,6 @@
 /* aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) on int8 with
  * int bounds (what QuantizedClampActivationPass leaves): bind step and variants. */
 #include "../kernels/c/kernels_c.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "operator_table.h"
 
@@ -36,16 +35,12 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-#if TRT_HAVE_MVE
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_clamp_mve(&p->clamp); }
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_clamp_c(&p->clamp); }
+TRT_RUN_ALONE(trt_clamp_mve, clamp)
+TRT_RUN_ALONE(trt_clamp_c, clamp)
 
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", NULL, NULL, NULL, NULL, run_mve},
-#endif
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_clamp_mve_p)
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_clamp_c_p)
 };
 
 TRT_DEFINE_OPERATOR(clamp, bind, VARIANTS);

@@ -2,7 +2,6 @@
  * Tensor(a!) out): bind step and variants. */
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "operator_table.h"
 
@@ -40,17 +39,13 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-#if TRT_HAVE_MVE
-static int mve_accepts(const trt_params *p) { return trt_clone_dim_order_mve_accepts(&p->clone_dim_order); }
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_clone_dim_order_mve(&p->clone_dim_order); }
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_clone_dim_order_c(&p->clone_dim_order); }
+TRT_ACCEPTS(trt_clone_dim_order_mve_accepts, clone_dim_order)
+TRT_RUN_ALONE(trt_clone_dim_order_mve, clone_dim_order)
+TRT_RUN_ALONE(trt_clone_dim_order_c, clone_dim_order)
 
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", mve_accepts, NULL, NULL, NULL, run_mve},
-#endif
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_MVE_VARIANT(trt_clone_dim_order_mve_accepts_p, NULL, NULL, NULL, trt_clone_dim_order_mve_p)
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_clone_dim_order_c_p)
 };
 
 TRT_DEFINE_OPERATOR(clone_dim_order, bind, VARIANTS);

@@ -33,39 +33,29 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, in
 static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 0); }
 static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
-#if TRT_HAVE_MVE
-static int mve_long_accepts(const trt_params *p) { return trt_conv2d_long_mve_accepts(&p->quantized_conv2d); }
-static size_t mve_long_scratch(const trt_params *p) { return trt_conv2d_long_mve_scratch_bytes(&p->quantized_conv2d); }
-static void mve_long_prepare(trt_params *p, void *scratch) { trt_conv2d_long_mve_prepare(&p->quantized_conv2d, scratch); }
-static void run_mve_long(const trt_params *p, void *temp) { trt_conv2d_long_mve(&p->quantized_conv2d, temp); }
-static int mve_accepts(const trt_params *p) { return trt_conv2d_mve_accepts(&p->quantized_conv2d); }
-static size_t mve_scratch(const trt_params *p) { return trt_conv2d_mve_scratch_bytes(&p->quantized_conv2d); }
-static void mve_prepare(trt_params *p, void *scratch) { trt_conv2d_mve_prepare(&p->quantized_conv2d, scratch); }
-static size_t mve_temp(const trt_params *p) { return trt_conv2d_mve_temp_bytes(&p->quantized_conv2d); }
-static void run_mve(const trt_params *p, void *temp) { trt_conv2d_mve(&p->quantized_conv2d, temp); }
-#endif
-#if TRT_HAVE_DSP
-static int dsp_accepts(const trt_params *p) { return trt_conv2d_dsp_accepts(&p->quantized_conv2d); }
-static size_t dsp_scratch(const trt_params *p) { return trt_conv2d_dsp_scratch_bytes(&p->quantized_conv2d); }
-static void dsp_prepare(trt_params *p, void *scratch) { trt_conv2d_dsp_prepare(&p->quantized_conv2d, scratch); }
-static size_t dsp_temp(const trt_params *p) { return trt_conv2d_dsp_temp_bytes(&p->quantized_conv2d); }
-static void run_dsp(const trt_params *p, void *temp) { trt_conv2d_dsp(&p->quantized_conv2d, temp); }
-#endif
-static size_t sums_bytes(const trt_params *p) { return trt_conv_sums_bytes(&p->quantized_conv2d); }
-static void prepare_sums(trt_params *p, void *scratch) { trt_conv_prepare_sums(&p->quantized_conv2d, scratch); }
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_conv2d_c(&p->quantized_conv2d); }
+#define M quantized_conv2d
+TRT_ACCEPTS(trt_conv2d_long_mve_accepts, M)
+TRT_BYTES(trt_conv2d_long_mve_scratch_bytes, M)
+TRT_PREPARE(trt_conv2d_long_mve_prepare, M)
+TRT_RUN(trt_conv2d_long_mve, M)
+TRT_ACCEPTS(trt_conv2d_mve_accepts, M)
+TRT_BYTES(trt_conv2d_mve_scratch_bytes, M)
+TRT_PREPARE(trt_conv2d_mve_prepare, M)
+TRT_BYTES(trt_conv2d_mve_temp_bytes, M)
+TRT_RUN(trt_conv2d_mve, M)
+TRT_ALL_ENTRY_POINTS(trt_conv2d_dsp, trt_conv2d_dsp, M)
+TRT_BYTES(trt_conv_sums_bytes, M)
+TRT_PREPARE(trt_conv_prepare_sums, M)
+TRT_RUN_ALONE(trt_conv2d_c, M)
+#undef M
 
 /* Helium: windows over 64 bytes, then any (the short windows' loops: a variant of their own, so that
- * a build without them links none of their code). */
+ * a build without them links none of their code); both take the general kernel's working memory. */
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", mve_long_accepts, mve_long_scratch, mve_long_prepare, mve_temp, run_mve_long},
-    {"mve", mve_accepts, mve_scratch, mve_prepare, mve_temp, run_mve},
-#endif
-#if TRT_HAVE_DSP
-    {"dsp", dsp_accepts, dsp_scratch, dsp_prepare, dsp_temp, run_dsp},
-#endif
-    {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
+    TRT_MVE_VARIANT(trt_conv2d_long_mve_accepts_p, trt_conv2d_long_mve_scratch_bytes_p, trt_conv2d_long_mve_prepare_p, trt_conv2d_mve_temp_bytes_p, trt_conv2d_long_mve_p)
+    TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_conv2d_mve, trt_conv2d_mve))
+    TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_conv2d_dsp, trt_conv2d_dsp))
+    TRT_C_VARIANT(NULL, trt_conv_sums_bytes_p, trt_conv_prepare_sums_p, NULL, trt_conv2d_c_p)
 };
 
 /* A max pool after the layer: the long windows' Helium kernel may pool its sums itself. The kernel is
@@ -73,7 +63,7 @@ static const trt_kernel_variant VARIANTS[] = {
  * binds, and the general kernel then comes first. */
 static int fuse_next(trt_params *p, const trt_kernel_variant *kernel, const trt_operator *next, trt_params *next_p) {
 #if TRT_HAVE_MVE
-    if (kernel->accepts == mve_long_accepts && trt_is_max_pool(next))
+    if (kernel->accepts == trt_conv2d_long_mve_accepts_p && trt_is_max_pool(next))
         return trt_conv2d_mve_fuse_pool(&p->quantized_conv2d, &next_p->quantized_max_pool2d);
 #endif
     (void)p, (void)kernel, (void)next, (void)next_p;

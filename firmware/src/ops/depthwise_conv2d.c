@@ -33,43 +33,27 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, in
 static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 0); }
 static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
-/* Each kernel's five entry points as a variant row (isa, name prefix). */
-#define VARIANT(isa, kernel)                                                                                   \
-    {isa, kernel##_accepts_p, kernel##_scratch_p, kernel##_prepare_p, kernel##_temp_p, kernel##_run_p}
-#define ENTRY_POINTS(kernel, run)                                                                              \
-    static int kernel##_accepts_p(const trt_params *p) { return kernel##_accepts(&p->quantized_depthwise_conv2d); }                  \
-    static size_t kernel##_scratch_p(const trt_params *p) { return kernel##_scratch_bytes(&p->quantized_depthwise_conv2d); }         \
-    static void kernel##_prepare_p(trt_params *p, void *scratch) { kernel##_prepare(&p->quantized_depthwise_conv2d, scratch); }      \
-    static size_t kernel##_temp_p(const trt_params *p) { return kernel##_temp_bytes(&p->quantized_depthwise_conv2d); }               \
-    static void kernel##_run_p(const trt_params *p, void *temp) { run(&p->quantized_depthwise_conv2d, temp); }
-
-#if TRT_HAVE_MVE
-ENTRY_POINTS(trt_depthwise_mve, trt_depthwise_conv2d_mve)
-ENTRY_POINTS(trt_depthwise_one_channel_mve, trt_depthwise_one_channel_mve)
-ENTRY_POINTS(trt_depthwise_channels_mve, trt_depthwise_channels_mve)
-#endif
-#if TRT_HAVE_DSP
-ENTRY_POINTS(trt_depthwise_long_window_dsp, trt_depthwise_long_window_dsp)
-ENTRY_POINTS(trt_depthwise_dsp, trt_depthwise_conv2d_dsp)
-ENTRY_POINTS(trt_depthwise_channels_dsp, trt_depthwise_channels_dsp)
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_depthwise_conv2d_c(&p->quantized_depthwise_conv2d); }
+#define M quantized_depthwise_conv2d
+TRT_ALL_ENTRY_POINTS(trt_depthwise_mve, trt_depthwise_conv2d_mve, M)
+TRT_ALL_ENTRY_POINTS(trt_depthwise_one_channel_mve, trt_depthwise_one_channel_mve, M)
+TRT_ALL_ENTRY_POINTS(trt_depthwise_channels_mve, trt_depthwise_channels_mve, M)
+TRT_ALL_ENTRY_POINTS(trt_depthwise_long_window_dsp, trt_depthwise_long_window_dsp, M)
+TRT_ALL_ENTRY_POINTS(trt_depthwise_dsp, trt_depthwise_conv2d_dsp, M)
+TRT_ALL_ENTRY_POINTS(trt_depthwise_channels_dsp, trt_depthwise_channels_dsp, M)
+TRT_RUN_ALONE(trt_depthwise_conv2d_c, M)
+#undef M
 
 /* Fastest first: one input channel with a window of at most 16 taps (one gather per pixel), one
  * input channel as a convolution, then any depthwise layer; with DSP, one input channel with a
  * window over 10 taps, any other one-channel window, then any depthwise layer. */
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    VARIANT("mve", trt_depthwise_mve),
-    VARIANT("mve", trt_depthwise_one_channel_mve),
-    VARIANT("mve", trt_depthwise_channels_mve),
-#endif
-#if TRT_HAVE_DSP
-    VARIANT("dsp", trt_depthwise_long_window_dsp),
-    VARIANT("dsp", trt_depthwise_dsp),
-    VARIANT("dsp", trt_depthwise_channels_dsp),
-#endif
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_mve, trt_depthwise_conv2d_mve))
+    TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_one_channel_mve, trt_depthwise_one_channel_mve))
+    TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_channels_mve, trt_depthwise_channels_mve))
+    TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_long_window_dsp, trt_depthwise_long_window_dsp))
+    TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_dsp, trt_depthwise_conv2d_dsp))
+    TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_channels_dsp, trt_depthwise_channels_dsp))
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_depthwise_conv2d_c_p)
 };
 
 /* A max pool after the layer: the one-gather Helium kernel may pool its sums itself. It comes first,

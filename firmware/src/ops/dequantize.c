@@ -1,7 +1,6 @@
 /* cortex_m::dequantize_per_tensor.out(Tensor input, float scale, int zero_point, int quant_min,
  * int quant_max, ScalarType dtype, *, Tensor(a!) out): bind step and variants. */
 #include "../kernels/c/kernels_c.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "operator_table.h"
 
@@ -25,16 +24,12 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-#if TRT_HAVE_MVE
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_dequantize_mve(&p->dequantize_per_tensor); }
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_dequantize_c(&p->dequantize_per_tensor); }
+TRT_RUN_ALONE(trt_dequantize_mve, dequantize_per_tensor)
+TRT_RUN_ALONE(trt_dequantize_c, dequantize_per_tensor)
 
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", NULL, NULL, NULL, NULL, run_mve},
-#endif
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_dequantize_mve_p)
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_dequantize_c_p)
 };
 
 TRT_DEFINE_OPERATOR(dequantize_per_tensor, bind, VARIANTS);

@@ -4,7 +4,6 @@
  * bind step and variants. */
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "../kernels/weight_sums.h"
 #include "operator_table.h"
@@ -56,35 +55,26 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 }
 
 /* Every variant folds the input offset of the bias form with the same load-time row sums. */
-static size_t sums_bytes(const trt_params *p) { return trt_linear_sums_bytes(&p->quantized_linear); }
-static void prepare_sums(trt_params *p, void *scratch) { trt_linear_prepare_sums(&p->quantized_linear, scratch); }
-
-#if TRT_HAVE_MVE
-static size_t mve_scratch(const trt_params *p) { return trt_linear_mve_scratch_bytes(&p->quantized_linear); }
-static void mve_prepare(trt_params *p, void *scratch) { trt_linear_mve_prepare(&p->quantized_linear, scratch); }
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_linear_mve(&p->quantized_linear); }
-static int mve_words_accepts(const trt_params *p) { return trt_linear_words_mve_accepts(&p->quantized_linear); }
-static void run_mve_words(const trt_params *p, void *temp) { (void)temp; trt_linear_words_mve(&p->quantized_linear); }
-#endif
-#if TRT_HAVE_DSP
-static size_t dsp_scratch(const trt_params *p) { return trt_linear_dsp_scratch_bytes(&p->quantized_linear); }
-static void dsp_prepare(trt_params *p, void *scratch) { trt_linear_dsp_prepare(&p->quantized_linear, scratch); }
-static size_t dsp_temp(const trt_params *p) { return trt_linear_dsp_temp_bytes(&p->quantized_linear); }
-static void run_dsp(const trt_params *p, void *temp) { trt_linear_dsp(&p->quantized_linear, temp); }
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_linear_c(&p->quantized_linear); }
+TRT_BYTES(trt_linear_sums_bytes, quantized_linear)
+TRT_PREPARE(trt_linear_prepare_sums, quantized_linear)
+TRT_BYTES(trt_linear_mve_scratch_bytes, quantized_linear)
+TRT_PREPARE(trt_linear_mve_prepare, quantized_linear)
+TRT_RUN_ALONE(trt_linear_mve, quantized_linear)
+TRT_ACCEPTS(trt_linear_words_mve_accepts, quantized_linear)
+TRT_RUN_ALONE(trt_linear_words_mve, quantized_linear)
+TRT_BYTES(trt_linear_dsp_scratch_bytes, quantized_linear)
+TRT_PREPARE(trt_linear_dsp_prepare, quantized_linear)
+TRT_BYTES(trt_linear_dsp_temp_bytes, quantized_linear)
+TRT_RUN(trt_linear_dsp, quantized_linear)
+TRT_RUN_ALONE(trt_linear_c, quantized_linear)
 
 /* Helium: word-aligned rows, then any (the byte loop: a variant of its own, so that a build without it
  * links none of its code). */
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", mve_words_accepts, mve_scratch, mve_prepare, NULL, run_mve_words},
-    {"mve", NULL, mve_scratch, mve_prepare, NULL, run_mve},
-#endif
-#if TRT_HAVE_DSP
-    {"dsp", NULL, dsp_scratch, dsp_prepare, dsp_temp, run_dsp},
-#endif
-    {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
+    TRT_MVE_VARIANT(trt_linear_words_mve_accepts_p, trt_linear_mve_scratch_bytes_p, trt_linear_mve_prepare_p, NULL, trt_linear_words_mve_p)
+    TRT_MVE_VARIANT(NULL, trt_linear_mve_scratch_bytes_p, trt_linear_mve_prepare_p, NULL, trt_linear_mve_p)
+    TRT_DSP_VARIANT(NULL, trt_linear_dsp_scratch_bytes_p, trt_linear_dsp_prepare_p, trt_linear_dsp_temp_bytes_p, trt_linear_dsp_p)
+    TRT_C_VARIANT(NULL, trt_linear_sums_bytes_p, trt_linear_prepare_sums_p, NULL, trt_linear_c_p)
 };
 
 TRT_DEFINE_OPERATOR(quantized_linear, bind, VARIANTS);

@@ -4,7 +4,6 @@
  * arguments (activations NHWC in logical order: the same bytes): bind steps and variants. */
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "operator_table.h"
 
@@ -52,22 +51,14 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, in
 static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 0); }
 static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
-#if TRT_HAVE_MVE
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_mve(&p->quantized_max_pool2d); }
-#endif
-#if TRT_HAVE_DSP
-static void run_dsp(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_dsp(&p->quantized_max_pool2d); }
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_max_pool2d_c(&p->quantized_max_pool2d); }
+TRT_RUN_ALONE(trt_max_pool2d_mve, quantized_max_pool2d)
+TRT_RUN_ALONE(trt_max_pool2d_dsp, quantized_max_pool2d)
+TRT_RUN_ALONE(trt_max_pool2d_c, quantized_max_pool2d)
 
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", NULL, NULL, NULL, NULL, run_mve},
-#endif
-#if TRT_HAVE_DSP
-    {"dsp", NULL, NULL, NULL, NULL, run_dsp},
-#endif
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_max_pool2d_mve_p)
+    TRT_DSP_VARIANT(NULL, NULL, NULL, NULL, trt_max_pool2d_dsp_p)
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_max_pool2d_c_p)
 };
 
 TRT_DEFINE_OPERATOR(quantized_max_pool2d, bind_legacy, VARIANTS);

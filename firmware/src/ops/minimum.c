@@ -1,7 +1,6 @@
 /* cortex_m::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out): bind step and variants.
  * int8 or int32, the same on every side; torch's broadcasting. */
 #include "../kernels/c/kernels_c.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "broadcast.h"
 #include "operator_table.h"
@@ -21,17 +20,13 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-#if TRT_HAVE_MVE
-static int mve_accepts(const trt_params *p) { return trt_minmax_mve_accepts(&p->minimum); }
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_minimum_mve(&p->minimum); }
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_minimum_c(&p->minimum); }
+TRT_ACCEPTS(trt_minmax_mve_accepts, minimum)
+TRT_RUN_ALONE(trt_minimum_mve, minimum)
+TRT_RUN_ALONE(trt_minimum_c, minimum)
 
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", mve_accepts, NULL, NULL, NULL, run_mve},
-#endif
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_MVE_VARIANT(trt_minmax_mve_accepts_p, NULL, NULL, NULL, trt_minimum_mve_p)
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_minimum_c_p)
 };
 
 TRT_DEFINE_OPERATOR(minimum, bind, VARIANTS);

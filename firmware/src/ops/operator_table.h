@@ -20,7 +20,8 @@
  * place_working).
  *
  * The rows are operators.def: adding an operator is a row there and its own ops/ and kernels/
- * files. Adding a variant: one line in the operator's variant list and its kernel file.
+ * files. Adding a variant: a line in the operator's variant list (TRT_<ISA>_VARIANT below), the
+ * adapters of its kernel's entry points (TRT_ACCEPTS ... TRT_RUN_ALONE), and its kernel file.
  */
 #ifndef TINYRPS_OPERATOR_TABLE_H
 #define TINYRPS_OPERATOR_TABLE_H
@@ -28,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../kernels/isa.h"
 #include "../kernels/kernels.h"
 #include "bind_args.h"
 
@@ -89,6 +91,50 @@ const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_p
     extern const char trt_op_name_##symbol[], trt_op_overload_##symbol[];
 #include "operators.def"
 #undef TRT_OPERATOR
+
+/* In ops/<operator>.c: the adapters from a kernel's entry points, which take its operator's own
+ * parameters (`member` of trt_params), to a variant's, which take trt_params. Each defines one,
+ * named after the kernel's function with _p appended. Static inline and marked unused: a build
+ * without the kernel's ISA, whose variant list leaves the row out, compiles none of it (at -O0
+ * too: no reference to a kernel it does not link) and no compiler warns of it. */
+#if defined(__GNUC__)
+#define TRT_ADAPTER static inline __attribute__((unused))
+#else
+#define TRT_ADAPTER static inline
+#endif
+#define TRT_ACCEPTS(fn, member) TRT_ADAPTER int fn##_p(const trt_params *p) { return fn(&p->member); }
+#define TRT_BYTES(fn, member) TRT_ADAPTER size_t fn##_p(const trt_params *p) { return fn(&p->member); }
+#define TRT_PREPARE(fn, member) TRT_ADAPTER void fn##_p(trt_params *p, void *scratch) { fn(&p->member, scratch); }
+#define TRT_RUN(fn, member) TRT_ADAPTER void fn##_p(const trt_params *p, void *temp) { fn(&p->member, temp); }
+/* ... of a kernel that needs no working memory. */
+#define TRT_RUN_ALONE(fn, member)                                                                \
+    TRT_ADAPTER void fn##_p(const trt_params *p, void *temp) { (void)temp; fn(&p->member); }
+
+/* The five adapters of a kernel that has every entry point, named by its prefix: prefix_accepts,
+ * prefix_scratch_bytes, prefix_prepare, prefix_temp_bytes, and `run`; TRT_ENTRY_POINTS_OF names them
+ * in a row's order. `run` is pasted here, not handed on to TRT_RUN: an argument handed on is expanded
+ * first, and a deploy library's names are macros (its header renames the runtime's functions). */
+#define TRT_ALL_ENTRY_POINTS(prefix, run, member)                                                \
+    TRT_ACCEPTS(prefix##_accepts, member) TRT_BYTES(prefix##_scratch_bytes, member)             \
+    TRT_PREPARE(prefix##_prepare, member) TRT_BYTES(prefix##_temp_bytes, member)                \
+    TRT_ADAPTER void run##_p(const trt_params *p, void *temp) { run(&p->member, temp); }
+#define TRT_ENTRY_POINTS_OF(prefix, run)                                                         \
+    prefix##_accepts_p, prefix##_scratch_bytes_p, prefix##_prepare_p, prefix##_temp_bytes_p, run##_p
+
+/* A row of a variant list: accepts, scratch_bytes, prepare, temp_bytes, invoke (NULL where the
+ * kernel has none). An ISA's row is there on the builds that have the ISA (kernels/isa.h), else it
+ * is nothing; one line each, which the deploy tools read (tinyrps.deploy.library). */
+#if TRT_HAVE_MVE
+#define TRT_MVE_VARIANT(...) {"mve", __VA_ARGS__},
+#else
+#define TRT_MVE_VARIANT(...)
+#endif
+#if TRT_HAVE_DSP
+#define TRT_DSP_VARIANT(...) {"dsp", __VA_ARGS__},
+#else
+#define TRT_DSP_VARIANT(...)
+#endif
+#define TRT_C_VARIANT(...) {"c", __VA_ARGS__},
 
 /* In ops/<operator>.c: row `symbol` of operators.def, its bind step and its variant list. */
 #define TRT_DEFINE_OPERATOR(symbol, bind, variants) TRT_DEFINE_FUSING_OPERATOR(symbol, bind, variants, NULL)

@@ -77,10 +77,10 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_pad_c(&p->pad); }
+TRT_RUN_ALONE(trt_pad_c, pad)
 
 static const trt_kernel_variant VARIANTS[] = {
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_pad_c_p)
 };
 
 TRT_DEFINE_OPERATOR(pad, bind, VARIANTS);

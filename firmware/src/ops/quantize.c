@@ -2,7 +2,6 @@
  * int quant_max, ScalarType dtype, *, Tensor(a!) out): bind step and variants. */
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "operator_table.h"
 
@@ -28,22 +27,14 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-#if TRT_HAVE_MVE
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantize_mve(&p->quantize_per_tensor); }
-#endif
-#if TRT_HAVE_DSP
-static void run_dsp(const trt_params *p, void *temp) { (void)temp; trt_quantize_dsp(&p->quantize_per_tensor); }
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantize_c(&p->quantize_per_tensor); }
+TRT_RUN_ALONE(trt_quantize_mve, quantize_per_tensor)
+TRT_RUN_ALONE(trt_quantize_dsp, quantize_per_tensor)
+TRT_RUN_ALONE(trt_quantize_c, quantize_per_tensor)
 
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", NULL, NULL, NULL, NULL, run_mve},
-#endif
-#if TRT_HAVE_DSP
-    {"dsp", NULL, NULL, NULL, NULL, run_dsp},
-#endif
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_quantize_mve_p)
+    TRT_DSP_VARIANT(NULL, NULL, NULL, NULL, trt_quantize_dsp_p)
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_quantize_c_p)
 };
 
 TRT_DEFINE_OPERATOR(quantize_per_tensor, bind, VARIANTS);

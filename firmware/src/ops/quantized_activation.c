@@ -1,7 +1,6 @@
 /* cortex_m::quantized_activation.out(Tensor input, Tensor lut, *, Tensor(a!) out): bind step and
  * variants. */
 #include "../kernels/c/kernels_c.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "operator_table.h"
 
@@ -23,16 +22,12 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-#if TRT_HAVE_MVE
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantized_activation_mve(&p->quantized_activation); }
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantized_activation_c(&p->quantized_activation); }
+TRT_RUN_ALONE(trt_quantized_activation_mve, quantized_activation)
+TRT_RUN_ALONE(trt_quantized_activation_c, quantized_activation)
 
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", NULL, NULL, NULL, NULL, run_mve},
-#endif
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_quantized_activation_mve_p)
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_quantized_activation_c_p)
 };
 
 TRT_DEFINE_OPERATOR(quantized_activation, bind, VARIANTS);

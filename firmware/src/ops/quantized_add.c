@@ -4,7 +4,6 @@
  * Tensor(a!) out): bind step and variants. */
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "broadcast.h"
 #include "operator_table.h"
@@ -38,30 +37,22 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-#if TRT_HAVE_MVE
-static int mve_table_accepts(const trt_params *p) { return trt_quantized_add_table_mve_accepts(&p->quantized_add); }
-static size_t mve_table_temp(const trt_params *p) { return trt_quantized_add_table_mve_temp_bytes(&p->quantized_add); }
-static void run_mve_table(const trt_params *p, void *temp) { trt_quantized_add_table_mve(&p->quantized_add, temp); }
-static int mve_accepts(const trt_params *p) { return trt_quantized_add_mve_accepts(&p->quantized_add); }
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantized_add_mve(&p->quantized_add); }
-#endif
-#if TRT_HAVE_DSP
-static int dsp_accepts(const trt_params *p) { return trt_quantized_add_dsp_accepts(&p->quantized_add); }
-static size_t dsp_temp(const trt_params *p) { return trt_quantized_add_dsp_temp_bytes(&p->quantized_add); }
-static void run_dsp(const trt_params *p, void *temp) { trt_quantized_add_dsp(&p->quantized_add, temp); }
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantized_add_c(&p->quantized_add); }
+TRT_ACCEPTS(trt_quantized_add_table_mve_accepts, quantized_add)
+TRT_BYTES(trt_quantized_add_table_mve_temp_bytes, quantized_add)
+TRT_RUN(trt_quantized_add_table_mve, quantized_add)
+TRT_ACCEPTS(trt_quantized_add_mve_accepts, quantized_add)
+TRT_RUN_ALONE(trt_quantized_add_mve, quantized_add)
+TRT_ACCEPTS(trt_quantized_add_dsp_accepts, quantized_add)
+TRT_BYTES(trt_quantized_add_dsp_temp_bytes, quantized_add)
+TRT_RUN(trt_quantized_add_dsp, quantized_add)
+TRT_RUN_ALONE(trt_quantized_add_c, quantized_add)
 
 /* Fastest first: with Helium, operands of one layout through their tables, then any. */
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", mve_table_accepts, NULL, NULL, mve_table_temp, run_mve_table},
-    {"mve", mve_accepts, NULL, NULL, NULL, run_mve},
-#endif
-#if TRT_HAVE_DSP
-    {"dsp", dsp_accepts, NULL, NULL, dsp_temp, run_dsp},
-#endif
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_MVE_VARIANT(trt_quantized_add_table_mve_accepts_p, NULL, NULL, trt_quantized_add_table_mve_temp_bytes_p, trt_quantized_add_table_mve_p)
+    TRT_MVE_VARIANT(trt_quantized_add_mve_accepts_p, NULL, NULL, NULL, trt_quantized_add_mve_p)
+    TRT_DSP_VARIANT(trt_quantized_add_dsp_accepts_p, NULL, NULL, trt_quantized_add_dsp_temp_bytes_p, trt_quantized_add_dsp_p)
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_quantized_add_c_p)
 };
 
 TRT_DEFINE_OPERATOR(quantized_add, bind, VARIANTS);

@@ -3,7 +3,6 @@
  * and variants. */
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "broadcast.h"
 #include "operator_table.h"
@@ -28,24 +27,16 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-#if TRT_HAVE_MVE
-static int mve_accepts(const trt_params *p) { return trt_quantized_mul_mve_accepts(&p->quantized_mul); }
-static void run_mve(const trt_params *p, void *temp) { (void)temp; trt_quantized_mul_mve(&p->quantized_mul); }
-#endif
-#if TRT_HAVE_DSP
-static int dsp_accepts(const trt_params *p) { return trt_quantized_mul_dsp_accepts(&p->quantized_mul); }
-static void run_dsp(const trt_params *p, void *temp) { (void)temp; trt_quantized_mul_dsp(&p->quantized_mul); }
-#endif
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_quantized_mul_c(&p->quantized_mul); }
+TRT_ACCEPTS(trt_quantized_mul_mve_accepts, quantized_mul)
+TRT_RUN_ALONE(trt_quantized_mul_mve, quantized_mul)
+TRT_ACCEPTS(trt_quantized_mul_dsp_accepts, quantized_mul)
+TRT_RUN_ALONE(trt_quantized_mul_dsp, quantized_mul)
+TRT_RUN_ALONE(trt_quantized_mul_c, quantized_mul)
 
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    {"mve", mve_accepts, NULL, NULL, NULL, run_mve},
-#endif
-#if TRT_HAVE_DSP
-    {"dsp", dsp_accepts, NULL, NULL, NULL, run_dsp},
-#endif
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_MVE_VARIANT(trt_quantized_mul_mve_accepts_p, NULL, NULL, NULL, trt_quantized_mul_mve_p)
+    TRT_DSP_VARIANT(trt_quantized_mul_dsp_accepts_p, NULL, NULL, NULL, trt_quantized_mul_dsp_p)
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_quantized_mul_c_p)
 };
 
 TRT_DEFINE_OPERATOR(quantized_mul, bind, VARIANTS);

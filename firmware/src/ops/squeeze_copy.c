@@ -31,10 +31,10 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return TRT_OK;
 }
 
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_reshape_copy_c(&p->squeeze_copy); }
+TRT_RUN_ALONE(trt_reshape_copy_c, squeeze_copy)
 
 static const trt_kernel_variant VARIANTS[] = {
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_reshape_copy_c_p)
 };
 
 TRT_DEFINE_OPERATOR(squeeze_copy, bind, VARIANTS);

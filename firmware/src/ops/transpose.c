@@ -9,10 +9,10 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     return trt_bind_permutation(c, &params->transpose);
 }
 
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_transpose_c(&p->transpose); }
+TRT_RUN_ALONE(trt_transpose_c, transpose)
 
 static const trt_kernel_variant VARIANTS[] = {
-    {"c", NULL, NULL, NULL, NULL, run_c},
+    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_transpose_c_p)
 };
 
 TRT_DEFINE_OPERATOR(transpose, bind, VARIANTS);

@@ -6,7 +6,6 @@
  * logical order: the same bytes): bind steps and variants. */
 #include "../kernels/c/kernels_c.h"
 #include "../kernels/dsp/kernels_dsp.h"
-#include "../kernels/isa.h"
 #include "../kernels/mve/kernels_mve.h"
 #include "../kernels/weight_sums.h"
 #include "conv_common.h"
@@ -64,33 +63,18 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs, in
 static trt_status bind_legacy(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 0); }
 static trt_status bind_nhwc(const trt_call *c, trt_params *p, uint64_t *macs) { return bind(c, p, macs, 1); }
 
-#define ENTRY_POINTS(kernel)                                                                                   \
-    static int kernel##_accepts_p(const trt_params *p) { return kernel##_accepts(&p->quantized_transpose_conv2d); }                  \
-    static size_t kernel##_scratch_p(const trt_params *p) { return kernel##_scratch_bytes(&p->quantized_transpose_conv2d); }         \
-    static void kernel##_prepare_p(trt_params *p, void *scratch) { kernel##_prepare(&p->quantized_transpose_conv2d, scratch); }      \
-    static size_t kernel##_temp_p(const trt_params *p) { return kernel##_temp_bytes(&p->quantized_transpose_conv2d); }               \
-    static void kernel##_run_p(const trt_params *p, void *temp) { kernel(&p->quantized_transpose_conv2d, temp); }
-#define VARIANT(isa, kernel)                                                                                   \
-    {isa, kernel##_accepts_p, kernel##_scratch_p, kernel##_prepare_p, kernel##_temp_p, kernel##_run_p}
-
-#if TRT_HAVE_MVE
-ENTRY_POINTS(trt_transpose_conv2d_mve)
-#endif
-#if TRT_HAVE_DSP
-ENTRY_POINTS(trt_transpose_conv2d_dsp)
-#endif
-static size_t sums_bytes(const trt_params *p) { return trt_conv_sums_bytes(&p->quantized_transpose_conv2d); }
-static void prepare_sums(trt_params *p, void *scratch) { trt_conv_prepare_sums(&p->quantized_transpose_conv2d, scratch); }
-static void run_c(const trt_params *p, void *temp) { (void)temp; trt_transpose_conv2d_c(&p->quantized_transpose_conv2d); }
+#define M quantized_transpose_conv2d
+TRT_ALL_ENTRY_POINTS(trt_transpose_conv2d_mve, trt_transpose_conv2d_mve, M)
+TRT_ALL_ENTRY_POINTS(trt_transpose_conv2d_dsp, trt_transpose_conv2d_dsp, M)
+TRT_BYTES(trt_conv_sums_bytes, M)
+TRT_PREPARE(trt_conv_prepare_sums, M)
+TRT_RUN_ALONE(trt_transpose_conv2d_c, M)
+#undef M
 
 static const trt_kernel_variant VARIANTS[] = {
-#if TRT_HAVE_MVE
-    VARIANT("mve", trt_transpose_conv2d_mve),
-#endif
-#if TRT_HAVE_DSP
-    VARIANT("dsp", trt_transpose_conv2d_dsp),
-#endif
-    {"c", NULL, sums_bytes, prepare_sums, NULL, run_c},
+    TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_transpose_conv2d_mve, trt_transpose_conv2d_mve))
+    TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_transpose_conv2d_dsp, trt_transpose_conv2d_dsp))
+    TRT_C_VARIANT(NULL, trt_conv_sums_bytes_p, trt_conv_prepare_sums_p, NULL, trt_transpose_conv2d_c_p)
 };
 
 TRT_DEFINE_OPERATOR(quantized_transpose_conv2d, bind_legacy, VARIANTS);

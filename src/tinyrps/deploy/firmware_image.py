@@ -19,20 +19,17 @@ it (tinyrps.firmware.build).
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..errors import UserError
 
-# The ops/ files of the runtime's own code that define no operator (shared bind steps): always kept.
-_DEFINES_OPERATOR = re.compile(r"^TRT_DEFINE_(?:FUSING_)?OPERATOR\(\s*(\w+)\s*,", re.M)
-
 
 def image_tree(fw: Path, operator_names: list, layers: list, isa_kernels: str) -> dict:
     """{path relative to fw: text} of the program's firmware image sources (see the module docstring)."""
+    from ..firmware.operators import DEFINE
     from ..firmware.sources import source_files
     from .library import (FIRMWARE_ISAS, OPERATOR_LIST, OPERATOR_SOURCES, bound_variants, library_operator_list,
-                          runtime_rows, select_operators, variant_rows, with_unused_helpers, without_unbound_variants)
+                          runtime_rows, select_operators, variant_rows, without_unbound_variants)
     src = fw / "src"
     names = set(operator_names)
     symbols = select_operators([row.qualified for row in runtime_rows(src) if row.name in names], src)
@@ -49,15 +46,15 @@ def image_tree(fw: Path, operator_names: list, layers: list, isa_kernels: str) -
         if in_src == OPERATOR_LIST:
             text = library_operator_list(text, symbols)
         elif rel.startswith("src/ops/") and rel.endswith(".c"):
-            defined = _DEFINES_OPERATOR.findall(text)
-            if defined and not set(defined) & set(symbols):
+            defined = [symbol for symbol, _ in DEFINE.findall(text)]
+            if defined and not set(defined) & set(symbols):   # the shared bind steps' files define none: kept
                 continue                          # an operator the program does not use
             used = kept_rows.get(in_src, set())
             if used:                              # an operator no call runs (a sibling, dequantize) keeps its list
                 listed = {name for symbol in defined
                           for isa, name in variant_rows(text, symbol, in_src) if isa in FIRMWARE_ISAS[isa_kernels]}
                 if listed - used:
-                    text = with_unused_helpers(without_unbound_variants(text, listed - used, in_src), "1")
+                    text = without_unbound_variants(text, listed - used, in_src)
         tree[rel] = text
     return tree
 

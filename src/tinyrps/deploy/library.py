@@ -151,18 +151,18 @@ OPERATOR_SOURCES = {
         "c": ("kernels/c/reshape_copy.c",)},
 }
 # Of an operator with several variants of one ISA, the files only one of them needs (by the variant's name in
-# its ops/ file's list: the kernel of a VARIANT(isa, kernel) row, else the row's last entry, its invoke): a
-# library leaves them out when no call of its program binds that variant (the others' files stay).
+# its ops/ file's list: its kernel's run function, variant_rows): a library leaves them out when no call of its
+# program binds that variant (the others' files stay).
 VARIANT_SOURCES = {
     "quantized_depthwise_conv2d": {
-        "trt_depthwise_mve": ("kernels/mve/depthwise_conv2d.c", "kernels/mve/conv2d.c"),   # trt_mve_fuse_pool
+        "trt_depthwise_conv2d_mve": ("kernels/mve/depthwise_conv2d.c", "kernels/mve/conv2d.c"),   # trt_mve_fuse_pool
         "trt_depthwise_one_channel_mve": ("kernels/mve/depthwise_one_channel.c", "kernels/mve/conv2d.c"),
         "trt_depthwise_channels_mve": ("kernels/mve/depthwise_channels.c",),
-        "trt_depthwise_dsp": ("kernels/dsp/depthwise_conv2d.c",),
+        "trt_depthwise_conv2d_dsp": ("kernels/dsp/depthwise_conv2d.c",),
         "trt_depthwise_channels_dsp": ("kernels/dsp/depthwise_channels.c",),
         "trt_depthwise_long_window_dsp": ("kernels/dsp/depthwise_long_window.c",)},
     "quantized_add": {
-        "run_mve_table": ("kernels/mve/quantized_add_table.c",)},
+        "trt_quantized_add_table_mve": ("kernels/mve/quantized_add_table.c",)},
 }
 
 # The _nhwc forms (ExecuTorch's explicit-layout flow) are defined in their legacy operator's ops/ file,
@@ -363,25 +363,18 @@ def isa_only_operators(layers: list, symbols: list, src: Path, isa_kernels: str)
     return [s for s in symbols if isa_kernels in OPERATOR_SOURCES[s] and kernels.get(s) == {isa_kernels}]
 
 
-# A row of an ops/ file's variant list: {"isa", accepts, ..., invoke}, or the file's own macro NAME("isa", kernel)
-_VARIANT_ROW = re.compile(r'^[ \t]*(?:\{|\w+\()\s*"(\w+)"[^\n]*?(\w+)\s*[})]\s*,[ \t]*$', re.M)
-_DEFINE = re.compile(r"^TRT_DEFINE_(?:FUSING_)?OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*(?:,\s*\w+\s*)?\)", re.M)
-
 # The variant ISAs a firmware build of the ISA kernels compiles (src/kernels/isa.h: every core with
 # Helium has the DSP extension too), in the order of the operators' lists.
 FIRMWARE_ISAS = {"mve": ("mve", "dsp", "c"), "dsp": ("dsp", "c")}
 
 
 def variant_rows(ops_source: str, symbol: str, path: str) -> list:
-    """[(isa, name)] of the variant list operator `symbol`'s ops/ file defines it with, in the file's order
-    (name: the kernel of a VARIANT(isa, kernel) row, else the row's invoke)."""
-    arrays = dict(_DEFINE.findall(ops_source))
-    if symbol not in arrays:
-        raise RuntimeError(f"{path}: no TRT_DEFINE_OPERATOR({symbol}, ...): update tinyrps.deploy.library")
-    body = re.search(r"static const trt_kernel_variant %s\[\] = \{(.*?)\n\};" % arrays[symbol], ops_source, re.S)
-    if body is None:
-        raise RuntimeError(f"{path}: no variant list {arrays[symbol]}: update tinyrps.deploy.library")
-    return _VARIANT_ROW.findall(body.group(1))
+    """[(isa, name)] of operator `symbol`'s variant list in its ops/ file (tinyrps.firmware.operators)."""
+    from ..firmware.operators import variant_rows as rows
+    try:
+        return rows(ops_source, symbol, path)
+    except ValueError as e:
+        raise RuntimeError(f"{e}: update tinyrps.deploy.library") from None
 
 
 def bound_variants(layers: list, symbols: list, src: Path, isa_kernels: str) -> dict:
@@ -421,43 +414,30 @@ def unbound_isa_variants(bound: dict, symbols: list, src: Path, isa_kernels: str
 
 
 def without_unbound_variants(ops_source: str, names: set, path: str) -> str:
-    """An operator's ops/ file without the variant rows `names` (and the entry points the file's own
-    macro defines for them)."""
+    """An operator's ops/ file without the variant rows `names` (their adapters stay, unused: TRT_ADAPTER)."""
+    from ..firmware.operators import VARIANT_ROW_OF
     text = ops_source
     for name in sorted(names):
-        row = re.compile(r'^[ \t]*(?:\{|\w+\()\s*"\w+"[^\n]*?\b%s\s*[})]\s*,[ \t]*\n' % re.escape(name), re.M)
+        row = re.compile(VARIANT_ROW_OF.format(re.escape(name)) + r"\n?", re.M)
         text, n = row.subn("", text)
         if n != 1:
             raise RuntimeError(f"{path}: expected one variant row of {name}, found {n}: update tinyrps.deploy.library")
-        text = re.sub(r"^\w+\(\s*%s\s*,[^\n]*\)\n" % re.escape(name), "", text, flags=re.M)
     return text
 
 
-_PORTABLE_ROW = re.compile(r'^([ \t]*\{"c",[^\n]*\},[ \t]*)$', re.M)
+_PORTABLE_ROW = re.compile(r'^([ \t]*TRT_C_VARIANT\([^\n]*\)[ \t]*)$', re.M)
 
 
 def without_portable_on_core(ops_source: str, isa_kernels: str, path: str) -> str:
     """An operator's ops/ file with its plain-C variant row compiled only where the ISA variant is not."""
     rows = _PORTABLE_ROW.findall(ops_source)
     if len(rows) != 1:
-        raise RuntimeError(f"{path}: expected one plain-C variant row ({{\"c\", ...}},), found {len(rows)}: "
+        raise RuntimeError(f"{path}: expected one plain-C variant row (TRT_C_VARIANT(...)), found {len(rows)}: "
                            "update tinyrps.deploy.library")
     have = f"TRT_HAVE_{isa_kernels.upper()}"
     text = _PORTABLE_ROW.sub(lambda m: f"#if !{have}   /* the program runs every call of this operator on the "
                                        f"{isa_kernels} kernels */\n{m.group(1)}\n#endif", ops_source)
-    return with_unused_helpers(text, have)
-
-
-def with_unused_helpers(ops_source: str, condition: str) -> str:
-    """An ops/ file some of whose variant rows a library left out: the static helpers only those rows used
-    are then unused where `condition` holds; say so, after the includes (isa.h), to the compilers that would
-    warn."""
-    last_include = list(re.finditer(r"^#include [^\n]*\n", ops_source, re.M))[-1]
-    pragma = (f"\n#if {condition} && defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Wunused-function\"   "
-              f"/* the helpers of variants left out of the list below */\n#endif\n")
-    if pragma in ops_source:
-        return ops_source
-    return ops_source[:last_include.end()] + pragma + ops_source[last_include.end():]
+    return text
 
 
 def for_size(ops_source: str, rel: str) -> str:
@@ -582,7 +562,7 @@ def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, isa_only: 
     for rel in sources:
         text = (src / rel).read_text()
         if rel in left_out:
-            text = with_unused_helpers(without_unbound_variants(text, left_out[rel], rel), f"TRT_HAVE_{isa_kernels.upper()}")
+            text = without_unbound_variants(text, left_out[rel], rel)
         if rel in own_files:
             text = without_portable_on_core(text, isa_kernels, rel)
         if rel.startswith("ops/"):

@@ -42,11 +42,24 @@ def runtime_operators(firmware_root: Path | None = None) -> list:
     return rows
 
 
-# TRT_DEFINE_OPERATOR(symbol, bind, VARIANTS) in ops/<file>.c, and its variant array's entries: {"isa", ...}
-# or a file's own macro for them, NAME("isa", ...)
+# TRT_DEFINE_OPERATOR(symbol, bind, VARIANTS) in ops/<file>.c, and its variant array's rows, one line each:
+# TRT_<ISA>_VARIANT(accepts, ..., invoke) (ops/operator_table.h). A row's name is its kernel's run function:
+# the invoke adapter's name without its _p.
 DEFINE = re.compile(r"^TRT_DEFINE_(?:FUSING_)?OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*(?:,\s*\w+\s*)?\)", re.M)
 VARIANT_ARRAY = r"static const trt_kernel_variant {}\[\] = \{{(.*?)\n\}};"
-VARIANT_ISA = re.compile(r'^\s*(?:\{|\w+\()\s*"(\w+)"', re.M)
+VARIANT_ROW_OF = r"^[ \t]*TRT_(MVE|DSP|C)_VARIANT\([^\n]*?\b({})(?:_p)?\s*\)+[ \t]*$"   # {}: the row's name
+VARIANT_ROW = re.compile(VARIANT_ROW_OF.format(r"\w+?"), re.M)
+
+
+def variant_rows(ops_source: str, symbol: str, path: str) -> list:
+    """[(isa, name)] of the variant list operator `symbol`'s ops/ file defines it with, in the file's order."""
+    arrays = dict(DEFINE.findall(ops_source))
+    if symbol not in arrays:
+        raise ValueError(f"{path}: no TRT_DEFINE_OPERATOR({symbol}, ...)")
+    body = re.search(VARIANT_ARRAY.format(arrays[symbol]), ops_source, re.S)
+    if body is None:
+        raise ValueError(f"{path}: no variant list {arrays[symbol]} for {symbol}")
+    return [(isa.lower(), name) for isa, name in VARIANT_ROW.findall(body.group(1))]
 
 
 def operator_variants(firmware_root: Path | None = None) -> dict:
@@ -60,9 +73,6 @@ def operator_variants(firmware_root: Path | None = None) -> dict:
     found = {}
     for source in sorted((Path(firmware_root) / "src" / "ops").glob("*.c")):
         text = source.read_text()
-        for symbol, array in DEFINE.findall(text):
-            body = re.search(VARIANT_ARRAY.format(array), text, re.S)
-            if body is None:
-                raise ValueError(f"{source.name}: no variant list {array} for {symbol}")
-            found[symbol] = VARIANT_ISA.findall(body.group(1))
+        for symbol, _ in DEFINE.findall(text):
+            found[symbol] = [isa for isa, _ in variant_rows(text, symbol, source.name)]
     return found
