@@ -112,8 +112,7 @@ trt_status trt_arg_pair(const trt_call *c, uint32_t i, int64_t lo, int64_t hi, i
 
 /* ---- tensor properties ------------------------------------------------------------------------ */
 
-/* Dense in the given physical order of logical dims (size-1 dims may sit anywhere). */
-static int dense_in_order(const trt_tensor *t, const uint8_t *order) {
+int trt_dense_in_order(const trt_tensor *t, const uint8_t *order) {
     int64_t expect = 1;
     for (int k = t->rank - 1; k >= 0; k--) {
         int d = order[k];
@@ -125,12 +124,12 @@ static int dense_in_order(const trt_tensor *t, const uint8_t *order) {
 
 int trt_is_row_major(const trt_tensor *t) {
     static const uint8_t identity[TRT_MAX_RANK] = {0, 1, 2, 3, 4, 5};
-    return dense_in_order(t, identity);
+    return trt_dense_in_order(t, identity);
 }
 
 int trt_is_nhwc(const trt_tensor *t) {
     static const uint8_t nhwc[4] = {0, 2, 3, 1};
-    return t->rank == 4 && dense_in_order(t, nhwc);
+    return t->rank == 4 && trt_dense_in_order(t, nhwc);
 }
 
 int trt_same_layout(const trt_tensor *a, const trt_tensor *b) {
@@ -243,15 +242,21 @@ static trt_status need_float_scale(const trt_call *c, uint32_t arg, double *scal
 }
 
 /* Shared checks of (scale, zero_point, quant_min, quant_max, dtype) at args 1..5. */
-trt_status trt_need_qparams(const trt_call *c, double *scale, int32_t *zp, int32_t *qmin, int32_t *qmax) {
+trt_status trt_bind_quantization(const trt_call *c, uint8_t in_dtype, uint8_t out_dtype, const trt_tensor **in,
+                                 const trt_tensor **out, trt_qparams *q) {
     int32_t dtype;
     trt_status s;
-    if ((s = need_float_scale(c, 1, scale)) != TRT_OK ||
-        (s = trt_arg_int(c, 2, -TRT_MAX_FLOAT_EXACT_INT, TRT_MAX_FLOAT_EXACT_INT, zp)) != TRT_OK ||
-        (s = trt_arg_int(c, 3, -128, 127, qmin)) != TRT_OK || (s = trt_arg_int(c, 4, -128, 127, qmax)) != TRT_OK ||
+    if ((s = trt_arg_tensor(c, 0, in)) != TRT_OK || (s = trt_need_input(c, *in, in_dtype)) != TRT_OK ||
+        (s = need_float_scale(c, 1, &q->scale)) != TRT_OK ||
+        (s = trt_arg_int(c, 2, -TRT_MAX_FLOAT_EXACT_INT, TRT_MAX_FLOAT_EXACT_INT, &q->zero_point)) != TRT_OK ||
+        (s = trt_arg_int(c, 3, -128, 127, &q->quant_min)) != TRT_OK ||
+        (s = trt_arg_int(c, 4, -128, 127, &q->quant_max)) != TRT_OK ||
         (s = trt_arg_int(c, 5, TRT_INT8, TRT_INT8, &dtype)) != TRT_OK)
         return s;
-    if (*qmin > *qmax) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "quant_min > quant_max in");
+    if (q->quant_min > q->quant_max) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "quant_min > quant_max in");
+    if ((s = trt_need_output(c, 6, out, out_dtype)) != TRT_OK || (s = trt_need_disjoint(c, *out, *in)) != TRT_OK)
+        return s;
+    if (!trt_same_layout(*in, *out)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "input and output layouts differ in");
     return TRT_OK;
 }
 

@@ -67,10 +67,20 @@ trt_status trt_need_act_range(const trt_call *c, uint32_t min_arg, uint32_t max_
 trt_status trt_need_requant(const trt_call *c, uint32_t mult_arg, uint32_t shift_arg, int32_t channels,
                             const int32_t **mult, const int32_t **shift);
 trt_status trt_need_bias(const trt_call *c, uint32_t arg, int32_t channels, const int32_t **bias);
-/* (scale, zero_point, quant_min, quant_max, dtype) at args 1..5 of quantize/dequantize. */
-trt_status trt_need_qparams(const trt_call *c, double *scale, int32_t *zp, int32_t *qmin, int32_t *qmax);
+/* quantize_per_tensor's and dequantize_per_tensor's arguments: the input (in_dtype) at 0, its
+ * (scale, zero_point, quant_min, quant_max, dtype int8) at 1..5, the output (out_dtype) at 6,
+ * disjoint from the input and in its layout. */
+typedef struct {
+    double scale;
+    int32_t zero_point, quant_min, quant_max;
+} trt_qparams;
+trt_status trt_bind_quantization(const trt_call *c, uint8_t in_dtype, uint8_t out_dtype, const trt_tensor **in,
+                                 const trt_tensor **out, trt_qparams *q);
 
 /* Layouts. */
+/* Dense in `order`, a physical order of logical dims: its strides are the ones that order gives its
+ * sizes (size-1 dims may sit anywhere). */
+int trt_dense_in_order(const trt_tensor *t, const uint8_t *order);
 int trt_is_row_major(const trt_tensor *t);   /* dense in logical order; size-1 dims may sit anywhere */
 int trt_is_nhwc(const trt_tensor *t);
 int trt_same_layout(const trt_tensor *a, const trt_tensor *b);

@@ -80,3 +80,16 @@ trt_status trt_bind_binary(const trt_call *c, uint32_t a_arg, uint32_t b_arg, ui
         return s;
     return trt_bind_broadcast(c, *a, *b, *out, shape);
 }
+
+trt_status trt_bind_minmax(const trt_call *c, trt_minmax_params *p) {
+    const trt_tensor *a = NULL, *b = NULL, *out = NULL;
+    trt_status s;
+    if ((s = trt_arg_tensor(c, 0, &a)) != TRT_OK) return s;
+    if (a->dtype != TRT_INT8 && a->dtype != TRT_INT32) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "neither int8 nor int32 in");
+    if ((s = trt_bind_binary(c, 0, 1, 2, a->dtype, &a, &b, &out, &p->shape)) != TRT_OK) return s;
+    p->a = a->data;
+    p->b = b->data;
+    p->output = out->mutable_data;
+    p->elem_size = a->elem_size;
+    return TRT_OK;
+}

@@ -33,4 +33,7 @@ int trt_reference_channels_last(const trt_tensor *t);
 trt_status trt_bind_binary(const trt_call *c, uint32_t a_arg, uint32_t b_arg, uint32_t out_arg, uint8_t dtype,
                            const trt_tensor **a, const trt_tensor **b, const trt_tensor **out, trt_broadcast *shape);
 
+/* maximum.out and minimum.out (self, other, out): int8 or int32, the same on every side; torch's broadcasting. */
+trt_status trt_bind_minmax(const trt_call *c, trt_minmax_params *p);
+
 #endif

@@ -3,17 +3,6 @@
 #include "../kernels/c/kernels_c.h"
 #include "operator_table.h"
 
-/* t is laid out in `order` (out's dim order): its strides are the ones that order gives its sizes. */
-static int laid_out_in(const trt_tensor *t, const uint8_t *order) {
-    int64_t expect = 1;
-    for (int k = t->rank - 1; k >= 0; k--) {
-        int d = order[k];
-        if (t->sizes[d] != 1 && t->strides[d] != expect) return 0;
-        expect *= t->sizes[d];
-    }
-    return 1;
-}
-
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
     trt_cat_params *p = &params->cat;
     const trt_value *list = NULL;
@@ -46,7 +35,7 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
         if (t->rank != out->rank || t->numel == 0) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "tensor of another rank, or empty, in");
         for (int d = 0; d < out->rank; d++)
             if (d != dim && t->sizes[d] != out->sizes[d]) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "tensor shapes differ off the dim in");
-        if (!laid_out_in(t, out->dim_order)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "tensor not in the output's dim order in");
+        if (!trt_dense_in_order(t, out->dim_order)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "tensor not in the output's dim order in");
         along += t->sizes[dim];
         p->input[i] = t->data;
         p->slab_bytes[i] = (uint32_t)(t->sizes[dim] * inner * out->elem_size);

@@ -5,22 +5,17 @@
 #include "operator_table.h"
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
+    trt_dequantize_params *p = &params->dequantize_per_tensor;
     const trt_tensor *in = NULL, *out = NULL;
-    double scale = 0;
-    int32_t zp = 0, qmin = 0, qmax = 0;
+    trt_qparams q;
     trt_status s;
     (void)macs;
-    if ((s = trt_arg_tensor(c, 0, &in)) != TRT_OK || (s = trt_need_input(c, in, TRT_INT8)) != TRT_OK ||
-        (s = trt_need_qparams(c, &scale, &zp, &qmin, &qmax)) != TRT_OK ||
-        (s = trt_need_output(c, 6, &out, TRT_FLOAT32)) != TRT_OK || (s = trt_need_disjoint(c, out, in)) != TRT_OK)
-        return s;
-    if (!trt_same_layout(in, out)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "input and output layouts differ in");
-    trt_dequantize_params *p = &params->dequantize_per_tensor;
+    if ((s = trt_bind_quantization(c, TRT_INT8, TRT_FLOAT32, &in, &out, &q)) != TRT_OK) return s;
     p->input = (const int8_t *)(const void *)in->data;
     p->output = (float *)(void *)out->mutable_data;
     p->count = out->numel;
-    p->scale = (float)scale;
-    p->zero_point = (float)zp;
+    p->scale = (float)q.scale;
+    p->zero_point = (float)q.zero_point;
     return TRT_OK;
 }
 

@@ -6,18 +6,8 @@
 #include "operator_table.h"
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
-    trt_minmax_params *p = &params->minimum;
-    const trt_tensor *a = NULL, *b = NULL, *out = NULL;
-    trt_status s;
     (void)macs;
-    if ((s = trt_arg_tensor(c, 0, &a)) != TRT_OK) return s;
-    if (a->dtype != TRT_INT8 && a->dtype != TRT_INT32) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "neither int8 nor int32 in");
-    if ((s = trt_bind_binary(c, 0, 1, 2, a->dtype, &a, &b, &out, &p->shape)) != TRT_OK) return s;
-    p->a = a->data;
-    p->b = b->data;
-    p->output = out->mutable_data;
-    p->elem_size = a->elem_size;
-    return TRT_OK;
+    return trt_bind_minmax(c, &params->minimum);
 }
 
 TRT_ACCEPTS(trt_minmax_mve_accepts, minimum)

@@ -6,24 +6,19 @@
 #include "operator_table.h"
 
 static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
+    trt_quantize_params *p = &params->quantize_per_tensor;
     const trt_tensor *in = NULL, *out = NULL;
-    double scale = 0;
-    int32_t zp = 0, qmin = 0, qmax = 0;
+    trt_qparams q;
     trt_status s;
     (void)macs;
-    if ((s = trt_arg_tensor(c, 0, &in)) != TRT_OK || (s = trt_need_input(c, in, TRT_FLOAT32)) != TRT_OK ||
-        (s = trt_need_qparams(c, &scale, &zp, &qmin, &qmax)) != TRT_OK ||
-        (s = trt_need_output(c, 6, &out, TRT_INT8)) != TRT_OK || (s = trt_need_disjoint(c, out, in)) != TRT_OK)
-        return s;
-    if (!trt_same_layout(in, out)) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "input and output layouts differ in");
-    trt_quantize_params *p = &params->quantize_per_tensor;
+    if ((s = trt_bind_quantization(c, TRT_FLOAT32, TRT_INT8, &in, &out, &q)) != TRT_OK) return s;
     p->input = (const float *)(const void *)in->data;
     p->output = (int8_t *)(void *)out->mutable_data;
     p->count = out->numel;
-    p->inv_scale = (float)(1.0 / scale);
-    p->zero_point = (float)zp;
-    p->quant_min = (float)qmin;
-    p->quant_max = (float)qmax;
+    p->inv_scale = (float)(1.0 / q.scale);
+    p->zero_point = (float)q.zero_point;
+    p->quant_min = (float)q.quant_min;
+    p->quant_max = (float)q.quant_max;
     return TRT_OK;
 }
 
