@@ -135,6 +135,36 @@ def test_an_error_raised_while_a_ctrl_c_unwinds_is_the_ctrl_c():
     assert not ctrl_c.caused_by_ctrl_c(RuntimeError("a bug"))
 
 
+# A command whose library turns the KeyboardInterrupt raised inside it into an error of its own, with no
+# trace of the interrupt (matplotlib's renderer: "ValueError: Invalid affine transformation matrix").
+SWALLOWED = r"""
+import os, signal, sys
+from tinyrps import cli
+
+def command(_args):
+    if sys.argv[1] == "ctrl-c":
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(100000):     # the handler runs in here
+                pass
+        except KeyboardInterrupt:
+            pass                        # the library's own handling: the interrupt is gone
+    raise ValueError("Invalid affine transformation matrix")
+
+cli.cmd_data = command
+sys.exit(cli.main(["data", "--out", "unused"]))
+"""
+
+
+def test_an_error_a_library_made_of_a_ctrl_c_is_the_ctrl_c():
+    stopped = subprocess.run([sys.executable, "-c", SWALLOWED, "ctrl-c"], capture_output=True, text=True, timeout=60)
+    assert (stopped.returncode, stopped.stderr) == (130, "tinyrps: interrupted\n"), stopped
+    # the same error without a Ctrl-C is a bug, reported as one
+    failed = subprocess.run([sys.executable, "-c", SWALLOWED, "none"], capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 1 and "Traceback" in failed.stderr, failed
+    assert failed.stderr.splitlines()[-1].startswith("tinyrps: internal error (ValueError)"), failed.stderr
+
+
 @pytest.mark.slow     # an evaluation on the native build, stopped three times
 def test_a_ctrl_c_ends_the_reference_worker_without_a_word(trained_run, exported, tmp_path):
     """A terminal's Ctrl-C reaches the whole process group, the evaluation's reference worker too: at its

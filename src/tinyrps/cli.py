@@ -857,7 +857,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         return interrupted()
     except Exception as e:
-        if ctrl_c.caused_by_ctrl_c(e):
+        if ctrl_c.caused_by_ctrl_c(e) or ctrl_c.received():
             return interrupted()
         if is_user_os_error(e):
             report_error(os_error_line(e))

@@ -20,6 +20,12 @@ FakeTensorMode") or aborts the process in C++ (SIGABRT) instead of stopping it. 
 the first Ctrl-C is noted (one line says so) and raised as the block ends; a second one stops at
 once, as a person who will not wait asks.
 
+`install()` also puts in Python's place a SIGINT handler of the same effect (a KeyboardInterrupt)
+that notes the Ctrl-C first (`received()`). A library may turn the KeyboardInterrupt raised inside
+it into an error of its own: matplotlib's renderer, interrupted while it reads a transform, raises
+"ValueError: Invalid affine transformation matrix" with no trace of the interrupt (seen once in a
+training stopped while it drew its curves). The command was stopped all the same, and says so.
+
 `read_line(stream)` is a prompt's read that Ctrl-C stops. The kernel may hand a process's SIGINT to
 any of its threads (the runtimes' worker threads included); Python's C handler then only notes it,
 and a main thread blocked in read() sleeps on until the next Enter. On a terminal the read waits in
@@ -35,6 +41,7 @@ import signal
 import sys
 import termios
 import threading
+import time
 
 # Long enough for the callback that dropped the interrupt to have returned (they are a few
 # bytecodes long), short enough to be instant for a person at the keyboard.
@@ -57,8 +64,12 @@ def _hook(unraisable, previous) -> None:
 
 
 def install() -> None:
-    """Route a KeyboardInterrupt that Python would drop (sys.unraisablehook) back to a Ctrl-C.
-    Installing twice changes nothing."""
+    """Route a KeyboardInterrupt that Python would drop (sys.unraisablehook) back to a Ctrl-C, and note
+    each Ctrl-C of the command from now on (received). Installing twice changes nothing but forgets
+    the Ctrl-Cs noted before."""
+    _received.clear()
+    if threading.current_thread() is threading.main_thread() and _python_handles_ctrl_c():
+        signal.signal(signal.SIGINT, _interrupt)
     previous = sys.unraisablehook
     if getattr(previous, "tinyrps_ctrl_c", False):
         return
@@ -67,6 +78,27 @@ def install() -> None:
         _hook(unraisable, previous)
     hook.tinyrps_ctrl_c = True
     sys.unraisablehook = hook
+
+
+# The times (monotonic) of the Ctrl-Cs this process's handlers took since install().
+_received: list = []
+
+
+def _interrupt(_signum, _frame) -> None:
+    """Python's Ctrl-C (a KeyboardInterrupt), noted first."""
+    _received.append(time.monotonic())
+    raise KeyboardInterrupt
+
+
+def _python_handles_ctrl_c() -> bool:
+    """SIGINT raises a KeyboardInterrupt (Python's handler or install's), not ignored nor handled otherwise."""
+    return signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _interrupt)
+
+
+def received() -> bool:
+    """Whether a Ctrl-C reached the command since install(): an error that follows it may be the
+    Ctrl-C that a library reported as an error of its own (see above)."""
+    return bool(_received)
 
 
 @contextlib.contextmanager
@@ -97,30 +129,32 @@ def worker_init() -> None:
 
 
 def _interrupt_now(_signum, _frame) -> None:
+    _received.append(time.monotonic())
     raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
 def held(what: str):
     """Hold a Ctrl-C until the block (`what`, as a person would name it) is done, then raise it.
-    Only where Python's own Ctrl-C handler is in place (not where a command ignores or handles
-    SIGINT itself), in the main thread, and once however deeply the blocks nest (inside a block,
+    Only where a Ctrl-C raises a KeyboardInterrupt (Python's handler or install's; not where a
+    command ignores or handles SIGINT itself), in the main thread, and once however deeply the blocks nest (inside a block,
     the handler in place is the block's own)."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    if threading.current_thread() is not threading.main_thread() or not _python_handles_ctrl_c():
         yield
         return
+    handler = signal.getsignal(signal.SIGINT)
     pressed = []
 
     def note(_signum, _frame) -> None:
         pressed.append(True)
+        _received.append(time.monotonic())
         print(f"tinyrps: stopping once {what} is done (Ctrl-C again stops at once)", file=sys.stderr, flush=True)
         signal.signal(signal.SIGINT, _interrupt_now)
     signal.signal(signal.SIGINT, note)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, handler)
         if pressed:         # whatever else the block raised meanwhile: the command was stopped
             raise KeyboardInterrupt
 
