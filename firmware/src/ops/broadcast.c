@@ -93,3 +93,9 @@ trt_status trt_bind_minmax(const trt_call *c, trt_minmax_params *p) {
     p->elem_size = a->elem_size;
     return TRT_OK;
 }
+
+trt_status trt_need_quantized_operands(const trt_call *c, const trt_tensor *a, const trt_tensor *b) {
+    if (!trt_same_shape(a, b) && !trt_is_channel_broadcast(a, b))
+        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "operands neither of one shape nor broadcast along the channels in");
+    return TRT_OK;
+}

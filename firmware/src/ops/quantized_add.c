@@ -29,8 +29,7 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
         (s = bind_requant(c, 8, &p->output_zero_point, &p->output_multiplier, &p->output_shift)) != TRT_OK ||
         (s = trt_need_act_range(c, 11, 12, &p->activation_min, &p->activation_max)) != TRT_OK)
         return s;
-    if (!trt_same_shape(a, b) && !trt_is_channel_broadcast(a, b))
-        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "operands neither of one shape nor broadcast along the channels in");
+    if ((s = trt_need_quantized_operands(c, a, b)) != TRT_OK) return s;
     p->a = (const int8_t *)(const void *)a->data;
     p->b = (const int8_t *)(const void *)b->data;
     p->output = (int8_t *)(void *)out->mutable_data;

@@ -19,8 +19,7 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
         (s = trt_arg_int(c, 5, INT32_MIN, INT32_MAX, &p->output_multiplier)) != TRT_OK ||
         (s = trt_arg_int(c, 6, -TRT_MAX_SHIFT, TRT_MAX_SHIFT, &p->output_shift)) != TRT_OK)
         return s;
-    if (!trt_same_shape(a, b) && !trt_is_channel_broadcast(a, b))
-        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "operands neither of one shape nor broadcast along the channels in");
+    if ((s = trt_need_quantized_operands(c, a, b)) != TRT_OK) return s;
     p->a = (const int8_t *)(const void *)a->data;
     p->b = (const int8_t *)(const void *)b->data;
     p->output = (int8_t *)(void *)out->mutable_data;
