@@ -9,6 +9,7 @@ import sys
 import pytest
 from script_module import load_script
 
+from tinyrps.arch import feature_shape
 from tinyrps.model import ARCHITECTURES, parse_arch
 from tinyrps.tune import (ACCURACY_MARGIN, DIRECTIONS, PICK_ACCURACY, SPACE, TuneSettings, arch_of,
                           next_trial_fits, own_retraining, pick_best, pick_within, retraining_estimate,
@@ -23,6 +24,15 @@ def test_every_point_of_the_space_is_an_architecture_and_both_named_ones_are_in_
     for spec in specs:
         parse_arch(spec)
     assert {ARCHITECTURES["tinyrps"], ARCHITECTURES["fast"]} <= specs
+
+
+def test_the_head_is_the_whole_map_or_one_pixel():
+    """A one-pixel head pools whatever map the convolutions leave down to 1x1 (each channel's largest value);
+    a flattened one keeps the map, which the reductions never bring to one pixel themselves."""
+    for values in itertools.product(*SPACE.values()):
+        params = dict(zip(SPACE, values))
+        size = feature_shape(parse_arch(arch_of(params)))[1]
+        assert (size == 1) == (params["head"] == "one-pixel"), arch_of(params)
 
 
 def test_the_budget_keeps_room_for_the_final_retraining():

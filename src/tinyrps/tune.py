@@ -2,8 +2,9 @@
 
 Each candidate is an architecture spec (tinyrps.model) drawn from a small space:
 channel widths of three convolutions, whether the second and third halve the
-feature map by a stride or by a max-pool, one more pool (2x2 or 3x3) before the
-classifier or none, and the width of the hidden fully connected layer. A candidate is trained
+feature map by a stride or by a max-pool, what the classifier reads (the whole map, flattened, or
+the map pooled down to one pixel: each channel's largest value wherever the letter is), and the
+width of the hidden fully connected layer. A candidate is trained
 briefly (CANDIDATE_EPOCHS; the validation split picks its checkpoint; the test split is never
 read), exported for the NPU target, and measured:
 
@@ -78,7 +79,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .arch import CANDIDATE_EPOCHS, PICK_ACCURACY, TUNED_EPOCHS
+from .arch import CANDIDATE_EPOCHS, PICK_ACCURACY, TUNED_EPOCHS, feature_shape, parse_arch
 from .artifacts import atomic_write_json
 from .errors import UserError, one_line
 from .progress import console, progress_bar, say
@@ -113,7 +114,7 @@ SPACE = {
     "reduce2": ("stride", "pool"),
     "conv3": (32, 48, 64),
     "reduce3": ("stride", "pool", "pool3"),
-    "final_pool": ("none", "p", "p3"),
+    "head": ("flatten", "one-pixel"),
     "fc": (0, 32, 64, 80, 128),
 }
 
@@ -240,8 +241,11 @@ def arch_of(params: dict) -> str:
         layers.append(f"c{params[conv]}" + ("s2" if how == "stride" else ""))
         if how != "stride":
             layers.append({"pool": "p", "pool3": "p3"}[how])
-    if params["final_pool"] != "none":
-        layers.append(params["final_pool"])
+    if params["head"] == "one-pixel":       # pooled down to one pixel: the largest of each channel anywhere
+        size = feature_shape(parse_arch("-".join(layers)))[1]
+        while size > 1:
+            layers.append("p3" if size == 3 else "p")
+            size = 1 if size == 3 else size // 2
     if params["fc"]:
         layers.append(f"f{params['fc']}")
     return "-".join(layers)
