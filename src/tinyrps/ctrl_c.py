@@ -41,7 +41,6 @@ import signal
 import sys
 import termios
 import threading
-import time
 
 # Long enough for the callback that dropped the interrupt to have returned (they are a few
 # bytecodes long), short enough to be instant for a person at the keyboard.
@@ -80,13 +79,13 @@ def install() -> None:
     sys.unraisablehook = hook
 
 
-# The times (monotonic) of the Ctrl-Cs this process's handlers took since install().
+# One entry per Ctrl-C this process's handlers took since install().
 _received: list = []
 
 
 def _interrupt(_signum, _frame) -> None:
     """Python's Ctrl-C (a KeyboardInterrupt), noted first."""
-    _received.append(time.monotonic())
+    _received.append(True)
     raise KeyboardInterrupt
 
 
@@ -129,7 +128,7 @@ def worker_init() -> None:
 
 
 def _interrupt_now(_signum, _frame) -> None:
-    _received.append(time.monotonic())
+    _received.append(True)
     raise KeyboardInterrupt
 
 
@@ -137,8 +136,8 @@ def _interrupt_now(_signum, _frame) -> None:
 def held(what: str):
     """Hold a Ctrl-C until the block (`what`, as a person would name it) is done, then raise it.
     Only where a Ctrl-C raises a KeyboardInterrupt (Python's handler or install's; not where a
-    command ignores or handles SIGINT itself), in the main thread, and once however deeply the blocks nest (inside a block,
-    the handler in place is the block's own)."""
+    command ignores or handles SIGINT itself), in the main thread, and once however deeply the blocks
+    nest (inside a block, the handler in place is the block's own)."""
     if threading.current_thread() is not threading.main_thread() or not _python_handles_ctrl_c():
         yield
         return
@@ -147,7 +146,7 @@ def held(what: str):
 
     def note(_signum, _frame) -> None:
         pressed.append(True)
-        _received.append(time.monotonic())
+        _received.append(True)
         print(f"tinyrps: stopping once {what} is done (Ctrl-C again stops at once)", file=sys.stderr, flush=True)
         signal.signal(signal.SIGINT, _interrupt_now)
     signal.signal(signal.SIGINT, note)

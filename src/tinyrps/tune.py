@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .arch import CANDIDATE_EPOCHS, PICK_ACCURACY, TUNED_EPOCHS, feature_shape, parse_arch
+from .arch import CANDIDATE_EPOCHS, PICK_ACCURACY, TUNED_EPOCHS, Layer, feature_shape, parse_arch, pooled
 from .artifacts import atomic_write_json
 from .errors import UserError, one_line
 from .progress import console, progress_bar, say
@@ -244,8 +244,9 @@ def arch_of(params: dict) -> str:
     if params["head"] == "one-pixel":       # pooled down to one pixel: the largest of each channel anywhere
         size = feature_shape(parse_arch("-".join(layers)))[1]
         while size > 1:
-            layers.append("p3" if size == 3 else "p")
-            size = 1 if size == 3 else size // 2
+            pool = Layer("pool", kernel=3 if size == 3 else 2)     # a 3x3 map in one step
+            layers.append("p3" if pool.kernel == 3 else "p")
+            size = pooled(size, pool)
     if params["fc"]:
         layers.append(f"f{params['fc']}")
     return "-".join(layers)

@@ -24,7 +24,8 @@ trt_status trt_bind_broadcast(const trt_call *c, const trt_tensor *a, const trt_
  * map of C channels, as passes_utils.is_channel_broadcast defines it. */
 int trt_is_channel_broadcast(const trt_tensor *a, const trt_tensor *b);
 int trt_same_shape(const trt_tensor *a, const trt_tensor *b);
-/* The same as a bind step's check: a and b of one shape or channel-broadcast, else TRT_ERR_BAD_TENSOR. */
+/* quantized_add's and quantized_mul's operand check: a and b of one shape or channel-broadcast
+ * (the two tests above), else TRT_ERR_BAD_TENSOR. */
 trt_status trt_need_quantized_operands(const trt_call *c, const trt_tensor *a, const trt_tensor *b);
 
 /* The 4-D "channels-last" test of passes_utils.is_channels_last: C == 1, H == W == 1, or a
