@@ -759,10 +759,17 @@ COMMIT_OF = {"measure": r"\.measure\.json\.\d+-\w+\.tmp$", "eval": r"/\.eval\.js
              "bench": r"/\.bench\.json\.\d+-\w+\.tmp$"}
 
 
+def next_commit(stage: str | None) -> str | None:
+    """The first stage after `stage` whose first result the chain can stop just before."""
+    later = JOB_REUSABLE[JOB_REUSABLE.index(stage) + 1:] if stage in JOB_REUSABLE else ()
+    return next((s for s in later if s in COMMIT_OF), None)
+
+
 def job_stops():
     """The chain's stops in turn: changes in the data and training stages while they are stale, then
     moments in time (grown when a stop came before anything changed, so that the chain moves on, and
-    short again once a new stage is the first stale one, so that each stage is stopped in), every
+    short again once a new stage is the first stale one, and never past the first result of the stage
+    after, so that each stage is stopped in), every
     other one a change early in the job (the lock, the retired report, the checks of what is
     current), and for the measure, eval and bench stages a stop just before their first result is
     written; SIGKILL and SIGINT in turn. Sent whether the last stop changed anything and the first
@@ -776,8 +783,9 @@ def job_stops():
             how = {"kill_at": 3 + i % 9}
         elif stage == "export" and in_stage == 6:     # measure is quick once its images are built: stop in it
             how = {"kill_on": COMMIT_OF["measure"]}
-        else:
-            how = {"after_s": round(wait, 2)}
+        else:       # and never past the next stage's first result, so that no stage is run through unstopped
+            after = next_commit(stage)
+            how = {"after_s": round(wait, 2), **({"kill_on": COMMIT_OF[after]} if after else {})}
         moved, first_stale = yield sig, how
         in_stage += 1
         if first_stale != stage:
