@@ -164,5 +164,12 @@ def test_the_tuners_table_and_lines_show_count_and_interval():
     assert "893/900" in text and "98.4–99.6 %" in text
     assert "test accuracy 99.50 % (597/600, 95 % CI 98.5–99.8 %) on npu-ref" in " ".join(text.split())
     assert "1: 99.33 % (596/600, 95 % CI 98.3–99.7 %); worst: seed 1" in " ".join(text.split())
+    checked = [{**entry, "benchmark_accuracy": correct / 3000, "benchmark_correct": correct, "benchmark_images": 3000}
+               for entry, correct in zip(seeds, (2993, 2983))]      # each seed checked on the benchmark split
+    text = screen_text(lambda: tune_table({**result, "final": {**final, "seeds": checked}}, "tune"))
+    assert "benchmark accuracy on npu-ref by training seed: 0: 99.77 % (2,993/3,000, 95 % CI" in " ".join(text.split())
+    assert "1: 99.43 % (2,983/3,000, 95 % CI 99.1–99.6 %); worst: seed 1" in " ".join(text.split())
+    text = screen_text(lambda: tune_table({**result, "final": {**final, "seeds": checked[:1]}}, "tune"))
+    assert "by training seed: 0: 99.77 % (2,993/3,000" in " ".join(text.split()) and "worst" not in text
     trial = SimpleNamespace(number=0, state=SimpleNamespace(name="COMPLETE"), user_attrs={**candidate, "seconds": 12})
     assert "val 99.22 % (893/900, 95 % CI 98.4–99.6 %), NPU 0.0574 ms" in candidate_line(trial)

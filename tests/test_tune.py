@@ -3,6 +3,7 @@ scripts/tune_ranking.py, the check of how its short training ranks candidates.""
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -51,6 +52,8 @@ def test_the_retraining_is_estimated_from_the_cost_per_epoch(tmp_path):
     assert retraining_estimate([], settings) == 0.0
     dear = {"cost": 60.0, "training_cost": 20.0}      # 10 s an epoch, 40 s outside training
     assert own_retraining(dear, settings) == pytest.approx(3 * (10 * 10.0 + 40.0))
+    checked = {**dear, "check_cost": 15.0}      # and each seed's check on the benchmark split
+    assert own_retraining(checked, settings) == pytest.approx(3 * (10 * 10.0 + 40.0 + 15.0))
     settings.retrain = False
     assert retraining_estimate(costs, settings) == 0.0
 
@@ -255,6 +258,7 @@ def test_tune_writes_candidates_front_and_the_retrained_pick(tuned):
         assert parse_arch(c["arch"]).spec == c["arch"]
         assert 0 <= c["val_accuracy"] <= 1 and c["npu_ms"] > 0 and c["sram_bytes"] > 0
         assert c["val_images"] == 120 and c["val_accuracy"] == c["val_correct"] / 120     # the interval's counts
+        assert c["check_cost"] > 0      # its scoring of val, scaled to the benchmark split the pick is checked on
         assert c["program_bytes"] > 10_000
         assert "mcu_instructions" not in c      # counted for the pick only (below): not an objective
         run = json.loads((out / "candidates" / f"{c['number']:04d}" / "metrics.json").read_text())
@@ -272,14 +276,18 @@ def test_tune_writes_candidates_front_and_the_retrained_pick(tuned):
 
 
 @pytest.mark.slow
-def test_the_pick_is_trained_with_each_seed_asked_for(tuned):
+def test_the_pick_is_trained_with_each_seed_asked_for(tuned, data_dir):
     out, result = tuned
     final = result["final"]
     assert [entry["seed"] for entry in final["seeds"]] == [0, 1]
     assert final["seeds"][0]["test_accuracy"] == final["test_accuracy"]
     assert final["test_accuracy_worst"] == min(entry["test_accuracy"] for entry in final["seeds"])
+    assert final["benchmark_accuracy_worst"] == min(entry["benchmark_accuracy"] for entry in final["seeds"])
+    images = json.loads((data_dir / "data.json").read_text())["splits"]["benchmark"]["images"]
     for entry in final["seeds"]:     # the counts behind each accuracy, for its interval
         assert entry["test_images"] == 78 and entry["test_accuracy"] == entry["test_correct"] / 78
+        assert entry["benchmark_images"] == images > 78      # the split the pick is judged on
+        assert entry["benchmark_accuracy"] == entry["benchmark_correct"] / images
     assert (final["test_correct"], final["test_images"]) == (final["seeds"][0]["test_correct"], 78)
     second = out / "best-seed1"
     config = json.loads((second / "config.json").read_text())
@@ -417,6 +425,12 @@ def test_bad_settings_are_one_line(cli, data_dir, tmp_path):
         assert res.returncode == 2 and words in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     res = cli("tune", "--data", tmp_path / "none", "--out", tmp_path / "t")
     assert res.returncode == 2 and "tinyrps data" in res.stderr
+    partial = tmp_path / "partial"        # the pick is checked on the benchmark split: said before the search
+    shutil.copytree(data_dir, partial)
+    (partial / "benchmark.npz").unlink()
+    res = cli("tune", "--data", partial, "--out", tmp_path / "t")
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert f"no benchmark split at {partial / 'benchmark.npz'}: create it with `tinyrps data" in res.stderr
 
 
 @pytest.mark.slow

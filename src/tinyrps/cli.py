@@ -747,7 +747,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training epochs of each candidate")
     s.add_argument("--epochs", type=count, default=TUNED_EPOCHS, metavar="E", help="training epochs of the pick")
     s.add_argument("--pick-seeds", type=count, default=3, metavar="N",
-                   help="train the pick with N seeds (S, S+1, ...) and report the worst test accuracy")
+                   help="train the pick with N seeds (S, S+1, ...) and report the worst accuracy on the benchmark split")
     s.add_argument("--pick-accuracy", type=fraction, default=PICK_ACCURACY, metavar="A",
                    help="the pick is the fastest candidate whose validation accuracy after its short training "
                    "reaches A (when none does: the fastest within 0.5 points of the best)")

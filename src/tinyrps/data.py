@@ -418,6 +418,18 @@ def load_split(data_dir, split: str, info: dict = None) -> tuple:
     stage assumes of the arrays. Any problem is one line naming the file."""
     data_dir = Path(data_dir)
     path = data_dir / f"{split}.npz"
+    entry = split_entry(data_dir, split, info)
+    raw = path.read_bytes()
+    if sha256_bytes(raw) != entry["sha256"]:
+        raise mismatch(data_dir, path.name, str(data_dir / "data.json"), "data")
+    return split_arrays(raw, path, f"`tinyrps data --out {data_dir}`")
+
+
+def split_entry(data_dir, split: str, info: dict = None) -> dict:
+    """What DATA/data.json records of a split ({"file", "images", "sha256"}), once its file is
+    there; any problem is the one line load_split gives."""
+    data_dir = Path(data_dir)
+    path = data_dir / f"{split}.npz"
     hint = f"`tinyrps data --out {data_dir}`"
     if info is None:
         if not path.is_file() and not (data_dir / "data.json").is_file():
@@ -433,10 +445,7 @@ def load_split(data_dir, split: str, info: dict = None) -> tuple:
         raise UserError(f"no {split} split at {path}: create it with {hint}")
     if entry is None:
         raise UserError(f"{data_dir / 'data.json'} records no {split} split: make the data again with {hint}")
-    raw = path.read_bytes()
-    if sha256_bytes(raw) != entry["sha256"]:
-        raise mismatch(data_dir, path.name, str(data_dir / "data.json"), "data")
-    return split_arrays(raw, path, hint)
+    return entry
 
 
 def remake_data_command(data_dir, info: dict) -> str:
