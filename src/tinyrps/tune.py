@@ -59,8 +59,9 @@ passes the budget.
 When the time budget is spent, the pick (the lowest NPU latency among the front's candidates
 whose validation accuracy reaches PICK_ACCURACY, or, when none does, is within ACCURACY_MARGIN
 of the front's best; then the smallest program) is trained again for TUNED_EPOCHS (or --epochs)
-with each of --pick-seeds seeds (default 3), exported and scored on the test split on the NPU
-reference (correct and images counted per seed); its Cortex-M55 program is exported and counted.
+with each of --pick-seeds seeds (default 3), exported and scored on the NPU reference on the
+test split and on the benchmark split, five times larger, where its accuracy is judged (correct
+and images counted per seed); its Cortex-M55 program is exported and counted.
 With --teacher RUN, candidates and pick alike are trained by knowledge distillation from RUN
 (tinyrps.train).
 
