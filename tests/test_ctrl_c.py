@@ -165,6 +165,70 @@ def test_an_error_a_library_made_of_a_ctrl_c_is_the_ctrl_c():
     assert failed.stderr.splitlines()[-1].startswith("tinyrps: internal error (ValueError)"), failed.stderr
 
 
+# A Ctrl-C that Python drops in a finalizer, then the command ends at once (as when the same Ctrl-C
+# ended a pool's worker, and the pool reports it), then what the interpreter's shutdown would meet.
+ENDED_BEFORE_IT_IS_SENT_AGAIN = r"""
+import os, signal, sys, time
+from tinyrps import cli
+
+class Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100000):     # the handler runs in here: the KeyboardInterrupt is dropped
+            pass
+
+def command(_args):
+    Finalized()
+    raise EOFError("the worker is gone")
+
+cli.cmd_data = command
+status = cli.main(["data", "--out", "unused"])
+late = []
+signal.signal(signal.SIGINT, lambda *_: late.append(True))  # the shutdown's SIGINT (its default action: the end)
+time.sleep(0.2)
+if late:
+    print("a Ctrl-C was sent again after the command had ended", file=sys.stderr)
+sys.exit(status)
+"""
+
+
+def test_a_dropped_ctrl_c_is_not_sent_again_once_the_command_has_ended():
+    """The command says "interrupted" and exits with 130, and nothing comes after: the Ctrl-C sent again
+    landed in the interpreter's shutdown, where SIGINT is back at its default action, and the process
+    ended by the signal (exit -2) after its last line."""
+    for _ in range(3):
+        ended = subprocess.run([sys.executable, "-c", ENDED_BEFORE_IT_IS_SENT_AGAIN], capture_output=True, text=True,
+                               timeout=60)
+        assert (ended.returncode, ended.stderr) == (130, "tinyrps: interrupted\n"), ended
+
+
+# A Ctrl-C that lands in code run by exec() of a string, as in the methods dataclasses builds while
+# torch is imported; run as `python -m`, the way the process ends by SIGINT when the flag is left set.
+IN_EXECUTED_TEXT = r"""
+import ctypes, os, signal, sys
+from tinyrps import cli
+
+def command(_args):
+    exec("os.kill(os.getpid(), signal.SIGINT)\nfor _ in range(100000): pass", {"os": os, "signal": signal})
+
+cli.cmd_data = command
+status = cli.main(["data", "--out", "unused"])
+if ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value:
+    print("the interpreter will end by SIGINT", file=sys.stderr)
+raise SystemExit(status)
+"""
+
+
+def test_a_ctrl_c_in_executed_text_ends_the_process_with_130(tmp_path):
+    """CPython ends a process by SIGINT, whatever its exit status, when a KeyboardInterrupt left code
+    run by exec() of a string, even though main caught it: the command clears that note once it has
+    said "interrupted" (an evaluation stopped during its imports ended with -2 instead of 130)."""
+    (tmp_path / "stopped_in_exec.py").write_text(IN_EXECUTED_TEXT)
+    ended = subprocess.run([sys.executable, "-m", "stopped_in_exec"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=60)
+    assert (ended.returncode, ended.stderr) == (130, "tinyrps: interrupted\n"), ended
+
+
 @pytest.mark.slow     # an evaluation on the native build, stopped three times
 def test_a_ctrl_c_ends_the_reference_worker_without_a_word(trained_run, exported, tmp_path):
     """A terminal's Ctrl-C reaches the whole process group, the evaluation's reference worker too: at its

@@ -843,6 +843,13 @@ def interrupted() -> int:
 def main(argv=None) -> int:
     ctrl_c.install()      # a Ctrl-C that lands in a weakref callback stops the command all the same
     try:
+        return run_command(argv)
+    finally:
+        ctrl_c.settle()     # the exit status is chosen: no Ctrl-C is sent again into the shutdown
+
+
+def run_command(argv) -> int:
+    try:
         quiet_libraries()
         args = build_parser().parse_args(argv)
     except KeyboardInterrupt:      # Ctrl-C while the command line is still being read

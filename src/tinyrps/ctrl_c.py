@@ -10,7 +10,11 @@ ran on to its end as if never stopped (exit 0; 6 of 165 Ctrl-Cs sent there, meas
 
 `install()` (called by the command line's main) makes a dropped KeyboardInterrupt a Ctrl-C again:
 SIGINT is sent to the process once more a moment later, from a timer thread, so that it lands in
-the code that runs then -- and again, in the rare case that this is another callback.
+the code that runs then -- and again, in the rare case that this is another callback. `settle()`
+(main, as the command ends) sends none after that: the interpreter's shutdown puts SIGINT back to
+its default action, and a Ctrl-C sent again there would end the process by the signal (exit -2)
+after the command had said "interrupted" and chosen 130. It also clears CPython's note of a
+KeyboardInterrupt that left exec()'d text, which ends the process by SIGINT the same way.
 
 `held(what)` keeps a Ctrl-C out of library code that a KeyboardInterrupt leaves broken. An export
 runs torch.export, PT2E quantization and ExecuTorch's lowering, which push and pop torch's
@@ -41,6 +45,7 @@ import signal
 import sys
 import termios
 import threading
+import time
 
 # Long enough for the callback that dropped the interrupt to have returned (they are a few
 # bytecodes long), short enough to be instant for a person at the keyboard.
@@ -50,9 +55,60 @@ PROMPT_WAKE_S = 0.1
 
 
 def _send_again() -> None:
-    timer = threading.Timer(REDELIVER_AFTER_S, os.kill, (os.getpid(), signal.SIGINT))
+    timer = threading.Timer(REDELIVER_AFTER_S, _redeliver)
     timer.daemon = True
+    with _redelivery:
+        if _redelivery_ended:
+            return
+        _redeliveries.append(timer)
     timer.start()
+
+
+def _redeliver() -> None:
+    with _redelivery:       # settle() waits for a Ctrl-C being sent, and no other is sent after it
+        if not _redelivery_ended:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+# The Ctrl-Cs to be sent again (their timers), and whether the command has ended (settle).
+_redelivery = threading.Lock()
+_redeliveries: list = []
+_redelivery_ended = False
+
+
+def settle() -> None:
+    """The command has ended and chosen its exit status: send no dropped Ctrl-C again (one sent just
+    before lands here, on a handler that only notes it, instead of in the interpreter's shutdown), and
+    make sure the process ends with that status (_forget_handled_interrupt)."""
+    global _redelivery_ended
+    with _redelivery:
+        _redelivery_ended = True
+        sent = bool(_redeliveries)
+        for timer in _redeliveries:
+            timer.cancel()
+        _redeliveries.clear()
+    if sent and threading.current_thread() is threading.main_thread() and _python_handles_ctrl_c():
+        handler = signal.signal(signal.SIGINT, lambda _signum, _frame: _received.append(True))
+        try:
+            time.sleep(REDELIVER_AFTER_S)       # a signal on its way to this thread arrives within it
+        finally:
+            signal.signal(signal.SIGINT, handler)
+    if _received:
+        _forget_handled_interrupt()
+
+
+def _forget_handled_interrupt() -> None:
+    """CPython notes a KeyboardInterrupt that leaves code run by exec() of a string (dataclasses and
+    typing build functions so, torch's imports are full of them) in a process-wide flag, and when the
+    flag is still set as the interpreter ends, it ends the process by SIGINT (exit -2) whatever the
+    status: even when the interrupt was caught further up, as main catches it to say "interrupted"
+    and exit with 130. A Ctrl-C during the imports of an evaluation was seen to end so. The command
+    has handled it: clear the flag. (Where the flag is not there, another Python, nothing to do.)"""
+    import ctypes
+    try:
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def _hook(unraisable, previous) -> None:
@@ -65,8 +121,11 @@ def _hook(unraisable, previous) -> None:
 def install() -> None:
     """Route a KeyboardInterrupt that Python would drop (sys.unraisablehook) back to a Ctrl-C, and note
     each Ctrl-C of the command from now on (received). Installing twice changes nothing but forgets
-    the Ctrl-Cs noted before."""
+    the Ctrl-Cs noted before (and a settle() before)."""
+    global _redelivery_ended
     _received.clear()
+    with _redelivery:
+        _redelivery_ended = False
     if threading.current_thread() is threading.main_thread() and _python_handles_ctrl_c():
         signal.signal(signal.SIGINT, _interrupt)
     previous = sys.unraisablehook
