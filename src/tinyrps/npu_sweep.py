@@ -18,7 +18,6 @@ import concurrent.futures
 import hashlib
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from . import descriptor
@@ -26,6 +25,7 @@ from .artifacts import atomic_write_json, run_config, sha256_file
 from .errors import UserError
 from .families import ACCELERATORS, get_family, macs_per_cycle
 from .progress import progress_bar
+from .tempdirs import temp_dir
 
 # The configuration whose TOSA graph the sweep compiles (Vela takes it for every accelerator).
 LOWERING_TARGET = "ethos-u85-128"
@@ -92,7 +92,7 @@ def compile_one(tosa: str, accelerator: str, system_config: str, memory_mode: st
 
     from .vela import vela_summary
     key = {"accelerator": accelerator, "system_config": system_config, "memory_mode": memory_mode}
-    with tempfile.TemporaryDirectory(prefix="tinyrps-vela.") as out:
+    with temp_dir("vela") as out:
         args = [f"--accelerator-config={accelerator}", "--config=Arm/vela.ini", "--output-format=raw",
                 f"--system-config={system_config}", f"--memory-mode={memory_mode}", f"--output-dir={out}", tosa]
         try:
@@ -122,7 +122,7 @@ def sweep(run_dir, quiet: bool = False, workers: int = WORKERS, accelerators=Non
         raise UserError(f"cannot sweep the Ethos-U configurations: {missing}")
     run_dir = Path(run_dir)
     jobs = combinations(accelerators)
-    with tempfile.TemporaryDirectory(prefix="tinyrps-sweep.") as work:
+    with temp_dir("sweep") as work:
         tosa = run_tosa(run_dir, Path(work))
         graph = Path(work) / "graph.tosa"   # a private copy: the run's file may be re-exported meanwhile
         shutil.copyfile(tosa, graph)

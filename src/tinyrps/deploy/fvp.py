@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import sys
-import tempfile
 from collections import namedtuple
 from pathlib import Path
 
@@ -30,6 +29,7 @@ import numpy as np
 from ..errors import UserError
 from ..labels import IMAGE_SIZE, LABELS
 from ..families import npu_family
+from ..tempdirs import temp_dir
 from .prerequisites import FVPS, check_all, find_fvp, find_toolchain, missing_prerequisites_message
 from .runner_build import build_environment, build_runner, flatc_path, refuse_paths_with_spaces
 from .runner_output import cycle_counts, output_file, parse_runner_output, problems, read_output_tensor
@@ -172,7 +172,7 @@ def classify_on_fvp(t: FvpSetup, prepared: list, timeout_s: int, build_timeout_s
 def classify_one(t: FvpSetup, elf: Path, path: Path, image: np.ndarray, log: Path, timeout_s: int) -> tuple:
     """One FVP run of the semihosting runner: program and input tensor in, logits and cycle counts out."""
     accelerator = t.settings["accelerator"]
-    with tempfile.TemporaryDirectory(prefix="tinyrps-fvp-") as tmp:
+    with temp_dir("fvp") as tmp:
         folder = Path(tmp)
         refuse_unsafe_folder(folder)
         shutil.copyfile(t.model, folder / PROGRAM_NAME)

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import UserError
+from ..tempdirs import temp_dir
 from . import library_files
 from .library_files import MANIFEST, MANIFEST_KIND, build_header_include, isa_choice
 
@@ -633,7 +634,7 @@ def example_code_size(folder: Path, name: str, core: str, opt: str) -> dict:
     manifest = json.loads((folder / MANIFEST).read_text())
     flags = [*cpu_flags(core), opt, "-ffunction-sections", "-fdata-sections", *manifest["build"]["cflags"],
              f"-I{folder / 'include'}"]
-    with tempfile.TemporaryDirectory(prefix="tinyrps-size.") as work:
+    with temp_dir("size") as work:
         work = Path(work)
         stub = work / "print_stub.c"
         stub.write_text("volatile char example_sink;\n"

@@ -592,16 +592,15 @@ def example_picture(spec: LibrarySpec) -> dict:
     """A picture the program classifies right (one per label, tried in order), with the answer it gives, from
     the runtime on this host."""
     import subprocess
-    import tempfile
-
     import numpy as np
 
     from ..data import render
     from ..firmware import build_firmware
+    from ..tempdirs import temp_dir
     tool = build_firmware("native").tool("tinyrps-native")
     labels = np.arange(len(spec.facts.labels))
     images = render(labels, np.random.default_rng(EXAMPLE_SEED))
-    with tempfile.TemporaryDirectory(prefix="tinyrps-example.") as work:
+    with temp_dir("example") as work:
         pte, images_file, out = Path(work) / "p.pte", Path(work) / "images.u8", Path(work) / "out.bin"
         pte.write_bytes(spec.program)
         np.ascontiguousarray(images, np.uint8).tofile(images_file)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ from ..errors import UserError
 from ..firmware import c_facts
 from ..labels import LABELS
 from ..pte import read_program
+from ..tempdirs import temp_dir
 from .base import Device, RunResult, require_family
 
 # exit status of tinyrps-native when it rejects the program
@@ -92,7 +92,7 @@ class NativeDevice(Device):
 
     def _run_batch(self, arrays: list) -> RunResult:
         from ..firmware.tensors import result_bytes, samples_file_bytes, split_results
-        with tempfile.TemporaryDirectory(prefix="tinyrps-native.") as work:
+        with temp_dir("native") as work:
             samples, results, profile = (Path(work) / name for name in ("samples.bin", "results.bin", "profile.bin"))
             samples.write_bytes(samples_file_bytes(list(self.inputs), arrays))
             summary = json.loads(self._run("run", str(self.model_path), str(samples), str(results), str(profile)))

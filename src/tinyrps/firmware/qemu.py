@@ -34,6 +34,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import UserError
+from ..tempdirs import temp_dir
 from . import c_facts
 from .boards import DEFAULT_BOARD, firmware_kind, get_board
 from .build import APT_ARM
@@ -230,7 +231,7 @@ class FirmwareServer:
     def _start(self) -> None:
         elf = self.elf or firmware_elf(self.board.name)
         command = qemu_command(elf, self.pte, MODE_SERVE, self.board.name)
-        self._workdir = tempfile.TemporaryDirectory(prefix="tinyrps-qemu.")
+        self._workdir = temp_dir("qemu")
         # Python owns the listening socket and hands it to QEMU: no free-port race.
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -367,7 +368,7 @@ def program_inputs(pte: Path, elf: Path, board: str) -> tuple:
 def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, timeout: float,
                 flags: int = 0) -> BatchResult:
     count = len(samples[0]) if samples else 0
-    with tempfile.TemporaryDirectory(prefix="tinyrps-batch.") as work:
+    with temp_dir("batch") as work:
         work = Path(work)
         (work / "samples.bin").write_bytes(samples_file_bytes(list(specs), samples))
         command = qemu_command(elf, pte, MODE_BATCH, board, flags) + [

@@ -39,13 +39,13 @@ import bisect
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
 from ..errors import UserError
+from ..tempdirs import temp_dir
 
 MODEL_VERSION = 1
 ESTIMATE_NOTE = "an estimate from the executed instructions and a per-core timing model, not a measurement"
@@ -405,7 +405,7 @@ def measure_program(pte, described, quick: bool = False) -> Optional[dict]:
     first = [images_as_input(samples[:1])] if hasattr(samples, "ndim") else [s[:1] for s in samples]
     reference = run_batch(pte, first, elf=elf, board=board.name)
     dis = disassemble(elf, timing.objdump_arch, elf.stat().st_mtime_ns)
-    with tempfile.TemporaryDirectory(prefix="tinyrps-cycles.") as work:
+    with temp_dir("cycles") as work:
         log = run_traced(pte, elf, board.name, first, Path(work))
         with open(log, errors="replace") as lines:
             layers = layer_estimates(trace_segments(lines, dis, timing), reference.layers)

@@ -48,13 +48,13 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import struct
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import UserError
 from ..firmware.boards import DEFAULT_BOARD, KERNEL_SET_NAMES, Board, get_board, kernels_name
+from ..tempdirs import temp_dir
 
 # ELF32 section header flags and types
 SHF_ALLOC = 0x2
@@ -109,7 +109,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
     if image not in IMAGES:
         raise UserError(f"unknown firmware image '{image}'; valid: {', '.join(IMAGES)}")
     spec = get_board(board)
-    with tempfile.TemporaryDirectory(prefix="tinyrps-measure.") as work:
+    with temp_dir("measure") as work:
         pte_path = _as_file(pte, Path(work))
         elf, elf_c = firmware_elf(board, "isa"), firmware_elf(board, "c")
         images = measurement_images() if samples is None else samples

@@ -1,0 +1,79 @@
+"""Temporary folders in the system's temporary folder, and what killed commands left there.
+
+A command's working files (a QEMU board's log, a batch's inputs and results, a size build) go
+into `temp_dir(kind)`: `$TMPDIR/tinyrps-KIND.PID.XXXXXXXX/`, removed when the block ends, by
+an exception or by Ctrl-C alike. A process killed outright (SIGKILL, a closed terminal's SIGHUP,
+the out-of-memory killer) cannot remove its own: the emulators die with it (PDEATHSIG), its
+folders stay. So the first temporary folder a process makes removes those of earlier tinyrps
+processes that are gone: the process id in the name is no running process, the folder is this
+user's, and it has not changed for LEFT_BEHIND_AFTER_S. (Only a process of another PID namespace
+sharing the folder, where the id means nothing, could lose a folder it still uses, and only one it
+left unchanged that long; its clean-up then ignores the loss.)
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+PREFIX = "tinyrps-"
+LEFT_BEHIND_AFTER_S = 3600.0
+_NAME = re.compile(rf"^{re.escape(PREFIX)}[a-z0-9-]+\.(\d+)\.[^/]+$")
+_swept = False
+_sweep_lock = threading.Lock()
+
+
+def temp_dir(kind: str) -> tempfile.TemporaryDirectory:
+    """A new temporary folder for `kind` (a word: "qemu", "batch", ...), removed on cleanup()."""
+    sweep_once()
+    return tempfile.TemporaryDirectory(prefix=f"{PREFIX}{kind}.{os.getpid()}.", ignore_cleanup_errors=True)
+
+
+def sweep_once() -> None:
+    """Remove what gone processes left (left_behind), once per process."""
+    global _swept
+    with _sweep_lock:
+        if _swept:
+            return
+        _swept = True
+    for folder in left_behind(Path(tempfile.gettempdir())):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def left_behind(root: Path, now: float = None) -> list:
+    """The temporary folders under `root` of tinyrps processes that no longer run (see the module
+    docstring), oldest first."""
+    now = time.time() if now is None else now
+    found = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    for entry in entries:
+        match = _NAME.match(entry.name)
+        if match is None:
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if (entry.is_dir(follow_symlinks=False) and info.st_uid == os.getuid()
+                and now - info.st_mtime >= LEFT_BEHIND_AFTER_S and not _running(int(match.group(1)))):
+            found.append((info.st_mtime, Path(entry.path)))
+    return [path for _, path in sorted(found)]
+
+
+def _running(pid: int) -> bool:
+    if pid <= 0:
+        return True         # no process's name: never taken for a gone one
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:         # another user's process: running
+        return True
+    return True
