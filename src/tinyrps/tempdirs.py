@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+from .artifacts import process_alive
+
 PREFIX = "tinyrps-"
 LEFT_BEHIND_AFTER_S = 3600.0
 _NAME = re.compile(rf"^{re.escape(PREFIX)}[a-z0-9-]+\.(\d+)\.[^/]+$")
@@ -44,10 +46,11 @@ def sweep_once() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def left_behind(root: Path, now: float = None) -> list:
+def left_behind(root: Path) -> list:
     """The temporary folders under `root` of tinyrps processes that no longer run (see the module
-    docstring), oldest first."""
-    now = time.time() if now is None else now
+    docstring), oldest first. The temporary folder is shared, unlike the output folders that
+    artifacts.remove_dead_entries tidies: only this user's folders count, and only old ones."""
+    now = time.time()
     found = []
     try:
         entries = list(os.scandir(root))
@@ -62,18 +65,6 @@ def left_behind(root: Path, now: float = None) -> list:
         except OSError:
             continue
         if (entry.is_dir(follow_symlinks=False) and info.st_uid == os.getuid()
-                and now - info.st_mtime >= LEFT_BEHIND_AFTER_S and not _running(int(match.group(1)))):
+                and now - info.st_mtime >= LEFT_BEHIND_AFTER_S and not process_alive(int(match.group(1)))):
             found.append((info.st_mtime, Path(entry.path)))
     return [path for _, path in sorted(found)]
-
-
-def _running(pid: int) -> bool:
-    if pid <= 0:
-        return True         # no process's name: never taken for a gone one
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:         # another user's process: running
-        return True
-    return True
