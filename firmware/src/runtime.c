@@ -645,7 +645,7 @@ static size_t place_working(trt_program *prog) {
 static void fuse_calls(trt_program *prog) {
     for (int k = 0; k + 1 < prog->n_calls; k++) {
         trt_chain_call *a = &prog->calls[k];
-        if (a->op->fuse_next && a->live_until == k + 1 && a->op->fuse_next(&a->p, a->kernel, a[1].op, &a[1].p))
+        if (a->op->fuse_next && a->live_until == k + 1 && a->op->fuse_next(&a->p, &a->kernel, a[1].op, &a[1].p))
             a->out_bytes = a[1].out_bytes;
     }
 }

@@ -45,6 +45,20 @@ def fusion_models() -> dict:
             nn.Conv2d(1, 16, 3, padding=1), nn.MaxPool2d(2),
             nn.Conv2d(16, 20, 3), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(20, 24, 3, stride=2, padding=1), nn.MaxPool2d(2))),
+        # the in-place kernel's shapes (3x3, stride 1, 16 or 32 channels in; conv2d_pooled.c), padded: a
+        # 16 -> 32 layer (14 -> 7), then a 32 -> 12 one whose 7x7 output the pool cuts to 3x3 (its last
+        # row and column are not computed) with 12 channels out (three pairs of pairs)
+        "in_place": lambda: _with_head(nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 12, 3, padding=1), nn.MaxPool2d(2))),
+        # the in-place kernel's shapes without a pool after the first (13x13: odd, every pixel its own
+        # output), a pool after the second (13 -> 6); run on the image built for "in_place", where the
+        # in-place kernel is the only Helium convolution
+        "in_place_unpooled": lambda: _with_head(nn.Sequential(
+            nn.Conv2d(1, 16, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(32, 12, 3, padding=1), nn.MaxPool2d(2))),
         # none fusable: 6 channels (depthwise), 13 channels clamped by ReLU6 through a 54-byte
         # (short) window, then a window of 117 bytes (not whole words)
         "unfused": lambda: _with_head(nn.Sequential(
@@ -72,17 +86,17 @@ def fusion_images() -> np.ndarray:
 @pytest.fixture(scope="module")
 def fusion_programs(fusion_images, tmp_path_factory):
     """name -> exported .pte for the Cortex-M55; "negated": "fused" with the first channel's multiplier of
-    every convolution and depthwise layer negated."""
+    every convolution and depthwise layer negated ("in_place_negated": "in_place" so)."""
     folder = tmp_path_factory.mktemp("fusion")
     cache = {}
 
     def get(name: str):
         if name not in cache:
-            if name == "negated":
-                pte = folder / "negated.pte"
-                data = get("fused")
+            if name.endswith("negated"):
+                pte = folder / f"{name}.pte"
+                data = get(name[:-len("negated")].rstrip("_") or "fused")
                 for operator, position in MULTIPLIERS.items():
-                    edited = folder / f"negated-{operator.split('::')[1]}.pte"
+                    edited = folder / f"{name}-{operator.split('::')[1]}.pte"
                     edited.write_bytes(edited_program(data, operator, constants={position: _negate_first}))
                     data = edited
                 pte.write_bytes(data.read_bytes())
@@ -110,7 +124,7 @@ def _pool_instructions(result) -> list:
 
 
 @pytest.mark.slow     # boots QEMU three times per program
-@pytest.mark.parametrize("name", ["fused", "unfused", "negated"])
+@pytest.mark.parametrize("name", ["fused", "unfused", "negated", "in_place", "in_place_negated", "in_place_unpooled"])
 def test_every_build_matches_the_reference(name, fusion_programs, fusion_images, m55_builds):
     from tinyrps.firmware.qemu import run_batch
     pte = fusion_programs(name)
@@ -152,3 +166,49 @@ def test_the_negated_program_negates_what_it_should(fusion_programs):
     for i in changed:
         a, b = (np.frombuffer(x[i], np.int32) for x in buffers)
         assert b[0] == -a[0] and (a[1:] == b[1:]).all() and a[0] > 0
+
+
+def _conv_variants(result) -> list:
+    """The variant name each convolution of a run bound (its run function: ops/conv2d.c's list)."""
+    from tinyrps.deploy.library import OPERATOR_SOURCES, FIRMWARE_ISAS, variant_rows
+    from tinyrps.firmware.sources import firmware_dir
+    rel = OPERATOR_SOURCES["quantized_conv2d"]["ops"][0]
+    rows = [r for r in variant_rows((firmware_dir() / "src" / rel).read_text(), "quantized_conv2d", rel)
+            if r[0] in FIRMWARE_ISAS["mve"]]
+    return [rows[layer["variant"]][1] for layer in result.layers if layer["op"].endswith("quantized_conv2d")]
+
+
+IN_PLACE = "trt_conv2d_pooled_mve"
+
+
+@pytest.mark.slow
+def test_the_in_place_kernel_takes_its_shapes_with_a_fused_pool(fusion_programs, fusion_images, m55_builds):
+    """3x3 at stride 1 over 16 or 32 channels with a fused pool run read in place; the 20-channel input
+    (fused), the strided layer, and every layer whose pool does not fuse (negated) run as before."""
+    from tinyrps.firmware.qemu import run_batch
+    images = fusion_images[:2]
+    ran = {name: _conv_variants(run_batch(fusion_programs(name), images, elf=m55_builds["mve"]))
+           for name in ("in_place", "fused", "in_place_negated")}
+    assert ran["in_place"] == [IN_PLACE, IN_PLACE], ran
+    assert ran["fused"][0] == IN_PLACE and IN_PLACE not in ran["fused"][1:], ran
+    assert IN_PLACE not in ran["in_place_negated"], ran
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["in_place_negated", "in_place_unpooled"])
+def test_the_in_place_kernel_without_a_pool_matches_the_reference(name, fusion_programs, fusion_images):
+    """The image built for the in_place program keeps only the in-place row of the convolution's Helium
+    variants, so there it binds every layer of its shape, fused or not: the layers whose pools do not
+    fuse (negated) or that have none (unpooled) run its unpooled form, each pixel its own output."""
+    from tinyrps.deploy.firmware_image import program_image_elf
+    from tinyrps.firmware.qemu import run_batch
+    pte = fusion_programs("in_place")
+    layers = run_batch(pte, fusion_images[:1]).layers
+    elf = program_image_elf(pte.read_bytes(), layers, "mps3-an547")
+    other = fusion_programs(name)
+    result = run_batch(other, fusion_images, elf=elf)
+    # the image's only Helium convolution is the in-place one
+    assert [layer["kernels"] for layer in result.layers if layer["op"].endswith("quantized_conv2d")] == ["mve"] * 2
+    expected = reference.reference_int8(other, fusion_images)
+    mismatching = int((result.int8 != expected).any(axis=1).sum())
+    assert mismatching == 0, f"{mismatching} of {len(expected)} images differ from the reference"

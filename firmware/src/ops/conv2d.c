@@ -38,6 +38,9 @@ TRT_ACCEPTS(trt_conv2d_long_mve_accepts, M)
 TRT_BYTES(trt_conv2d_long_mve_scratch_bytes, M)
 TRT_PREPARE(trt_conv2d_long_mve_prepare, M)
 TRT_RUN(trt_conv2d_long_mve, M)
+TRT_ACCEPTS(trt_conv2d_pooled_mve_accepts, M)
+TRT_BYTES(trt_conv2d_pooled_mve_temp_bytes, M)
+TRT_RUN(trt_conv2d_pooled_mve, M)
 TRT_ACCEPTS(trt_conv2d_mve_accepts, M)
 TRT_BYTES(trt_conv2d_mve_scratch_bytes, M)
 TRT_PREPARE(trt_conv2d_mve_prepare, M)
@@ -50,21 +53,31 @@ TRT_RUN_ALONE(trt_conv2d_c, M)
 #undef M
 
 /* Helium: windows over 64 bytes, then any (the short windows' loops: a variant of their own, so that
- * a build without them links none of their code); both take the general kernel's working memory. */
+ * a build without them links none of their code); both take the general kernel's working memory. The
+ * long windows' layers of one shape with a pool fused after them run read in place (conv2d_pooled.c):
+ * fuse_next switches them to it, so it comes after the long windows' row, which binds them first (a
+ * program's own image that keeps only the in-place row binds it directly). */
 static const trt_kernel_variant VARIANTS[] = {
     TRT_MVE_VARIANT(trt_conv2d_long_mve_accepts_p, trt_conv2d_long_mve_scratch_bytes_p, trt_conv2d_long_mve_prepare_p, trt_conv2d_mve_temp_bytes_p, trt_conv2d_long_mve_p)
+    TRT_MVE_VARIANT(trt_conv2d_pooled_mve_accepts_p, trt_conv2d_long_mve_scratch_bytes_p, trt_conv2d_long_mve_prepare_p, trt_conv2d_pooled_mve_temp_bytes_p, trt_conv2d_pooled_mve_p)
     TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_conv2d_mve, trt_conv2d_mve))
     TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_conv2d_dsp, trt_conv2d_dsp))
     TRT_C_VARIANT(NULL, trt_conv_sums_bytes_p, trt_conv_prepare_sums_p, NULL, trt_conv2d_c_p)
 };
 
-/* A max pool after the layer: the long windows' Helium kernel may pool its sums itself. The kernel is
- * known by its function, not its place in VARIANTS: a program's own image leaves out the rows no call
- * binds, and the general kernel then comes first. */
-static int fuse_next(trt_params *p, const trt_kernel_variant *kernel, const trt_operator *next, trt_params *next_p) {
+/* A max pool after the layer: the long windows' Helium kernel may pool its sums itself, and then runs
+ * read in place when its in-place row takes the layer. The kernels are known by their functions, not
+ * their places in VARIANTS: a program's own image leaves out the rows no call binds. */
+static int fuse_next(trt_params *p, const trt_kernel_variant **kernel, const trt_operator *next, trt_params *next_p) {
 #if TRT_HAVE_MVE
-    if (kernel->accepts == trt_conv2d_long_mve_accepts_p && trt_is_max_pool(next))
-        return trt_conv2d_mve_fuse_pool(&p->quantized_conv2d, &next_p->quantized_max_pool2d);
+    const trt_kernel_variant *k = *kernel;
+    if ((k->accepts == trt_conv2d_long_mve_accepts_p || k->accepts == trt_conv2d_pooled_mve_accepts_p) &&
+        trt_is_max_pool(next)) {
+        if (!trt_conv2d_mve_fuse_pool(&p->quantized_conv2d, &next_p->quantized_max_pool2d)) return 0;
+        for (const trt_kernel_variant *v = VARIANTS; v < VARIANTS + sizeof VARIANTS / sizeof VARIANTS[0]; v++)
+            if (v->accepts == trt_conv2d_pooled_mve_accepts_p && v->accepts(p)) *kernel = v;
+        return 1;
+    }
 #endif
     (void)p, (void)kernel, (void)next, (void)next_p;
     return 0;

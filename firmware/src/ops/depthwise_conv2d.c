@@ -59,7 +59,7 @@ static const trt_kernel_variant VARIANTS[] = {
 /* A max pool after the layer: the one-gather Helium kernel may pool its sums itself. It comes first,
  * so a call it accepts has bound it; asked so, not by its place in VARIANTS nor by its entry points,
  * which a program's own image leaves out when no call binds it. */
-static int fuse_next(trt_params *p, const trt_kernel_variant *kernel, const trt_operator *next, trt_params *next_p) {
+static int fuse_next(trt_params *p, const trt_kernel_variant **kernel, const trt_operator *next, trt_params *next_p) {
 #if TRT_HAVE_MVE
     if (trt_depthwise_mve_accepts(&p->quantized_depthwise_conv2d) && trt_is_max_pool(next))
         return trt_depthwise_mve_fuse_pool(&p->quantized_depthwise_conv2d, &next_p->quantized_max_pool2d);

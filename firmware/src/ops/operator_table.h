@@ -62,12 +62,13 @@ struct trt_operator {
     const trt_kernel_variant *variants;                     /* fastest first; the last one is plain C */
     uint8_t n_variants;
     /* NULL, or: take on the work of the next call (next, bound to next_p) in this call's kernel
-     * (`kernel`, the variant it bound), bit for bit, changing both calls' parameters (1), or leave
-     * both as they are (0). Fused, the kernel writes no more of its out than the first bytes, as
-     * many as the next call's out has, from which the next call then makes its own out. The loader
-     * asks only when the next call is the last reader of this call's output, which no caller reads
+     * (*kernel, the variant it bound, which the operator may change to another of its variants with
+     * the same scratch and prepare), bit for bit, changing both calls' parameters (1), or leave both
+     * as they are (0). Fused, the kernel writes no more of its out than the first bytes, as many as
+     * the next call's out has, from which the next call then makes its own out. The loader asks
+     * only when the next call is the last reader of this call's output, which no caller reads
      * (runtime.c, fuse_calls); the operator checks the rest. */
-    int (*fuse_next)(trt_params *p, const trt_kernel_variant *kernel, const trt_operator *next, trt_params *next_p);
+    int (*fuse_next)(trt_params *p, const trt_kernel_variant **kernel, const trt_operator *next, trt_params *next_p);
 };
 
 /* Whether op is cortex_m::quantized_max_pool2d (either overload's row). */

@@ -75,7 +75,7 @@ OPERATOR_SOURCES = {
     "quantized_conv2d": {
         "ops": ("ops/conv2d.c", "ops/conv_common.c", "kernels/weight_sums.c"),
         "c": ("kernels/c/conv2d.c", "kernels/c/dot_s8.c"), "dsp": ("kernels/dsp/conv2d.c",),
-        "mve": ("kernels/mve/conv2d.c",)},
+        "mve": ("kernels/mve/conv2d.c", "kernels/mve/conv2d_pooled.c")},
     "quantized_depthwise_conv2d": {
         "ops": ("ops/depthwise_conv2d.c", "ops/conv_common.c", "kernels/weight_sums.c"),
         "c": ("kernels/c/depthwise_conv2d.c",),

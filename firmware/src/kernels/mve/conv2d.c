@@ -26,7 +26,7 @@
  *                                  multiplier[oc], shift[oc]) + output_offset, act_min, act_max)
  * which is the maximum of the four pixels' outputs when every multiplier >= 0 and no sum plus bias
  * leaves int32 (both checked when fusing): only the pixels the pool reads are computed, the four
- * of each window in turn (finish_pooled), and the pooled values written at the start of `output`.
+ * of each window in turn (trt_mve_finish_pooled), and the pooled values written at the start of `output`.
  *
  * Groups and dilation: a window is then gathered tap by tap (kernel_c bytes of its group's
  * channels per tap, taps dilation apart), group by group, each group against its own output
@@ -43,6 +43,7 @@
 #include "../weight_sums.h"
 #include "kernels_mve.h"
 #include "mve_load.h"
+#include "mve_finish_pooled.h"
 #include "mve_padding.h"
 #include "mve_requantize.h"
 
@@ -415,8 +416,9 @@ static void run_short_dots(int32_t n, const int8_t *x0, const int8_t *x1, const 
 
 /*
  * The requantization of whole groups of four channels, in assembly: finish_groups (a block's
- * three pixels, each its own output) and finish_pooled (one output pixel of a fused 2x2 max
- * pool: the maximum of four pixels' sums, then one requantization).
+ * three pixels, each its own output) and trt_mve_finish_pooled (one output pixel of a fused 2x2
+ * max pool: the maximum of four pixels' sums, then one requantization; mve_finish_pooled.h, also
+ * conv2d_pooled.c's).
  *
  * Arithmetic: the C's own operations in its order (a gather of four channels' sums from acc,
  * the folded bias, trt_mve_output_per_lane's steps, VSTRB.32), so its bytes bit for bit. The
@@ -435,8 +437,9 @@ static void run_short_dots(int32_t n, const int8_t *x0, const int8_t *x1, const 
  * words; moved 48 bytes a group), r4 r5 r6 their outputs, r7 folded bias, r8 multipliers, r9
  * shifts, r10 output offset, lr the loop; q0 the gather offsets {0, 3, 6, 9} (words), q1/q2
  * act_min/act_max, q3 bias, q4 multipliers, q5 shifts, q6 a pixel's values, q7 a temporary.
- * finish_pooled: r1 r2 r3 r4 the four pixels' bases, which stay; the offsets q0 move by 12
- * words a group instead (r9 holds 12); r5 the output, r6 r7 r8 bias, multipliers, shifts.
+ * trt_mve_finish_pooled: r1 r2 r3 r4 the four pixels' bases, which stay; the offsets q0 (the
+ * job's: {0, 3, 6, 9} here) move by the job's step a group instead (r9: 12 words here); r5 the
+ * output, r6 r7 r8 bias, multipliers, shifts.
  */
 typedef struct {
     const int32_t *acc;                 /* 0 */
@@ -444,13 +447,6 @@ typedef struct {
     const int32_t *folded, *multipliers, *shifts;   /* 16, 20, 24 */
     int32_t groups, output_offset, act_min, act_max; /* 28 .. 40 */
 } finish_job;
-
-typedef struct {
-    const int32_t *base[4];             /* 0: the four pixels' sums (acc[3 oc + k] of their blocks) */
-    int8_t *out;                        /* 16 */
-    const int32_t *folded, *multipliers, *shifts;   /* 20, 24, 28 */
-    int32_t groups, output_offset, act_min, act_max; /* 32 .. 44 */
-} pooled_job;
 
 /* q6: four channels' sums (bias not yet added) -> requantized, clamped, stored at out */
 #define TRT_FINISH_CHAIN(out)                           \
@@ -504,7 +500,7 @@ static __attribute__((naked, noinline)) void finish_groups(const finish_job *job
         "pop      {r4-r10, pc}\n\t");
 }
 
-static __attribute__((naked, noinline)) void finish_pooled(const pooled_job *job) {
+__attribute__((naked, noinline)) void trt_mve_finish_pooled(const trt_pooled_job *job) {
     (void)job;
     __asm__ volatile(
         "push     {r4-r10, lr}\n\t"
@@ -513,8 +509,8 @@ static __attribute__((naked, noinline)) void finish_pooled(const pooled_job *job
         "vdup.32  q1, r12\n\t"
         "vdup.32  q2, lr\n\t"
         "dls      lr, r9\n\t"
-        "movs     r9, #12\n\t"
-        TRT_EVERY_THIRD
+        "vldrw.u32    q0, [r0, #48]\n\t"     /* the offsets */
+        "ldr      r9, [r0, #64]\n\t"         /* the step */
         "1:\n\t"
         "vldrw.u32    q3, [r6], #16\n\t"
         "vldrw.u32    q6, [r1, q0, uxtw #2]\n\t"
@@ -785,16 +781,16 @@ static void pointwise_block(const trt_conv_params *p, workspace *ws, int32_t fir
 
 /* The output pixels of a fused 2x2 max pool: the four pixels of each window in turn, three a
  * block into the two halves of acc alternately; once a window's fourth pixel is in, its four
- * sums (in one or two blocks) are pooled and requantized (finish_pooled). Window t's pixels are
+ * sums (in one or two blocks) are pooled and requantized (trt_mve_finish_pooled). Window t's pixels are
  * 4t .. 4t + 3 of the sequence, block s / 3 (its half: the block's parity), place s % 3; four
  * blocks are three windows, so the places repeat every three windows: three jobs made once. */
 static inline __attribute__((always_inline)) void run_pooled(const trt_conv_params *p, workspace *ws, int8_t *out,
                                                              const int general) {
     const int32_t half = ((p->out_c + 1) & ~1) * PIXELS, pixels = 4 * p->pooled_h * p->pooled_w;
-    pooled_job jobs[3];
+    trt_pooled_job jobs[3];
     for (int32_t t = 0; t < 3; t++) {
-        jobs[t] = (pooled_job){{NULL}, NULL, p->folded_bias, p->multipliers, p->shifts, p->out_c / 4,
-                               p->output_offset, p->activation_min, p->activation_max};
+        jobs[t] = (trt_pooled_job){{NULL}, NULL, p->folded_bias, p->multipliers, p->shifts, p->out_c / 4,
+                                   p->output_offset, p->activation_min, p->activation_max, {0, 3, 6, 9}, 12};
         for (int32_t i = 0; i < 4; i++) {
             const int32_t s = 4 * t + i, b = s / PIXELS;
             jobs[t].base[i] = ws->acc + (b & 1) * half + (s - b * PIXELS);
@@ -808,7 +804,7 @@ static inline __attribute__((always_inline)) void run_pooled(const trt_conv_para
         done += count;
         if ((done & ~3) <= done - count) continue;   /* no window completed in this block */
         jobs[phase].out = out;
-        finish_pooled(&jobs[phase]);
+        trt_mve_finish_pooled(&jobs[phase]);
         out += p->out_c;
         phase = phase == 2 ? 0 : phase + 1;
     }

@@ -18,6 +18,11 @@ int trt_conv2d_long_mve_accepts(const trt_conv_params *p);
 size_t trt_conv2d_long_mve_scratch_bytes(const trt_conv_params *p);
 void trt_conv2d_long_mve_prepare(trt_conv_params *p, void *scratch);
 void trt_conv2d_long_mve(const trt_conv_params *p, void *temp);
+/* The long windows' layers of a 3x3 kernel at stride 1 over 16 or 32 channels, read in place from an
+ * image padded once per call; the loader switches a layer to it when it fuses the pool after it. */
+int trt_conv2d_pooled_mve_accepts(const trt_conv_params *p);
+size_t trt_conv2d_pooled_mve_temp_bytes(const trt_conv_params *p);
+void trt_conv2d_pooled_mve(const trt_conv_params *p, void *temp);
 /* Fuse the 2x2 max pool that alone reads p's output into p, if exact (1; pool becomes a copy), else 0. */
 int trt_conv2d_mve_fuse_pool(trt_conv_params *p, trt_max_pool_params *pool);
 /* What the fusions of the Helium layers share (conv2d.c); reach: the largest |sum| of a window. */
