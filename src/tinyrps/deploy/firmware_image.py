@@ -13,9 +13,11 @@ the firmware's with
 - each selected ops/ file's variant list without the rows no call binds (of every ISA the build
   compiles, plain C included), so that the linker (--gc-sections) drops their kernels.
 Every kept call binds the same variant as on the generic image: the rows before its variant did not
-accept it there, and those kept are still before it. The measurement checks this on the image itself
-(the same kernels, instructions and outputs per call). One build per distinct selection, cached by
-it (tinyrps.firmware.build).
+accept it there, and those kept are still before it; a call the loader moved to another row when it
+fused the next call into it (ops/conv2d.c, fuse_next) ran that row, and the row it bound first, left
+out, no longer comes before it: there it binds that row directly, and the fusion keeps it. The
+measurement checks this on the image itself (the same kernels, instructions and outputs per call).
+One build per distinct selection, cached by it (tinyrps.firmware.build).
 """
 from __future__ import annotations
 
