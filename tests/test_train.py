@@ -25,6 +25,21 @@ def test_run_writes_checkpoint_metrics_and_plots(trained_run):
     assert not list(trained_run.glob("*.tmp*")) and not list(trained_run.glob(".*tmp"))
 
 
+def test_the_last_epochs_weights_are_kept(trained_run, data_dir):
+    """model.pt holds the last epoch's weights (arch.CHECKPOINT_RULE), recorded in the run's config:
+    its validation loss is the last epoch's, not that of the epoch with the best accuracy."""
+    from tinyrps.data import load_split
+    from tinyrps.model import load_model
+    from tinyrps.train import evaluate_split
+    config = json.loads((trained_run / "config.json").read_text())
+    assert config["checkpoint_rule"] == "last-epoch"
+    epochs = json.loads((trained_run / "metrics.json").read_text())["epochs"]
+    loss, accuracy, _ = evaluate_split(load_model(trained_run / "model.pt"), *load_split(data_dir, "val"))
+    gaps = [abs(loss - e["val_loss"]) for e in epochs]
+    assert gaps.index(min(gaps)) == len(epochs) - 1 and gaps[-1] < 1e-5 * loss, gaps
+    assert accuracy == epochs[-1]["val_accuracy"]
+
+
 @pytest.mark.slow     # trains twice
 def test_same_seed_same_model(tmp_path, data_dir):
     a = train(TrainConfig(data=str(data_dir), epochs=1, seed=3), tmp_path / "a", quiet=True)

@@ -218,7 +218,7 @@ def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) ->
         "reused": reused,
         "data": info,
         "arch": metrics["arch"],
-        "training": {"epochs": metrics["epochs"], "best_val_accuracy": metrics["best_val_accuracy"],
+        "training": {"epochs": metrics["epochs"], "val_accuracy": metrics["val_accuracy"],
                      **({"machine": metrics["machine"]} if "machine" in metrics else {})},
         "measure": measurements,
         "eval": evaluation,

@@ -337,8 +337,8 @@ def write_report(out: Path, summary: dict) -> None:
         f"![training images]({rel(out / 'data' / 'preview.png')})",
         "## Training",
         arch_line(summary.get("arch")) +
-        f"{epochs} epoch{'s' if epochs != 1 else ''}, best validation accuracy "
-        f"{entry_accuracy(summary['training'], split_images(summary['data'], 'val'), key='best_val_accuracy')}"
+        f"{epochs} epoch{'s' if epochs != 1 else ''}, the last epoch's weights kept: validation accuracy "
+        f"{entry_accuracy(summary['training'], split_images(summary['data'], 'val'), key='val_accuracy')}"
         "." + trained_on(summary["training"]),
         f"![training curves]({rel(out / 'run' / 'curves.png')}) ![confusion matrix]({rel(out / 'run' / 'confusion.png')})",
         "## Accuracy",

@@ -1,4 +1,5 @@
-"""Training: Adam + cross-entropy on the synthetic train split, best checkpoint by val accuracy.
+"""Training: Adam + cross-entropy on the synthetic train split; the weights kept are the last
+epoch's, where the cosine schedule ends (arch.CHECKPOINT_RULE).
 
 With a teacher (`--teacher RUN`, a trained run of any architecture on the same data), the
 loss is knowledge distillation: (1 - a) * CE(student, labels) + a * T^2 * KL(softmax(teacher
@@ -29,7 +30,7 @@ from torch import nn
 from .artifacts import atomic_write_bytes, atomic_write_json, data_identity, data_info, sha256_file, staged_folder
 from .data import load_split
 from .errors import UserError
-from .arch import DISTILL_ALPHA, DISTILL_TEMPERATURE, default_epochs, describe_arch, parse_arch
+from .arch import CHECKPOINT_RULE, DISTILL_ALPHA, DISTILL_TEMPERATURE, default_epochs, describe_arch, parse_arch
 from .model import TinyRPS, images_to_tensor
 from .machine import torch_record
 from .progress import progress_bar, say
@@ -48,6 +49,7 @@ class TrainConfig:
     teacher: Optional[str] = None   # a run folder to distil from (None: plain cross-entropy)
     distill_alpha: Optional[float] = None        # weight a of the distillation term (None: DISTILL_ALPHA)
     distill_temperature: Optional[float] = None  # temperature T (None: DISTILL_TEMPERATURE)
+    checkpoint_rule: str = CHECKPOINT_RULE   # which epoch's weights are kept (recorded)
 
 
 @dataclass
@@ -129,7 +131,7 @@ def evaluate_split(model, images, labels) -> tuple:
 
 
 def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = True) -> dict:
-    """Train, keep the best checkpoint by validation accuracy, and score it on the test split
+    """Train, keep the last epoch's weights, and score them on the test split
     (test_split=False leaves the test split untouched: for candidates of a search, whose
     pick must not see it)."""
     arch = parse_arch(config.arch)
@@ -149,10 +151,10 @@ def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = 
         with deterministic(config.seed, TRAINING_THREADS):
             if teacher is not None:
                 teacher.logits = teacher_logits(teacher, splits["train"][0], info)
-            history, best_acc, model = fit(config, arch, splits["train"], splits["val"], folder, quiet, teacher)
+            history, val_acc, model = fit(config, arch, splits["train"], splits["val"], folder, quiet, teacher)
             identity = data_identity(info, info_sha256)
             metrics = {"config": asdict(config), "arch": describe_arch(arch), "data": identity, "epochs": history,
-                       "best_val_accuracy": best_acc, "machine": torch_record(TRAINING_THREADS)}
+                       "val_accuracy": val_acc, "machine": torch_record(TRAINING_THREADS)}
             if teacher is not None:
                 metrics["teacher"] = teacher.record(config)
             if test_split:
@@ -169,7 +171,7 @@ def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = 
         if test_split:
             plot_confusion(test_y, test_logits.argmax(1), folder / "confusion.png",
                            title=f"test split, accuracy {test_acc:.2%}")
-    say(f"best val accuracy {best_acc:.2%}" + (f", test accuracy {metrics['test_accuracy']:.2%}" if test_split else "")
+    say(f"val accuracy {val_acc:.2%}" + (f", test accuracy {metrics['test_accuracy']:.2%}" if test_split else "")
         + f" -> {out / 'model.pt'}", quiet)
     return metrics
 
@@ -233,8 +235,8 @@ def teacher_logits(teacher: Teacher, train_x: np.ndarray, info: dict) -> np.ndar
 
 
 def fit(config: TrainConfig, arch, train_split, val_split, out: Path, quiet: bool, teacher: Teacher = None) -> tuple:
-    """Train for config.epochs; save the best checkpoint by val accuracy to OUT/model.pt.
-    Returns (per-epoch history, best val accuracy, the model with the best weights)."""
+    """Train for config.epochs; save the last epoch's weights to OUT/model.pt (arch.CHECKPOINT_RULE).
+    Returns (per-epoch history, their val accuracy, the model)."""
     (train_x, train_y), (val_x, val_y) = train_split, val_split
     model = TinyRPS(arch)
     init_weights(model)
@@ -243,7 +245,7 @@ def fit(config: TrainConfig, arch, train_split, val_split, out: Path, quiet: boo
     generator = torch.Generator().manual_seed(config.seed)
     x, y = images_to_tensor(train_x), torch.from_numpy(train_y)
     soft = torch.from_numpy(teacher.logits) if teacher is not None else None
-    history, best_acc, best_state = [], -1.0, None
+    history = []
     with progress_bar(quiet) as bar:
         for epoch in range(1, config.epochs + 1):
             task = bar.add_task(f"epoch {epoch}/{config.epochs}", total=len(x), status="")
@@ -253,11 +255,8 @@ def fit(config: TrainConfig, arch, train_split, val_split, out: Path, quiet: boo
             val_loss, val_acc, _ = evaluate_split(model, val_x, val_y)
             history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc})
             bar.update(task, status=f"loss {train_loss:.4f}  val acc {val_acc:.2%}")
-            if val_acc > best_acc:
-                best_acc, best_state = val_acc, {k: v.clone() for k, v in model.state_dict().items()}
-                save_checkpoint(best_state, out / "model.pt")
-    model.load_state_dict(best_state)
-    return history, best_acc, model
+    save_checkpoint(model.state_dict(), out / "model.pt")
+    return history, history[-1]["val_accuracy"], model
 
 
 def save_checkpoint(state_dict, path: Path) -> None:

@@ -5,7 +5,7 @@ channel widths of three convolutions, whether the second and third halve the
 feature map by a stride or by a max-pool, what the classifier reads (the whole map, flattened, or
 the map pooled down to one pixel: each channel's largest value wherever the letter is), and the
 width of the hidden fully connected layer. A candidate is trained
-briefly (CANDIDATE_EPOCHS; the validation split picks its checkpoint; the test split is never
+briefly (CANDIDATE_EPOCHS; the last epoch's weights are kept; the test split is never
 read), exported for the NPU target, and measured:
 
     val_accuracy       int8, the target program's TOSA graph on the validation split (npu-ref)
@@ -80,7 +80,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .arch import CANDIDATE_EPOCHS, PICK_ACCURACY, TUNED_EPOCHS, Layer, feature_shape, parse_arch, pooled
+from .arch import CANDIDATE_EPOCHS, CHECKPOINT_RULE, PICK_ACCURACY, TUNED_EPOCHS, Layer, feature_shape, parse_arch, pooled
 from .artifacts import atomic_write_json
 from .errors import UserError, one_line
 from .progress import console, progress_bar, say
@@ -312,9 +312,10 @@ def sampler_for(settings: TuneSettings, trials_so_far: int):
 
 def study_settings(settings: TuneSettings) -> dict:
     """What makes trials of one study comparable: the same target, data, constraints and training."""
+    # the checkpoint rule: a study whose candidates kept another epoch's weights scored them otherwise
     mine = {"target": settings.target, "data": str(settings.data.resolve()), "max_npu_ms": settings.max_npu_ms,
             "max_program_bytes": settings.max_program_bytes, "candidate_epochs": settings.candidate_epochs,
-            "seed": settings.seed}
+            "seed": settings.seed, "checkpoint_rule": CHECKPOINT_RULE}
     if settings.teacher:    # a study made before distillation existed names none, and matches a plain one
         mine.update(teacher=str(settings.teacher), distill_alpha=settings.distill_alpha,
                     distill_temperature=settings.distill_temperature)
