@@ -181,7 +181,7 @@ def first_draws(seed: int, name: str) -> list:
 def test_the_benchmark_split_left_every_other_split_and_probe_set_as_it_was():
     for (seed, name), draws in FIRST_DRAWS.items():
         assert first_draws(seed, name) == draws, (seed, name)
-    assert set(data.PROBE_STREAMS) == set(data.PROBES) and set(data.SPLIT_STREAMS) == set(data.SPLITS)
+    assert set(data.PROBE_STREAMS) == set(data.PROBES) and set(data.SPLIT_STREAMS) == {*data.SPLITS, data.SELECT}
     streams = list(data.SPLIT_STREAMS.values()) + list(data.PROBE_STREAMS.values())
     assert len(set(streams)) == len(streams)
     # what probe_set draws is that stream
@@ -189,6 +189,17 @@ def test_the_benchmark_split_left_every_other_split_and_probe_set_as_it_was():
     rng = np.random.default_rng(np.random.SeedSequence([3, data.PROBE_STREAMS["small"]]))
     expected = np.repeat(np.arange(3), 5)[rng.permutation(15)]
     assert np.array_equal(labels, expected) and np.array_equal(images, data.render(expected, rng, data.PROBES["small"]))
+
+
+def test_the_tunes_selection_split_is_deterministic_its_own_and_as_large_as_the_benchmark(tmp_path):
+    data.make_data(tmp_path / "d", seed=3, per_class=60, quiet=True)
+    images, labels = data.select_split(tmp_path / "d")
+    again, _ = data.select_split(tmp_path / "d")
+    benchmark, _ = data.load_split(tmp_path / "d", "benchmark")
+    assert digest(images) == digest(again) and np.bincount(labels).tolist() == [10, 10, 10]
+    assert len(images) == len(benchmark) and digest(images) != digest(benchmark)
+    assert digest(images) == digest(data.make_split(data.SELECT, 10, seed=3)[0])
+    assert not (tmp_path / "d" / "select.npz").exists()      # no data set holds it
 
 
 def test_the_benchmark_split_is_deterministic_and_its_own():

@@ -6,15 +6,16 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from script_module import load_script
 
 from tinyrps.arch import feature_shape
 from tinyrps.model import ARCHITECTURES, parse_arch
-from tinyrps.tune import (ACCURACY_MARGIN, DIRECTIONS, PICK_ACCURACY, SPACE, TuneSettings, arch_of,
-                          next_trial_fits, own_retraining, pick_best, pick_within, retraining_estimate,
-                          search)
+from tinyrps.tune import (ACCURACY_MARGIN, DIRECTIONS, PICK_ACCURACY, SELECT_ACCURACY, SPACE, TuneSettings, arch_of,
+                          choose_finalist, finalists_of, next_trial_fits, own_retraining, pick_best, pick_within,
+                          retraining_estimate, search)
 
 TINY = ("--candidate-epochs", "1", "--epochs", "1", "--minutes", "30")
 
@@ -44,15 +45,19 @@ def test_the_budget_keeps_room_for_the_final_retraining():
 
 
 def test_the_retraining_is_estimated_from_the_cost_per_epoch(tmp_path):
-    """Not from a whole candidate's time scaled by epochs: most of a candidate is export and measurement."""
-    settings = TuneSettings(data=tmp_path, out=tmp_path, candidate_epochs=2, epochs=10, pick_seeds=3)
+    """Not from a whole candidate's time scaled by epochs: most of a candidate is export and measurement.
+    The final stage trains each finalist once and the pick with each other seed: with two finalists and
+    three seeds, four trainings."""
+    settings = TuneSettings(data=tmp_path, out=tmp_path, candidate_epochs=2, epochs=10, pick_seeds=3, finalists=2)
     costs = [{"cost": 30.0, "epoch": 5.0, "rest": 20.0}, {"cost": 40.0, "epoch": 6.0, "rest": 28.0},
              {"cost": 20.0, "epoch": 3.0, "rest": 14.0}]
-    assert retraining_estimate(costs, settings) == pytest.approx(3 * (10 * 5.0 + 20.0))
+    assert retraining_estimate(costs, settings) == pytest.approx(4 * (10 * 5.0 + 20.0))
     assert retraining_estimate([], settings) == 0.0
     dear = {"cost": 60.0, "training_cost": 20.0}      # 10 s an epoch, 40 s outside training
-    assert own_retraining(dear, settings) == pytest.approx(3 * (10 * 10.0 + 40.0))
+    assert own_retraining(dear, settings) == pytest.approx(4 * (10 * 10.0 + 40.0))
     checked = {**dear, "check_cost": 15.0}      # and each seed's check on the benchmark split
+    assert own_retraining(checked, settings) == pytest.approx(4 * (10 * 10.0 + 40.0 + 15.0))
+    settings.finalists = 1
     assert own_retraining(checked, settings) == pytest.approx(3 * (10 * 10.0 + 40.0 + 15.0))
     settings.retrain = False
     assert retraining_estimate(costs, settings) == 0.0
@@ -62,7 +67,7 @@ def test_the_pick_is_made_among_the_candidates_whose_retraining_fits_what_is_lef
     """A dear candidate does not hold back room for itself while the search runs; at the end a cheaper
     one is picked instead when its retraining fits and it is as accurate within the margin, and the
     dear one all the same (past the budget) when none is: time is not bought with accuracy."""
-    settings = TuneSettings(data=tmp_path, out=tmp_path, candidate_epochs=2, epochs=10, pick_seeds=3)
+    settings = TuneSettings(data=tmp_path, out=tmp_path, candidate_epochs=2, epochs=10, pick_seeds=3, finalists=1)
     cheap = {"number": 0, "val_accuracy": 0.991, "npu_ms": 0.04, "program_bytes": 30_000, "cost": 20.0,
              "training_cost": 6.0}                          # retraining 3 x (10 x 3 + 14) = 132 s
     dear = {"number": 1, "val_accuracy": 0.992, "npu_ms": 0.03, "program_bytes": 30_000, "cost": 60.0,
@@ -76,6 +81,41 @@ def test_the_pick_is_made_among_the_candidates_whose_retraining_fits_what_is_lef
     assert pick_within([dear, poor], settings, left=200.0)["number"] == 1     # poor is far less accurate
     settings.retrain = False
     assert pick_within(front, settings, left=0.0)["number"] == 1
+
+
+def test_the_finalists_are_the_pick_and_the_most_accurate_faster_candidates_that_fit(tmp_path):
+    """The pick, then front candidates faster than it, the most accurate first; one whose own training
+    does not fit beside the pick's three seeds is passed over for the next."""
+    settings = TuneSettings(data=tmp_path, out=tmp_path, candidate_epochs=2, epochs=10, pick_seeds=3, finalists=3)
+
+    def candidate(number, accuracy, ms, epoch_seconds):    # 2 epochs of training, 10 s outside it
+        return {"number": number, "val_accuracy": accuracy, "npu_ms": ms, "program_bytes": 20_000,
+                "cost": 2 * epoch_seconds + 10.0, "training_cost": 2 * epoch_seconds}
+    pick = candidate(0, 0.990, 0.040, 3.0)          # one training: 10 x 3 + 10 = 40 s
+    slower = candidate(1, 0.995, 0.050, 3.0)
+    good = candidate(2, 0.985, 0.030, 3.0)
+    dear = candidate(3, 0.980, 0.020, 9.0)          # 100 s
+    poor = candidate(4, 0.950, 0.010, 2.0)          # 30 s
+    front = [pick, slower, good, dear, poor]
+    numbers = lambda chosen: [c["number"] for c in chosen]     # noqa: E731
+    assert numbers(finalists_of(front, pick, settings, left=None)) == [0, 2, 3]
+    assert numbers(finalists_of(front, pick, settings, left=3 * 40 + 40 + 100)) == [0, 2, 3]
+    assert numbers(finalists_of(front, pick, settings, left=3 * 40 + 40 + 99)) == [0, 2, 4]
+    assert numbers(finalists_of(front, pick, settings, left=3 * 40)) == [0]
+    settings.finalists = 1
+    assert numbers(finalists_of(front, pick, settings, left=None)) == [0]
+
+
+def test_the_pick_is_the_fastest_finalist_at_the_selection_bar_else_the_most_accurate():
+    def finalist(number, ms, correct):
+        return {"number": number, "npu_ms": ms, "program_bytes": 20_000, "select_correct": correct,
+                "select_images": 3000, "select_accuracy": correct / 3000}
+    slow, fast, faster = finalist(0, 0.05, 2994), finalist(1, 0.03, 2989), finalist(2, 0.02, 2987)
+    assert SELECT_ACCURACY == 0.996
+    assert choose_finalist([slow, fast, faster])["number"] == 1          # 2,988 of 3,000 is the bar
+    assert choose_finalist([slow, faster])["number"] == 0
+    assert choose_finalist([finalist(0, 0.05, 2980), finalist(1, 0.03, 2984), finalist(2, 0.02, 2984)])["number"] == 2
+    assert choose_finalist([finalist(0, 0.05, 2980)])["number"] == 0
 
 
 def test_a_dear_early_pick_does_not_stop_the_search(tmp_path):
@@ -130,7 +170,9 @@ def run_search(tmp_path, stretch: float, minutes: float, dear_first: bool = Fals
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(directions=list(DIRECTIONS), sampler=optuna.samplers.TPESampler(seed=0))
-    settings = TuneSettings(data=tmp_path, out=tmp_path, minutes=minutes, candidate_epochs=2, epochs=10, pick_seeds=3)
+    # one finalist, the pick itself: the final stage is the pick's three seeds
+    settings = TuneSettings(data=tmp_path, out=tmp_path, minutes=minutes, candidate_epochs=2, epochs=10, pick_seeds=3,
+                            finalists=1)
     spent = search(study, settings, quiet=True, clock=clock, evaluate=evaluate)
     return measured, spent
 
@@ -272,7 +314,27 @@ def test_tune_writes_candidates_front_and_the_retrained_pick(tuned):
     assert final["mcu_instructions"] > 100_000
     assert json.loads((out / "tune.json").read_text()) == result
     assert (out / "tune.png").stat().st_size > 10_000 and (out / "study.db").is_file()
-    assert (out / "best" / "export" / "ethos-u85-128.pte").is_file()
+    assert Path(final["seeds"][0]["run"]).parent == out / "finalists"
+    assert (Path(final["seeds"][0]["run"]) / "export" / "ethos-u85-128.pte").is_file()
+
+
+@pytest.mark.slow
+def test_the_finalists_are_trained_like_the_pick_and_read_on_the_selection_split(tuned, data_dir):
+    out, result = tuned
+    finalists = result["finalists"]
+    assert finalists[0]["number"] == pick_within(result["pareto"], TuneSettings(data=data_dir, out=out), None)["number"]
+    benchmark = json.loads((data_dir / "data.json").read_text())["splits"]["benchmark"]["images"]
+    for finalist in finalists:
+        assert finalist["number"] in {c["number"] for c in result["pareto"]}
+        assert finalist["select_images"] == benchmark      # rendered as large as the benchmark split
+        assert finalist["select_accuracy"] == finalist["select_correct"] / benchmark
+        run = Path(finalist["run"])
+        assert run == out / "finalists" / f"{finalist['number']:04d}"
+        config = json.loads((run / "config.json").read_text())
+        assert (config["arch"], config["epochs"], config["seed"]) == (finalist["arch"], 1, 0)    # as the pick's
+    assert result["best"]["number"] == choose_finalist(finalists)["number"]
+    chosen = next(f for f in finalists if f["number"] == result["best"]["number"])
+    assert result["final"]["seeds"][0]["run"] == chosen["run"]     # the pick's own seed is its finalist's run
 
 
 @pytest.mark.slow
@@ -293,7 +355,7 @@ def test_the_pick_is_trained_with_each_seed_asked_for(tuned, data_dir):
     config = json.loads((second / "config.json").read_text())
     assert config["seed"] == 1 and config["arch"] == final["arch"]
     assert (second / "export" / "ethos-u85-128.pte").is_file()
-    assert (second / "model.pt").read_bytes() != (out / "best" / "model.pt").read_bytes()
+    assert (second / "model.pt").read_bytes() != (Path(final["seeds"][0]["run"]) / "model.pt").read_bytes()
 
 
 @pytest.mark.slow
@@ -303,7 +365,7 @@ def test_candidates_and_pick_are_taught_by_the_teacher(tuned, trained_run):
     sha = json.loads((trained_run / "config.json").read_text())["checkpoint_sha256"]
     assert result["final"]["teacher"]["run"] == teacher and result["final"]["teacher"]["checkpoint_sha256"] == sha
     assert result["study"]["teacher"] == teacher
-    for run in [out / "best", out / "best-seed1", *(out / "candidates").iterdir()]:
+    for run in [out / "best-seed1", *(out / "finalists").iterdir(), *(out / "candidates").iterdir()]:
         config = json.loads((run / "config.json").read_text())
         assert config["teacher"] == teacher and config["teacher_checkpoint_sha256"] == sha, run
 

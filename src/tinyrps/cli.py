@@ -490,6 +490,7 @@ def cmd_tune(a):
                             max_program_bytes=a.max_program_bytes, storage=a.storage,
                             candidate_epochs=a.candidate_epochs, epochs=a.epochs, seed=a.seed, trials=a.trials,
                             retrain=not a.no_retrain, pick_seeds=a.pick_seeds, pick_accuracy=a.pick_accuracy,
+                            finalists=a.finalists,
                             teacher=a.teacher,
                             distill_alpha=a.distill_alpha, distill_temperature=a.distill_temperature)
     result = tune(settings, quiet=a.quiet or a.json)
@@ -550,7 +551,7 @@ def add_teacher_options(s, tune: bool = False) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .arch import CANDIDATE_EPOCHS, PICK_ACCURACY, TUNED_EPOCHS, epochs_help
+    from .arch import CANDIDATE_EPOCHS, FINALISTS, PICK_ACCURACY, SELECT_ACCURACY, TUNED_EPOCHS, epochs_help
     from .devices import device_names
     from .firmware.boards import BOARDS
     from .labels import EVAL_SPLITS
@@ -751,6 +752,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pick-accuracy", type=fraction, default=PICK_ACCURACY, metavar="A",
                    help="the pick is the fastest candidate whose validation accuracy after its short training "
                    "reaches A (when none does: the fastest within 0.5 points of the best)")
+    s.add_argument("--finalists", type=count, default=FINALISTS, metavar="N",
+                   help="train the pick and up to N-1 faster front candidates like the pick, and take the fastest "
+                   f"that reads {SELECT_ACCURACY * 100:g} %% of the selection split (none: the most accurate)")
     s.add_argument("--seed", type=seed_number, default=0, metavar="S", help="random seed of the search and training")
     s.add_argument("--trials", type=count, metavar="N", help="at most this many candidates in this run "
                    "(default: as many as the budget allows)")

@@ -41,7 +41,11 @@ SPLITS = ("train", "val", "test", "benchmark")
 # The random stream of each split and probe set: SeedSequence([seed, stream]). Fixed for good: the
 # benchmark split came after the probe sets and took the next free stream, so that adding it changed
 # none of the images the other splits and probe sets had (tests/test_data.py holds each stream's first draws).
-SPLIT_STREAMS = {"train": 0, "val": 1, "test": 2, "benchmark": 5}
+# SELECT: the tune's selection split (tinyrps.tune chooses among its finalists on it), the benchmark
+# split's size and held out like it. The tune renders it for itself (select_split): no data set holds it,
+# so adding it changed no data set's files.
+SELECT = "select"
+SPLIT_STREAMS = {"train": 0, "val": 1, "test": 2, "benchmark": 5, SELECT: 6}
 PROBE_STREAMS = {"small": 3, "off-centre": 4}
 # Glyphs are rasterised on a GLYPH x GLYPH canvas, letter about GLYPH_PT tall.
 GLYPH = 96
@@ -363,8 +367,15 @@ def save_probe_sets(data_dir, per_class: int, seed: int) -> dict:
 
 
 def split_rng(seed: int, split: str) -> np.random.Generator:
-    """Independent, disjoint random streams for train / val / test / benchmark from one seed."""
+    """Independent, disjoint random streams for train / val / test / benchmark / select from one seed."""
     return np.random.default_rng(np.random.SeedSequence([seed, SPLIT_STREAMS[split]]))
+
+
+def select_split(data_dir) -> tuple:
+    """(images, labels) of the tune's selection split for the data set in `data_dir`: rendered from the
+    data set's seed on its own stream, as many images a class as its benchmark split."""
+    info, _ = data_info(Path(data_dir))
+    return make_split(SELECT, info["per_class"]["benchmark"], info["seed"])
 
 
 def make_split(split: str, per_class: int, seed: int) -> tuple:

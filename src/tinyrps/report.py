@@ -430,13 +430,15 @@ def tune_rows(result: dict) -> list:
     from .arch import count_macs
     front = {c["number"] for c in result["pareto"]}
     best = (result.get("best") or {}).get("number")
+    finalists = {f["number"] for f in result.get("finalists", [])}
     rows = []
     for c in result["candidates"]:
         name = f"#{c['number']} {c.get('arch') or '?'}"
         if c["state"] != "COMPLETE":
             rows.append([name, "failed", "", "", "", "", ""])
             continue
-        mark = "pick" if c["number"] == best else ("yes" if c["number"] in front else "")
+        mark = "pick" if c["number"] == best else ("final" if c["number"] in finalists else
+                                                   "yes" if c["number"] in front else "")
         if c.get("feasible") is False:
             mark = "over"
         # units live in the title: with the longest spec of the space the table fits 80 columns
@@ -444,6 +446,15 @@ def tune_rows(result: dict) -> list:
                      f"{c['sram_bytes'] / 1024:.0f}", f"{c['program_bytes']:,}", f"{count_macs(c['arch']) / 1e6:.1f}",
                      mark])
     return rows
+
+
+def finalists_line(finalists: list) -> None:
+    """The finalists, each trained like the pick, and what they read of the selection split."""
+    from .arch import SELECT_ACCURACY
+    out_console.print(f"finalists, trained like the pick, on the selection split (npu-ref; the pick: the fastest "
+                      f"at {SELECT_ACCURACY * 100:g} %, else the most accurate): "
+                      + "; ".join(f"#{f['number']} {f['arch']} ({f['npu_ms']:.4f} ms) "
+                                  f"{entry_accuracy(f, key='select_accuracy', prefix='select_')}" for f in finalists))
 
 
 def tune_table(result: dict, out) -> None:
@@ -454,6 +465,8 @@ def tune_table(result: dict, out) -> None:
                 "program; MMAC: millions of multiply-accumulates per inference; over: beyond a limit",
                 TUNE_HEADER, tune_rows(result), text_columns=1)
     final = result.get("final")
+    if result.get("finalists"):
+        finalists_line(result["finalists"])
     if final:
         epochs = f"{final['epochs']} epoch{'s' if final['epochs'] != 1 else ''}"
         out_console.print(f"pick: {final['arch']}, retrained for {epochs}: test accuracy "

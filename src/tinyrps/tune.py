@@ -49,25 +49,31 @@ the idle machine's 11.2 s of wall time. A load that comes after the start is fol
 from the next candidate on, once the load average, less the tune's own training threads, is at
 least the core count (Clock.follow_load; the 1-minute average finds it a minute or two late). The
 search leaves room for the retraining, estimated
-from the candidates' median cost per training epoch times epochs x --pick-seeds, plus their
-median cost outside training, and never more than RESERVE_SHARE of the budget: the room once
+from the candidates' median cost per training epoch times epochs x the final stage's trainings
+(the finalists and the pick's other seeds), plus their median cost outside training, and never more than RESERVE_SHARE of the budget: the room once
 followed the current pick's own cost, and a dear first candidate on a loaded machine left room
 for two more. The pick is then made among the candidates whose own retraining fits what is left,
 as long as that costs no more than ACCURACY_MARGIN of validation accuracy; else the retraining
 passes the budget.
 
-When the time budget is spent, the pick (the lowest NPU latency among the front's candidates
+When the time budget is spent, the front's pick (the lowest NPU latency among the front's candidates
 whose validation accuracy reaches PICK_ACCURACY, or, when none does, is within ACCURACY_MARGIN
-of the front's best; then the smallest program) is trained again for TUNED_EPOCHS (or --epochs)
-with each of --pick-seeds seeds (default 3), exported and scored on the NPU reference on the
-test split and on the benchmark split, five times larger, where its accuracy is judged (correct
-and images counted per seed); its Cortex-M55 program is exported and counted.
+of the front's best; then the smallest program) and the front candidates faster than it with the
+best validation accuracy, FINALISTS (--finalists) in all, are the finalists: each is trained for
+TUNED_EPOCHS (or --epochs) with the tune's seed and read on the selection split (as large as the
+benchmark split, rendered by the tune on a stream of its own), and the pick is the fastest finalist
+that reads SELECT_ACCURACY of it (none: the most accurate). The search leaves room for that too: the
+retraining estimate counts every finalist's training. The pick is then trained with each other of
+--pick-seeds seeds (default 3); each seed is exported and scored on the NPU reference on the test
+split and on the benchmark split, five times larger, where its accuracy is judged (correct and
+images counted per seed); its Cortex-M55 program is exported and counted.
 With --teacher RUN, candidates and pick alike are trained by knowledge distillation from RUN
 (tinyrps.train).
 
-Writes OUT/tune.json ({"candidates", "pareto", "best", ...}), OUT/tune.png,
-OUT/candidates/NNNN/ (one run per candidate), OUT/best/ (the retrained pick) and, with
---pick-seeds N, OUT/best-seedS/ (the pick trained with the other seeds).
+Writes OUT/tune.json ({"candidates", "pareto", "finalists", "best", "final", ...}), OUT/tune.png,
+OUT/candidates/NNNN/ (one run per candidate), OUT/finalists/NNNN/ (each finalist trained with the
+tune's seed: the pick's run for that seed) and, with --pick-seeds N, OUT/best-seedS/ (the pick
+trained with the other seeds).
 """
 from __future__ import annotations
 
@@ -80,7 +86,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .arch import CANDIDATE_EPOCHS, CHECKPOINT_RULE, PICK_ACCURACY, TUNED_EPOCHS, Layer, feature_shape, parse_arch, pooled
+from .arch import (CANDIDATE_EPOCHS, CHECKPOINT_RULE, FINALISTS, PICK_ACCURACY, SELECT_ACCURACY, TUNED_EPOCHS, Layer,
+                   feature_shape, parse_arch, pooled)
 from .artifacts import atomic_write_json
 from .errors import UserError, one_line
 from .progress import console, progress_bar, say
@@ -101,7 +108,7 @@ ACCURACY_MARGIN = 0.005
 # candidate that trains slowly (a large network, a loaded machine) would otherwise leave room for no
 # other. The pick is then made among the candidates whose own retraining fits, as long as that costs no
 # accuracy beyond ACCURACY_MARGIN (pick_within).
-RESERVE_SHARE = 0.4
+RESERVE_SHARE = 0.5
 # Consecutive proposals of already measured architectures after which the search stops.
 MAX_REPEATS = 20
 OBJECTIVES = ("val_accuracy", "npu_ms", "program_bytes")
@@ -139,6 +146,7 @@ class TuneSettings:
     distill_alpha: Optional[float] = None
     distill_temperature: Optional[float] = None
     pick_accuracy: float = PICK_ACCURACY   # the pick: the fastest candidate whose val accuracy reaches this
+    finalists: int = FINALISTS     # trained like the pick and read on the selection split, the pick among them
 
     def train_config(self, arch: str, epochs: int, seed: int):
         from .train import TrainConfig
@@ -371,8 +379,12 @@ def npu_counts(pte: Path, data_dir: Path, split: str) -> dict:
     """How many images of a split an Ethos-U program reads right on the NPU reference (its TOSA
     graph): {"correct", "images"}, the counts an accuracy's interval needs (tinyrps.stats)."""
     from .data import load_split
+    return read_right(pte, *load_split(data_dir, split))
+
+
+def read_right(pte: Path, images, labels) -> dict:
+    """How many of `images` an Ethos-U program reads as `labels` say on the NPU reference."""
     from .devices import open_device
-    images, labels = load_split(data_dir, split)
     with open_device("npu-ref", pte) as device:
         return {"correct": int((device.classify(images).argmax(1) == labels).sum()), "images": int(len(labels))}
 
@@ -457,7 +469,11 @@ def tune(settings: TuneSettings, quiet: bool = False) -> dict:
                         "--minutes")
     if settings.retrain and result["best"]:
         meter = Meter(clock)
-        result["final"] = retrain_best(result["best"]["arch"], settings, quiet, clock)
+        result["finalists"] = run_finalists(finalists_of(result["pareto"], result["best"], settings, left),
+                                            settings, quiet, clock)
+        pick = choose_finalist(result["finalists"])
+        result["best"] = next(c for c in result["pareto"] if c["number"] == pick["number"])
+        result["final"] = retrain_best(pick["arch"], Path(pick["run"]), settings, quiet, clock)
         result["final"].update(seconds=round(meter.wall(), 1), cost=round(meter.charged(), 1))
     write_outputs(result, settings.out)
     return result
@@ -485,6 +501,8 @@ def check_settings(settings: TuneSettings) -> None:
             raise UserError(f"{name} must be positive, got {value}")
     if settings.pick_seeds < 1:
         raise UserError(f"--pick-seeds must be at least 1, got {settings.pick_seeds}")
+    if settings.finalists < 1:
+        raise UserError(f"--finalists must be at least 1, got {settings.finalists}")
     if settings.trials is not None and settings.trials < 1:
         raise UserError(f"--trials must be at least 1, got {settings.trials}")
     check_teacher(settings)
@@ -495,7 +513,7 @@ def check_teacher(settings: TuneSettings) -> None:
     from .artifacts import data_info
     from .train import check_distillation, open_teacher
     config = settings.train_config("tinyrps", 1, settings.seed)
-    check_distillation(config, settings.out / "best")
+    check_distillation(config, settings.out / "finalists")
     if settings.teacher is not None:
         if settings.out in Path(config.teacher).parents:
             raise UserError(f"--teacher {settings.teacher} is inside --out {settings.out}, which the tune writes: "
@@ -593,14 +611,24 @@ def retraining_estimate(costs: list, settings: TuneSettings) -> float:
 
 def own_retraining(candidate: dict, settings: TuneSettings) -> float:
     """A measured candidate's retraining estimate, from its own cost per epoch and outside training."""
-    own = trial_costs(candidate, settings)
-    return retraining_seconds(own["epoch"], own["rest"], settings)
+    return retraining_seconds(**own_costs(candidate, settings), settings=settings)
 
 
 def retraining_seconds(epoch: float, rest: float, settings: TuneSettings) -> float:
-    """--pick-seeds trainings of --epochs epochs at `epoch` seconds each, plus each seed's `rest` seconds
-    outside training (export and scoring)."""
-    return settings.pick_seeds * (settings.epochs * epoch + rest)
+    """The final stage's trainings (final_trainings) of --epochs epochs at `epoch` seconds each, plus
+    each one's `rest` seconds outside training (export and scoring)."""
+    return final_trainings(settings) * training_seconds(epoch, rest, settings)
+
+
+def training_seconds(epoch: float, rest: float, settings: TuneSettings) -> float:
+    """One training of --epochs epochs at `epoch` seconds each, and its export and scoring."""
+    return settings.epochs * epoch + rest
+
+
+def final_trainings(settings: TuneSettings) -> int:
+    """Trainings after the search: each finalist with the tune's seed (the pick's among them), and the
+    pick with each other seed."""
+    return settings.finalists + settings.pick_seeds - 1
 
 
 def pick_within(pareto: list, settings: TuneSettings, left: Optional[float]) -> Optional[dict]:
@@ -616,6 +644,41 @@ def pick_within(pareto: list, settings: TuneSettings, left: Optional[float]) -> 
     close = [c for c in pareto if "cost" in c and own_retraining(c, settings) <= left
              and c["val_accuracy"] >= best["val_accuracy"] - ACCURACY_MARGIN - 1e-12]
     return pick_best(close, settings.pick_accuracy) if close else best
+
+
+def finalists_of(pareto: list, best: dict, settings: TuneSettings, left: Optional[float]) -> list:
+    """The pick, then, up to --finalists in all, the front candidates faster than it, the most accurate
+    (then the fastest) first: each one only while its own training fits what `left` seconds (None: no
+    limit) leave beside the pick's trainings."""
+    chosen = [best]
+    room = None if left is None or "cost" not in best else \
+        left - settings.pick_seeds * training_seconds(**own_costs(best, settings), settings=settings)
+    faster = sorted((c for c in pareto if c["npu_ms"] < best["npu_ms"] and "cost" in c),
+                    key=lambda c: (-c["val_accuracy"], c["npu_ms"]))
+    for candidate in faster:
+        if len(chosen) >= settings.finalists:
+            break
+        cost = training_seconds(**own_costs(candidate, settings), settings=settings)
+        if room is not None:
+            if cost > room:
+                continue
+            room -= cost
+        chosen.append(candidate)
+    return chosen
+
+
+def own_costs(candidate: dict, settings: TuneSettings) -> dict:
+    costs = trial_costs(candidate, settings)
+    return {"epoch": costs["epoch"], "rest": costs["rest"]}
+
+
+def choose_finalist(finalists: list, bar: float = SELECT_ACCURACY) -> dict:
+    """The fastest finalist whose selection accuracy reaches `bar`, then the smallest program; when none
+    does, the most accurate, then the fastest."""
+    reaching = [f for f in finalists if f["select_accuracy"] >= bar - 1e-12]
+    if reaching:
+        return min(reaching, key=lambda f: (f["npu_ms"], f["program_bytes"]))
+    return max(finalists, key=lambda f: (f["select_correct"], -f["npu_ms"]))
 
 
 def next_trial_fits(elapsed: float, expected: float, budget: float, retraining: float) -> bool:
@@ -697,15 +760,46 @@ def pick_best(pareto: list, bar: float = PICK_ACCURACY) -> Optional[dict]:
     return min(close, key=lambda c: (c["npu_ms"], c["program_bytes"], -c["val_accuracy"]))
 
 
-def retrain_best(arch: str, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = None) -> dict:
-    """The pick, trained with the full settings into OUT/best, exported, and scored on the test and
-    benchmark splits; with --pick-seeds N, trained with the next N-1 seeds too (OUT/best-seedS)."""
-    taught = f", taught by {settings.teacher}" if settings.teacher else ""
-    say(f"[bold cyan]── retraining {arch} with the full settings ({settings.epochs} epochs{taught})[/]", quiet)
+def run_finalists(finalists: list, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = None) -> list:
+    """Each finalist trained like the pick (--epochs, the tune's seed) into OUT/finalists/NNNN, exported
+    for the target and read on the selection split on the NPU reference: its candidate figures, with
+    select_correct, select_images, select_accuracy, its run and seconds."""
+    from .data import select_split
+    from .stats import entry_accuracy
+    from .train import train
     clock = clock or Clock()
-    first, npu_pte = train_pick(arch, settings, settings.seed, settings.out / "best", quiet, clock)
+    images, labels = select_split(settings.data)
+    taught = f", taught by {settings.teacher}" if settings.teacher else ""
+    entries = []
+    for i, candidate in enumerate(finalists, 1):
+        say(f"[bold cyan]── finalist {i} of {len(finalists)}: #{candidate['number']} {candidate['arch']}, "
+            f"{settings.epochs} epochs{taught}[/]", quiet)
+        meter = Meter(clock)
+        run_dir = settings.out / "finalists" / f"{candidate['number']:04d}"
+        with clock.training():
+            train(settings.train_config(candidate["arch"], settings.epochs, settings.seed), run_dir, quiet=quiet)
+        with console.status(f"exporting {settings.target}"):
+            npu_pte = export_program(run_dir, settings.target)
+        with console.status(f"reading the selection split on {settings.target}"):
+            counts = read_right(npu_pte, images, labels)
+        entry = {**{key: candidate[key] for key in ("number", "arch", "val_accuracy", "val_correct", "val_images",
+                                                    "npu_ms", "program_bytes") if key in candidate},
+                 "select_correct": counts["correct"], "select_images": counts["images"],
+                 "select_accuracy": counts["correct"] / counts["images"], "run": str(run_dir),
+                 "seconds": round(meter.wall(), 1), "cost": round(meter.charged(), 1)}
+        say(f"  selection split: {entry_accuracy(entry, key='select_accuracy', prefix='select_')}", quiet)
+        entries.append(entry)
+    return entries
+
+
+def retrain_best(arch: str, first_run: Path, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = None) -> dict:
+    """The pick's run with the tune's seed (`first_run`, its finalist's), exported for the Cortex-M55 too,
+    and scored on the test and benchmark splits; with --pick-seeds N, the pick trained with the next N-1
+    seeds too (OUT/best-seedS) and scored alike."""
+    clock = clock or Clock()
+    first, npu_pte = train_pick(arch, settings, settings.seed, first_run, quiet, clock, trained=True)
     with console.status(f"exporting {MCU_TARGET}"):
-        mcu_pte = export_program(settings.out / "best", MCU_TARGET)
+        mcu_pte = export_program(first_run, MCU_TARGET)
     figures = candidate_figures(arch, npu_pte, mcu_pte, npu_accuracy(npu_pte, settings.data, "val"))
     seeds = [first]
     for seed in range(settings.seed + 1, settings.seed + settings.pick_seeds):
@@ -717,7 +811,7 @@ def retrain_best(arch: str, settings: TuneSettings, quiet: bool, clock: Optional
              "seeds": seeds, "test_accuracy_worst": min(entry["test_accuracy"] for entry in seeds),
              "benchmark_accuracy_worst": min(entry["benchmark_accuracy"] for entry in seeds)}
     if settings.teacher:
-        final["teacher"] = json_of_teacher(settings.out / "best")
+        final["teacher"] = json_of_teacher(Path(first["run"]))
     return final
 
 
@@ -728,15 +822,21 @@ def json_of_teacher(run_dir: Path) -> dict:
 
 
 def train_pick(arch: str, settings: TuneSettings, seed: int, run_dir: Path, quiet: bool,
-               clock: Optional[Clock] = None) -> tuple:
-    """Train the pick with one seed, export it for the NPU target and score it on the test and
-    benchmark splits on the NPU reference: ({seed, test_accuracy, test_correct, test_images,
-    test_accuracy_eager, benchmark_accuracy, benchmark_correct, benchmark_images, run}, the program's
-    path). The counts are kept so that an interval can be given for each seed; the benchmark split,
-    five times test, is the one the pick's accuracy is judged on."""
+               clock: Optional[Clock] = None, trained: bool = False) -> tuple:
+    """Train the pick with one seed (`trained`: run_dir already holds that training, a finalist's),
+    export it for the NPU target and score it on the test and benchmark splits on the NPU reference:
+    ({seed, test_accuracy, test_correct, test_images, test_accuracy_eager, benchmark_accuracy,
+    benchmark_correct, benchmark_images, run}, the program's path). The counts are kept so that an
+    interval can be given for each seed; the benchmark split, five times test, is the one the pick's
+    accuracy is judged on."""
+    import json
+
     from .train import train
-    with (clock or Clock()).training():
-        metrics = train(settings.train_config(arch, settings.epochs, seed), run_dir, quiet=quiet)
+    if trained:
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+    else:
+        with (clock or Clock()).training():
+            metrics = train(settings.train_config(arch, settings.epochs, seed), run_dir, quiet=quiet)
     with console.status(f"exporting {settings.target}"):
         npu_pte = export_program(run_dir, settings.target)
         test = npu_counts(npu_pte, settings.data, "test")
