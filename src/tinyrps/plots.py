@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import Optional
 
 import matplotlib
 
@@ -222,9 +223,9 @@ def memory_note(configs: list) -> str:
     return ", ".join(parts)
 
 
-def plot_tune(candidates: list, pareto: list, best, path: Path) -> None:
+def plot_tune(candidates: list, pareto: list, best, path: Path, finalists: Optional[list] = None) -> None:
     """The tuner's candidates: validation accuracy and program size against NPU latency, the
-    Pareto front highlighted and labelled, the pick starred."""
+    Pareto front highlighted and labelled, the finalists ringed, the pick starred."""
     done = [c for c in candidates if c.get("state") == "COMPLETE"]
     if not done:
         return
@@ -241,8 +242,11 @@ def plot_tune(candidates: list, pareto: list, best, path: Path) -> None:
         for c in on_front:
             ax.annotate(c["arch"], (c["npu_ms"], c[key] * scale), fontsize=6, xytext=(3, 3),
                         textcoords="offset points")
+        if finalists:
+            ax.scatter([c["npu_ms"] for c in finalists], [c[key] * scale for c in finalists], s=110,
+                       facecolors="none", edgecolors="C1", linewidths=1.5, label="finalist", zorder=3)
         if best:
-            ax.scatter([best["npu_ms"]], [best[key] * scale], marker="*", s=160, color="C3", label="pick", zorder=3)
+            ax.scatter([best["npu_ms"]], [best[key] * scale], marker="*", s=160, color="C3", label="pick", zorder=4)
         ax.set(xlabel="NPU inference (ms, Vela estimate)", ylabel=label)
         ax.grid(alpha=0.3)
     a.legend(fontsize=8)

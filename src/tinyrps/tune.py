@@ -107,7 +107,8 @@ ACCURACY_MARGIN = 0.005
 # The most of the budget the search leaves for the final retraining, whatever its estimate: a first
 # candidate that trains slowly (a large network, a loaded machine) would otherwise leave room for no
 # other. The pick is then made among the candidates whose own retraining fits, as long as that costs no
-# accuracy beyond ACCURACY_MARGIN (pick_within).
+# accuracy beyond ACCURACY_MARGIN (pick_within). Half: the default final stage is four trainings (two
+# finalists, the pick's two other seeds) of 50-60 s each on a quiet 2-core machine.
 RESERVE_SHARE = 0.5
 # Consecutive proposals of already measured architectures after which the search stops.
 MAX_REPEATS = 20
@@ -852,6 +853,6 @@ def train_pick(arch: str, settings: TuneSettings, seed: int, run_dir: Path, quie
 def write_outputs(result: dict, out: Path) -> None:
     from .plots import plot_tune
     atomic_write_json(out / TUNE_JSON, result)
-    plot_tune(result["candidates"], result["pareto"], result.get("best"), out / TUNE_PLOT)
+    plot_tune(result["candidates"], result["pareto"], result.get("best"), out / TUNE_PLOT, result.get("finalists"))
 
 
