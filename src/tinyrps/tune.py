@@ -48,13 +48,12 @@ measured under that load on the Xeon, 22.7 CPU seconds for a training (11.4 char
 the idle machine's 11.2 s of wall time. A load that comes after the start is followed the same way
 from the next candidate on, once the load average, less the tune's own training threads, is at
 least the core count (Clock.follow_load; the 1-minute average finds it a minute or two late). The
-search leaves room for the retraining, estimated
-from the candidates' median cost per training epoch times epochs x the final stage's trainings
-(the finalists and the pick's other seeds), plus their median cost outside training, and never more than RESERVE_SHARE of the budget: the room once
-followed the current pick's own cost, and a dear first candidate on a loaded machine left room
-for two more. The pick is then made among the candidates whose own retraining fits what is left,
-as long as that costs no more than ACCURACY_MARGIN of validation accuracy; else the retraining
-passes the budget.
+search leaves room for the final stage (retraining_estimate): the current pick's seeds at its own
+cost, each other finalist at the median cost of the candidates faster than it, and never more than
+RESERVE_SHARE of the budget, so that a dear first candidate, the pick for a while, leaves the search
+room all the same (uncapped, such a pick once left room for two more candidates on a loaded machine).
+The pick is then made among the candidates whose own retraining fits what is left, as long as that
+costs no more than ACCURACY_MARGIN of validation accuracy; else the retraining passes the budget.
 
 When the time budget is spent, the front's pick (the lowest NPU latency among the front's candidates
 whose validation accuracy reaches PICK_ACCURACY, or, when none does, is within ACCURACY_MARGIN
@@ -551,7 +550,8 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
                     "machine", quiet)
             charged = meter.charged()
             expected = statistics.median(c["cost"] for c in costs) if costs else 0.0
-            retraining = min(retraining_estimate(costs, settings), RESERVE_SHARE * budget)
+            retraining = min(retraining_estimate(costs, settings, current_pick(study, settings) if costs else None),
+                             RESERVE_SHARE * budget)
             if settings.trials is not None and done >= settings.trials:
                 break
             if not next_trial_fits(charged, expected, budget, retraining):
@@ -592,27 +592,46 @@ def trial_costs(attrs: dict, settings: TuneSettings) -> dict:
     seed of the pick would be charged (its export and scoring, and the check on the benchmark split
     estimated from its own scoring of the val split)."""
     return {"cost": attrs["cost"], "epoch": attrs.get("training_cost", attrs["cost"]) / settings.candidate_epochs,
-            "rest": max(0.0, attrs["cost"] - attrs.get("training_cost", attrs["cost"])) + attrs.get("check_cost", 0.0)}
+            "rest": max(0.0, attrs["cost"] - attrs.get("training_cost", attrs["cost"])) + attrs.get("check_cost", 0.0),
+            "npu_ms": attrs.get("npu_ms")}
 
 
-def retraining_estimate(costs: list, settings: TuneSettings) -> float:
-    """Seconds the final retraining is expected to be charged, the room the search leaves for it:
-    --pick-seeds trainings of --epochs epochs at the candidates' median cost per epoch, plus each
-    seed's export and scoring at the candidates' median cost outside training (the first seed's
-    Cortex-M55 export and count is in that too: an overestimate of a few seconds). Nothing measured
-    yet: 0, and the first candidate runs. A dear candidate that is the pick for a while does not
-    move it (that stopped a loaded machine's search after a few candidates), and the search caps it
-    at RESERVE_SHARE of the budget: the pick is made among the candidates whose own retraining fits
-    what the search left, as long as that costs no accuracy beyond the margin (pick_within)."""
+def retraining_estimate(costs: list, settings: TuneSettings, pick: Optional[dict] = None) -> float:
+    """Seconds the final stage is expected to be charged, the room the search leaves for it. With the
+    front's current pick (`pick`, measured): its --pick-seeds trainings at its own cost (per epoch and
+    outside training), and each other finalist's at the median cost of the candidates faster than it
+    (those the finalists are drawn from; none: of all). Without one: the final stage's trainings
+    (final_trainings) at the candidates' median cost. The first seed's Cortex-M55 export and count is
+    in that too: an overestimate of a few seconds. Nothing measured yet: 0, and the first candidate
+    runs. Measured: the median alone, the dear networks of the random start in it, reserved 287 s for a
+    final stage that took 196 s on one seed, and on another left no room for a second finalist beside a
+    pick dearer than the median. The search caps the room at RESERVE_SHARE of the budget, so that a
+    dear candidate that is the pick for a while leaves the search room all the same; the pick is then
+    made among the candidates whose own retraining fits what the search left, as long as that costs no
+    accuracy beyond the margin (pick_within)."""
     if not settings.retrain or not costs:
         return 0.0
-    return retraining_seconds(statistics.median(c["epoch"] for c in costs),
-                              statistics.median(c["rest"] for c in costs), settings)
+    if pick is None or "cost" not in pick:
+        return retraining_seconds(*medians(costs), settings)
+    faster = [c for c in costs if c.get("npu_ms") is not None and c["npu_ms"] < pick["npu_ms"]] or costs
+    return own_retraining(pick, settings) + (settings.finalists - 1) * training_seconds(*medians(faster), settings)
+
+
+def medians(costs: list) -> tuple:
+    """The median cost per training epoch and outside training of measured candidates."""
+    return statistics.median(c["epoch"] for c in costs), statistics.median(c["rest"] for c in costs)
+
+
+def current_pick(study, settings: TuneSettings) -> Optional[dict]:
+    """The front's pick as the study stands (pick_best), None before there is one."""
+    return pick_best([candidate_of(t) for t in study.best_trials if "val_accuracy" in t.user_attrs],
+                     settings.pick_accuracy)
 
 
 def own_retraining(candidate: dict, settings: TuneSettings) -> float:
-    """A measured candidate's retraining estimate, from its own cost per epoch and outside training."""
-    return retraining_seconds(**own_costs(candidate, settings), settings=settings)
+    """A measured candidate's trainings as the pick, one a seed, from its own cost per epoch and outside
+    training (the other finalists are trained only while they fit: finalists_of)."""
+    return settings.pick_seeds * training_seconds(**own_costs(candidate, settings), settings=settings)
 
 
 def retraining_seconds(epoch: float, rest: float, settings: TuneSettings) -> float:
@@ -652,8 +671,7 @@ def finalists_of(pareto: list, best: dict, settings: TuneSettings, left: Optiona
     (then the fastest) first: each one only while its own training fits what `left` seconds (None: no
     limit) leave beside the pick's trainings."""
     chosen = [best]
-    room = None if left is None or "cost" not in best else \
-        left - settings.pick_seeds * training_seconds(**own_costs(best, settings), settings=settings)
+    room = None if left is None or "cost" not in best else left - own_retraining(best, settings)
     faster = sorted((c for c in pareto if c["npu_ms"] < best["npu_ms"] and "cost" in c),
                     key=lambda c: (-c["val_accuracy"], c["npu_ms"]))
     for candidate in faster:
@@ -793,7 +811,8 @@ def run_finalists(finalists: list, settings: TuneSettings, quiet: bool, clock: O
     return entries
 
 
-def retrain_best(arch: str, first_run: Path, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = None) -> dict:
+def retrain_best(arch: str, first_run: Path, settings: TuneSettings, quiet: bool,
+                 clock: Optional[Clock] = None) -> dict:
     """The pick's run with the tune's seed (`first_run`, its finalist's), exported for the Cortex-M55 too,
     and scored on the test and benchmark splits; with --pick-seeds N, the pick trained with the next N-1
     seeds too (OUT/best-seedS) and scored alike."""
