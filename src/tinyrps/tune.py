@@ -48,9 +48,8 @@ measured under that load on the Xeon, 22.7 CPU seconds for a training (11.4 char
 the idle machine's 11.2 s of wall time. A load that comes after the start is followed the same way
 from the next candidate on, once the load average, less the tune's own training threads, is at
 least the core count (Clock.follow_load; the 1-minute average finds it a minute or two late). The
-search leaves room for the final stage (retraining_estimate): the current pick's seeds at its own
-cost, each other finalist at the median cost of the candidates faster than it, and never more than
-RESERVE_SHARE of the budget, so that a dear first candidate, the pick for a while, leaves the search
+search leaves room for the final stage (retraining_estimate): the current front's pick's seeds and
+its other finalists, each at its own cost, and never more than RESERVE_SHARE of the budget, so that a dear first candidate, the pick for a while, leaves the search
 room all the same (uncapped, such a pick once left room for two more candidates on a loaded machine).
 The pick is then made among the candidates whose own retraining fits what is left, as long as that
 costs no more than ACCURACY_MARGIN of validation accuracy; else the retraining passes the budget.
@@ -550,7 +549,7 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
                     "machine", quiet)
             charged = meter.charged()
             expected = statistics.median(c["cost"] for c in costs) if costs else 0.0
-            retraining = min(retraining_estimate(costs, settings, current_pick(study, settings) if costs else None),
+            retraining = min(retraining_estimate(costs, settings, front_of(study) if costs else None),
                              RESERVE_SHARE * budget)
             if settings.trials is not None and done >= settings.trials:
                 break
@@ -596,36 +595,33 @@ def trial_costs(attrs: dict, settings: TuneSettings) -> dict:
             "npu_ms": attrs.get("npu_ms")}
 
 
-def retraining_estimate(costs: list, settings: TuneSettings, pick: Optional[dict] = None) -> float:
-    """Seconds the final stage is expected to be charged, the room the search leaves for it. With the
-    front's current pick (`pick`, measured): its --pick-seeds trainings at its own cost (per epoch and
-    outside training), and each other finalist's at the median cost of the candidates faster than it
-    (those the finalists are drawn from; none: of all). Without one: the final stage's trainings
-    (final_trainings) at the candidates' median cost. The first seed's Cortex-M55 export and count is
-    in that too: an overestimate of a few seconds. Nothing measured yet: 0, and the first candidate
-    runs. Measured: the median alone, the dear networks of the random start in it, reserved 287 s for a
-    final stage that took 196 s on one seed, and on another left no room for a second finalist beside a
-    pick dearer than the median. The search caps the room at RESERVE_SHARE of the budget, so that a
+def retraining_estimate(costs: list, settings: TuneSettings, front: Optional[list] = None) -> float:
+    """Seconds the final stage is expected to be charged, the room the search leaves for it. With a
+    measured pick on the current `front`: what that front's final stage would train, each at its own
+    cost (final_stage_seconds). Without one: the final stage's trainings (final_trainings) at the
+    candidates' median cost per epoch and outside training. The first seed's Cortex-M55 export and
+    count is in either: an overestimate of a few seconds. Nothing measured yet: 0, and the first
+    candidate runs. Measured: the median of every candidate, the dear networks of the random start
+    among them, reserved 287 s for a final stage that took 196 s; the median of the candidates faster
+    than the pick left no room for the most accurate of them, whose training was dearer, and a poorer
+    one became the second finalist. The search caps the room at RESERVE_SHARE of the budget, so that a
     dear candidate that is the pick for a while leaves the search room all the same; the pick is then
     made among the candidates whose own retraining fits what the search left, as long as that costs no
     accuracy beyond the margin (pick_within)."""
     if not settings.retrain or not costs:
         return 0.0
+    pick = pick_best(front, settings.pick_accuracy) if front else None
     if pick is None or "cost" not in pick:
-        return retraining_seconds(*medians(costs), settings)
-    faster = [c for c in costs if c.get("npu_ms") is not None and c["npu_ms"] < pick["npu_ms"]] or costs
-    return own_retraining(pick, settings) + (settings.finalists - 1) * training_seconds(*medians(faster), settings)
+        return retraining_seconds(statistics.median(c["epoch"] for c in costs),
+                                  statistics.median(c["rest"] for c in costs), settings)
+    return final_stage_seconds(front, pick, settings)
 
 
-def medians(costs: list) -> tuple:
-    """The median cost per training epoch and outside training of measured candidates."""
-    return statistics.median(c["epoch"] for c in costs), statistics.median(c["rest"] for c in costs)
-
-
-def current_pick(study, settings: TuneSettings) -> Optional[dict]:
-    """The front's pick as the study stands (pick_best), None before there is one."""
-    return pick_best([candidate_of(t) for t in study.best_trials if "val_accuracy" in t.user_attrs],
-                     settings.pick_accuracy)
+def final_stage_seconds(front: list, pick: dict, settings: TuneSettings) -> float:
+    """The pick's seeds and the other finalists (finalists_of, no limit) of `front`, each at its own cost."""
+    others = finalists_of(front, pick, settings, None)[1:]
+    return own_retraining(pick, settings) + sum(training_seconds(**own_costs(c, settings), settings=settings)
+                                                for c in others)
 
 
 def own_retraining(candidate: dict, settings: TuneSettings) -> float:
@@ -668,8 +664,9 @@ def pick_within(pareto: list, settings: TuneSettings, left: Optional[float]) -> 
 
 def finalists_of(pareto: list, best: dict, settings: TuneSettings, left: Optional[float]) -> list:
     """The pick, then, up to --finalists in all, the front candidates faster than it, the most accurate
-    (then the fastest) first: each one only while its own training fits what `left` seconds (None: no
-    limit) leave beside the pick's trainings."""
+    (then the fastest) first, while their own trainings fit what `left` seconds (None: no limit) leave
+    beside the pick's: a poorer candidate is not taken instead of one that does not fit (measured: such
+    a second finalist, 855 of 900 after the short training, read 2,967 of the selection split)."""
     chosen = [best]
     room = None if left is None or "cost" not in best else left - own_retraining(best, settings)
     faster = sorted((c for c in pareto if c["npu_ms"] < best["npu_ms"] and "cost" in c),
@@ -680,7 +677,7 @@ def finalists_of(pareto: list, best: dict, settings: TuneSettings, left: Optiona
         cost = training_seconds(**own_costs(candidate, settings), settings=settings)
         if room is not None:
             if cost > room:
-                continue
+                break
             room -= cost
         chosen.append(candidate)
     return chosen
@@ -756,16 +753,22 @@ def summarize(study, settings: TuneSettings, left: Optional[float] = None) -> di
     from optuna.trial import TrialState
     trials = [t for t in study.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
     candidates = [candidate_of(t) for t in trials]
-    front = {}
-    for trial in sorted(study.best_trials, key=lambda t: t.number):   # a repeated architecture once
-        front.setdefault(trial.user_attrs["arch"], candidate_of(trial))
-    pareto = sorted(front.values(), key=lambda c: (c["npu_ms"], -c["val_accuracy"]))
+    pareto = front_of(study)
     return {"study": {"name": STUDY_NAME, "storage": settings.storage or f"sqlite:///{settings.out / STUDY_DB}",
                       "sampler": "optuna TPESampler (multivariate, multi-objective)",
                       "objectives": dict(zip(OBJECTIVES, DIRECTIONS)), "space": {k: list(v) for k, v in SPACE.items()},
                       **study_settings(settings)},
             "candidates": candidates, "pareto": pareto,
             "best": pick_within(pareto, settings, left)}
+
+
+def front_of(study) -> list:
+    """The Pareto front's candidates, fastest first, a repeated architecture once (its first trial, the
+    one measured)."""
+    front = {}
+    for trial in sorted(study.best_trials, key=lambda t: t.number):
+        front.setdefault(trial.user_attrs["arch"], candidate_of(trial))
+    return sorted(front.values(), key=lambda c: (c["npu_ms"], -c["val_accuracy"]))
 
 
 def pick_best(pareto: list, bar: float = PICK_ACCURACY) -> Optional[dict]:
