@@ -591,8 +591,7 @@ def trial_costs(attrs: dict, settings: TuneSettings) -> dict:
     seed of the pick would be charged (its export and scoring, and the check on the benchmark split
     estimated from its own scoring of the val split)."""
     return {"cost": attrs["cost"], "epoch": attrs.get("training_cost", attrs["cost"]) / settings.candidate_epochs,
-            "rest": max(0.0, attrs["cost"] - attrs.get("training_cost", attrs["cost"])) + attrs.get("check_cost", 0.0),
-            "npu_ms": attrs.get("npu_ms")}
+            "rest": max(0.0, attrs["cost"] - attrs.get("training_cost", attrs["cost"])) + attrs.get("check_cost", 0.0)}
 
 
 def retraining_estimate(costs: list, settings: TuneSettings, front: Optional[list] = None) -> float:
