@@ -360,6 +360,7 @@ def test_the_finalists_are_trained_like_the_pick_and_read_on_the_selection_split
     assert result["best"]["number"] == choose_finalist(finalists)["number"]
     chosen = next(f for f in finalists if f["number"] == result["best"]["number"])
     assert result["final"]["seeds"][0]["run"] == chosen["run"]     # the pick's own seed is its finalist's run
+    assert result["final"]["programs"]["ethos-u85-128"] == chosen["program"]     # and its program, not made again
 
 
 @pytest.mark.slow

@@ -49,8 +49,9 @@ the idle machine's 11.2 s of wall time. A load that comes after the start is fol
 from the next candidate on, once the load average, less the tune's own training threads, is at
 least the core count (Clock.follow_load; the 1-minute average finds it a minute or two late). The
 search leaves room for the final stage (retraining_estimate): the current front's pick's seeds and
-its other finalists, each at its own cost, and never more than RESERVE_SHARE of the budget, so that a dear first candidate, the pick for a while, leaves the search
-room all the same (uncapped, such a pick once left room for two more candidates on a loaded machine).
+its other finalists, each at its own cost, and never more than RESERVE_SHARE of the budget, so that a
+dear first candidate, the pick for a while, leaves the search room all the same (uncapped, such a
+pick once left room for two more candidates on a loaded machine).
 The pick is then made among the candidates whose own retraining fits what is left, as long as that
 costs no more than ACCURACY_MARGIN of validation accuracy; else the retraining passes the budget.
 
@@ -472,7 +473,7 @@ def tune(settings: TuneSettings, quiet: bool = False) -> dict:
                                             settings, quiet, clock)
         pick = choose_finalist(result["finalists"])
         result["best"] = next(c for c in result["pareto"] if c["number"] == pick["number"])
-        result["final"] = retrain_best(pick["arch"], Path(pick["run"]), settings, quiet, clock)
+        result["final"] = retrain_best(pick["arch"], pick, settings, quiet, clock)
         result["final"].update(seconds=round(meter.wall(), 1), cost=round(meter.charged(), 1))
     write_outputs(result, settings.out)
     return result
@@ -784,10 +785,9 @@ def pick_best(pareto: list, bar: float = PICK_ACCURACY) -> Optional[dict]:
 def run_finalists(finalists: list, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = None) -> list:
     """Each finalist trained like the pick (--epochs, the tune's seed) into OUT/finalists/NNNN, exported
     for the target and read on the selection split on the NPU reference: its candidate figures, with
-    select_correct, select_images, select_accuracy, its run and seconds."""
+    select_correct, select_images, select_accuracy, its run, its program and seconds."""
     from .data import select_split
     from .stats import entry_accuracy
-    from .train import train
     clock = clock or Clock()
     images, labels = select_split(settings.data)
     taught = f", taught by {settings.teacher}" if settings.teacher else ""
@@ -797,29 +797,28 @@ def run_finalists(finalists: list, settings: TuneSettings, quiet: bool, clock: O
             f"{settings.epochs} epochs{taught}[/]", quiet)
         meter = Meter(clock)
         run_dir = settings.out / "finalists" / f"{candidate['number']:04d}"
-        with clock.training():
-            train(settings.train_config(candidate["arch"], settings.epochs, settings.seed), run_dir, quiet=quiet)
-        with console.status(f"exporting {settings.target}"):
-            npu_pte = export_program(run_dir, settings.target)
+        _, npu_pte = train_and_export(candidate["arch"], settings, settings.seed, run_dir, quiet, clock)
         with console.status(f"reading the selection split on {settings.target}"):
             counts = read_right(npu_pte, images, labels)
         entry = {**{key: candidate[key] for key in ("number", "arch", "val_accuracy", "val_correct", "val_images",
                                                     "npu_ms", "program_bytes") if key in candidate},
                  "select_correct": counts["correct"], "select_images": counts["images"],
-                 "select_accuracy": counts["correct"] / counts["images"], "run": str(run_dir),
+                 "select_accuracy": counts["correct"] / counts["images"], "run": str(run_dir), "program": str(npu_pte),
                  "seconds": round(meter.wall(), 1), "cost": round(meter.charged(), 1)}
         say(f"  selection split: {entry_accuracy(entry, key='select_accuracy', prefix='select_')}", quiet)
         entries.append(entry)
     return entries
 
 
-def retrain_best(arch: str, first_run: Path, settings: TuneSettings, quiet: bool,
+def retrain_best(arch: str, finalist: dict, settings: TuneSettings, quiet: bool,
                  clock: Optional[Clock] = None) -> dict:
-    """The pick's run with the tune's seed (`first_run`, its finalist's), exported for the Cortex-M55 too,
-    and scored on the test and benchmark splits; with --pick-seeds N, the pick trained with the next N-1
-    seeds too (OUT/best-seedS) and scored alike."""
+    """The pick's run with the tune's seed (its `finalist`'s run and program), exported for the
+    Cortex-M55 too, and scored on the test and benchmark splits; with --pick-seeds N, the pick trained
+    with the next N-1 seeds too (OUT/best-seedS) and scored alike."""
     clock = clock or Clock()
-    first, npu_pte = train_pick(arch, settings, settings.seed, first_run, quiet, clock, trained=True)
+    first_run = Path(finalist["run"])
+    first, npu_pte = train_pick(arch, settings, settings.seed, first_run, quiet, clock,
+                                program=Path(finalist["program"]))
     with console.status(f"exporting {MCU_TARGET}"):
         mcu_pte = export_program(first_run, MCU_TARGET)
     figures = candidate_figures(arch, npu_pte, mcu_pte, npu_accuracy(npu_pte, settings.data, "val"))
@@ -843,24 +842,31 @@ def json_of_teacher(run_dir: Path) -> dict:
     return json.loads((run_dir / "metrics.json").read_text())["teacher"]
 
 
-def train_pick(arch: str, settings: TuneSettings, seed: int, run_dir: Path, quiet: bool,
-               clock: Optional[Clock] = None, trained: bool = False) -> tuple:
-    """Train the pick with one seed (`trained`: run_dir already holds that training, a finalist's),
-    export it for the NPU target and score it on the test and benchmark splits on the NPU reference:
-    ({seed, test_accuracy, test_correct, test_images, test_accuracy_eager, benchmark_accuracy,
-    benchmark_correct, benchmark_images, run}, the program's path). The counts are kept so that an
-    interval can be given for each seed; the benchmark split, five times test, is the one the pick's
-    accuracy is judged on."""
-    import json
-
+def train_and_export(arch: str, settings: TuneSettings, seed: int, run_dir: Path, quiet: bool,
+                     clock: Clock) -> tuple:
+    """`arch` trained with the full settings and `seed` into run_dir, and exported for the NPU target:
+    (the training's metrics, the program's path)."""
     from .train import train
-    if trained:
-        metrics = json.loads((run_dir / "metrics.json").read_text())
-    else:
-        with (clock or Clock()).training():
-            metrics = train(settings.train_config(arch, settings.epochs, seed), run_dir, quiet=quiet)
+    with clock.training():
+        metrics = train(settings.train_config(arch, settings.epochs, seed), run_dir, quiet=quiet)
     with console.status(f"exporting {settings.target}"):
-        npu_pte = export_program(run_dir, settings.target)
+        return metrics, export_program(run_dir, settings.target)
+
+
+def train_pick(arch: str, settings: TuneSettings, seed: int, run_dir: Path, quiet: bool,
+               clock: Optional[Clock] = None, program: Optional[Path] = None) -> tuple:
+    """Train the pick with one seed, export it for the NPU target (`program`: that training and its
+    program are already in run_dir, a finalist's, and are not made again) and score it on the test and
+    benchmark splits on the NPU reference: ({seed, test_accuracy, test_correct, test_images,
+    test_accuracy_eager, benchmark_accuracy, benchmark_correct, benchmark_images, run}, the program's
+    path). The counts are kept so that an interval can be given for each seed; the benchmark split,
+    five times test, is the one the pick's accuracy is judged on."""
+    if program is None:
+        metrics, npu_pte = train_and_export(arch, settings, seed, run_dir, quiet, clock or Clock())
+    else:
+        import json
+        metrics, npu_pte = json.loads((run_dir / "metrics.json").read_text()), program
+    with console.status(f"checking {settings.target} on the test split"):
         test = npu_counts(npu_pte, settings.data, "test")
     with console.status(f"checking {settings.target} on the benchmark split"):
         benchmark = npu_counts(npu_pte, settings.data, "benchmark")
