@@ -225,12 +225,14 @@ def memory_note(configs: list) -> str:
 
 def plot_tune(candidates: list, pareto: list, best, path: Path, finalists: Optional[list] = None) -> None:
     """The tuner's candidates: validation accuracy and program size against NPU latency, the
-    Pareto front highlighted and labelled, the finalists ringed, the pick starred."""
+    Pareto front highlighted and labelled, the finalists ringed, the pick starred, the candidates not
+    trained (too slow before training) crossed."""
     done = [c for c in candidates if c.get("state") == "COMPLETE"]
     if not done:
         return
     front = {c["number"] for c in pareto}
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.6))
+    skipped = [c for c in candidates if c.get("state") == "PRUNED" and "repeat_of" not in c]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.6), sharex=True)
     for ax, key, scale, label in ((a, "val_accuracy", 100, "int8 validation accuracy (%, npu-ref)"),
                                   (b, "program_bytes", 1 / 1024, "program size (KiB)")):
         others = [c for c in done if c["number"] not in front]
@@ -242,6 +244,11 @@ def plot_tune(candidates: list, pareto: list, best, path: Path, finalists: Optio
         for c in on_front:
             ax.annotate(c["arch"], (c["npu_ms"], c[key] * scale), fontsize=6, xytext=(3, 3),
                         textcoords="offset points")
+        if skipped:     # estimated, never trained: no accuracy, a tick at the foot of the accuracy panel
+            ys = [0.03] * len(skipped) if key == "val_accuracy" else [c[key] * scale for c in skipped]
+            ax.scatter([c["npu_ms"] for c in skipped], ys, marker="x", s=18, color="0.7",
+                       transform=ax.get_xaxis_transform() if key == "val_accuracy" else ax.transData,
+                       label="not trained (NPU estimate)")
         if finalists:
             ax.scatter([c["npu_ms"] for c in finalists], [c[key] * scale for c in finalists], s=110,
                        facecolors="none", edgecolors="C1", linewidths=1.5, label="finalist", zorder=3)

@@ -434,6 +434,10 @@ def tune_rows(result: dict) -> list:
     rows = []
     for c in result["candidates"]:
         name = f"#{c['number']} {c.get('arch') or '?'}"
+        if c["state"] == "PRUNED":     # its NPU estimate before training: see tinyrps.tune.LATENCY_SLACK
+            rows.append([name, "not trained", f"{c['npu_ms']:.4f}", f"{c['sram_bytes'] / 1024:.0f}",
+                         f"{c['program_bytes']:,}", f"{count_macs(c['arch']) / 1e6:.1f}", "slow"])
+            continue
         if c["state"] != "COMPLETE":
             rows.append([name, "failed", "", "", "", "", ""])
             continue
@@ -462,7 +466,8 @@ def tune_table(result: dict, out) -> None:
     on the benchmark split (results made before the pick was checked there: on the test split)."""
     print_table(f"candidates ({len(result['candidates'])}; Pareto front: {len(result['pareto'])}); val: int8 accuracy "
                 "on npu-ref, the images it read right and its 95 % interval; SRAM: KiB on the NPU; bytes: the "
-                "program; MMAC: millions of multiply-accumulates per inference; over: beyond a limit",
+                "program; MMAC: millions of multiply-accumulates per inference; over: beyond a limit; slow: not trained, its "
+                "NPU estimate before training over the limit",
                 TUNE_HEADER, tune_rows(result), text_columns=1)
     final = result.get("final")
     if result.get("finalists"):

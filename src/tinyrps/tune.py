@@ -111,6 +111,25 @@ ACCURACY_MARGIN = 0.005
 RESERVE_SHARE = 0.5
 # Consecutive proposals of already measured architectures after which the search stops.
 MAX_REPEATS = 20
+# The search's first candidate: the project's hand-picked fast network (a point of SPACE), a reference
+# the rest of the search is measured against (probe_limit).
+ANCHOR = "fast"
+# A candidate whose NPU estimate, taken on its untrained network (probe_candidate), is more than
+# LATENCY_SLACK times the current pick's is not trained: to become the pick it would have to read more
+# than ACCURACY_MARGIN above every faster candidate after the short training. In the tunes measured
+# before this rule (9 tunes, 160 candidates), no candidate slower than the pick of its time became the
+# pick after the sampler's random start, and those of the random start were at most 1.93 times slower
+# than a pick of a few random networks; the slowest networks of the space (no first pool, wide layers:
+# 0.08-0.30 ms) are also the dearest to train. The probe's estimate is 0.99-1.11 times the trained
+# network's (52 architectures: untrained weights compress less), so a candidate not trained is at least
+# 1.35 times slower than the pick.
+LATENCY_SLACK = 1.5
+# Training images that calibrate a probe's quantization: its weights are untrained, only its shape counts.
+PROBE_IMAGES = 16
+PROBE_FIELDS = ("npu_ms", "sram_bytes", "program_bytes")
+# The most the probe's estimate was above the trained network's (1.11, c8-c32s2-c64s2-f128), with room:
+# a candidate whose probe is over --max-npu-ms times this could not meet the limit trained.
+PROBE_ERROR = 1.15
 OBJECTIVES = ("val_accuracy", "npu_ms", "program_bytes")
 DIRECTIONS = ("maximize", "minimize", "minimize")
 
@@ -265,6 +284,28 @@ def suggest(trial) -> str:
     return arch_of({name: trial.suggest_categorical(name, list(choices)) for name, choices in SPACE.items()})
 
 
+def params_of(spec: str) -> Optional[dict]:
+    """The point of SPACE whose architecture is `spec` (the first, in the space's order), or None."""
+    import itertools
+    for values in itertools.product(*SPACE.values()):
+        params = dict(zip(SPACE, values))
+        if arch_of(params) == spec:
+            return params
+    return None
+
+
+def enqueue_anchor(study) -> None:
+    """The search's first candidate is ANCHOR, unless the study has it already (a resumed study, another
+    worker's)."""
+    from .arch import ARCHITECTURES
+    spec = ARCHITECTURES[ANCHOR]
+    if any(t.user_attrs.get("arch") == spec for t in study.get_trials(deepcopy=False)):
+        return
+    params = params_of(spec)
+    if params is not None:
+        study.enqueue_trial(params, skip_if_exists=True)
+
+
 # --- the study ------------------------------------------------------------------------------------
 
 def storage_for(settings: TuneSettings):
@@ -303,6 +344,7 @@ def open_study(settings: TuneSettings):
         raise UserError(f"the study in {settings.storage or settings.out / STUDY_DB} was made with other settings "
                         f"({describe_difference(stored, mine)}): use another --out or --storage, or the same settings")
     study.sampler = sampler_for(settings, len(study.trials))
+    enqueue_anchor(study)
     return study
 
 
@@ -412,7 +454,70 @@ def candidate_figures(arch: str, npu_pte: Path, mcu_pte: Optional[Path], val_acc
     return figures
 
 
-def objective(settings: TuneSettings, status_line, clock: Clock, evaluate):
+def probe_candidate(arch: str, settings: TuneSettings, status) -> dict:
+    """Vela's estimate of `arch` before any training: the network as initialised with the tune's seed,
+    calibrated on PROBE_IMAGES training images and exported for the target in a temporary folder
+    ({npu_ms, sram_bytes, program_bytes}; see LATENCY_SLACK for how far it is from the trained one's).
+    About 3 s on one thread, against 15-70 s for a candidate."""
+    import torch
+
+    from .arch import describe_arch
+    from .descriptor import Origin
+    from .export import export_model
+    from .measure import measure
+    from .model import INPUT_SHAPE, TinyRPS
+    from .quantization import calibration_images, image_examples
+    from .tempdirs import temp_dir
+    from .torch_settings import torch_threads
+    status(f"NPU estimate of the untrained network on {settings.target}")
+    torch.manual_seed(settings.seed)
+    images = calibration_images(settings.data, PROBE_IMAGES)
+    origin = Origin(arch=describe_arch(arch), calibration=f"the first {len(images)} training images (untrained)")
+    with temp_dir("probe") as folder, torch_threads(1):
+        pte = export_model(TinyRPS(arch), (torch.zeros(INPUT_SHAPE),), image_examples(images), settings.target,
+                           folder, origin)
+        vela = measure(pte, only=("vela",))["vela"]
+        return {"npu_ms": vela["inference_ms"], "sram_bytes": vela["sram_bytes"], "program_bytes": pte.stat().st_size}
+
+
+def probe_limit(study, settings: TuneSettings) -> Optional[tuple]:
+    """(the NPU estimate above which a new candidate is not trained, why), or None while every candidate
+    is trained: over --max-npu-ms (with the probe's error on top: it could not meet the limit), or over
+    LATENCY_SLACK times the current pick's, once the pick is as accurate as the anchor (less the margin:
+    pick_best's bar) and so a pick the rest of the search is worth measuring against."""
+    limits = []
+    if settings.max_npu_ms is not None:
+        limits.append((settings.max_npu_ms * PROBE_ERROR, f"--max-npu-ms {settings.max_npu_ms:g}"))
+    pick, anchor = pick_best(front_of(study), settings.pick_accuracy), anchor_measured(study)
+    if pick is not None and anchor is not None and \
+            pick["val_accuracy"] >= min(settings.pick_accuracy, anchor["val_accuracy"] - ACCURACY_MARGIN) - 1e-12:
+        limits.append((LATENCY_SLACK * pick["npu_ms"],
+                       f"{LATENCY_SLACK:g} x the pick's {pick['npu_ms']:.4f} ms (#{pick['number']})"))
+    return min(limits) if limits else None
+
+
+def anchor_measured(study) -> Optional[dict]:
+    """The anchor's candidate figures, once it is measured."""
+    from optuna.trial import TrialState
+
+    from .arch import ARCHITECTURES
+    spec = ARCHITECTURES[ANCHOR]
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if trial.user_attrs.get("arch") == spec and "val_accuracy" in trial.user_attrs:
+            return candidate_of(trial)
+    return None
+
+
+def probed_before(study, arch: str) -> Optional[dict]:
+    """The probe figures of an earlier trial of `arch` that was not trained, or None."""
+    from optuna.trial import TrialState
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)):
+        if trial.user_attrs.get("arch") == arch and "npu_ms" in trial.user_attrs:
+            return {"probe": {k: trial.user_attrs[k] for k in PROBE_FIELDS}, "number": trial.number}
+    return None
+
+
+def objective(settings: TuneSettings, status_line, clock: Clock, evaluate, probe=probe_candidate):
     def run(trial) -> tuple:
         arch = suggest(trial)
         trial.set_user_attr("arch", arch)
@@ -420,9 +525,10 @@ def objective(settings: TuneSettings, status_line, clock: Clock, evaluate):
         if figures is None:
             run_dir = settings.out / "candidates" / f"{trial.number:04d}"
             meter = Meter(clock)
+            status = lambda what: status_line(f"#{trial.number} {arch}: {what}")   # noqa: E731
             try:
-                figures = evaluate(arch, run_dir, settings,
-                                   lambda what: status_line(f"#{trial.number} {arch}: {what}"), meter)
+                skip_if_slow(trial, arch, settings, status, meter, probe)
+                figures = evaluate(arch, run_dir, settings, status, meter)
             except UserError as e:
                 trial.set_user_attr("error", str(e))
                 raise
@@ -436,6 +542,28 @@ def objective(settings: TuneSettings, status_line, clock: Clock, evaluate):
             trial.set_constraint("program_bytes", figures["program_bytes"] - settings.max_program_bytes)
         return tuple(figures[name] for name in OBJECTIVES)
     return run
+
+
+def skip_if_slow(trial, arch: str, settings: TuneSettings, status, meter: Meter, probe) -> None:
+    """Raise optuna.TrialPruned, the probe's figures and why in the trial's attributes, when `arch`'s NPU
+    estimate before training is over the probe limit (probe_limit); a repeat of an architecture not
+    trained before is judged on its figures, at no cost."""
+    import optuna
+    limit = probe_limit(trial.study, settings)
+    if limit is None:
+        return
+    before = probed_before(trial.study, arch)
+    figures = before["probe"] if before else probe(arch, settings, status)
+    if figures["npu_ms"] <= limit[0]:
+        return
+    for key, value in figures.items():
+        trial.set_user_attr(key, value)
+    trial.set_user_attr("pruned", f"NPU estimate {figures['npu_ms']:.4f} ms before training, over {limit[1]}")
+    if before:
+        trial.set_user_attr("repeat_of", before["number"])
+    trial.set_user_attr("seconds", round(meter.wall(), 1))
+    trial.set_user_attr("cost", round(meter.charged(), 2))
+    raise optuna.TrialPruned()
 
 
 def measured_before(study, arch: str) -> Optional[dict]:
@@ -524,15 +652,16 @@ def check_teacher(settings: TuneSettings) -> None:
 
 
 def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = None,
-           evaluate=evaluate_candidate) -> dict:
+           evaluate=evaluate_candidate, probe=probe_candidate) -> dict:
     """Run trials one at a time while the next one is expected to end within the budget, leaving
     room in it for the final retraining (retraining_estimate). Time is charged as the module
     docstring says, on `clock` (default: the process's own). Returns what the search spent:
-    {minutes, charged and wall seconds, candidates measured, the last retraining estimate}."""
+    {minutes, charged and wall seconds, candidates measured, those not trained (probe_limit), the last
+    retraining estimate}."""
     budget = settings.minutes * 60.0
     meter = Meter(clock or Clock())
     # a resumed study's candidates are measures of the next one too
-    costs, done, repeats = measured_costs(study, settings), 0, 0
+    costs, done, repeats, slow = measured_costs(study, settings), 0, 0, 0
     busy_from = 0 if meter.clock.threads > 1 else None    # the first candidate charged as on a busy machine
     with progress_bar(quiet) as bar:
         task = bar.add_task("tune", total=round(budget), status="")
@@ -565,19 +694,22 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
             finished = []
             with quiet_optuna_errors():
                 # the callback hands over this process's trial (with a shared storage, others add theirs)
-                study.optimize(objective(settings, status_line, meter.clock, evaluate), n_trials=1,
+                study.optimize(objective(settings, status_line, meter.clock, evaluate, probe), n_trials=1,
                                catch=(UserError,), callbacks=[lambda _study, trial: finished.append(trial)])
             done += 1
             for trial in finished:
                 say(candidate_line(trial), quiet)
                 repeats = repeats + 1 if "repeat_of" in trial.user_attrs else 0
-                if "repeat_of" not in trial.user_attrs and "cost" in trial.user_attrs:
-                    costs.append(trial_costs(trial.user_attrs, settings))   # a repeat costs nothing
+                slow += trial.state.name == "PRUNED"
+                # a repeat costs nothing; a candidate not trained is no measure of the next one's cost
+                if trial.state.name == "COMPLETE" and "repeat_of" not in trial.user_attrs and "cost" in trial.user_attrs:
+                    costs.append(trial_costs(trial.user_attrs, settings))
         measured = len(costs)
         bar.update(task, completed=round(budget),
-                   status=f"{done} trial{'s' * (done != 1)}, {measured} candidate{'s' * (measured != 1)} measured")
+                   status=f"{done} trial{'s' * (done != 1)}, {measured} candidate{'s' * (measured != 1)} measured, "
+                          f"{slow} not trained")
     return {"minutes": settings.minutes, "charged_seconds": round(meter.charged(), 1),
-            "wall_seconds": round(meter.wall(), 1), "measured": len(costs),
+            "wall_seconds": round(meter.wall(), 1), "measured": len(costs), "not_trained": slow,
             "retraining_estimate_seconds": round(retraining, 1), "busy_from_candidate": busy_from}
 
 
@@ -719,6 +851,8 @@ def candidate_line(trial) -> str:
     attrs = trial.user_attrs
     if "error" in attrs:
         return f"  #{trial.number} {attrs.get('arch', '?')}: failed: {attrs['error']}"
+    if "pruned" in attrs:
+        return f"  #{trial.number} {attrs['arch']}: not trained: {attrs['pruned']} ({attrs['seconds']:.0f} s)"
     if "val_accuracy" not in attrs:
         return f"  #{trial.number} {attrs.get('arch', '?')}: {trial.state.name.lower()}"
     from .stats import entry_accuracy
@@ -732,7 +866,7 @@ def candidate_line(trial) -> str:
 
 CANDIDATE_FIELDS = ("arch", "val_accuracy", "val_correct", "val_images", "npu_ms", "sram_bytes", "program_bytes",
                     "mcu_instructions", "macs", "params", "utilisation_total", "seconds", "cost", "training_cost",
-                    "check_cost", "run", "repeat_of")
+                    "check_cost", "run", "repeat_of", "pruned")
 
 
 def candidate_of(trial) -> dict:
@@ -751,7 +885,8 @@ def summarize(study, settings: TuneSettings, left: Optional[float] = None) -> di
     """What tune.json holds of the search: every candidate, the front, and the pick (pick_within
     the `left` seconds of the budget; None: no limit)."""
     from optuna.trial import TrialState
-    trials = [t for t in study.get_trials(deepcopy=False) if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
+    trials = [t for t in study.get_trials(deepcopy=False)
+              if t.state in (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)]
     candidates = [candidate_of(t) for t in trials]
     pareto = front_of(study)
     return {"study": {"name": STUDY_NAME, "storage": settings.storage or f"sqlite:///{settings.out / STUDY_DB}",
