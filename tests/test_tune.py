@@ -13,9 +13,10 @@ from script_module import load_script
 
 from tinyrps.arch import feature_shape
 from tinyrps.model import ARCHITECTURES, parse_arch
-from tinyrps.tune import (ACCURACY_MARGIN, DIRECTIONS, PICK_ACCURACY, RESERVE_SHARE, SELECT_ACCURACY, SPACE,
-                          TuneSettings, arch_of, choose_finalist, finalists_of, next_trial_fits, own_retraining,
-                          pick_best, pick_within, retraining_estimate, search)
+from tinyrps.tune import (ACCURACY_MARGIN, DIRECTIONS, LATENCY_SLACK, PICK_ACCURACY, PROBE_ERROR, RESERVE_SHARE,
+                          SELECT_ACCURACY, SPACE, TuneSettings, arch_of, choose_finalist, enqueue_anchor, finalists_of,
+                          next_trial_fits, own_retraining, params_of, pick_best, pick_within, retraining_estimate,
+                          search)
 
 TINY = ("--candidate-epochs", "1", "--epochs", "1", "--minutes", "30")
 
@@ -26,6 +27,18 @@ def test_every_point_of_the_space_is_an_architecture_and_both_named_ones_are_in_
     for spec in specs:
         parse_arch(spec)
     assert {ARCHITECTURES["tinyrps"], ARCHITECTURES["fast"]} <= specs
+
+
+def test_the_search_starts_from_the_fast_network_once(tmp_path):
+    """The anchor is the study's first trial, enqueued once: not again when the study is opened again."""
+    from tinyrps.tune import open_study
+    assert arch_of(params_of(ARCHITECTURES["fast"])) == ARCHITECTURES["fast"]
+    assert params_of("c16-c32-c64") is None     # not a point of the space
+    settings = TuneSettings(data=tmp_path, out=tmp_path)
+    for _ in range(2):
+        study = open_study(settings)
+    assert [(t.state.name, arch_of(t.system_attrs["fixed_params"])) for t in study.trials] == \
+        [("WAITING", ARCHITECTURES["fast"])]
 
 
 def test_the_head_is_the_whole_map_or_one_pixel():
@@ -202,6 +215,94 @@ def run_search(tmp_path, stretch: float, minutes: float, dear_first: bool = Fals
     return measured, spent
 
 
+def run_probed_search(tmp_path, anchor: bool = True, max_npu_ms=None, trials: int = 40) -> tuple:
+    """The real search and its probe limit on an in-memory study: candidates that spend 12 s of
+    SlowClock's time, probes that spend 3 s; a candidate's NPU estimate is its MACs / 1e7 ms before
+    training and after it; the anchor reads 99 %, the others 90-99.6 %. Returns (the study, the
+    architectures probed, what the search spent)."""
+    import optuna
+
+    from tinyrps.arch import describe_arch
+    clock, probed = SlowClock(1.0), []
+
+    def evaluate(arch, run_dir, settings, status, meter):
+        clock.spend(12.0)
+        macs = describe_arch(arch)["macs"]
+        accuracy = 0.99 if arch == ARCHITECTURES["fast"] else 0.9 + (macs % 97) / 1000
+        return {"arch": arch, "val_accuracy": accuracy, "npu_ms": macs / 1e7, "sram_bytes": 1,
+                "program_bytes": 10_000 + macs // 100, "training_cost": 6.0}
+
+    def probe(arch, settings, status):
+        clock.spend(3.0)
+        probed.append(arch)
+        macs = describe_arch(arch)["macs"]
+        return {"npu_ms": macs / 1e7, "sram_bytes": 1, "program_bytes": 10_000 + macs // 100}
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(directions=list(DIRECTIONS), sampler=optuna.samplers.TPESampler(seed=0))
+    if anchor:
+        enqueue_anchor(study)
+    settings = TuneSettings(data=tmp_path, out=tmp_path, minutes=60.0, trials=trials, retrain=False,
+                            max_npu_ms=max_npu_ms)
+    spent = search(study, settings, quiet=True, clock=clock, evaluate=evaluate, probe=probe)
+    return study, probed, spent
+
+
+def picks_in_turn(study) -> list:
+    """(each trial, the pick of the candidates trained before it)."""
+    from tinyrps.tune import candidate_of
+    done, out = [], []
+    for trial in study.trials:
+        out.append((trial, pick_best(done) if done else None))
+        if trial.state.name == "COMPLETE":
+            done.append(candidate_of(trial))
+    return out
+
+
+def test_a_candidate_far_slower_than_the_pick_is_not_trained(tmp_path):
+    """Once the anchor is measured, a candidate whose NPU estimate before training is over LATENCY_SLACK
+    times the pick of its time is not trained: pruned for the sampler, its estimate and why recorded, its
+    probe charged but no measure of a candidate's cost; a repeat of it is judged on its figures, at no cost;
+    every candidate trained was within the limit of its time."""
+    study, probed, spent = run_probed_search(tmp_path)
+    assert study.trials[0].user_attrs["arch"] == ARCHITECTURES["fast"] and study.trials[0].state.name == "COMPLETE"
+    skipped = [t for t in study.trials if t.state.name == "PRUNED"]
+    trained = [t for t in study.trials if t.state.name == "COMPLETE" and "repeat_of" not in t.user_attrs]
+    assert skipped and len(trained) > 5
+    for trial, pick in picks_in_turn(study)[1:]:
+        limit = LATENCY_SLACK * pick["npu_ms"]
+        if trial.state.name == "PRUNED":
+            assert trial.user_attrs["npu_ms"] > limit and "over 1.5 x the pick's" in trial.user_attrs["pruned"]
+        elif "repeat_of" not in trial.user_attrs:
+            assert trial.user_attrs["npu_ms"] <= limit
+    assert len(probed) == len(set(probed))      # a repeat is not probed again
+    first_probes = [t for t in skipped if "repeat_of" not in t.user_attrs]
+    assert all(t.user_attrs["cost"] == 3.0 for t in first_probes)
+    assert all(t.user_attrs["cost"] == 0.0 for t in skipped if "repeat_of" in t.user_attrs)
+    assert spent["measured"] == len(trained) and spent["not_trained"] == len(skipped)
+    # every second charged: the candidates' 12 s (and the probe of each after the anchor), the probes' 3 s
+    assert spent["charged_seconds"] == pytest.approx(12.0 * len(trained) + 3.0 * len(probed))
+
+
+def test_without_the_anchor_measured_every_candidate_is_trained(tmp_path):
+    """No anchor, no pick to measure candidates against: nothing is probed, nothing is skipped."""
+    study, probed, spent = run_probed_search(tmp_path, anchor=False, trials=10)
+    assert probed == [] and spent["not_trained"] == 0
+    assert all(t.state.name == "COMPLETE" for t in study.trials)
+
+
+def test_a_candidate_over_the_npu_limit_is_not_trained(tmp_path):
+    """With --max-npu-ms, a candidate whose estimate before training is over the limit (with the probe's
+    error on top) is not trained, anchor or none."""
+    study, probed, spent = run_probed_search(tmp_path, anchor=False, max_npu_ms=0.02, trials=15)
+    assert probed and spent["not_trained"] > 0
+    for trial in study.trials:
+        if trial.state.name == "PRUNED":
+            assert trial.user_attrs["npu_ms"] > 0.02 * PROBE_ERROR and "--max-npu-ms 0.02" in trial.user_attrs["pruned"]
+        else:
+            assert trial.user_attrs["npu_ms"] <= 0.02 * PROBE_ERROR
+
+
 def test_a_slow_wall_clock_does_not_stop_the_search(tmp_path):
     """Under load (wall time 4x the CPU time), candidates are charged their CPU time: a 5-minute budget,
     12 s candidates and a retraining of 3 x (10 epochs x 3 s + 6 s) = 108 s leave room for 16 of them,
@@ -320,9 +421,14 @@ def test_tune_writes_candidates_front_and_the_retrained_pick(tuned):
     out, result = tuned
     candidates = result["candidates"]
     assert [c["number"] for c in candidates] == [0, 1]
+    assert candidates[0]["arch"] == ARCHITECTURES["fast"] and candidates[0]["state"] == "COMPLETE"   # the anchor
     for c in candidates:
-        assert c["state"] == "COMPLETE", c
         assert parse_arch(c["arch"]).spec == c["arch"]
+        if c["state"] == "PRUNED":      # estimated before training, far slower than the anchor: not trained
+            assert c["npu_ms"] > LATENCY_SLACK * candidates[0]["npu_ms"] and c["program_bytes"] > 10_000
+            assert not (out / "candidates" / f"{c['number']:04d}").exists()
+            continue
+        assert c["state"] == "COMPLETE", c
         assert 0 <= c["val_accuracy"] <= 1 and c["npu_ms"] > 0 and c["sram_bytes"] > 0
         assert c["val_images"] == 120 and c["val_accuracy"] == c["val_correct"] / 120     # the interval's counts
         assert c["check_cost"] > 0      # its scoring of val, scaled to the benchmark split the pick is checked on
@@ -330,7 +436,7 @@ def test_tune_writes_candidates_front_and_the_retrained_pick(tuned):
         assert "mcu_instructions" not in c      # counted for the pick only (below): not an objective
         run = json.loads((out / "candidates" / f"{c['number']:04d}" / "metrics.json").read_text())
         assert "test_accuracy" not in run   # the test split is kept for the pick
-    numbers = {c["number"] for c in candidates}
+    numbers = {c["number"] for c in candidates if c["state"] == "COMPLETE"}
     assert result["pareto"] and {c["number"] for c in result["pareto"]} <= numbers
     assert result["best"] in result["pareto"]
     final = result["final"]

@@ -232,7 +232,7 @@ def plot_tune(candidates: list, pareto: list, best, path: Path, finalists: Optio
         return
     front = {c["number"] for c in pareto}
     skipped = [c for c in candidates if c.get("state") == "PRUNED" and "repeat_of" not in c]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.6), sharex=True)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.6))
     for ax, key, scale, label in ((a, "val_accuracy", 100, "int8 validation accuracy (%, npu-ref)"),
                                   (b, "program_bytes", 1 / 1024, "program size (KiB)")):
         others = [c for c in done if c["number"] not in front]
@@ -244,11 +244,9 @@ def plot_tune(candidates: list, pareto: list, best, path: Path, finalists: Optio
         for c in on_front:
             ax.annotate(c["arch"], (c["npu_ms"], c[key] * scale), fontsize=6, xytext=(3, 3),
                         textcoords="offset points")
-        if skipped:     # estimated, never trained: no accuracy, a tick at the foot of the accuracy panel
-            ys = [0.03] * len(skipped) if key == "val_accuracy" else [c[key] * scale for c in skipped]
-            ax.scatter([c["npu_ms"] for c in skipped], ys, marker="x", s=18, color="0.7",
-                       transform=ax.get_xaxis_transform() if key == "val_accuracy" else ax.transData,
-                       label="not trained (NPU estimate)")
+        if skipped and key == "program_bytes":     # estimated before training: no accuracy to show
+            ax.scatter([c["npu_ms"] for c in skipped], [c[key] * scale for c in skipped], marker="x", s=18,
+                       color="0.6", label=f"not trained ({len(skipped)}): estimated, too slow")
         if finalists:
             ax.scatter([c["npu_ms"] for c in finalists], [c[key] * scale for c in finalists], s=110,
                        facecolors="none", edgecolors="C1", linewidths=1.5, label="finalist", zorder=3)
@@ -257,5 +255,8 @@ def plot_tune(candidates: list, pareto: list, best, path: Path, finalists: Optio
         ax.set(xlabel="NPU inference (ms, Vela estimate)", ylabel=label)
         ax.grid(alpha=0.3)
     a.legend(fontsize=8)
+    if skipped:
+        b.legend(handles=[h for h in b.get_legend_handles_labels()[0] if h.get_label().startswith("not trained")],
+                 fontsize=8)
     fig.tight_layout()
     _save(fig, path)

@@ -55,6 +55,11 @@ pick once left room for two more candidates on a loaded machine).
 The pick is then made among the candidates whose own retraining fits what is left, as long as that
 costs no more than ACCURACY_MARGIN of validation accuracy; else the retraining passes the budget.
 
+The search starts from ANCHOR (`fast`, the hand-picked network), enqueued as the study's first trial.
+Once it is measured, each new candidate is first estimated by Vela on its untrained network
+(probe_candidate, about 3 s); one over LATENCY_SLACK times the current pick's latency, or over
+--max-npu-ms, is not trained (probe_limit): an Optuna pruned trial, its estimate and why in tune.json.
+
 When the time budget is spent, the front's pick (the lowest NPU latency among the front's candidates
 whose validation accuracy reaches PICK_ACCURACY, or, when none does, is within ACCURACY_MARGIN
 of the front's best; then the smallest program) and the front candidates faster than it with the
@@ -117,7 +122,7 @@ ANCHOR = "fast"
 # A candidate whose NPU estimate, taken on its untrained network (probe_candidate), is more than
 # LATENCY_SLACK times the current pick's is not trained: to become the pick it would have to read more
 # than ACCURACY_MARGIN above every faster candidate after the short training. In the tunes measured
-# before this rule (9 tunes, 160 candidates), no candidate slower than the pick of its time became the
+# before this rule (10 tunes, 162 candidates), no candidate slower than the pick of its time became the
 # pick after the sampler's random start, and those of the random start were at most 1.93 times slower
 # than a pick of a few random networks; the slowest networks of the space (no first pool, wide layers:
 # 0.08-0.30 ms) are also the dearest to train. The probe's estimate is 0.99-1.11 times the trained
@@ -525,7 +530,9 @@ def objective(settings: TuneSettings, status_line, clock: Clock, evaluate, probe
         if figures is None:
             run_dir = settings.out / "candidates" / f"{trial.number:04d}"
             meter = Meter(clock)
-            status = lambda what: status_line(f"#{trial.number} {arch}: {what}")   # noqa: E731
+
+            def status(what: str) -> None:
+                status_line(f"#{trial.number} {arch}: {what}")
             try:
                 skip_if_slow(trial, arch, settings, status, meter, probe)
                 figures = evaluate(arch, run_dir, settings, status, meter)
@@ -702,8 +709,9 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
                 repeats = repeats + 1 if "repeat_of" in trial.user_attrs else 0
                 slow += trial.state.name == "PRUNED"
                 # a repeat costs nothing; a candidate not trained is no measure of the next one's cost
-                if trial.state.name == "COMPLETE" and "repeat_of" not in trial.user_attrs and "cost" in trial.user_attrs:
-                    costs.append(trial_costs(trial.user_attrs, settings))
+                attrs = trial.user_attrs
+                if trial.state.name == "COMPLETE" and "repeat_of" not in attrs and "cost" in attrs:
+                    costs.append(trial_costs(attrs, settings))
         measured = len(costs)
         bar.update(task, completed=round(budget),
                    status=f"{done} trial{'s' * (done != 1)}, {measured} candidate{'s' * (measured != 1)} measured, "
