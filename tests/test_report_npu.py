@@ -43,17 +43,20 @@ def test_sweep_table_has_a_table_per_memory_mode_and_every_refusal(capsys):
     assert "Ethos_U55_Deep_Embedded with Dedicated_Sram, Dedicated_Sram_256KB: every accelerator" in out
 
 
-def test_tune_table_marks_the_front_the_pick_and_failures(capsys, tmp_path):
+def test_tune_table_marks_the_front_the_pick_failures_and_those_not_trained(capsys, tmp_path):
     done = {"state": "COMPLETE", "val_accuracy": 0.99, "npu_ms": 0.05, "sram_bytes": 40_000,
             "program_bytes": 100_000, "mcu_instructions": 5_000_000}
     candidates = [{"number": 0, "arch": "c8-p-c8-p-c8-p", **done},
                   {"number": 1, "arch": "c16-c32s2-c64s2-p-f128", **done, "npu_ms": 0.04},
-                  {"number": 2, "arch": "c24-p", "state": "FAIL", "error": "arena too small"}]
+                  {"number": 2, "arch": "c24-p", "state": "FAIL", "error": "arena too small"},
+                  {"number": 3, "arch": "c24-c48-p-c64-p3-f80", "state": "PRUNED", "npu_ms": 0.265,
+                   "sram_bytes": 75_472, "program_bytes": 234_672, "pruned": "NPU estimate 0.2650 ms before training"}]
     result = {"candidates": candidates, "pareto": candidates[1:2], "best": candidates[1],
               "final": {**candidates[1], "epochs": 4, "test_accuracy": 0.995}}
     tune_table(result, tmp_path)
     out = " ".join(capsys.readouterr().out.split())   # the console wraps long lines
     assert "#1 c16-c32s2-c64s2-p-f128" in out and "pick" in out and "failed" in out
+    assert "#3 c24-c48-p-c64-p3-f80 not trained 0.2650 74 234,672" in out and out.count(" slow") == 2   # and the key
     assert "test accuracy 99.50 % on npu-ref" in out
 
 
@@ -66,3 +69,16 @@ def test_tune_table_keeps_every_figure_whole_in_80_columns(capsys, tmp_path, mon
     tune_table({"candidates": [candidate], "pareto": [candidate], "best": candidate}, tmp_path)
     row = next(line for line in capsys.readouterr().out.splitlines() if "#123" in line)
     assert row.split() == ["#123", longest, "97.56", "%", "0.0689", "43", "154,176", "0.5", "pick"]
+
+
+def test_the_tune_plot_takes_candidates_not_trained(tmp_path):
+    """A candidate not trained has an NPU estimate and a program size but no accuracy: the plot shows it
+    on the size panel only, without failing on the missing accuracy."""
+    from tinyrps.plots import plot_tune
+    done = {"state": "COMPLETE", "val_accuracy": 0.99, "sram_bytes": 40_000, "program_bytes": 30_000}
+    candidates = [{"number": 0, "arch": "c16-p-c32-p-c64-p-p3-f64", **done, "npu_ms": 0.04},
+                  {"number": 1, "arch": "c8-p-c16-p-c32-p-p3", **done, "npu_ms": 0.02, "val_accuracy": 0.97},
+                  {"number": 2, "arch": "c24-c48-p-c64-p3-f80", "state": "PRUNED", "npu_ms": 0.265,
+                   "sram_bytes": 75_472, "program_bytes": 234_672}]
+    plot_tune(candidates, candidates[:2], candidates[0], tmp_path / "tune.png")
+    assert (tmp_path / "tune.png").stat().st_size > 10_000

@@ -586,11 +586,12 @@ def test_other_settings_do_not_join_a_stored_study(cli, tuned, data_dir):
 @pytest.mark.slow
 def test_two_workers_share_one_study_through_a_journal_file(data_dir, tmp_path):
     """Two processes on one journal storage: each runs its own candidate, both land in the study.
-    Their NPU limit is impossible, so no candidate is feasible and the front is empty."""
+    Their program-size limit is impossible, so no candidate is feasible and the front is empty (an
+    impossible NPU limit would leave every candidate untrained: test_a_candidate_over_the_npu_limit_...)."""
     journal = tmp_path / "study.journal"
     command = lambda out: [sys.executable, "-m", "tinyrps", "tune", "--data", str(data_dir), "--out",  # noqa: E731
                            str(out), "--storage", f"journal:{journal}", "--trials", "1", "--no-retrain",
-                           "--max-npu-ms", "0.0001", "--json", "--quiet", *TINY]
+                           "--max-program-bytes", "1", "--json", "--quiet", *TINY]
     workers = [subprocess.Popen(command(tmp_path / f"worker{i}"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True) for i in range(2)]
     outputs = [w.communicate(timeout=1800) for w in workers]
@@ -603,7 +604,7 @@ def test_two_workers_share_one_study_through_a_journal_file(data_dir, tmp_path):
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert sorted(t.number for t in done) == [0, 1]
     assert {t.user_attrs["run"].split("/worker")[1][0] for t in done} == {"0", "1"}
-    assert all(t.constraints["npu_ms"] > 0 for t in done)
+    assert all(t.constraints["program_bytes"] > 0 for t in done)
     last = json.loads(max(outputs, key=lambda o: len(json.loads(o[0])["candidates"]))[0])
     assert last["pareto"] == [] and last["best"] is None
     assert all(c["feasible"] is False for c in last["candidates"])
