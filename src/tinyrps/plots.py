@@ -245,7 +245,7 @@ def plot_tune(candidates: list, pareto: list, best, path: Path, finalists: Optio
             ax.annotate(c["arch"], (c["npu_ms"], c[key] * scale), fontsize=6, xytext=(3, 3),
                         textcoords="offset points")
         if skipped and key == "program_bytes":     # estimated before training: no accuracy to show
-            ax.scatter([c["npu_ms"] for c in skipped], [c[key] * scale for c in skipped], marker="x", s=18,
+            crosses = ax.scatter([c["npu_ms"] for c in skipped], [c[key] * scale for c in skipped], marker="x", s=18,
                        color="0.6", label=f"not trained ({len(skipped)}): estimated, too slow")
         if finalists:
             ax.scatter([c["npu_ms"] for c in finalists], [c[key] * scale for c in finalists], s=110,
@@ -256,7 +256,6 @@ def plot_tune(candidates: list, pareto: list, best, path: Path, finalists: Optio
         ax.grid(alpha=0.3)
     a.legend(fontsize=8)
     if skipped:
-        b.legend(handles=[h for h in b.get_legend_handles_labels()[0] if h.get_label().startswith("not trained")],
-                 fontsize=8)
+        b.legend(handles=[crosses], fontsize=8)
     fig.tight_layout()
     _save(fig, path)

@@ -466,8 +466,8 @@ def tune_table(result: dict, out) -> None:
     on the benchmark split (results made before the pick was checked there: on the test split)."""
     print_table(f"candidates ({len(result['candidates'])}; Pareto front: {len(result['pareto'])}); val: int8 accuracy "
                 "on npu-ref, the images it read right and its 95 % interval; SRAM: KiB on the NPU; bytes: the "
-                "program; MMAC: millions of multiply-accumulates per inference; over: beyond a limit; slow: not trained, its "
-                "NPU estimate before training over the limit",
+                "program; MMAC: millions of multiply-accumulates per inference; over: beyond a limit; slow: not "
+                "trained, its NPU estimate before training over the limit",
                 TUNE_HEADER, tune_rows(result), text_columns=1)
     final = result.get("final")
     if result.get("finalists"):

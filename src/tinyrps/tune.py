@@ -301,12 +301,9 @@ def params_of(spec: str) -> Optional[dict]:
 
 def enqueue_anchor(study) -> None:
     """The search's first candidate is ANCHOR, unless the study has it already (a resumed study, another
-    worker's)."""
+    worker's): Optuna skips parameters any trial has, and each point of SPACE is one architecture."""
     from .arch import ARCHITECTURES
-    spec = ARCHITECTURES[ANCHOR]
-    if any(t.user_attrs.get("arch") == spec for t in study.get_trials(deepcopy=False)):
-        return
-    params = params_of(spec)
+    params = params_of(ARCHITECTURES[ANCHOR])
     if params is not None:
         study.enqueue_trial(params, skip_if_exists=True)
 
@@ -493,7 +490,8 @@ def probe_limit(study, settings: TuneSettings) -> Optional[tuple]:
     limits = []
     if settings.max_npu_ms is not None:
         limits.append((settings.max_npu_ms * PROBE_ERROR, f"--max-npu-ms {settings.max_npu_ms:g}"))
-    pick, anchor = pick_best(front_of(study), settings.pick_accuracy), anchor_measured(study)
+    from .arch import ARCHITECTURES
+    pick, anchor = pick_best(front_of(study), settings.pick_accuracy), measured_before(study, ARCHITECTURES[ANCHOR])
     if pick is not None and anchor is not None and \
             pick["val_accuracy"] >= min(settings.pick_accuracy, anchor["val_accuracy"] - ACCURACY_MARGIN) - 1e-12:
         limits.append((LATENCY_SLACK * pick["npu_ms"],
@@ -501,25 +499,11 @@ def probe_limit(study, settings: TuneSettings) -> Optional[tuple]:
     return min(limits) if limits else None
 
 
-def anchor_measured(study) -> Optional[dict]:
-    """The anchor's candidate figures, once it is measured."""
-    from optuna.trial import TrialState
-
-    from .arch import ARCHITECTURES
-    spec = ARCHITECTURES[ANCHOR]
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        if trial.user_attrs.get("arch") == spec and "val_accuracy" in trial.user_attrs:
-            return candidate_of(trial)
-    return None
-
-
 def probed_before(study, arch: str) -> Optional[dict]:
     """The probe figures of an earlier trial of `arch` that was not trained, or None."""
-    from optuna.trial import TrialState
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)):
-        if trial.user_attrs.get("arch") == arch and "npu_ms" in trial.user_attrs:
-            return {"probe": {k: trial.user_attrs[k] for k in PROBE_FIELDS}, "number": trial.number}
-    return None
+    trial = earlier_trial(study, arch, "PRUNED", "npu_ms")
+    return None if trial is None else {"probe": {k: trial.user_attrs[k] for k in PROBE_FIELDS},
+                                       "number": trial.number}
 
 
 def objective(settings: TuneSettings, status_line, clock: Clock, evaluate, probe=probe_candidate):
@@ -576,11 +560,19 @@ def skip_if_slow(trial, arch: str, settings: TuneSettings, status, meter: Meter,
 def measured_before(study, arch: str) -> Optional[dict]:
     """The figures of a finished trial of the same architecture (same settings, same seed: the
     same model), marked as a repeat; None when it is new."""
+    trial = earlier_trial(study, arch, "COMPLETE", "val_accuracy")
+    if trial is None:
+        return None
+    figures = {k: trial.user_attrs[k] for k in CANDIDATE_FIELDS if k in trial.user_attrs}
+    return {**figures, "seconds": 0.0, "cost": 0.0, "repeat_of": trial.number}
+
+
+def earlier_trial(study, arch: str, state: str, key: str):
+    """The first trial of `arch` in `state` (a TrialState's name) that recorded `key`, or None."""
     from optuna.trial import TrialState
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        if trial.user_attrs.get("arch") == arch and "val_accuracy" in trial.user_attrs:
-            figures = {k: trial.user_attrs[k] for k in CANDIDATE_FIELDS if k in trial.user_attrs}
-            return {**figures, "seconds": 0.0, "cost": 0.0, "repeat_of": trial.number}
+    for trial in study.get_trials(deepcopy=False, states=(TrialState[state],)):
+        if trial.user_attrs.get("arch") == arch and key in trial.user_attrs:
+            return trial
     return None
 
 
