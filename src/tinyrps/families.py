@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from .cores import CORES
 from .errors import UserError
 
 # --- what each family's descriptor records ------------------------------------------------------
@@ -152,15 +153,6 @@ def _ethos_u_description(accelerator: str) -> str:
             f"default {system_config}, {memory_mode}")
 
 
-# Cortex-M: cores whose CortexMTargetConfig resolves to a CMSIS-NN backend in executorch 1.5.1:
-# DSP (bias in the linear kernel) on M4/M33, MVE (precomputed kernel sums) on M55/M85.
-CORTEX_M_CORES = {
-    "cortex-m4": "Cortex-M4 (DSP)",
-    "cortex-m33": "Cortex-M33 (DSP)",
-    "cortex-m55": "Cortex-M55 (MVE)",
-    "cortex-m85": "Cortex-M85 (MVE)",
-}
-
 FAMILIES = (
     Family("host",
            targets=(Target("fp32", "host", "float32, ExecuTorch portable kernels"),
@@ -174,8 +166,8 @@ FAMILIES = (
            devices=("npu-ref",), needs="the Arm Ethos-U NPU", recipes="ethos_u", info=EthosUInfo,
            available=_ethos_u_available, reference="ethos_u"),
     Family("cortex-m",
-           targets=tuple(Target(core, "cortex-m", f"int8 CMSIS-NN operators for {what}, bare-metal runtime")
-                         for core, what in CORTEX_M_CORES.items()),
+           targets=tuple(Target(core.name, "cortex-m", f"int8 CMSIS-NN operators for {core.description}, "
+                                "bare-metal runtime") for core in CORES),
            devices=("mcu", "native"), needs="a Cortex-M core with the CMSIS-NN operators", recipes="cortex_m",
            info=CortexMInfo, available=_cortex_m_available, reference="cortex_m"),
 )

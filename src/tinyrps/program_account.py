@@ -14,10 +14,8 @@ from collections import Counter
 
 import numpy as np
 
-# ExecuTorch ScalarType codes (exir/_serialize/scalar_type.fbs).
-SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 6: "float32", 7: "float64", 11: "bool"}
-_NUMPY = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
-          "float32": np.float32, "float64": np.float64, "bool": np.bool_}
+from .firmware.c_facts import dtypes
+
 # An argument that lists more distinct values than this is summarised by its range.
 MAX_LISTED_VALUES = 8
 
@@ -151,12 +149,13 @@ def _value(plan, index: int, constants: list) -> dict:
 
 
 def _tensor(t, constants: list) -> dict:
-    dtype = SCALAR_TYPES.get(t.scalar_type, str(t.scalar_type))
+    known = dtypes()
+    dtype = known[t.scalar_type][0] if t.scalar_type in known else str(t.scalar_type)
     out = {"kind": "tensor", "dtype": dtype, "sizes": [int(s) for s in t.sizes],
            "dim_order": [int(d) for d in t.dim_order]}
     if t.data_buffer_idx > 0:
         out["storage"] = "constant"
-        data = np.frombuffer(constants[t.data_buffer_idx], _NUMPY[dtype])
+        data = np.frombuffer(constants[t.data_buffer_idx], np.dtype(dtype))
         if data.size and np.issubdtype(data.dtype, np.integer):
             out["range"] = [int(data.min()), int(data.max())]
     elif t.allocation_info is not None:

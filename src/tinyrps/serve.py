@@ -156,9 +156,10 @@ def program_label(pte: Path, target: str, device: str, described, board: str, po
         npu = getattr(info, "accelerator", target).replace("ethos-u", "Ethos-U")
         where = f"{npu}, its TOSA graph in the reference model"
     elif device == "mcu":
-        from .devices.mcu import CORE_NAMES, program_board
+        from .cores import display_name
+        from .devices.mcu import program_board
         chosen = program_board(pte, board)
-        core = CORE_NAMES.get(chosen.core, chosen.core)
+        core = display_name(chosen.core)
         where = f"{core} on the board at {port}" if port else f"{core} on QEMU {chosen.machine}"
     elif device == "native":
         where = "the firmware's C runtime on this CPU"

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from ..cores import core_names, find_core, get_core
 from ..errors import UserError
 from ..tempdirs import temp_dir
 from . import library_files
@@ -51,9 +52,6 @@ DEFAULT_NAME = "tinyrps_model"
 
 # Every external name of the runtime starts with one of these (checked with nm by the tests).
 RUNTIME_PREFIXES = ("trt", "pte", "fb")
-
-# The core of a Cortex-M program -> the ISA kernel variant its library carries beside plain C.
-ISA_KERNELS = {"cortex-m55": "mve", "cortex-m85": "mve", "cortex-m33": "dsp", "cortex-m4": "dsp"}
 
 # The runtime's own sources (relative to firmware/src), in every library.
 RUNTIME_SOURCES = ("pte_reader.c", "load_detail.c", "runtime.c", "ops/operator_table.c", "ops/bind_args.c")
@@ -247,9 +245,9 @@ def program_facts(pte: Path, program: bytes) -> ProgramFacts:
     if described.family != "cortex-m":
         raise UserError(_not_cortex_m(pte, described.family))
     core = described.info.core
-    if core not in ISA_KERNELS:
+    if find_core(core) is None:
         raise UserError(f"{pte} was made for core '{core}', which the runtime has no kernels for "
-                        f"(cores: {', '.join(ISA_KERNELS)}): export it again with `tinyrps export`")
+                        f"(cores: {', '.join(core_names())}): export it again with `tinyrps export`")
     return ProgramFacts(described.family, core, described.labels, described.sha256, described.description)
 
 
@@ -509,7 +507,7 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     facts = program_facts(pte, program)
     info, dump = native_facts(pte)
     figures = board_figures(pte, facts.core)
-    isa_kernels = ISA_KERNELS[facts.core]
+    isa_kernels = get_core(facts.core).isa     # the ISA kernel variant the library carries beside plain C
     if figures.get("kernels") != isa_kernels:
         raise UserError(f"the firmware of {figures.get('board')} ran {pte.name} with the '{figures.get('kernels')}' "
                         f"kernels, not '{isa_kernels}': rebuild the firmware")

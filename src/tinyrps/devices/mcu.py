@@ -39,13 +39,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cores import display_name, find_core
 from ..errors import UserError
 from ..labels import LABELS
 from ..pte import read_program
 from .base import Device, RunResult, check_images, require_family
 
 TRANSPORTS = ("serial", "batch", "auto")
-CORE_NAMES = {"cortex-m55": "Cortex-M55", "cortex-m33": "Cortex-M33", "cortex-m4": "Cortex-M4"}
 # From this many images per classify call, "auto" pays one QEMU boot (~0.3 s) to skip
 # the UART (~0.05-0.1 s per image here).
 BATCH_THRESHOLD = 16
@@ -177,7 +177,7 @@ class McuDevice(Device):
 
     def describe(self) -> str:
         where = f"{self.info.board} on {self.port}" if self.port else \
-            f"QEMU {self.info.board} ({CORE_NAMES.get(self.board.core, self.board.core)})"
+            f"QEMU {self.info.board} ({display_name(self.board.core)})"
         return f"tinyrps firmware {self.info.firmware} on {where}, {self.transport} link"
 
     def close(self) -> None:
@@ -191,9 +191,9 @@ def program_board(model_path: Path, board: str = None):
     """The board to run a program on: `board` if given, else the board of the core its descriptor
     names, else the default board."""
     from .. import descriptor
-    from ..firmware.boards import DEFAULT_BOARD, CORE_BOARDS, get_board
+    from ..firmware.boards import DEFAULT_BOARD, get_board
     if board:
         return get_board(board)
     described = descriptor.read(model_path)
-    core = described.info.core if described is not None and described.family == "cortex-m" else None
-    return get_board(CORE_BOARDS.get(core, DEFAULT_BOARD))
+    core = find_core(described.info.core) if described is not None and described.family == "cortex-m" else None
+    return get_board(core.board if core else DEFAULT_BOARD)

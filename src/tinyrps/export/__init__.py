@@ -197,12 +197,10 @@ def remove_leftovers(out_dir: Path, name: str) -> None:
     remove_dead_entries(out_dir, re.compile(rf"\.{re.escape(name)}\.(export|old)-(?P<pid>\d+)-.+"))
 
 
-DTYPE_NAMES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 6: "float32", 7: "float64", 11: "bool"}
-
-
 def program_io(program: bytes, conventions=None) -> tuple:
     """(inputs, outputs) of the program's forward method as TensorSpecs, from the serialized program."""
     from executorch.exir._serialize._program import deserialize_pte_binary
+    from ..firmware.c_facts import dtype_name
     plan = deserialize_pte_binary(program).program.execution_plan[0]
     conventions = conventions or ([], [])
 
@@ -213,7 +211,7 @@ def program_io(program: bytes, conventions=None) -> tuple:
             if type(t).__name__ != "Tensor":
                 raise UserError(f"the program's input/output {k} is not a tensor ({type(t).__name__}): "
                                 "tinyrps runs programs whose inputs and outputs are tensors")
-            out.append(TensorSpec(DTYPE_NAMES.get(t.scalar_type, f"scalar type {t.scalar_type}"),
+            out.append(TensorSpec(dtype_name(t.scalar_type),
                                   tuple(int(s) for s in t.sizes), notes[k] if k < len(notes) else ""))
         return tuple(out)
     return specs(plan.inputs, conventions[0]), specs(plan.outputs, conventions[1])

@@ -3,14 +3,15 @@
 Each board is one QEMU machine and one core. What the port's sources say -- the core
 (port.cmake), the SysTick clock (port.h), where the program and the boot descriptor go and
 how much RAM there is (the linker script) -- is read from them (c_facts.port), so it is
-written once; this table adds what only the host needs: the QEMU machine, the fastest kernel
-variant the core's ISA allows, the reduced-ISA builds. `tests/firmware/test_boards.py` checks
-the port facts against the built firmware.
+written once; this table adds what only the host needs: the QEMU machine and the reduced-ISA
+builds. The core's own facts (its kernel variant, which board runs it) are its tinyrps.cores
+record. `tests/firmware/test_boards.py` checks the port facts against the built firmware.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..cores import core_names, find_core, get_core
 from ..errors import UserError
 
 
@@ -18,7 +19,6 @@ from ..errors import UserError
 class Board:
     name: str                  # the port folder, the firmware's `info` board name
     machine: str               # qemu-system-arm -M
-    isa_kernels: str          # the kernel variant the core's ISA allows: "mve" or "dsp"
     description: str
     # more firmware builds for this board: kernel set -> -mcpu with ISA extensions switched off
     # (the M55 without MVE runs the DSP kernels: each variant tested on one board)
@@ -33,6 +33,11 @@ class Board:
     def core(self) -> str:
         """-mcpu of the firmware (the export target's core): the port's PORT_CORE."""
         return self._port.core
+
+    @property
+    def isa_kernels(self) -> str:
+        """The kernel variant the core's ISA allows: "mve" or "dsp" (its tinyrps.cores record)."""
+        return get_core(self.core).isa
 
     @property
     def model_address(self) -> int:
@@ -61,19 +66,13 @@ class Board:
 
 
 BOARDS = {b.name: b for b in (
-    Board("mps3-an547", "mps3-an547", "mve", "Arm MPS3 AN547: SSE-300 with a Cortex-M55 (Helium/MVE)",
+    Board("mps3-an547", "mps3-an547", "Arm MPS3 AN547: SSE-300 with a Cortex-M55 (Helium/MVE)",
           reduced_isa=(("dsp", "cortex-m55+nomve"),)),
-    Board("mps2-an505", "mps2-an505", "dsp", "Arm MPS2+ AN505: Cortex-M33 (DSP), booting Secure"),
-    Board("mps2-an386", "mps2-an386", "dsp", "Arm MPS2+ AN386: Cortex-M4 (DSP)"),
+    Board("mps2-an505", "mps2-an505", "Arm MPS2+ AN505: Cortex-M33 (DSP), booting Secure"),
+    Board("mps2-an386", "mps2-an386", "Arm MPS2+ AN386: Cortex-M4 (DSP)"),
 )}
 
 DEFAULT_BOARD = "mps3-an547"
-
-# The board that runs a program exported for each core. QEMU 7.2 has no Cortex-M85 machine:
-# an M85 program (the same Armv8.1-M MVE operators as the M55's) runs on the M55 of the AN547,
-# and its instruction counts are the M55's.
-CORE_BOARDS = {"cortex-m55": "mps3-an547", "cortex-m85": "mps3-an547",
-               "cortex-m33": "mps2-an505", "cortex-m4": "mps2-an386"}
 
 # Kernel sets a firmware build can bind: the fastest the ISA allows, or portable plain C.
 KERNEL_SETS = ("isa", "c")
@@ -87,9 +86,11 @@ def get_board(name: str) -> Board:
 
 
 def board_for_core(core: str) -> Board:
-    if core not in CORE_BOARDS:
-        raise UserError(f"no emulated board runs a {core} program; cores with a board: {', '.join(CORE_BOARDS)}")
-    return BOARDS[CORE_BOARDS[core]]
+    """The board that runs a program exported for `core` (its tinyrps.cores record names it)."""
+    record = find_core(core)
+    if record is None:
+        raise UserError(f"no emulated board runs a {core} program; cores with a board: {', '.join(core_names())}")
+    return BOARDS[record.board]
 
 
 def firmware_kind(board: str, kernels: str = "isa") -> str:

@@ -266,6 +266,12 @@ def dtypes() -> dict:
     return {code: (name, size) for _, code, name, size in listing("TRT_DTYPE_LIST")}
 
 
+def dtype_name(code: int) -> str:
+    """The name of a ScalarType code ("float32"), or "scalar type N" for one the runtime does not take."""
+    known = dtypes()
+    return known[code][0] if code in known else f"scalar type {code}"
+
+
 @lru_cache(maxsize=None)
 def limits() -> dict:
     """The runtime's table limits as its header sets them by default: {"TRT_MAX_KERNEL_CALLS": 64, ...},

@@ -9,7 +9,7 @@ turns one inference's executed instructions into cycles with a timing model per 
    turn. The blocks are mapped onto the firmware's own disassembly (objdump), so every executed
    instruction is known by its mnemonic and operands; a conditional branch at a block's end was
    taken when the next block run is not the one that follows it.
-2. Each instruction is given cycles from its core's TIMINGS row (its class: alu, mul, div, load,
+2. Each instruction is given cycles from its core's timing row (tinyrps.cores) (its class: alu, mul, div, load,
    store, ... or one of the three MVE pipes) and the class of the instruction before it (a load
    after a load or store pipelines on the M4/M33; an MVE instruction issued while the one before
    it, of another pipe, is still in its second beat costs one cycle instead of two).
@@ -44,6 +44,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
+from ..cores import CoreTiming, timings
 from ..errors import UserError
 from ..tempdirs import temp_dir
 
@@ -51,34 +52,8 @@ MODEL_VERSION = 1
 ESTIMATE_NOTE = "an estimate from the executed instructions and a per-core timing model, not a measurement"
 
 
-@dataclass(frozen=True)
-class CoreTiming:
-    """Cycles per instruction class on one core (zero-wait memory)."""
-    core: str
-    objdump_arch: str               # objdump -m: decodes every instruction the core has
-    clock_hz: int                   # the emulated board's clock
-    uncertainty: float              # the estimate's relative error band (+/-)
-    branch_refill: int              # P: cycles to refill the pipeline after a taken branch
-    load: int                       # a single load (LDR, LDRB, ...)
-    load_pipelined: int             # a single load or store right after another one
-    store: int
-    load_pair: int                  # LDRD / STRD
-    multiple_per_register: float    # LDM, STM, PUSH, POP: 1 + this x registers
-    divide: int                     # SDIV/UDIV: the middle of its data-dependent range
-    fp_divide: int                  # VDIV, VSQRT (single precision)
-    low_overhead_loop: int          # LE/LETP taken: the branch the loop hardware makes for free
-    mve: bool = False               # Helium: 2 cycles a vector instruction, 1 when it overlaps
-
-
-TIMINGS = {t.core: t for t in (
-    CoreTiming("cortex-m55", "armv8.1-m.main", 32_000_000, 0.30, branch_refill=2, load=1, load_pipelined=1,
-               store=1, load_pair=1, multiple_per_register=0.5, divide=6, fp_divide=14, low_overhead_loop=0,
-               mve=True),
-    CoreTiming("cortex-m33", "armv8-m.main", 20_000_000, 0.20, branch_refill=2, load=2, load_pipelined=1,
-               store=1, load_pair=3, multiple_per_register=1.0, divide=7, fp_divide=14, low_overhead_loop=0),
-    CoreTiming("cortex-m4", "armv7e-m", 25_000_000, 0.15, branch_refill=2, load=2, load_pipelined=1,
-               store=1, load_pair=3, multiple_per_register=1.0, divide=7, fp_divide=14, low_overhead_loop=0),
-)}
+# core -> its cycle-model row (tinyrps.cores)
+TIMINGS = timings()
 
 # ── instruction classes ──────────────────────────────────────────────────────
 CONDITIONS = ("eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le", "al")

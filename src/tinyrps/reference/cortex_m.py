@@ -27,14 +27,13 @@ import numpy as np
 import torch
 
 from ..errors import UserError
+from ..firmware.c_facts import dtypes
 from ..labels import LABELS
 from ..torch_settings import torch_threads
 
-# ExecuTorch ScalarType codes (exir/_serialize/scalar_type.fbs) -> numpy / torch dtypes.
-NP_DTYPES = {0: np.uint8, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 6: np.float32, 7: np.float64,
-             11: np.bool_}
-TORCH_DTYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64,
-                6: torch.float32, 7: torch.float64, 11: torch.bool}
+# ExecuTorch ScalarType codes -> numpy / torch dtypes, from the runtime's dtype list (c_facts.dtypes).
+NP_DTYPES = {code: np.dtype(name).type for code, (name, _) in dtypes().items()}
+TORCH_DTYPES = {code: getattr(torch, name) for code, (name, _) in dtypes().items()}
 DEQUANTIZE = "dequantize_per_tensor"
 
 
