@@ -386,8 +386,8 @@ def write_profile(model, result: dict, path, profile=None) -> None:
 
 def require_profiling_device(device_name: str, port) -> None:
     """--etdump: a device that takes a per-layer profile (the emulated board, the native build)."""
-    from .etdump import PROFILING_DEVICES
-    if device_name not in PROFILING_DEVICES or (device_name == "mcu" and port):
+    from .devices import device_row
+    if not device_row(device_name).profiles or port:
         raise UserError("--etdump needs --device mcu on an emulated board (instructions per kernel call, not "
                         "cycles) or --device native (host nanoseconds); a serial port or another device "
                         "sends no profile")
@@ -481,8 +481,8 @@ def cmd_npu_sweep(a):
 def cmd_tune(a):
     check_data(a.data, "train")
     check_out_folder(a.out)
-    from .families import get_target
-    if get_target(a.target).family != "ethos-u":
+    from .families import family_of_target
+    if not family_of_target(a.target).tunable:
         raise UserError(f"--target {a.target} is not an Ethos-U target: the tuner measures NPU latency "
                         "(e.g. --target ethos-u85-128)")
     from .tune import TuneSettings, tune

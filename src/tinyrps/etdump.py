@@ -253,8 +253,7 @@ def _offset_vector(builder, offsets: list) -> int:
     return builder.EndVector()
 
 
-# The devices that take a per-layer profile of a Cortex-M program, and what each counter counts.
-PROFILING_DEVICES = ("mcu", "native")
+# What each counter of a per-layer profile counts (the devices that take one: tinyrps.devices, `profiles`).
 COUNTER_UNITS = {"instructions": "instructions under QEMU, not cycles",
                  "nanoseconds": "this host's nanoseconds of the native build, noisy, not a board's time"}
 

@@ -148,23 +148,8 @@ def check_device_options(programs: list, device: str, board: str, port: str) -> 
 
 def program_label(pte: Path, target: str, device: str, described, board: str, port: str) -> tuple:
     """(the selector's label: the target and what it runs on, the MCU core's name or None)."""
-    info = getattr(described, "info", None)
-    core = None
-    if device == "host":
-        where = "host CPU, ExecuTorch runtime"
-    elif device == "npu-ref":
-        npu = getattr(info, "accelerator", target).replace("ethos-u", "Ethos-U")
-        where = f"{npu}, its TOSA graph in the reference model"
-    elif device == "mcu":
-        from .cores import display_name
-        from .devices.mcu import program_board
-        chosen = program_board(pte, board)
-        core = display_name(chosen.core)
-        where = f"{core} on the board at {port}" if port else f"{core} on QEMU {chosen.machine}"
-    elif device == "native":
-        where = "the firmware's C runtime on this CPU"
-    else:
-        where = device
+    from .devices import device_class
+    where, core = device_class(device).runs_on(pte, target, described, board, port)
     return f"{target}: {where}", core
 
 
@@ -460,36 +445,10 @@ def png_data_url(image: np.ndarray) -> str:
 
 def device_figures(program: Program, stats: dict) -> list:
     """The device's own figures for this move, each with what it is: {name, value, note}."""
-    figures = []
-    if program.device == "host":
-        figures.append({"name": "host latency", "value": f"{stats['host_ms']:.3f} ms",
-                        "note": "one inference in the ExecuTorch runtime on this server's CPU, timed around the call"})
-    elif program.device == "npu-ref":
-        accelerator = (stats.get("accelerator") or program.target).replace("ethos-u", "Ethos-U")
-        if stats.get("npu_estimate_ms") is not None:
-            clock = f" at {stats['clock_hz'] / 1e6:.0f} MHz" if stats.get("clock_hz") else ""
-            figures.append({"name": f"{accelerator} time (Vela estimate)",
-                            "value": f"{stats['npu_estimate_ms']:.3f} ms{clock}",
-                            "note": "Vela's estimate of the NPU's time for one inference, from `tinyrps measure`"})
-        else:
-            figures.append({"name": f"{accelerator} time (Vela estimate)", "value": "not measured",
-                            "note": f"run `tinyrps measure --model {program.pte.name}` to have Vela estimate it"})
-        figures.append({"name": "TOSA reference model on this CPU",
-                        "value": f"{stats.get('reference_ms', stats['host_ms']):.1f} ms",
-                        "note": "what the NPU computes, run on the host: not the NPU's speed"})
-    elif program.device == "mcu":
-        if "instructions" in stats:
-            figures.append({"name": f"instructions on the {program.core}", "value": f"{stats['instructions']:,}",
-                            "note": "counted by QEMU (-icount): instructions, not cycles"})
-        if "link_ms" in stats:
-            figures.append({"name": "serial round trip", "value": f"{stats['link_ms']:.1f} ms",
-                            "note": "the request and its reply over the board's UART, wall time"})
-    else:
-        figures.append({"name": f"{program.device} latency", "value": f"{stats['host_ms']:.3f} ms",
-                        "note": "one inference, timed around the call on this server"})
-    figures.append({"name": "picture read", "value": f"{stats['read_ms']:.1f} ms",
-                    "note": "your picture to the model's 28x28 input, as `tinyrps classify` reads it"})
-    return figures
+    from .devices import device_class
+    return device_class(program.device).figures(stats, program.pte, program.target, program.core) + [
+        {"name": "picture read", "value": f"{stats['read_ms']:.1f} ms",
+         "note": "your picture to the model's 28x28 input, as `tinyrps classify` reads it"}]
 
 
 # ── the web application ──────────────────────────────────────────────────────

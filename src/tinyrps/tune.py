@@ -607,10 +607,9 @@ def tune(settings: TuneSettings, quiet: bool = False) -> dict:
 
 
 def check_settings(settings: TuneSettings) -> None:
-    from .families import family_of_target, get_target
+    from .families import family_of_target
     from .measure import measurements_for
-    target = get_target(settings.target)
-    if target.family != "ethos-u":
+    if not family_of_target(settings.target).tunable:
         raise UserError(f"--target must be an Ethos-U target (e.g. ethos-u85-128), not {settings.target}")
     mcu_family = family_of_target(MCU_TARGET)
     missing = family_of_target(settings.target).available() or mcu_family.available() or \

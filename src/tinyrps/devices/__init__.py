@@ -6,6 +6,7 @@ nothing, opening `host` does not pay for QEMU, and `eager` not for the ExecuTorc
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,13 +15,24 @@ from ..errors import UserError, require_file
 if TYPE_CHECKING:        # the interface, for the annotation only: importing it here would cost every command
     from .base import Device
 
-# name -> (module, class, what it runs)
+@dataclass(frozen=True)
+class DeviceRow:
+    """What the commands know of a device before they open it (nothing here imports its module)."""
+    module: str              # its module in tinyrps.devices
+    cls: str                 # its Device class there
+    runs: str                # what it runs, for --help
+    profiles: bool = False   # it takes a per-layer profile of each inference (eval/run --etdump)
+    slow: bool = False       # an inference takes a tenth of a second or more: large splits are refused
+
+
 DEVICES = {
-    "eager": ("eager", "EagerDevice", "the PyTorch checkpoint (model.pt)"),
-    "host": ("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU"),
-    "npu-ref": ("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model"),
-    "mcu": ("mcu", "McuDevice", "a Cortex-M .pte on the firmware of its board in QEMU (M55, M33, M4), over the serial link"),
-    "native": ("native", "NativeDevice", "a Cortex-M .pte on the firmware's C runtime built for this host"),
+    "eager": DeviceRow("eager", "EagerDevice", "the PyTorch checkpoint (model.pt)"),
+    "host": DeviceRow("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU"),
+    "npu-ref": DeviceRow("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model"),
+    "mcu": DeviceRow("mcu", "McuDevice", "a Cortex-M .pte on the firmware of its board in QEMU (M55, M33, M4), over "
+                     "the serial link", profiles=True, slow=True),
+    "native": DeviceRow("native", "NativeDevice", "a Cortex-M .pte on the firmware's C runtime built for this host",
+                        profiles=True),
 }
 
 
@@ -28,11 +40,15 @@ def device_names() -> list:
     return list(DEVICES)
 
 
-def device_class(name: str) -> type:
+def device_row(name: str) -> DeviceRow:
     if name not in DEVICES:
         raise UserError(f"unknown device '{name}'; valid devices: {', '.join(DEVICES)}")
-    module, cls, _ = DEVICES[name]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    return DEVICES[name]
+
+
+def device_class(name: str) -> type:
+    row = device_row(name)
+    return getattr(importlib.import_module(f"{__name__}.{row.module}"), row.cls)
 
 
 def open_device(name: str, model, **options) -> Device:

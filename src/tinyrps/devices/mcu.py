@@ -175,6 +175,23 @@ class McuDevice(Device):
     def simulated_by(self):
         return None if self.port else "QEMU"
 
+    @classmethod
+    def runs_on(cls, pte, target, described, board=None, port=None) -> tuple:
+        chosen = program_board(pte, board)
+        core = display_name(chosen.core)
+        return (f"{core} on the board at {port}" if port else f"{core} on QEMU {chosen.machine}"), core
+
+    @classmethod
+    def figures(cls, stats: dict, pte, target: str, core) -> list:
+        figures = []
+        if "instructions" in stats:
+            figures.append({"name": f"instructions on the {core}", "value": f"{stats['instructions']:,}",
+                            "note": "counted by QEMU (-icount): instructions, not cycles"})
+        if "link_ms" in stats:
+            figures.append({"name": "serial round trip", "value": f"{stats['link_ms']:.1f} ms",
+                            "note": "the request and its reply over the board's UART, wall time"})
+        return figures
+
     def describe(self) -> str:
         where = f"{self.info.board} on {self.port}" if self.port else \
             f"QEMU {self.info.board} ({display_name(self.board.core)})"
