@@ -1,6 +1,7 @@
 """tinyrps tune's study storage: only a database or file of its own is written, a refused --storage makes
 nothing, a stopped first trial is measured on resuming, and workers share a study on a real PostgreSQL
 server (a throw-away cluster of Debian's `postgresql` package) where a killed worker's trial is run again."""
+import importlib.util
 import json
 import os
 import shutil
@@ -96,7 +97,7 @@ def test_a_refused_storage_is_one_line_and_makes_nothing(cli, data_dir, tmp_path
                            (f"sqlite:///{tmp_path}", "is not a file"),
                            (f"journal:{text}/study.log", "is a file, not a folder"),
                            (f"journal:{text}", "is not an Optuna journal"),
-                           (f"journal:{tmp_path}", "is not a file")):
+                           (f"journal:{tmp_path}", "is not a file"), ("nowhere", "not a storage URL")):
         before = {p: p.read_bytes() for p in (app, text)}
         out = tmp_path / "out"
         res = cli("tune", "--data", data_dir, "--out", out, "--storage", storage)
@@ -130,9 +131,7 @@ class Cluster:
     user the package made."""
 
     def __init__(self) -> None:
-        try:
-            import psycopg  # noqa: F401 - SQLAlchemy's driver for postgresql:// URLs
-        except ImportError:
+        if importlib.util.find_spec("psycopg") is None:     # SQLAlchemy's driver for postgresql:// URLs
             pytest.fail("psycopg (PostgreSQL's Python driver) is not installed: pip install -e '.[test]'",
                         pytrace=False)
         self.bin = postgres_programs()
@@ -147,9 +146,15 @@ class Cluster:
             os.chown(self.folder, owner.pw_uid, owner.pw_gid)
             self.as_owner = ["runuser", "-u", "postgres", "--"]
         self.data = self.folder / "data"
-        self.run("initdb", "-D", self.data, "-U", "tinyrps", "--auth=trust", "-E", "UTF8", "--no-sync")
-        self.run("pg_ctl", "-D", self.data, "-l", self.folder / "server.log", "-w", "-o",
-                 f"-k {self.folder} -c listen_addresses='' -c fsync=off", "start")
+        try:
+            self.run("initdb", "-D", self.data, "-U", "tinyrps", "--auth=trust", "-E", "UTF8", "--no-sync")
+            self.run("pg_ctl", "-D", self.data, "-l", self.folder / "server.log", "-w", "-o",
+                     f"-k {self.folder} -c listen_addresses='' -c fsync=off", "start")
+        except BaseException:
+            log = self.folder / "server.log"
+            print(log.read_text()[-3000:] if log.is_file() else "no server log")
+            self.stop()
+            raise
 
     def run(self, program: str, *args) -> None:
         res = subprocess.run([*self.as_owner, str(self.bin / program), *map(str, args)], capture_output=True,
@@ -169,7 +174,8 @@ class Cluster:
 
     def stop(self) -> None:
         try:
-            self.run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+            if (self.data / "postmaster.pid").exists():
+                self.run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
 

@@ -22,7 +22,11 @@ Optuna's multi-objective TPE sampler proposes candidates for three objectives
 `--max-program-bytes` are Optuna constraints, so `study.best_trials` is the
 Pareto front of the candidates that meet them. The study lives in an Optuna
 storage: SQLite in the output folder by default (an interrupted tune resumes
-where it stopped), or any storage URL several workers share (`--storage`).
+where it stopped), or any storage URL several workers share (`--storage`; PostgreSQL
+across machines). Only a storage of the study's own is written: a database with other
+tables, or a file that is neither SQLite nor Optuna's journal, is refused before anything
+is made. In a database, a worker's trial carries Optuna's heartbeat, and the trial of a
+worker that has stopped is run again by another (HEARTBEAT_SECONDS).
 
 The budget is `--minutes` of an idle machine, the final retraining included. Each
 candidate is charged the lesser of its wall time and its CPU time (this process's and its
@@ -328,8 +332,8 @@ def enqueue_anchor(study, made: bool = True) -> None:
 HEARTBEAT_SECONDS = 10
 GRACE_SECONDS = 60
 STALE_RETRIES = 2
-# The tables Optuna's RDB storage makes (its models, and alembic's record of its schema's version): a
-# database holding any other table belongs to something else.
+# Optuna's record of its schema's version, made with its tables: a database with tables of Optuna's names but
+# not this one was not made by Optuna (an application's own `studies`).
 OPTUNA_VERSION_TABLE = "version_info"
 
 
@@ -337,7 +341,7 @@ def storage_for(settings: TuneSettings):
     """The Optuna storage: `--storage` (an RDB URL such as sqlite:///path.db or postgresql://..., or
     journal:PATH for Optuna's journal file), else SQLite in the output folder. A file or database that
     holds anything but a study is refused before anything is written to it (check_database,
-    check_journal)."""
+    journal_storage)."""
     import warnings
 
     import optuna
@@ -429,8 +433,9 @@ def journal_storage(path: Path):
         with open(path, "rb") as f:
             first = f.readline()
         try:
-            ours = not first or "op_code" in json.loads(first)
-        except (ValueError, TypeError):
+            line = json.loads(first) if first else {"op_code": None}     # an empty file: a new journal
+            ours = isinstance(line, dict) and "op_code" in line
+        except ValueError:
             ours = False
         if not ours:
             raise UserError(f"{where}: {path} is not an Optuna journal: give a new file (it is created) or a "
