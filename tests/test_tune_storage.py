@@ -290,3 +290,21 @@ def wait_for_study(postgres: Cluster, workers: list, seconds: float = 600) -> No
             return
         time.sleep(0.5)
     raise AssertionError(f"no study after {seconds:g} s")
+
+
+def test_a_worker_whose_trial_another_failed_goes_on(tmp_path, capsys):
+    """A worker silent past the grace period (a paused process) finds its trial failed by another worker,
+    which runs it again: it says so in one line and goes on with its next trial."""
+    from optuna.trial import TrialState
+    settings = TuneSettings(data=tmp_path, out=tmp_path, minutes=60.0, trials=2, retrain=False)
+    study = open_study(settings)
+
+    def evaluate(arch, run_dir, settings, status, meter):
+        if len(study.trials) == 1:      # the first trial: another worker fails it meanwhile
+            study._storage.set_trial_state_values(study.trials[0]._trial_id, state=TrialState.FAIL)
+        return {"arch": arch, "val_accuracy": 0.9, "npu_ms": 0.02, "sram_bytes": 1, "program_bytes": 20_000,
+                "training_cost": 1.0}
+
+    search(study, settings, quiet=False, clock=Clock(), evaluate=evaluate, probe=lambda *a: {"npu_ms": 0.01})
+    assert [t.state.name for t in study.trials] == ["FAIL", "COMPLETE"]
+    assert "#0: failed by another worker" in capsys.readouterr().err

@@ -634,8 +634,12 @@ def probed_before(study, arch: str) -> Optional[dict]:
                                        "number": trial.number}
 
 
-def objective(settings: TuneSettings, status_line, clock: Clock, evaluate, probe=probe_candidate):
+def objective(settings: TuneSettings, status_line, clock: Clock, evaluate, probe=probe_candidate,
+              started: Optional[list] = None):
+    """The trial function; each trial's number is appended to `started` as it begins."""
     def run(trial) -> tuple:
+        if started is not None:
+            started.append(trial.number)
         arch = suggest(trial)
         trial.set_user_attr("arch", arch)
         trial.set_user_attr("worker", f"{socket.gethostname()} {os.getpid()}")   # for workers sharing a study
@@ -822,11 +826,18 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
                 say(f"  the sampler proposed only measured architectures {MAX_REPEATS} times in a row: "
                     "the search has converged", quiet)
                 break
-            finished = []
-            with quiet_optuna_errors():
-                # the callback hands over this process's trial (with a shared storage, others add theirs)
-                study.optimize(objective(settings, status_line, meter.clock, evaluate, probe), n_trials=1,
-                               catch=(UserError,), callbacks=[lambda _study, trial: finished.append(trial)])
+            finished, started = [], []
+            try:
+                with quiet_optuna_errors():
+                    # the callback hands over this process's trial (with a shared storage, others add theirs)
+                    study.optimize(objective(settings, status_line, meter.clock, evaluate, probe, started),
+                                   n_trials=1, catch=(UserError,),
+                                   callbacks=[lambda _study, trial: finished.append(trial)])
+            except ValueError as e:
+                if not (started and taken_over(study, started[-1], e)):
+                    raise
+                say(f"  #{started[-1]}: failed by another worker, which found this one silent for over "
+                    f"{GRACE_SECONDS} s (a paused process?): its candidate is run again", quiet)
             done += 1
             for trial in finished:
                 say(candidate_line(trial), quiet)
@@ -843,6 +854,12 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
     return {"minutes": settings.minutes, "charged_seconds": round(meter.charged(), 1),
             "wall_seconds": round(meter.wall(), 1), "measured": len(costs), "not_trained": slow,
             "retraining_estimate_seconds": round(retraining, 1), "busy_from_candidate": busy_from}
+
+
+def taken_over(study, number: int, error: ValueError) -> bool:
+    """Whether `error` is Optuna refusing to record trial `number` because another worker has failed it: its
+    heartbeat had stopped (HEARTBEAT_SECONDS), and the candidate is run again there."""
+    return str(error).startswith("Cannot tell a ") and study.trials[number].state.name == "FAIL"
 
 
 def measured_costs(study, settings: TuneSettings) -> list:
