@@ -22,7 +22,11 @@ Optuna's multi-objective TPE sampler proposes candidates for three objectives
 `--max-program-bytes` are Optuna constraints, so `study.best_trials` is the
 Pareto front of the candidates that meet them. The study lives in an Optuna
 storage: SQLite in the output folder by default (an interrupted tune resumes
-where it stopped), or any storage URL several workers share (`--storage`).
+where it stopped), or any storage URL several workers share (`--storage`; PostgreSQL
+across machines). Only a storage of the study's own is written: a database with other
+tables, or a file that is neither SQLite nor Optuna's journal, is refused before anything
+is made. In a database, a worker's trial carries Optuna's heartbeat, and the trial of a
+worker that has stopped is run again by another (HEARTBEAT_SECONDS).
 
 The budget is `--minutes` of an idle machine, the final retraining included. Each
 candidate is charged the lesser of its wall time and its CPU time (this process's and its
@@ -84,6 +88,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import statistics
 import time
 from dataclasses import dataclass
@@ -299,55 +304,178 @@ def params_of(spec: str) -> Optional[dict]:
     return None
 
 
-def enqueue_anchor(study) -> None:
-    """The search's first candidate is ANCHOR, unless the study has it already (a resumed study, another
-    worker's): Optuna skips parameters any trial has, and each point of SPACE is one architecture."""
+def enqueue_anchor(study, made: bool = True) -> None:
+    """The search's first candidate is ANCHOR. The process that made the study enqueues it; one that opens a
+    study enqueues it again when the study has trials but none of ANCHOR waiting, running or done (a first
+    trial stopped by Ctrl-C has failed: a resumed tune measures it). A worker that opens a study with no trial
+    yet leaves it to the study's maker, which enqueues it a moment later: two workers started together
+    enqueue it once. Each point of SPACE is one architecture."""
+    from optuna.trial import TrialState
+
     from .arch import ARCHITECTURES
     params = params_of(ARCHITECTURES[ANCHOR])
-    if params is not None:
-        study.enqueue_trial(params, skip_if_exists=True)
+    if params is None:
+        return
+    trials = study.get_trials(deepcopy=False)
+    live = any(t.system_attrs.get("fixed_params", t.params) == params and t.state != TrialState.FAIL for t in trials)
+    if made or (trials and not live):
+        study.enqueue_trial(params)
 
 
 # --- the study ------------------------------------------------------------------------------------
 
+# A worker's trial whose heartbeat (a write to an RDB storage every HEARTBEAT_SECONDS) has stopped for
+# GRACE_SECONDS is taken as lost (its process killed, its machine gone): the next worker to start a trial
+# marks it failed and runs it again (STALE_RETRIES times at most: a candidate that kills its worker each
+# time is not tried for ever). Heartbeats are rows of Optuna's own table; a minute of silence is far
+# longer than a busy machine holds a thread back.
+HEARTBEAT_SECONDS = 10
+GRACE_SECONDS = 60
+STALE_RETRIES = 2
+# Optuna's record of its schema's version, made with its tables: a database with tables of Optuna's names but
+# not this one was not made by Optuna (an application's own `studies`).
+OPTUNA_VERSION_TABLE = "version_info"
+
+
 def storage_for(settings: TuneSettings):
-    """The Optuna storage: `--storage` (an RDB URL such as sqlite:///path.db, or journal:PATH for
-    Optuna's journal file), else SQLite in the output folder."""
+    """The Optuna storage: `--storage` (an RDB URL such as sqlite:///path.db or postgresql://..., or
+    journal:PATH for Optuna's journal file), else SQLite in the output folder. A file or database that
+    holds anything but a study is refused before anything is written to it (check_database,
+    journal_storage)."""
+    import warnings
+
     import optuna
     url = settings.storage or f"sqlite:///{(settings.out / STUDY_DB).resolve()}"
     if url.startswith("journal:"):
-        from optuna.storages.journal import JournalFileBackend
-        path = Path(url.removeprefix("journal:"))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+        return journal_storage(Path(url.removeprefix("journal:")))
     if "://" not in url:
         raise UserError(f"--storage '{url}' is not a storage URL: use sqlite:///PATH.db, another database URL "
                         "(postgresql://..., mysql://...) or journal:PATH")
+    for attempt in (1, 2):
+        try:
+            check_database(url)
+            with warnings.catch_warnings():     # heartbeats are experimental in Optuna: said once, here
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(
+                    url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
+                    heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(STALE_RETRIES))
+        except UserError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a bad URL, a missing driver, an unreachable server
+            if attempt == 2:
+                raise UserError(f"cannot open the study storage {shown_url(url)}: {one_line(e, 200)}") from None
+        # workers started together on a new database: the one whose making of Optuna's tables collided with
+        # another's finds them made a moment later
+        time.sleep(1.0)
+
+
+def shown_url(url: str) -> str:
+    """A storage URL as messages and tune.json show it: without its password."""
     try:
-        return optuna.storages.RDBStorage(url)
-    except Exception as e:  # noqa: BLE001 - a bad URL, a missing driver, an unreachable server
-        raise UserError(f"cannot open the study storage {url}: {one_line(e, 200)}") from None
+        from sqlalchemy.engine import make_url
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - not a database URL (journal:PATH, or a typo): nothing to hide
+        return url
+    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
+
+
+def check_database(url: str) -> None:
+    """Refuse a database that holds tables of something else: Optuna would make its own tables beside them
+    (and fail half-way on one of the same name, its `studies`). An empty database, a SQLite file not there
+    yet, or Optuna's tables with their version record are a study storage."""
+    import sqlalchemy
+    from optuna.storages._rdb.models import BaseModel
+    from sqlalchemy.engine import make_url
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        path = Path(parsed.database)
+        if not path.exists():
+            return
+        if not path.is_file():
+            raise UserError(f"--storage {url}: {path} is not a file: give a SQLite file's path (it is created if "
+                            "missing)")
+        with open(path, "rb") as f:
+            head = f.read(16)
+        if head not in (b"", b"SQLite format 3\x00"):      # empty: what SQLite makes of a new file
+            raise UserError(f"--storage {url}: {path} is not a SQLite database: give a new file (it is created) "
+                            "or a study's database")
+    engine = sqlalchemy.create_engine(url)
+    try:
+        inspector = sqlalchemy.inspect(engine)
+        tables = set(inspector.get_table_names())
+        columns = {c["name"] for c in inspector.get_columns(OPTUNA_VERSION_TABLE)} \
+            if OPTUNA_VERSION_TABLE in tables else set()
+    finally:
+        engine.dispose()
+    foreign = sorted(tables - set(BaseModel.metadata.tables) - {"alembic_version"})
+    if not tables or (not foreign and {"schema_version", "library_version"} <= columns):
+        return
+    names = ", ".join(foreign or sorted(tables))    # Optuna's names alone, but not its version record: not its own
+    raise UserError(f"--storage {shown_url(url)} holds tables Optuna did not make ({names}): the study is written "
+                    "only into a database of its own: give a new SQLite file or an empty database "
+                    "(CREATE DATABASE ...)")
+
+
+def journal_storage(path: Path):
+    """Optuna's journal file at `path` (its folder made when missing): refused when it is a folder, when its
+    parent is a file, or when the file holds anything but Optuna's journal lines."""
+    import json
+
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+    where = f"--storage journal:{path}"
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise UserError(f"{where}: {parent} is a file, not a folder: give a journal path in a folder")
+    if path.exists():
+        if not path.is_file():
+            raise UserError(f"{where} is not a file: give a journal file's path (it is created if missing)")
+        with open(path, "rb") as f:
+            first = f.readline()
+        try:
+            line = json.loads(first) if first else {"op_code": None}     # an empty file: a new journal
+            ours = isinstance(line, dict) and "op_code" in line
+        except ValueError:
+            ours = False
+        if not ours:
+            raise UserError(f"{where}: {path} is not an Optuna journal: give a new file (it is created) or a "
+                            "study's journal")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+    except OSError as e:
+        raise UserError(f"cannot open {where}: {one_line(e, 200)}") from None
 
 
 def open_study(settings: TuneSettings):
+    """The study in the settings' storage, made or joined, checked against the settings, with the anchor
+    enqueued where it is due (enqueue_anchor)."""
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = storage_for(settings)
     try:
-        study = optuna.create_study(study_name=STUDY_NAME, storage=storage_for(settings),
-                                    directions=list(DIRECTIONS), load_if_exists=True)
+        try:
+            study, made = optuna.create_study(study_name=STUDY_NAME, storage=storage, directions=list(DIRECTIONS)), True
+        except optuna.exceptions.DuplicatedStudyError:    # another worker's, or an earlier tune's
+            study, made = optuna.create_study(study_name=STUDY_NAME, storage=storage, directions=list(DIRECTIONS),
+                                              load_if_exists=True), False
     except ValueError as e:   # the stored study has other directions
-        raise UserError(f"the study in {settings.storage or settings.out / STUDY_DB} is not a tinyrps tune "
+        raise UserError(f"the study in {where_stored(settings)} is not a tinyrps tune "
                         f"study ({e}): use another --out or --storage") from None
     stored = study.user_attrs.get("settings")
     mine = study_settings(settings)
     if stored is None:
         study.set_user_attr("settings", mine)
     elif stored != mine:    # a key on one side only differs too (a teacher there and none here)
-        raise UserError(f"the study in {settings.storage or settings.out / STUDY_DB} was made with other settings "
+        raise UserError(f"the study in {where_stored(settings)} was made with other settings "
                         f"({describe_difference(stored, mine)}): use another --out or --storage, or the same settings")
     study.sampler = sampler_for(settings, len(study.trials))
-    enqueue_anchor(study)
+    enqueue_anchor(study, made)
     return study
+
+
+def where_stored(settings: TuneSettings) -> str:
+    return shown_url(settings.storage) if settings.storage else str(settings.out / STUDY_DB)
 
 
 def sampler_for(settings: TuneSettings, trials_so_far: int):
@@ -506,10 +634,15 @@ def probed_before(study, arch: str) -> Optional[dict]:
                                        "number": trial.number}
 
 
-def objective(settings: TuneSettings, status_line, clock: Clock, evaluate, probe=probe_candidate):
+def objective(settings: TuneSettings, status_line, clock: Clock, evaluate, probe=probe_candidate,
+              started: Optional[list] = None):
+    """The trial function; each trial's number is appended to `started` as it begins."""
     def run(trial) -> tuple:
+        if started is not None:
+            started.append(trial.number)
         arch = suggest(trial)
         trial.set_user_attr("arch", arch)
+        trial.set_user_attr("worker", f"{socket.gethostname()} {os.getpid()}")   # for workers sharing a study
         figures = measured_before(trial.study, arch)   # the sampler may propose a measured architecture again
         if figures is None:
             run_dir = settings.out / "candidates" / f"{trial.number:04d}"
@@ -585,8 +718,11 @@ def tune(settings: TuneSettings, quiet: bool = False) -> dict:
         settings.teacher = Path(settings.teacher).resolve()
     clock, machine = clock_for_this_machine()      # before anything loads torch
     check_settings(settings)
+    # a storage of its own is opened, or refused, before anything is made in --out
+    study = open_study(settings) if settings.storage else None
     settings.out.mkdir(parents=True, exist_ok=True)
-    study = open_study(settings)
+    if study is None:
+        study = open_study(settings)
     say_machine(machine, quiet)
     spent = search(study, settings, quiet, clock=clock)
     left = settings.minutes * 60.0 - spent["charged_seconds"]
@@ -689,11 +825,18 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
                 say(f"  the sampler proposed only measured architectures {MAX_REPEATS} times in a row: "
                     "the search has converged", quiet)
                 break
-            finished = []
-            with quiet_optuna_errors():
-                # the callback hands over this process's trial (with a shared storage, others add theirs)
-                study.optimize(objective(settings, status_line, meter.clock, evaluate, probe), n_trials=1,
-                               catch=(UserError,), callbacks=[lambda _study, trial: finished.append(trial)])
+            finished, started = [], []
+            try:
+                with quiet_optuna_errors():
+                    # the callback hands over this process's trial (with a shared storage, others add theirs)
+                    study.optimize(objective(settings, status_line, meter.clock, evaluate, probe, started),
+                                   n_trials=1, catch=(UserError,),
+                                   callbacks=[lambda _study, trial: finished.append(trial)])
+            except ValueError as e:
+                if not (started and taken_over(study, started[-1], e)):
+                    raise
+                say(f"  #{started[-1]}: failed by another worker, which found this one silent for over "
+                    f"{GRACE_SECONDS} s (a paused process?): its candidate is run again", quiet)
             done += 1
             for trial in finished:
                 say(candidate_line(trial), quiet)
@@ -710,6 +853,12 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
     return {"minutes": settings.minutes, "charged_seconds": round(meter.charged(), 1),
             "wall_seconds": round(meter.wall(), 1), "measured": len(costs), "not_trained": slow,
             "retraining_estimate_seconds": round(retraining, 1), "busy_from_candidate": busy_from}
+
+
+def taken_over(study, number: int, error: ValueError) -> bool:
+    """Whether `error` is Optuna refusing to record trial `number` because another worker has failed it: its
+    heartbeat had stopped (HEARTBEAT_SECONDS), and the candidate is run again there."""
+    return str(error).startswith("Cannot tell a ") and study.trials[number].state.name == "FAIL"
 
 
 def measured_costs(study, settings: TuneSettings) -> list:
@@ -877,6 +1026,10 @@ def candidate_of(trial) -> dict:
         entry["feasible"] = all(value <= 0 for value in trial.constraints.values())
     if "error" in attrs:
         entry["error"] = attrs["error"]
+    if "worker" in attrs:
+        entry["worker"] = attrs["worker"]
+    if "failed_trial" in trial.system_attrs:    # run again: its first trial's worker stopped (HEARTBEAT_SECONDS)
+        entry["retry_of"] = trial.system_attrs["failed_trial"]
     return entry
 
 
@@ -888,7 +1041,8 @@ def summarize(study, settings: TuneSettings, left: Optional[float] = None) -> di
               if t.state in (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)]
     candidates = [candidate_of(t) for t in trials]
     pareto = front_of(study)
-    return {"study": {"name": STUDY_NAME, "storage": settings.storage or f"sqlite:///{settings.out / STUDY_DB}",
+    storage = shown_url(settings.storage or f"sqlite:///{settings.out / STUDY_DB}")
+    return {"study": {"name": STUDY_NAME, "storage": storage,
                       "sampler": "optuna TPESampler (multivariate, multi-objective)",
                       "objectives": dict(zip(OBJECTIVES, DIRECTIONS)), "space": {k: list(v) for k, v in SPACE.items()},
                       **study_settings(settings)},
