@@ -148,7 +148,7 @@ def test_the_tuners_table_and_lines_show_count_and_interval():
     from types import SimpleNamespace
 
     from tinyrps.report import tune_table
-    from tinyrps.tune import candidate_line
+    from tinyrps.tune.trials import candidate_line
     candidate = {"number": 0, "state": "COMPLETE", "arch": "c16-p-c32-p-c64-p3-f128", "val_accuracy": 893 / 900,
                  "val_correct": 893, "val_images": 900, "npu_ms": 0.0574, "sram_bytes": 21000,
                  "program_bytes": 73424, "mcu_instructions": 625000}

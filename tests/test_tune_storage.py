@@ -17,8 +17,11 @@ import pytest
 
 from tinyrps.errors import UserError
 from tinyrps.model import ARCHITECTURES
-from tinyrps.tune import (GRACE_SECONDS, STUDY_NAME, Clock, TuneSettings, open_study, params_of, search,
-                          shown_url, storage_for)
+from tinyrps.tune import search
+from tinyrps.tune.budget import Clock
+from tinyrps.tune.settings import GRACE_SECONDS, STUDY_NAME, TuneSettings
+from tinyrps.tune.space import params_of
+from tinyrps.tune.study import open_study, shown_url, storage_for
 
 TINY = ("--candidate-epochs", "1", "--epochs", "1", "--minutes", "30")
 ANCHOR = ARCHITECTURES["fast"]

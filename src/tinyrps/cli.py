@@ -551,7 +551,8 @@ def add_teacher_options(s, tune: bool = False) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .arch import CANDIDATE_EPOCHS, FINALISTS, PICK_ACCURACY, SELECT_ACCURACY, TUNED_EPOCHS, epochs_help
+    from .arch import epochs_help
+    from .tune.settings import CANDIDATE_EPOCHS, FINALISTS, PICK_ACCURACY, SELECT_ACCURACY, TUNED_EPOCHS
     from .devices import device_names
     from .firmware.boards import BOARDS
     from .labels import EVAL_SPLITS

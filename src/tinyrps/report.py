@@ -434,7 +434,7 @@ def tune_rows(result: dict) -> list:
     rows = []
     for c in result["candidates"]:
         name = f"#{c['number']} {c.get('arch') or '?'}"
-        if c["state"] == "PRUNED":     # its NPU estimate before training: see tinyrps.tune.LATENCY_SLACK
+        if c["state"] == "PRUNED":     # its NPU estimate before training: see tinyrps.tune.settings.LATENCY_SLACK
             rows.append([name, "not trained", f"{c['npu_ms']:.4f}", f"{c['sram_bytes'] / 1024:.0f}",
                          f"{c['program_bytes']:,}", f"{count_macs(c['arch']) / 1e6:.1f}", "slow"])
             continue
@@ -454,7 +454,7 @@ def tune_rows(result: dict) -> list:
 
 def finalists_line(finalists: list) -> None:
     """The finalists, each trained like the pick, and what they read of the selection split."""
-    from .arch import SELECT_ACCURACY
+    from .tune.settings import SELECT_ACCURACY
     out_console.print(f"finalists, trained like the pick, on the selection split (npu-ref; the pick: the fastest "
                       f"at {SELECT_ACCURACY * 100:g} %, else the most accurate): "
                       + "; ".join(f"#{f['number']} {f['arch']} ({f['npu_ms']:.4f} ms) "
