@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .artifacts import atomic_write_json, fsync_dir, sha256_file
+from .artifacts import atomic_write_json, check_replaceable_file, fsync_dir, sha256_file
 from .errors import UserError
 from .families import family_names, get_family
 
@@ -113,7 +113,7 @@ def to_json(d: ProgramDescriptor) -> dict:
 def write(pte, d: ProgramDescriptor, scratch: Optional[Path] = None) -> Path:
     """Write T.json whole or not at all; with `scratch`, its temporary file is made there (a
     folder on the same file system) instead of beside it."""
-    path = path_of(pte)
+    path = check_replaceable_file(path_of(pte))
     if scratch is None:
         atomic_write_json(path, to_json(d))
         return path

@@ -36,6 +36,10 @@ def input_arrays(path: Path, count: int, option: str, hint: str) -> list:
     if missing:
         raise UserError(f"{option} {path} has no array {', '.join(missing)} (it has: {', '.join(arrays) or 'none'}): "
                         f"{hint}")
+    extra = [n for n in arrays if n not in names]
+    if extra:       # an array the program takes none of is a mistake in the file, not something to skip
+        raise UserError(f"{option} {path} has array{'s' if len(extra) != 1 else ''} {', '.join(extra)} besides "
+                        f"{', '.join(names)}, and the program takes no other: {hint}")
     return [arrays[n] for n in names]
 
 
