@@ -243,7 +243,7 @@ def export_user_module(a, options: dict) -> Path:
     from .descriptor import Origin
     from .export import export_model
     from .progress import console
-    with console.status(f"exporting {a.target}"):
+    with console.status(f"exporting {a.target}"), user_model.no_exit(f"{path}:{name}"):
         return export_model(model, examples, calibration, a.target, out, Origin(module=f"{path.name}:{name}",
                             calibration=note), name=a.name, **options)
 

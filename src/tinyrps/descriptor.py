@@ -148,10 +148,22 @@ def read(pte, program: Optional[bytes] = None) -> Optional[ProgramDescriptor]:
         raise UserError(f"{path} is {found}; this tinyrps reads program descriptors of version "
                         f"{DESCRIPTOR_VERSION}: {EXPORT_AGAIN}")
     descriptor = from_json(raw, path)
+    check_named_for(pte, descriptor)
     if program is not None and descriptor.sha256 != hashlib.sha256(program).hexdigest():
         raise UserError(f"{pte.name} does not match its descriptor {path.name} (the descriptor's sha256 is not "
                         f"the program's: one of them was replaced): {EXPORT_AGAIN}")
     return descriptor
+
+
+def check_named_for(pte, descriptor: ProgramDescriptor) -> None:
+    """A program named after a target (T.pte) is that target's: every result is named by the file, so a
+    program and descriptor copied to another target's name are refused, not shown as that target's."""
+    from .families import targets
+    pte = Path(pte)
+    if pte.stem in targets() and pte.stem != descriptor.target:
+        raise UserError(f"{pte.name} is named for the target {pte.stem}, but its descriptor records "
+                        f"{descriptor.target} (copied or renamed from another target's program): export "
+                        f"{pte.stem} with `tinyrps export --target {pte.stem}`, or give it a name that is no target's")
 
 
 def from_json(raw: dict, path: Path) -> ProgramDescriptor:

@@ -124,6 +124,9 @@ def write_program(target: Target, model, example_inputs: tuple, calibration: lis
     """Run the target's recipe in a scratch folder and write the program, its descriptor and its kept files.
     The caller holds the lock of the folder `out_dir` is in (or of `out_dir` itself)."""
     name = name or target.name
+    if name != target.name and name in targets():
+        raise UserError(f"--name {name} is the name of another target than {target.name}: a program is shown by "
+                        "its name, so choose a name that is no target's")
     pte = out_dir / f"{name}.pte"
     for path in (pte, descriptors.path_of(pte)):       # refused before the work, not at the commit
         check_replaceable_file(path)
