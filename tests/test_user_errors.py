@@ -21,7 +21,7 @@ import pytest
 IMAGE = np.zeros((1, 1, 28, 28), np.float32)          # one input of the fixture's programs
 
 
-# ── what the rows write ─────────────────────────────────────────────────────────────────────────────
+# ── what the rows write ───────────────────────────────────────────────────────────────────────
 def npz(path: Path, **arrays) -> Path:
     np.savez(path, **arrays)
     return path
@@ -154,13 +154,15 @@ CASES = [
     ("input-shape-past-int64", lambda t, e: export_module(t, LINEAR, shape="1,99999999999999999999999"),
      "32-bit integers"),
     # 12: a parent that is a file
-    ("out-under-a-file", lambda t, e: run(t, e("int8-xnnpack"), out=parent_is_a_file(t)), "some_file is a file, not a folder"),
+    ("out-under-a-file", lambda t, e: run(t, e("int8-xnnpack"), out=parent_is_a_file(t)),
+     "some_file is a file, not a folder"),
     # 21: byte order, inputs overwritten, arrays ignored
     ("big-endian-input", lambda t, e: run(t, e("int8-xnnpack"), inputs=npz(t / "be.npz", input0=IMAGE.astype(">f4"))),
      "the array given is float32 big-endian"),
     ("out-is-the-inputs", lambda t, e: run(t, e("int8-xnnpack"), out=inputs_as_out(t), inputs=t / "in.npz"),
      "is the file of --inputs"),
-    ("inputs-with-extra-arrays", lambda t, e: run(t, e("int8-xnnpack"), inputs=npz(t / "in.npz", input0=IMAGE, extra=IMAGE)),
+    ("inputs-with-extra-arrays", lambda t, e: run(t, e("int8-xnnpack"),
+                                                  inputs=npz(t / "in.npz", input0=IMAGE, extra=IMAGE)),
      "has array extra besides input0"),
     # 23: advice that leads to a device
     ("ethos-u-tensors-on-native", lambda t, e: run(t, e("ethos-u55-128"), device="native"), "deploy fvp"),
@@ -219,7 +221,7 @@ def test_only_a_regular_file_or_nothing_is_replaced(tmp_path):
     assert (tmp_path / "file").read_bytes() == b"new" and (tmp_path / "new").read_bytes() == b"new"
 
 
-# ── results named by their own record ───────────────────────────────────────────────────────────────
+# ── results named by their own record ─────────────────────────────────────────────────────────
 def test_a_measurement_is_shown_only_for_the_target_it_was_taken_for(exported, measured, tmp_path):
     """The M4's and the M33's programs are the same bytes, run on different boards: the M33's measurement
     copied over the M4's is not the M4's."""
@@ -234,7 +236,7 @@ def test_a_measurement_is_shown_only_for_the_target_it_was_taken_for(exported, m
     assert measure.read(programs["cortex-m4"]) is None
 
 
-# ── a home folder that does not exist ───────────────────────────────────────────────────────────────
+# ── a home folder that does not exist ─────────────────────────────────────────────────────────
 def without_home(tmp_path: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR")}
     return {**env, "HOME": str(tmp_path / "gone" / "home")}

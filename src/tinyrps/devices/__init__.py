@@ -110,7 +110,8 @@ def require_tensor_device(pte, device_name: str) -> None:
         raise UserError(f"{name} is {'an' if family.name[0] in 'aeiou' else 'a'} {family.name} program, and no device "
                         f"here gives its raw outputs ({', '.join(family.devices)} runs image classifiers only): "
                         f"classify pictures with `tinyrps classify --model {pte} --device {family.devices[0]} "
-                        f"IMAGE`, or run it on the Corstone-320 FVP with `tinyrps deploy fvp --model {pte} --executorch-root DIR`")
+                        f"IMAGE`, or run it on the Corstone-320 FVP with `tinyrps deploy fvp --model {pte} "
+                        "--executorch-root DIR`")
     if device_name in family.devices and device_name not in able:      # another family's: the device says
         raise UserError(f"device '{device_name}' does not run {name}'s tensors: run it with --device "
                         f"{' or --device '.join(able)}")
