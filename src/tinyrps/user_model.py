@@ -11,7 +11,10 @@
                    dtype's range)
 
 Every mistake (a missing file, a NAME that is not there or not a model, shapes the model
-does not take, a calibration file that does not match) is one line that says what to do.
+does not take or this machine cannot hold, a calibration file that does not match or whose
+values are not finite or quantize to nothing, a module that calls sys.exit or raises
+KeyboardInterrupt, a model torch.export cannot trace) is one line that says what to do,
+before any target's work starts.
 The cheap checks (`parse_*`) import nothing heavy, so the command line refuses bad
 arguments before torch is loaded.
 """
