@@ -402,10 +402,10 @@ def test_writing_again_replaces_the_folder_whole(exported, measured, tmp_path):
     out = tmp_path / "lib"
     measured(exported("cortex-m55"))        # the program's measurement, which the library reads
     lib.write_library(exported("cortex-m55"), out, "first")
-    (out / "stale.txt").write_text("from before")
+    (out / "notes.txt").write_text("from before")      # not the command's: kept (the manifest lists its own)
     lib.write_library(exported("cortex-m55"), out, "second")
-    assert not (out / "stale.txt").exists() and (out / "include" / "second.h").is_file()
-    assert not (out / "include" / "first.h").exists()
+    assert (out / "notes.txt").read_text() == "from before" and (out / "include" / "second.h").is_file()
+    assert not (out / "include" / "first.h").exists() and not (out / "src" / "first.c").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["lib"]     # no staging folder left behind
 
 
