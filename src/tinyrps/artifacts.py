@@ -50,6 +50,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -99,9 +100,40 @@ def fsync_dir(path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file whole or not at all: a unique temporary file beside it, synced, renamed over it."""
+# What a path is that a file may not be renamed over, by the stat module's test of it.
+NOT_A_FILE = (("a folder", stat.S_ISDIR), ("a character device", stat.S_ISCHR), ("a block device", stat.S_ISBLK),
+              ("a named pipe", stat.S_ISFIFO), ("a socket", stat.S_ISSOCK))
+
+
+def check_replaceable_file(path, option: str = "") -> Path:
+    """`path` if a file may be written there by renaming a new one over it: it is absent or a regular
+    file (a link is judged by what it points to), and its parent is a folder or can be made one.
+    Anything else (a device, a named pipe, a folder, a parent that is a file) is one line, refused
+    before any work: the rename would put a file where the system or the user keeps something else."""
     path = Path(path)
+    named = f"{option} {path}" if option else str(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except NotADirectoryError:
+        mode = None                   # a parent is a file: told below
+    if mode is not None and not stat.S_ISREG(mode):
+        what = next((text for text, test in NOT_A_FILE if test(mode)), "not a regular file")
+        why = "" if stat.S_ISDIR(mode) else ", which tinyrps does not replace (only a regular file)"
+        raise UserError(f"{named} is {what}{why}: give a file name")
+    for parent in path.parents:
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                raise UserError(f"{named}: {parent} is a file, not a folder: give a path in a folder")
+            break
+    return path
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file whole or not at all: a unique temporary file beside it, synced, renamed over it
+    (only over a regular file: check_replaceable_file)."""
+    path = check_replaceable_file(path)
     if not path.parent.is_dir():
         path.parent.mkdir(parents=True, exist_ok=True)
     # the writer's pid in the name: what a killed writer leaves is told from a live one's (tidy)

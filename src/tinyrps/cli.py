@@ -243,7 +243,7 @@ def export_user_module(a, options: dict) -> Path:
     from .descriptor import Origin
     from .export import export_model
     from .progress import console
-    with console.status(f"exporting {a.target}"):
+    with console.status(f"exporting {a.target}"), user_model.no_exit(f"{path}:{name}"):
         return export_model(model, examples, calibration, a.target, out, Origin(module=f"{path.name}:{name}",
                             calibration=note), name=a.name, **options)
 
@@ -348,6 +348,7 @@ def cmd_bench(a):
         if a.etdump is not None:
             from .etdump import check_path
             check_path(a.etdump)
+            check_written_apart({"--model": a.model}, {"--etdump": a.etdump})
         from .bench import bench_program
         result = bench_program(a.model, runs=a.runs, device_name=a.device, quiet=a.quiet or a.json, board=a.board,
                                options=options.get(a.device or "mcu", {}), profile=a.etdump is not None)
@@ -397,6 +398,7 @@ def cmd_run(a):
     check_model(a.model)
     require_file(a.inputs, "inputs file", "save the inputs with numpy.savez(path, input0=...)")
     check_out_file(a.out)
+    check_written_apart({"--model": a.model, "--inputs": a.inputs}, {"--out": a.out, "--etdump": a.etdump})
     from .devices import default_device, require_board_device
     device_name = a.device or ("mcu" if a.port else default_device(a.model))
     require_board_device(device_name, a.board)
@@ -419,11 +421,32 @@ def cmd_run(a):
         print(written_message(summary["etdump"], summary["etdump_counter"]), file=sys.stderr)
 
 
+def check_written_apart(read: dict, written: dict) -> None:
+    """Each file a command writes (option -> path, None where not given) is none of the files it reads
+    and none of the others it writes: one would overwrite the other."""
+    seen = dict(read)
+    for option, path in written.items():
+        if path is None:
+            continue
+        for other, known in seen.items():
+            if known is not None and _same_file(path, known):
+                raise UserError(f"{option} {path} is the file of {other}: give another file name for {option}")
+        seen[option] = path
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:         # one of them is not there yet: the same path written twice is still the same file
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 def check_out_file(out) -> Path:
     out = Path(out)
     if out.is_dir():
         raise UserError(f"--out {out} is a folder: give a file name, e.g. {out / 'outputs.npz'}")
-    return out
+    from .artifacts import check_replaceable_file
+    return check_replaceable_file(out, "--out")
 
 
 def cmd_play(a):

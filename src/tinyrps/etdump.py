@@ -57,7 +57,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .artifacts import atomic_write_bytes
+from .artifacts import atomic_write_bytes, check_replaceable_file
 from .errors import UserError
 
 # Names the official runtime gives its events and runs.
@@ -263,7 +263,7 @@ def check_path(path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise UserError(f"ETDump path {path} is a folder: give a file name, e.g. {path / 'profile.etdp'}")
-    return path
+    return check_replaceable_file(path, "ETDump path")
 
 
 def written_message(path, counter: str) -> str:

@@ -3,10 +3,15 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from pathlib import Path
 from typing import Optional
 
-import matplotlib
+from .tempdirs import missing_home, temporary_cache
+
+if missing_home() and not os.environ.get("MPLCONFIGDIR"):     # matplotlib would make the home folder
+    os.environ["MPLCONFIGDIR"] = os.path.join(temporary_cache(), "matplotlib")
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -35,6 +35,9 @@ DEVICES = {
                         profiles=True),
 }
 
+# The devices that run any program's tensors (`tinyrps run`); the others run image classifiers only.
+TENSOR_DEVICES = ("native", "mcu", "host")
+
 
 def device_names() -> list:
     return list(DEVICES)
@@ -109,3 +112,22 @@ def require_board_device(device_name: str, board) -> None:
     """--board picks an emulated board: only the mcu device has one."""
     if board and device_name != "mcu":
         raise UserError(f"--board {board} is for --device mcu; device '{device_name}' has no board")
+
+
+def require_tensor_device(pte, device_name: str) -> None:
+    """Before `run` opens a device: one that gives the program's raw outputs, and advice that leads to
+    one (a program no device here runs tensors of is said to be so, not sent to another device)."""
+    from ..families import get_family
+    from ..pte import program_family
+    family = get_family(program_family(pte))
+    able = [d for d in family.devices if d in TENSOR_DEVICES]
+    name = Path(pte).name
+    if not able:
+        raise UserError(f"{name} is {'an' if family.name[0] in 'aeiou' else 'a'} {family.name} program, and no device "
+                        f"here gives its raw outputs ({', '.join(family.devices)} runs image classifiers only): "
+                        f"classify pictures with `tinyrps classify --model {pte} --device {family.devices[0]} "
+                        f"IMAGE`, or run it on the Corstone-320 FVP with `tinyrps deploy fvp --model {pte} "
+                        "--executorch-root DIR`")
+    if device_name in family.devices and device_name not in able:      # another family's: the device says
+        raise UserError(f"device '{device_name}' does not run {name}'s tensors: run it with --device "
+                        f"{' or --device '.join(able)}")

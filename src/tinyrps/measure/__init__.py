@@ -132,8 +132,8 @@ def _resolve(reference: str):
 
 def read(pte) -> Optional[dict]:
     """The measurements of T.pte, or None when there are none for the program as it is now (none
-    taken, taken of other bytes, or with another firmware: a program exported again, or a firmware
-    changed, must be measured again)."""
+    taken, taken of other bytes or for another target, or with another firmware: a program exported
+    again, or a firmware changed, must be measured again)."""
     pte = Path(pte)
     path = path_of(pte)
     if not path.is_file() or not pte.is_file():
@@ -148,6 +148,9 @@ def read(pte) -> Optional[dict]:
                         f"`tinyrps measure --model {pte}`")
     if raw.get("program_sha256") != hashlib.sha256(pte.read_bytes()).hexdigest():
         return None
+    described = descriptors.read(pte)
+    if described is None or raw.get("target") != described.target:
+        return None     # identical bytes exported for another target (the M4's and M33's) run on another board
     for m in MEASUREMENTS:
         if m.name in raw and m.fingerprint and raw.get("fingerprints", {}).get(m.name) != _resolve(m.fingerprint)():
             return None            # taken with another firmware than today's
