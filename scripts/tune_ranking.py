@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from tinyrps.artifacts import atomic_write_json
+from tinyrps.artifacts.files import atomic_write_json
 from tinyrps.library_noise import quiet_libraries
 from tinyrps.stats import format_accuracy
 

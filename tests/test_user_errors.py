@@ -202,7 +202,7 @@ def test_out_the_same_as_the_inputs_is_named(cli, exported, tmp_path):
 
 def test_only_a_regular_file_or_nothing_is_replaced(tmp_path):
     """The rule itself, on the system's own device nodes (checked, never written) and a pipe."""
-    from tinyrps.artifacts import atomic_write_bytes, check_replaceable_file
+    from tinyrps.artifacts.files import atomic_write_bytes, check_replaceable_file
     from tinyrps.errors import UserError
     for path, what in (("/dev/null", "a character device"), ("/dev/full", "a character device"),
                        (fifo(tmp_path / "pipe"), "a named pipe"), (tmp_path, "a folder")):

@@ -140,7 +140,7 @@ def check_model(path) -> Path:
 
 
 def check_run(run) -> Path:
-    from .artifacts import recover_for_reading
+    from .artifacts.staging import recover_for_reading
     run = Path(run)
     recover_for_reading(run)     # a run an interrupted `tinyrps train` left beside its name is put back
     require_file(run / "model.pt", "checkpoint", f"create it with `tinyrps train --data DATA --out {run}`")
@@ -150,7 +150,8 @@ def check_run(run) -> Path:
 def check_data(data, split: str) -> Path:
     """A data folder holding the split a command reads (put back first if an interrupted
     `tinyrps data` left it beside its name)."""
-    from .artifacts import read_manifest, recover_for_reading
+    from .artifacts.manifest import read_manifest
+    from .artifacts.staging import recover_for_reading
     data = Path(data)
     recover_for_reading(data)
     if data.is_file():
@@ -445,7 +446,7 @@ def check_out_file(out) -> Path:
     out = Path(out)
     if out.is_dir():
         raise UserError(f"--out {out} is a folder: give a file name, e.g. {out / 'outputs.npz'}")
-    from .artifacts import check_replaceable_file
+    from .artifacts.files import check_replaceable_file
     return check_replaceable_file(out, "--out")
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .artifacts import atomic_write_json, check_replaceable_file, fsync_dir, sha256_file
+from .artifacts.files import atomic_write_json, check_replaceable_file, fsync_dir, sha256_file
 from .errors import UserError
 from .families import family_names, get_family
 

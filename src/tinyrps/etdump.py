@@ -57,7 +57,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .artifacts import atomic_write_bytes, check_replaceable_file
+from .artifacts.files import atomic_write_bytes, check_replaceable_file
 from .errors import UserError
 
 # Names the official runtime gives its events and runs.

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts import check_run_data, sha256_file
+from .artifacts.records import check_run_data
+from .artifacts.files import sha256_file
 from .data import load_split
 from .devices import check_program_devices, default_device, device_class, device_row, open_device
 from .errors import UserError

@@ -32,8 +32,10 @@ import sys
 import time
 from pathlib import Path
 
-from .artifacts import (atomic_write_json, data_info, folder_lock, parents_made, real_target, remove_dead_temporaries,
-                        run_config, sha256_file, tidy)
+from .artifacts.files import atomic_write_json, sha256_file
+from .artifacts.records import data_info, run_config
+from .artifacts.locks import folder_lock, real_target
+from .artifacts.staging import parents_made, remove_dead_temporaries, tidy
 from .data import check_seed, make_data, split_sizes
 from .errors import UserError
 from .export import export_target, remove_leftovers

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .artifacts import atomic_write_bytes  # noqa: E402
+from .artifacts.files import atomic_write_bytes  # noqa: E402
 from .labels import LABELS  # noqa: E402
 
 

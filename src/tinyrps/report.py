@@ -8,7 +8,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from .artifacts import atomic_write_bytes
+from .artifacts.files import atomic_write_bytes
 from .machine import line as machine_line
 from .stats import entry_accuracy
 

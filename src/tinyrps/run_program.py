@@ -53,7 +53,8 @@ def read_inputs(path: Path, specs: tuple, program: str) -> tuple:
 
 def run_file(model, inputs_path, out_path, device_name: str, board=None, options=None, etdump=None) -> dict:
     """Run the program on the samples of `inputs_path` and write `out_path`; returns a summary."""
-    from .artifacts import atomic_write_bytes, interrupts_deferred
+    from .artifacts.files import atomic_write_bytes
+    from .artifacts.locks import interrupts_deferred
     from .devices import open_device, require_tensor_device
     model, out_path = Path(model), Path(out_path)
     require_tensor_device(model, device_name)

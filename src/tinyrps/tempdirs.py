@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from .artifacts import process_alive
+from .artifacts.staging import process_alive
 
 PREFIX = "tinyrps-"
 LEFT_BEHIND_AFTER_S = 3600.0

@@ -84,7 +84,7 @@ ITEM_BYTES = {"float32": 4, "int8": 1, "uint8": 1, "int32": 4}
 
 def check_size(text: str, shape: tuple, dtype: str) -> None:
     """An input a program can record and this machine can hold (its examples are made in memory)."""
-    from .artifacts import available_memory, human_bytes
+    from .artifacts.files import available_memory, human_bytes
     if max(shape) > MAX_SIZE:
         raise UserError(f"--input-shape {text}: a size above {MAX_SIZE:,} (a program records sizes as 32-bit "
                         "integers): give a smaller shape")

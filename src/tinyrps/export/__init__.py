@@ -33,8 +33,10 @@ from typing import Optional
 
 from .. import ctrl_c
 from .. import descriptor as descriptors
-from ..artifacts import (check_replaceable_file, check_run_data, folder_lock, fsync_dir, interrupts_deferred,
-                         remove_dead_entries, sha256_bytes, sha256_file, swap_in)
+from ..artifacts.files import check_replaceable_file, fsync_dir, sha256_bytes, sha256_file
+from ..artifacts.records import check_run_data
+from ..artifacts.locks import folder_lock, interrupts_deferred
+from ..artifacts.staging import remove_dead_entries, swap_in
 from ..descriptor import Origin, ProgramDescriptor, TensorSpec
 from ..errors import UserError
 from ..families import Target, family_of_target, get_family, get_target, targets  # noqa: F401 (re-exported)

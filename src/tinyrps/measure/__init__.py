@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .. import descriptor as descriptors
-from ..artifacts import atomic_write_json
+from ..artifacts.files import atomic_write_json
 from ..errors import UserError
 
 MEASUREMENT_VERSION = 1

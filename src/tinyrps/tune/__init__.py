@@ -33,7 +33,7 @@ import statistics
 from pathlib import Path
 from typing import Optional
 
-from ..artifacts import atomic_write_json
+from ..artifacts.files import atomic_write_json
 from ..errors import UserError
 from ..progress import progress_bar, say
 from ..torch_settings import TRAINING_THREADS
@@ -107,7 +107,7 @@ def check_settings(settings: TuneSettings) -> None:
 
 def check_teacher(settings: TuneSettings) -> None:
     """A bad --teacher (or a and T without one) is one line before any candidate trains."""
-    from ..artifacts import data_info
+    from ..artifacts.records import data_info
     from ..train import check_distillation, open_teacher
     config = settings.train_config("tinyrps", 1, settings.seed)
     check_distillation(config, settings.out / "finalists")
