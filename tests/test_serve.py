@@ -711,3 +711,64 @@ def play_by_keyboard(browser) -> None:
     browser.switch_to.active_element.send_keys(Keys.ENTER)
     WebDriverWait(browser, 60).until(lambda b: b.execute_script(answers) != before)
     assert sb.shown(browser)["you"].startswith("paper")
+
+
+def choose_file(browser, path: Path, timeout: float = 60.0) -> dict:
+    """Choose a file with the page's file input, as "Choose a photo…" does, and wait for the answer."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    answers = "return document.body.dataset.answers || '0'"
+    before = browser.execute_script(answers)
+    browser.find_element("id", "file").send_keys(str(path))
+    WebDriverWait(browser, timeout).until(lambda b: b.execute_script(answers) != before)
+    return sb.shown(browser)
+
+
+@pytest.mark.slow
+def test_a_photo_named_in_any_script_is_played_and_a_failed_move_clears_the_last_result(browser, host_pte,
+                                                                                         tmp_path):
+    stone = tmp_path / "石头 — ✌️.png"
+    stone.write_bytes(R_PNG)
+    broken = tmp_path / "剪刀.png"
+    broken.write_bytes(b"these are words, not pixels")
+    with sb.ServerProcess("--model", host_pte) as server:
+        sb.open_page(browser, server.url)
+        seen = choose_file(browser, stone)
+        assert not seen["error"], seen["error"]
+        assert seen["you"].startswith("rock") and " vs " in seen["outcome"] and seen["figures"], seen
+        seen = choose_file(browser, broken)
+        assert seen["error"].startswith("剪刀.png is not an image"), seen["error"]
+        assert seen["outcome"] == "" and seen["figures"] == "" and seen["you"] == "", seen
+        assert browser.execute_script("return document.getElementById('players').hidden") is True
+        assert seen["status"] == "That move was not played."
+
+
+@pytest.mark.slow
+def test_a_page_of_another_origin_cannot_play_or_reset_the_score(browser, host_pte, tmp_path):
+    """Another site's page POSTs text/plain with mode no-cors (no preflight, the answer unread):
+    the server must refuse it, since the browser sends the player's own requests alike."""
+    import functools
+    import http.server
+    (tmp_path / "index.html").write_text("<!doctype html><title>another site</title>")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    tab = "foreign-tab-0001"
+    try:
+        with sb.ServerProcess("--model", host_pte) as server:
+            def play():
+                request = urllib.request.Request(f"{server.url}api/play?tab={tab}", data=R_PNG, method="POST")
+                with urllib.request.urlopen(request, timeout=60) as r:
+                    return json.load(r)["round"]
+            assert play() == 1
+            browser.get(f"http://127.0.0.1:{other.server_address[1]}/")
+            sent = browser.execute_async_script("""
+                const [base, tab, done] = arguments;
+                const post = (path) => fetch(`${base}${path}?tab=${tab}`, {method: "POST", mode: "no-cors",
+                    headers: {"Content-Type": "text/plain"}, body: "R"}).then(() => "sent", (e) => String(e));
+                Promise.all([post("api/new-game"), post("api/play")]).then(done);
+            """, server.url, tab)
+            assert sent == ["sent", "sent"], sent
+            assert play() == 2, "a page of another origin reset the score"
+    finally:
+        other.shutdown()
+        other.server_close()
