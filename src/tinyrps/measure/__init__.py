@@ -171,7 +171,6 @@ def _kinds_missing(raw: dict) -> bool:
 def measure_run(run_dir, quiet: bool = False, only_targets=None) -> dict:
     """Measure every exported program of a run whose family has measurements: target -> measurements."""
     from ..programs import exported
-    from ..progress import say
     results = {}
     for name, pte in exported(run_dir).items():
         if only_targets and name not in only_targets:
