@@ -57,7 +57,8 @@ from .labels import LABELS
 # An upload larger than this is refused before it is read (a phone photo is 2-12 MB).
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
 MAX_TABS = 1000
-# Moves in flight (read, queued or on the device): per tab (one playing, one waiting), and in all.
+# Moves in flight, from the picture's arrival (read, queued or on the device): per tab (one playing, one
+# waiting), and in all.
 MAX_MOVES_PER_TAB = 2
 MAX_MOVES = 64
 # connections open at once (uvicorn answers 503 beyond)
@@ -730,13 +731,14 @@ def create_app(game: Game, allowed_hosts=None):
             tab_id = q.get("tab")
             tab = game.tab(tab_id)
             name = picture_name(given_picture_name(request))
+            try:
+                data = await asyncio.wait_for(read_body(request, MAX_UPLOAD_BYTES), BODY_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                return error(408, f"the picture did not arrive within {BODY_TIMEOUT_S:.0f} s: play again")
+            if not data:
+                raise UserError("the request carries no picture: draw your move or choose a photo")
+            # counted once its picture is here: a slow upload holds its connection, never a place in the queue
             with game.admitted(tab_id):
-                try:
-                    data = await asyncio.wait_for(read_body(request, MAX_UPLOAD_BYTES), BODY_TIMEOUT_S)
-                except asyncio.TimeoutError:
-                    return error(408, f"the picture did not arrive within {BODY_TIMEOUT_S:.0f} s: play again")
-                if not data:
-                    raise UserError("the request carries no picture: draw your move or choose a photo")
                 return JSONResponse(await unless_client_leaves(
                     request, lambda gone: game.play(program, opponent, tab, data, name, gone)))
         except (UploadTooLarge, ImageTooLarge) as e:
