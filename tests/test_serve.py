@@ -782,3 +782,20 @@ def test_a_page_of_another_origin_cannot_play_or_reset_the_score(browser, host_p
     finally:
         other.shutdown()
         other.server_close()
+
+
+@pytest.mark.slow
+def test_honest_players_are_answered_beside_slow_abandoning_and_cross_origin_clients(host_pte):
+    """scripts/load_serve.py at a small scale: every honest move answered, every cross-origin request
+    refused and no score changed by one, every slow connection closed by the server. (Its times are a
+    benchmark, in docs/benchmarks.md, not asserted here.)"""
+    from tinyrps.serve import HEAD_TIMEOUT_S
+    load = load_script("load_serve")
+    r = load.load_test(host_pte, seconds=HEAD_TIMEOUT_S + 4, clients=7, misbehaving=4, utilisation=0.25)
+    assert r["misbehaving"] == {"slow": 2, "abandoning": 1, "cross-origin": 1}
+    assert set(r["answers"]["honest"]) == {"200"} and r["loaded"]["moves"] >= 3, r["answers"]
+    assert set(r["answers"]["cross-origin"]) == {"403"} and r["foreign_tab_rounds"] == [1], r
+    assert r["answers"]["abandoning"]["sent and left"] >= 3, r["answers"]
+    assert r["answers"]["slow"].get("closed", 0) >= 1, r["answers"]
+    assert r["slow_held_s"]["max"] <= HEAD_TIMEOUT_S + 2, r["slow_held_s"]
+    assert r["server_exit"] == 130
