@@ -63,6 +63,39 @@ def play_head(tab: str, length: int, extra: str = "") -> bytes:
             f"Content-Type: image/png\r\nContent-Length: {length}\r\n{extra}\r\n").encode()
 
 
+class Player:
+    """An honest player's keep-alive connection. The server closes one left idle (IDLE_TIMEOUT_S):
+    a request that finds it closed before any answer is sent again on a new connection, as a
+    browser does."""
+
+    def __init__(self, port: int, path: str):
+        self.port, self.path = port, path
+        self.connection = None
+
+    def move(self, picture: bytes):
+        """The answer's status, or the name of the error that stopped the move."""
+        for attempt in range(2):
+            reused = self.connection is not None
+            if self.connection is None:
+                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT_S)
+            try:
+                self.connection.request("POST", self.path, body=picture, headers={"Content-Type": "image/png"})
+                response = self.connection.getresponse()
+                response.read()
+                return response.status
+            except (OSError, http.client.HTTPException) as e:
+                self.close()
+                closed_while_idle = isinstance(e, (BrokenPipeError, ConnectionResetError,
+                                                   http.client.RemoteDisconnected))
+                if not (reused and closed_while_idle) or attempt:
+                    return type(e).__name__
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+
 class Run:
     """The clients of one load, and what each kind of client got."""
 
@@ -79,28 +112,19 @@ class Run:
 
     def honest(self, number: int, pause_mean: float) -> None:
         rng = random.Random(number)
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT_S)
+        player = Player(self.port, f"/api/play?tab=load-honest-{number:04d}&opponent=adaptive")
         time.sleep(rng.uniform(0, pause_mean))              # the players do not all start at once
         while time.monotonic() < self.until:
             picture = self.pictures[rng.randrange(len(self.pictures))]
             started = time.perf_counter()
-            try:
-                connection.request("POST", f"/api/play?tab=load-honest-{number:04d}&opponent=adaptive",
-                                   body=picture, headers={"Content-Type": "image/png"})
-                response = connection.getresponse()
-                response.read()
-                status = response.status
-            except (OSError, http.client.HTTPException) as e:
-                status = type(e).__name__
-                connection.close()
-                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT_S)
+            status = player.move(picture)
             seconds = time.perf_counter() - started
             self.count("honest", status)
             if status == 200:
                 with self.lock:
                     self.latencies.append(seconds)
             time.sleep(min(rng.uniform(0.5, 1.5) * pause_mean, max(0.0, self.until - time.monotonic())))
-        connection.close()
+        player.close()
 
     def slow(self, number: int) -> None:
         """A head, then a body, a byte a second, each until the server closes or answers."""

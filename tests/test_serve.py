@@ -384,6 +384,34 @@ def test_a_move_whose_client_left_leaves_the_queue_and_is_not_scored(host_pte):
         assert live.game.moves == 0 and not live.game.tab_moves
 
 
+def test_a_move_whose_client_leaves_during_its_inference_skips_the_opponents_and_is_not_scored(host_pte):
+    import time
+    with Live([host_pte]) as live:
+        slot = live.game.slots["int8-xnnpack"]
+        slot.warm().result(60)
+        device, calls = slot.device, []
+        real, started, resume = device.classify, threading.Event(), threading.Event()
+
+        def classify(images):                     # the player's inference outlasts its client
+            calls.append(len(images))
+            if len(calls) == 1:
+                started.set()
+                resume.wait(30)
+            return real(images)
+        device.classify = classify
+        client = live.raw(play_request("leave-tab-0001"))
+        assert started.wait(30)
+        client.close()
+        time.sleep(0.5)                           # the server sees the connection closed
+        resume.set()
+        wait_until(lambda: slot.waiting == 0 and live.game.moves == 0, what="the move ended")
+        assert len(calls) == 1, "the opponent's inference ran for a client that had left"
+        device.classify = real
+        status, answer, _ = live.post("/api/play?tab=leave-tab-0001", R_PNG)
+        assert status == 200 and answer["round"] == 1, "the abandoned move was scored"
+        assert answer["notice"] is None and slot.device is device
+
+
 def test_moves_are_bounded_per_tab_in_all_and_per_device_with_a_503(host_pte, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
     from tinyrps import serve

@@ -262,6 +262,8 @@ class DeviceSlot:
             self._open()
         try:
             return job(self.device), notice
+        except ClientLeft:
+            raise                             # the job stopped itself: the device is well
         except Exception as e:
             if not self.device.out_of_process:
                 raise
@@ -325,11 +327,15 @@ class Classified:
     stats: dict                     # the device's own figures of the player's inference
 
 
-def classify_move(device, you: np.ndarray, opponent: Optional[np.ndarray]) -> Classified:
+def classify_move(device, you: np.ndarray, opponent: Optional[np.ndarray], gone=lambda: False) -> Classified:
+    """Both inferences of a move; the opponent's skipped when `gone()` says the client left
+    during the player's (on an emulated board each takes a good part of a second)."""
     start = time.perf_counter()
     you_logits = device.classify(you[None])[0]
     host_ms = (time.perf_counter() - start) * 1000
     stats = device.last_stats()
+    if gone():
+        raise ClientLeft()
     opp_logits = device.classify(opponent[None])[0] if opponent is not None else None
     return Classified(you_logits, opp_logits, host_ms, stats)
 
@@ -494,7 +500,7 @@ class Game:
                 drawing = render(np.array([LABELS.index(move)]), tab.rng)[0]
             slot = self.slots[program.id]
             result, notice = await asyncio.wrap_future(slot.submit(
-                lambda device: classify_move(device, reading.image, drawing)))
+                lambda device: classify_move(device, reading.image, drawing, gone)))
             if gone():
                 raise asyncio.CancelledError("the client left")
             you = read_entry(softmax(result.you.astype(np.float64)), reading.letter_found, reading.image)
@@ -598,7 +604,7 @@ class ClientLeft(Exception):
 async def unless_client_leaves(request, work):
     """await work(gone): cancelled when the client closes its connection (a move waiting for
     its device leaves the queue), and `gone()` true from then on, for work that cannot stop."""
-    left = asyncio.Event()
+    left = threading.Event()             # read by the device's thread too
 
     async def watch():
         while True:
