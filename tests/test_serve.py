@@ -437,6 +437,7 @@ def test_moves_are_bounded_per_tab_in_all_and_per_device_with_a_503(host_pte, mo
         assert live.game.moves == 0 and slot.waiting == 0
 
 
+@pytest.mark.slow       # waits for the timeouts, shortened to 1 s
 def test_silent_slow_and_idle_connections_are_closed(host_pte, monkeypatch):
     import time
     from tinyrps import serve
