@@ -263,7 +263,7 @@ def cmd_measure(a):
         if a.target:
             from .programs import selected
             selected(a.run, a.target)
-        results = measure.measure_run(a.run, quiet=True, only_targets=a.target)
+        results = measure.measure_run(a.run, quiet=a.quiet, only_targets=a.target)
         if not results:
             raise UserError(f"{a.run} has no exported program with something to measure (Ethos-U or Cortex-M): "
                             f"export one with `tinyrps export --run {a.run} --target cortex-m55`")
