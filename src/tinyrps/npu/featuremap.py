@@ -81,6 +81,27 @@ class Access:
         if fm.size > 1:      # one index per byte, little-endian
             self.flat = (self.flat[:, None] + np.arange(fm.size)).reshape(-1)
 
+    def windows(self, ofm_shape: tuple, kernel: tuple, stride: tuple, dilation: tuple, pad: tuple) -> tuple:
+        """(byte indices [oh, ow, kh, kw, c] of each tap of each OFM position, the flat positions of
+        the taps that fall in the padding or None): the IFM as a convolution or pooling reads it."""
+        ih, iw, depth = self.shape
+        oh, ow = ofm_shape[:2]
+        (kh, kw), (sy, sx), (dy, dx), (top, left) = kernel, stride, dilation, pad[:2]
+        y = (np.arange(oh) * sy)[:, None, None, None] + (np.arange(kh) * dy - top)[None, None, :, None]
+        x = (np.arange(ow) * sx)[None, :, None, None] + (np.arange(kw) * dx - left)[None, None, None, :]
+        inside = (y >= 0) & (y < ih) & (x >= 0) & (x < iw)
+        cell = np.clip(y, 0, ih - 1) * iw + np.clip(x, 0, iw - 1)                 # [oh, ow, kh, kw]
+        element = cell[..., None] * depth + np.arange(depth)
+        size = self.fm.size
+        starts = self.flat.reshape(-1, size)[:, 0] if size > 1 else self.flat
+        index = starts[element]
+        if size > 1:
+            index = index[..., None] + np.arange(size)
+        padding = None
+        if not inside.all():
+            padding = np.flatnonzero(np.broadcast_to(~inside[..., None], element.shape))
+        return index.reshape(-1), padding
+
     def read(self, memory: np.ndarray) -> np.ndarray:
         return memory[self.flat].view(self.fm.dtype).reshape(self.shape)
 

@@ -142,15 +142,22 @@ class Kernel(Step):
     def report_name(self) -> str:
         return self.operation
 
-    def windows(self, x: np.ndarray, fill) -> np.ndarray:
-        """[oh, ow, kh, kw, c] of the IFM (already in the accumulator's terms), padded with `fill`."""
-        top, left, bottom, right = self.pad
-        padded = np.pad(x, ((top, bottom), (left, right), (0, 0)), constant_values=fill)
-        view = np.lib.stride_tricks.sliding_window_view(
-            padded, ((self.kh - 1) * self.dy + 1, (self.kw - 1) * self.dx + 1), axis=(0, 1))
+    def prepare_windows(self) -> None:
+        """The IFM taps of every OFM position, as byte indices into the IFM's region."""
         oh, ow, _ = self.ofm_shape
-        view = view[:oh * self.sy:self.sy, :ow * self.sx:self.sx, :, ::self.dy, ::self.dx]
-        return view.transpose(0, 1, 3, 4, 2)   # sliding_window_view puts the window last
+        self.taps, self.padding = self.ifm.windows(self.ofm_shape, (self.kh, self.kw), (self.sy, self.sx),
+                                                   (self.dy, self.dx), self.pad)
+        self.taps_shape = (oh, ow, self.kh, self.kw, self.ifm_depth)
+
+    def read_taps(self, memory: list, dtype, fill) -> np.ndarray:
+        """[oh, ow, kh, kw, c] of (ifm - zero point), padded taps `fill`."""
+        raw = memory[self.ifm.fm.region][self.taps].view(self.ifm.fm.dtype)
+        x = raw.astype(dtype)
+        if self.ifm_zp:
+            x -= self.ifm_zp
+        if self.padding is not None:
+            x[self.padding] = fill
+        return x.reshape(self.taps_shape)
 
     def finish(self, memory: list, acc: np.ndarray) -> None:
         """The output stage on the [oh, ow, oc] accumulators, written to the OFM."""
@@ -159,14 +166,13 @@ class Kernel(Step):
             value = acc + bias
         else:
             value, (scale, shift) = acc, self.global_scale
-        out = output_stage.rescale(value, scale, shift, self.round, self.double_round) + self.ofm_zp
-        out = output_stage.clamp(out, self.act_min, self.act_max)
+        self.write(memory, output_stage.rescale(value, scale, shift, self.round, self.double_round))
+
+    def write(self, memory: list, scaled: np.ndarray) -> None:
+        out = output_stage.clamp(scaled + self.ofm_zp, self.act_min, self.act_max)
         if self.clip is not None:
             out = output_stage.clamp(out, *self.clip)
         self.ofm.write(memory[self.ofm.fm.region], out)
-
-    def read_ifm(self, memory: list) -> np.ndarray:
-        return self.ifm.read(memory[self.ifm.fm.region]).astype(np.int64) - self.ifm_zp
 
 
 class ScaleRecords:
@@ -256,6 +262,7 @@ class Convolution(Kernel):
                                8 * self.ifm.fm.size, (self.dy, self.dx), extents)
         self.report["macs"] = oh * ow * oc * self.kh * self.kw * self.ifm_depth
         self._matrix_of = None
+        self.prepare_windows()
 
     def _records_extent(self, extents):
         extents.setdefault(self.scale_records.region, []).append(self.scale_records.extent)
@@ -265,9 +272,9 @@ class Convolution(Kernel):
         if self._matrix_of is not weights:
             self._matrix = weights.reshape(weights.shape[0], -1).T.astype(np.float64)
             self._matrix_of = weights
-        windows = self.windows(self.read_ifm(memory).astype(np.float64), 0.0)
+        windows = self.read_taps(memory, np.float64, 0.0)
         oh, ow, oc = self.ofm_shape
-        acc = windows.reshape(oh * ow, -1) @ self._matrix
+        acc = matmul(windows.reshape(oh * ow, -1), self._matrix)
         self.finish(memory, acc.astype(np.int64).reshape(oh, ow, oc))
 
 
@@ -284,10 +291,11 @@ class Depthwise(Convolution):
         self.weights = Weights(registers, config, (oc, self.kh, self.kw, 1), weights_u55.DEPTHWISE,
                                8 * self.ifm.fm.size, (self.dy, self.dx), extents)
         self.report["macs"] = oh * ow * oc * self.kh * self.kw
+        self.prepare_windows()
 
     def run(self, memory: list) -> None:
         weights = self.weights.tensor(memory)[..., 0].transpose(1, 2, 0)      # [kh, kw, c]
-        windows = self.windows(self.read_ifm(memory), 0)
+        windows = self.read_taps(memory, np.int64, 0)
         self.finish(memory, np.einsum("yxhwc,hwc->yxc", windows, weights.astype(np.int64)))
 
 
@@ -305,23 +313,44 @@ class Pooling(Kernel):
         oh, ow, oc = self.ofm_shape
         self.report["macs"] = oh * ow * oc * self.kh * self.kw
         self.hw_average = self.mode == "AVERAGE" and any(self.pad) and self.global_scale == (1, 0)
+        self.prepare_windows()
+        self.single_tap = self.kh * self.kw == 1
+        if self.hw_average:
+            # a padded average pool divides by the taps inside the IFM itself (its OFM_SCALE is a unit)
+            inside = np.ones(int(np.prod(self.taps_shape)), np.int64)
+            inside[self.padding] = 0
+            counts = inside.reshape(self.taps_shape)[..., :1].sum(axis=(2, 3))
+            self.reciprocal = reciprocal_scale(counts)
 
     def run(self, memory: list) -> None:
-        x = self.read_ifm(memory)
-        if self.mode == "MAX":
-            acc = self.windows(x, np.iinfo(np.int64).min).max(axis=(2, 3))
-            return self.finish(memory, acc)
-        acc = self.windows(x, 0).sum(axis=(2, 3))
+        fill = np.iinfo(np.int64).min if self.mode == "MAX" else 0
+        x = self.read_taps(memory, np.int64, fill)
+        if self.single_tap:
+            acc = x.reshape(self.ofm_shape)
+        elif self.mode == "MAX":
+            acc = x.max(axis=(2, 3))
+        else:
+            acc = x.sum(axis=(2, 3))
         if not self.hw_average:
             return self.finish(memory, acc)
-        # a padded average pool divides by the taps inside the IFM itself (the OFM_SCALE is a unit)
-        counts = self.windows(np.ones(x.shape[:2] + (1,), np.int64), 0).sum(axis=(2, 3))
-        multiplier, shift = reciprocal_scale(counts)
-        out = output_stage.rescale(acc * multiplier, 1, shift, self.round, self.double_round) + self.ofm_zp
-        out = output_stage.clamp(out, self.act_min, self.act_max)
-        if self.clip is not None:
-            out = output_stage.clamp(out, *self.clip)
-        self.ofm.write(memory[self.ofm.fm.region], out)
+        multiplier, shift = self.reciprocal
+        self.write(memory, output_stage.rescale(acc * multiplier, 1, shift, self.round, self.double_round))
+
+
+# OpenBLAS splits a product over threads above 2**18 multiply-adds; on a loaded machine (the
+# interpreter's usual place: beside a test suite or a server) those threads cost ten times what
+# they give, so each product is cut into row blocks below that size.
+SINGLE_THREAD_MACS = 1 << 17
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    rows = max(1, SINGLE_THREAD_MACS // max(1, a.shape[1] * b.shape[1]))
+    if rows >= a.shape[0]:
+        return a @ b
+    out = np.empty((a.shape[0], b.shape[1]))
+    for i in range(0, a.shape[0], rows):
+        np.matmul(a[i:i + rows], b, out=out[i:i + rows])
+    return out
 
 
 def reciprocal_scale(counts: np.ndarray) -> tuple:
