@@ -69,7 +69,10 @@ class McuDevice(Device):
         self.transport = transport
         self.port = port
         program = read_program(self.model_path)
-        require_family(self.model_path, "cortex-m", self.name, program, descriptor_only=True)
+        # a Cortex-M program, or an Ethos-U one: the Cortex-M55 runs its CPU part, the NPU link its delegate
+        described = require_family(self.model_path, _family(self.model_path, program), self.name, program,
+                                   descriptor_only=True)
+        self.family = described.family if described is not None else "cortex-m"
         self.board = program_board(self.model_path, board)
         self.model_sha256 = hashlib.sha256(program).hexdigest()
         self.server = self.link = self.elf = None
@@ -105,8 +108,10 @@ class McuDevice(Device):
             raise UserError(f"the firmware booted on QEMU's {self.board.machine} reports board '{info.board}': "
                             "rebuild the firmware")
         if not info.loaded:
+            hint = ("export it again with `tinyrps export`" if self.family == "ethos-u" else
+                    "export a Cortex-M program with `tinyrps export --target cortex-m55`")
             raise UserError(f"{self.model_path.name} does not run on the firmware ({info.load_detail or info.load_status_name}): "
-                            "export a Cortex-M program with `tinyrps export --target cortex-m55`")
+                            + hint)
 
     @property
     def int8_outputs(self) -> np.ndarray:
@@ -140,13 +145,23 @@ class McuDevice(Device):
     def _run_by_serial(self, arrays: list) -> RunResult:
         runs = []
         for n in range(len(arrays[0])):
-            result = self.link.run_tensors([a[n] for a in arrays], self.inputs, self.outputs)
+            result = self._run_one([a[n] for a in arrays])
             runs.append(result)
             self._stats = {"instructions": int(result.instructions), "link_ms": round(result.link_ms, 2),
                            "transport": "serial"}
         outputs = [np.stack([r.outputs[k] for r in runs]) for k in range(len(self.outputs))]
         int8 = [np.stack([r.int8[k] for r in runs]) if spec.has_int8 else None for k, spec in enumerate(self.outputs)]
         return RunResult(outputs, int8, np.array([r.instructions for r in runs], np.int64), dict(self._stats))
+
+    def _run_one(self, inputs: list):
+        try:
+            return self.link.run_tensors(inputs, self.inputs, self.outputs)
+        except UserError as error:
+            npu = self.server.npu_host if self.server is not None else None
+            said = npu.failure() if npu is not None else ""
+            if said:
+                raise UserError(f"{error} (NPU link: {said})") from None
+            raise
 
     def _run_by_batch(self, arrays: list) -> RunResult:
         from ..firmware.qemu import run_batch
@@ -202,6 +217,13 @@ class McuDevice(Device):
             self.server.close()
         elif getattr(self, "link", None) is not None:
             self.link.close()
+
+
+def _family(model_path: Path, program: bytes) -> str:
+    """The family the device takes a program as: its descriptor's, when that is ethos-u, else cortex-m."""
+    from .. import descriptor
+    described = descriptor.read(model_path, program)
+    return "ethos-u" if described is not None and described.family == "ethos-u" else "cortex-m"
 
 
 def program_board(model_path: Path, board: str = None):
