@@ -3,7 +3,8 @@
 QEMU models no NPU. A program with an Ethos-U delegate runs on the board's firmware, whose NPU
 driver (firmware/board/common/npu_link.c) sends each job over semihosting, through two named
 pipes in QEMU's working folder (firmware/protocol/npu_link.h), to a process of its own that runs
-the NPU functional model (tinyrps.npu) on the job's regions and sends regions 1 and 2 back.
+the NPU functional model (tinyrps.npu) on the job and sends regions 1 and 2 back, the delegate's
+outputs in region 1 where the NPU writes them.
 Region 0, the weights, stays here: the host holds the same program, and each side refuses a job
 whose program hash is not its own.
 
@@ -107,11 +108,13 @@ def _run_job(programs: list, request: dict, cmd: bytes, r1: bytes, r2: bytes) ->
     need = (len(program.weights), program.delegate.scratch_size, program.region_sizes[2])
     if sizes[0] != need[0] or sizes[1] < need[1] or sizes[2] < need[2]:
         return "NPU_LINK_BAD_REQUEST", f"regions of {sizes} bytes; the delegate needs {list(need)}", ()
-    memory = [program.weights.copy(), np.frombuffer(r1, np.uint8).copy(), np.frombuffer(r2, np.uint8).copy(),
-              np.zeros(program.config.lut_bytes, np.uint8)]
-    for step in program.steps:
-        step.run(memory)
-    return "NPU_LINK_OK", "", (memory[1].tobytes(), memory[2].tobytes())
+    # the model's own entry point: the inputs as the driver placed them in the scratch, the outputs
+    # written back where the NPU writes them; what else the job leaves in the scratches nobody reads
+    scratch = np.frombuffer(r1, np.uint8).copy()
+    outputs = program.run([scratch[p.offset:p.offset + p.nbytes] for p in program.inputs])
+    for place, value in zip(program.outputs, outputs):
+        scratch[place.offset:place.offset + place.nbytes] = np.asarray(value).view(np.uint8).reshape(-1)
+    return "NPU_LINK_OK", "", (scratch.tobytes(), r2)
 
 
 def serve(pte: Path, folder: Path) -> None:
