@@ -220,10 +220,13 @@ class McuDevice(Device):
 
 
 def _family(model_path: Path, program: bytes) -> str:
-    """The family the device takes a program as: its descriptor's, when that is ethos-u, else cortex-m."""
+    """The family the device takes a program as: ethos-u when its descriptor says so and it has an Ethos-U
+    delegate, else cortex-m."""
     from .. import descriptor
+    from ..firmware.npu_host import has_ethos_u
     described = descriptor.read(model_path, program)
-    return "ethos-u" if described is not None and described.family == "ethos-u" else "cortex-m"
+    ethos_u = described is not None and described.family == "ethos-u" and has_ethos_u(program)
+    return "ethos-u" if ethos_u else "cortex-m"
 
 
 def program_board(model_path: Path, board: str = None):

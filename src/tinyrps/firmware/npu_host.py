@@ -40,11 +40,11 @@ LOG = "npu-host.log"
 
 def has_ethos_u(program: bytes) -> bool:
     """Whether a program has an Ethos-U delegate (and so needs the NPU link on a board)."""
-    from ..npu import NpuError
+    from ..errors import UserError
     from ..npu.blob import ethos_u_blobs
     try:
         return bool(ethos_u_blobs(program, "program"))
-    except NpuError:
+    except UserError:       # none, or a program the board will refuse itself
         return False
 
 
