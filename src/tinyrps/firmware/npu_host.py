@@ -94,9 +94,11 @@ def _read(fd: int, n: int) -> bytes:
 def _reply(fd: int, request: dict, status: str, sha: bytes, text: str = "", regions: tuple = ()) -> None:
     header = REPLY.pack(MAGIC=c_facts.define("NPU_LINK_REPLY_ID"), VERSION=VERSION, SEQUENCE=request["SEQUENCE"],
                         STATUS=STATUS[status], SHA256=sha, TEXT=text[:63])
-    os.write(fd, header + b"".join(regions))
-    if text:
+    if text:    # said before the reply: the board's failure reaches the user after it
         print(f"NPU job {request['SEQUENCE']} refused: {text}", file=sys.stderr, flush=True)
+    data = memoryview(header + b"".join(regions))
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def _run_job(programs: list, request: dict, cmd: bytes, r1: bytes, r2: bytes) -> tuple:
