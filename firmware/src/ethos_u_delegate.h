@@ -1,9 +1,8 @@
 /*
- * Ethos-U delegates (ethos_u_delegate.c): what the loader (runtime.c) asks of them.
- *
- * runtime.c declares these weak: a build without ethos_u_delegate.c (a deploy library of a
- * Cortex-M program) refuses a delegate as before, and its code and figures do not change. The
- * firmware and native builds link the file (firmware/CMakeLists.txt).
+ * Ethos-U delegates (ethos_u_delegate.c): what the loader (runtime.c) asks of them, in builds
+ * with TRT_ETHOS_U=1 (the firmware and native builds: firmware/CMakeLists.txt). A build without
+ * it (a deploy library of a Cortex-M program) refuses a delegate as before, with its code and
+ * figures unchanged.
  */
 #ifndef TINYRPS_ETHOS_U_DELEGATE_H
 #define TINYRPS_ETHOS_U_DELEGATE_H
@@ -12,32 +11,24 @@
 
 #include "runtime_internal.h"
 
-#if defined(__GNUC__)
-#define TRT_ETHOS_U_WEAK __attribute__((weak))
-#else
-#define TRT_ETHOS_U_WEAK
-#endif
-
 /* Whether the delegate of backend `id` is one this file runs ("EthosUBackend"). */
-TRT_ETHOS_U_WEAK int trt_ethos_u_backend(const char *id, uint32_t len);
+int trt_ethos_u_backend(const char *id, uint32_t len);
 
 /* The CPU operators an Ethos-U program keeps outside its delegate under their portable names
  * (quantized_decomposed::quantize_per_tensor.out, ::dequantize_per_tensor.out): the runtime's row
  * of the same arithmetic, or NULL. */
-TRT_ETHOS_U_WEAK const trt_operator *trt_ethos_u_cpu_operator(const char *name, uint32_t name_len,
-                                                              const char *overload, uint32_t overload_len);
+const trt_operator *trt_ethos_u_cpu_operator(const char *name, uint32_t name_len,
+                                              const char *overload, uint32_t overload_len);
 
 /* quantized_decomposed::dequantize_per_tensor has an out_dtype argument (6) the runtime's row has
  * not: it must be None or float32, and is dropped from args (*n_args one less). */
-TRT_ETHOS_U_WEAK trt_status trt_ethos_u_cpu_args(trt_program *prog, const trt_operator *op, int32_t *args,
-                                                 uint32_t *n_args);
+trt_status trt_ethos_u_cpu_args(trt_program *prog, const trt_operator *op, int32_t *args, uint32_t *n_args);
 
 /* Bind a DelegateCall: its arguments (the delegate's inputs, then its one output) are resolved in
  * prog->call_args / call_tensors; checks the delegate's blob and fills kc (op, kernel, p). */
-TRT_ETHOS_U_WEAK trt_status trt_ethos_u_bind(trt_program *prog, int32_t delegate, trt_chain_call *kc,
-                                             uint32_t n_args);
+trt_status trt_ethos_u_bind(trt_program *prog, int32_t delegate, trt_chain_call *kc, uint32_t n_args);
 
 /* TRT_OK, or TRT_ERR_NPU when a delegate's last invoke failed. */
-TRT_ETHOS_U_WEAK trt_status trt_ethos_u_status(const trt_program *prog);
+trt_status trt_ethos_u_status(const trt_program *prog);
 
 #endif
