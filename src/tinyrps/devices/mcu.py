@@ -205,18 +205,32 @@ class McuDevice(Device):
         if "link_ms" in stats:
             figures.append({"name": "serial round trip", "value": f"{stats['link_ms']:.1f} ms",
                             "note": "the request and its reply over the board's UART, wall time"})
+        if str(target).startswith("ethos-u"):
+            figures.append(_npu_figure(pte, target))
         return figures
 
     def describe(self) -> str:
         where = f"{self.info.board} on {self.port}" if self.port else \
             f"QEMU {self.info.board} ({display_name(self.board.core)})"
-        return f"tinyrps firmware {self.info.firmware} on {where}, {self.transport} link"
+        npu = " + the NPU model on this host" if self.family == "ethos-u" and not self.port else ""
+        return f"tinyrps firmware {self.info.firmware} on {where}{npu}, {self.transport} link"
 
     def close(self) -> None:
         if getattr(self, "server", None) is not None:
             self.server.close()
         elif getattr(self, "link", None) is not None:
             self.link.close()
+
+
+def _npu_figure(pte, target: str) -> dict:
+    """What ran the delegate of an Ethos-U program on the board, and Vela's estimate of the NPU's time."""
+    from .. import measure
+    vela = (measure.read(pte) or {}).get("vela") or {}
+    npu = target.replace("ethos-u", "Ethos-U")
+    value = f"{vela['inference_ms']:.3f} ms (Vela estimate)" if vela.get("inference_ms") is not None else "not measured"
+    return {"name": f"{npu} delegate", "value": value,
+            "note": "QEMU models no NPU: the board's NPU driver hands each job to tinyrps's NPU model on this host; "
+                    "the instructions are the Cortex-M55's part only (quantize, copies, dequantize)"}
 
 
 def _family(model_path: Path, program: bytes) -> str:
