@@ -320,8 +320,6 @@ trt_status trt_ethos_u_bind(trt_program *prog, int32_t delegate, trt_chain_call 
     vela_blocks b;
     ethos_u_params *p = (ethos_u_params *)(void *)&kc->p;
     trt_status s;
-    if (!trt_npu_reserve || !trt_npu_invoke || !trt_npu_release)
-        return trt_fail(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "Ethos-U delegate: no NPU driver linked (trt_npu_invoke)");
     if ((s = delegate_blob(prog, delegate, &blob, &len)) != TRT_OK || (s = read_blocks(prog, blob, len, &b)) != TRT_OK)
         return s;
     memset(p, 0, sizeof *p);
@@ -344,6 +342,9 @@ trt_status trt_ethos_u_bind(trt_program *prog, int32_t delegate, trt_chain_call 
     p->weights = b.data[WEIGHT_DATA];
     p->weight_bytes = b.len[WEIGHT_DATA];
     if ((s = fast_scratch_bytes(prog, p->cmd, p->cmd_bytes, &p->fast_bytes)) != TRT_OK) return s;
+    /* last: a program's own faults are told before what the build lacks */
+    if (!trt_npu_reserve || !trt_npu_invoke || !trt_npu_release)
+        return trt_fail(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "Ethos-U delegate: no NPU driver linked (trt_npu_invoke)");
     kc->op = &ETHOS_U_DELEGATE;
     kc->kernel = &ETHOS_U_VARIANT;
     return TRT_OK;
