@@ -31,9 +31,7 @@ REQUEST = c_facts.layout("NPU_LINK_REQUEST_FIELDS", "NPU_LINK_REQUEST_BYTES")
 REPLY = c_facts.layout("NPU_LINK_REPLY_FIELDS", "NPU_LINK_REPLY_BYTES")
 VERSION = c_facts.define("NPU_LINK_VERSION")
 REQUEST_PATH, REPLY_PATH = c_facts.define("NPU_LINK_REQUEST_PATH"), c_facts.define("NPU_LINK_REPLY_PATH")
-STATUS = {name: value for value, name in ((c_facts.value_of("NPU_LINK_STATUS_LIST", n), n) for n in
-                                         ("NPU_LINK_OK", "NPU_LINK_WRONG_PROGRAM", "NPU_LINK_UNKNOWN_STREAM",
-                                          "NPU_LINK_BAD_REQUEST", "NPU_LINK_FAILED"))}
+STATUS = {name: value for name, value, _ in c_facts.listing("NPU_LINK_STATUS_LIST")}
 MAX_REGION = 1 << 26          # far above any scratch an Ethos-U program asks for
 LOG = "npu-host.log"
 
