@@ -37,12 +37,13 @@ def host_int8(pte, images) -> tuple:
     return by_model, ethos_u.run_graph(tosa, [x.reshape(shape) for x in inputs])
 
 
+@pytest.mark.parametrize("network", ["default", "fast"])
 @pytest.mark.parametrize("target", TARGETS)
-def test_bit_exact_with_the_npu_model_and_the_tosa_reference(exported, trained_run, target):
+def test_bit_exact_with_the_npu_model_and_the_tosa_reference(exported, exported_fast, trained_run, target, network):
     from tinyrps.data import load_split
     from tinyrps.artifacts import run_config
     images, _ = load_split(run_config(trained_run)["data"], "test")
-    pte = exported(target)
+    pte = (exported if network == "default" else exported_fast)(target)
     try:
         npu.load(read_program(pte), pte.name)
     except npu.NpuUnsupported as missing:   # the model is written NPU by NPU (tinyrps.npu)
