@@ -70,9 +70,9 @@ class McuDevice(Device):
         self.port = port
         program = read_program(self.model_path)
         # a Cortex-M program, or an Ethos-U one: the Cortex-M55 runs its CPU part, the NPU link its delegate
-        described = require_family(self.model_path, _family(self.model_path, program), self.name, program,
-                                   descriptor_only=True)
-        self.family = described.family if described is not None else "cortex-m"
+        require_family(self.model_path, _family(self.model_path, program), self.name, program, descriptor_only=True)
+        from ..firmware.npu_host import has_ethos_u
+        self.family = "ethos-u" if has_ethos_u(program) else "cortex-m"   # by its contents
         self.board = program_board(self.model_path, board)
         self.model_sha256 = hashlib.sha256(program).hexdigest()
         self.server = self.link = self.elf = None
