@@ -79,8 +79,9 @@ def wrong_family(model_path, actual: str, device_name: str) -> UserError:
     from ..families import get_family
     article = "an" if actual[0] in "aeiou" else "a"
     other = get_family(actual)
+    devices = [d for d in other.devices if d != device_name]
     return UserError(f"{Path(model_path).name} is {article} {actual} program: it needs {other.needs}, which device "
-                     f"'{device_name}' does not have; run it with --device {' or --device '.join(other.devices)}")
+                     f"'{device_name}' does not have; run it with --device {' or --device '.join(devices)}")
 
 
 def check_device_runs(pte, device_name: str) -> None:
@@ -89,7 +90,8 @@ def check_device_runs(pte, device_name: str) -> None:
     from ..families import FAMILIES
     from ..pte import program_family
     family = program_family(pte)
-    if any(device_name in f.devices and f.name != family for f in FAMILIES):
+    runs = {f.name for f in FAMILIES if device_name in f.devices}    # the mcu runs two families
+    if runs and family not in runs:
         raise wrong_family(pte, family, device_name)
 
 
