@@ -165,8 +165,9 @@ CASES = [
                                                   inputs=npz(t / "in.npz", input0=IMAGE, extra=IMAGE)),
      "has array extra besides input0"),
     # 23: advice that leads to a device
-    ("ethos-u-tensors-on-native", lambda t, e: run(t, e("ethos-u55-128"), device="native"), "deploy fvp"),
-    ("ethos-u-tensors-on-npu-ref", lambda t, e: run(t, e("ethos-u55-128"), device="npu-ref"), "deploy fvp"),
+    # the emulated Cortex-M55 runs an Ethos-U program's tensors, its NPU part on the NPU model
+    ("ethos-u-tensors-on-native", lambda t, e: run(t, e("ethos-u55-128"), device="native"), "--device mcu"),
+    ("ethos-u-tensors-on-npu-ref", lambda t, e: run(t, e("ethos-u55-128"), device="npu-ref"), "--device mcu"),
 ]
 
 

@@ -23,20 +23,18 @@ class DeviceRow:
     runs: str                # what it runs, for --help
     profiles: bool = False   # it takes a per-layer profile of each inference (eval/run --etdump)
     slow: bool = False       # an inference takes a tenth of a second or more: large splits are refused
+    tensors: bool = False    # it runs any program's tensors (`tinyrps run`), not only image classifiers
 
 
 DEVICES = {
     "eager": DeviceRow("eager", "EagerDevice", "the PyTorch checkpoint (model.pt)"),
-    "host": DeviceRow("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU"),
+    "host": DeviceRow("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU", tensors=True),
     "npu-ref": DeviceRow("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model"),
     "mcu": DeviceRow("mcu", "McuDevice", "a Cortex-M .pte on the firmware of its board in QEMU (M55, M33, M4), over "
-                     "the serial link", profiles=True, slow=True),
+                     "the serial link", profiles=True, slow=True, tensors=True),
     "native": DeviceRow("native", "NativeDevice", "a Cortex-M .pte on the firmware's C runtime built for this host",
-                        profiles=True),
+                        profiles=True, tensors=True),
 }
-
-# The devices that run any program's tensors (`tinyrps run`); the others run image classifiers only.
-TENSOR_DEVICES = ("native", "mcu", "host")
 
 
 def device_names() -> list:
@@ -122,7 +120,7 @@ def require_tensor_device(pte, device_name: str) -> None:
     from ..families import get_family
     from ..pte import program_family
     family = get_family(program_family(pte))
-    able = [d for d in family.devices if d in TENSOR_DEVICES]
+    able = [d for d in family.devices if DEVICES[d].tensors]
     name = Path(pte).name
     if not able:
         raise UserError(f"{name} is {'an' if family.name[0] in 'aeiou' else 'a'} {family.name} program, and no device "
@@ -130,6 +128,6 @@ def require_tensor_device(pte, device_name: str) -> None:
                         f"classify pictures with `tinyrps classify --model {pte} --device {family.devices[0]} "
                         f"IMAGE`, or run it on the Corstone-320 FVP with `tinyrps deploy fvp --model {pte} "
                         "--executorch-root DIR`")
-    if device_name in family.devices and device_name not in able:      # another family's: the device says
+    if device_name not in able:
         raise UserError(f"device '{device_name}' does not run {name}'s tensors: run it with --device "
                         f"{' or --device '.join(able)}")
