@@ -55,14 +55,16 @@ def files_of(folder: Path) -> dict:
 
 # ── the application in process ───────────────────────────────────────────────
 class Served:
-    """A Game on programs, its application and a TestClient, closed on exit."""
+    """A WebGame on programs, its application and a TestClient, closed on exit."""
 
     def __init__(self, models=(), runs=(), reader_workers=0, warm=False, **options):
         from starlette.testclient import TestClient
 
-        from tinyrps.serve import Game, collect_programs, create_app
+        from tinyrps.serve.game import WebGame
+        from tinyrps.serve.programs import collect_programs
+        from tinyrps.serve.app import create_app
         self.programs = collect_programs(runs, models, **options)
-        self.game = Game(self.programs, reader_workers=reader_workers, warm=warm)
+        self.game = WebGame(self.programs, reader_workers=reader_workers, warm=warm)
         self.client = TestClient(create_app(self.game, allowed_hosts=["testserver"]))
 
     def play(self, picture=R_PNG, tab="tab-0001", **query):
@@ -179,7 +181,7 @@ def test_a_non_image_gets_400_with_the_message_of_classify(host_server, tmp_path
 
 def test_too_large_uploads_get_413_with_the_readers_message(host_server):
     from tinyrps.images import MAX_PIXELS
-    from tinyrps.serve import MAX_UPLOAD_BYTES
+    from tinyrps.serve.app import MAX_UPLOAD_BYTES
     answer = host_server.play(huge_png(), tab="large-tab-1")
     assert answer.status_code == 413
     assert answer.json()["error"] == (f"drawing.png is too large (12000x9000 pixels; at most {MAX_PIXELS:,} pixels): "
@@ -203,7 +205,7 @@ def test_bad_requests_get_400_in_one_line(host_server):
 
 
 def test_a_picture_name_is_a_name_never_a_path():
-    from tinyrps.serve import picture_name
+    from tinyrps.serve.app import picture_name
     assert picture_name("../../home/me/photo.jpg") == "photo.jpg"
     assert picture_name("C:\\Users\\me\\pic.png") == "pic.png"
     assert picture_name(None) == picture_name("") == picture_name("////") == "the picture"
@@ -282,7 +284,7 @@ def test_pictures_are_read_in_worker_processes_the_same_way(host_pte):
 def test_a_reader_killed_from_outside_is_restarted_and_the_next_move_is_not_blamed(host_pte):
     import os
     import signal
-    from tinyrps.serve import READER_RESTARTED
+    from tinyrps.serve.reader import READER_RESTARTED
     with Served([host_pte], reader_workers=1) as served:
         assert served.play(tab="reader-tab-1").status_code == 200
         (worker,) = served.game.reader._pool._processes.values()
@@ -298,12 +300,16 @@ def test_a_reader_killed_from_outside_is_restarted_and_the_next_move_is_not_blam
 # ── the server on real sockets, in this process ───────────────────────────────
 class Live:
     """The application under uvicorn with the command's settings (serve.server_config), on a
-    loopback port, in a thread of this process: its Game and devices are at hand."""
+    loopback port, in a thread of this process: its WebGame and devices are at hand."""
 
     def __init__(self, models):
-        from tinyrps.serve import Game, collect_programs, create_app, listen, server_config
+        from tinyrps.serve.game import WebGame
+        from tinyrps.serve.programs import collect_programs
+        from tinyrps.serve.app import create_app
+        from tinyrps.serve import listen
+        from tinyrps.serve.connections import server_config
         import uvicorn
-        self.game = Game(collect_programs([], models), reader_workers=0, warm=True)
+        self.game = WebGame(collect_programs([], models), reader_workers=0, warm=True)
         self.sock = listen("127.0.0.1", 0)
         self.port = self.sock.getsockname()[1]
         self.server = uvicorn.Server(server_config(create_app(self.game)))
@@ -414,8 +420,9 @@ def test_a_move_whose_client_leaves_during_its_inference_skips_the_opponents_and
 
 def test_moves_are_bounded_per_tab_in_all_and_per_device_with_a_503(host_pte, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
-    from tinyrps import serve
-    monkeypatch.setattr(serve, "MAX_MOVES", 3)
+    import tinyrps.serve as serve
+    import tinyrps.serve.app, tinyrps.serve.connections, tinyrps.serve.game, tinyrps.serve.slots  # noqa: E401,F401
+    monkeypatch.setattr(serve.game, "MAX_MOVES", 3)
     with Live([host_pte]) as live, ThreadPoolExecutor(8) as pool:
         slot = live.game.slots["int8-xnnpack"]
         release = live.block_device("int8-xnnpack")
@@ -428,8 +435,8 @@ def test_moves_are_bounded_per_tab_in_all_and_per_device_with_a_503(host_pte, mo
         wait_until(lambda: live.game.moves == 3 and slot.waiting == 3)
         status, answer, _ = live.post("/api/play?tab=busy-tab-0003", R_PNG)
         assert status == 503 and "the server is busy (3 moves in progress)" in answer["error"], answer
-        monkeypatch.setattr(serve, "MAX_MOVES", 10)
-        monkeypatch.setattr(serve, "MAX_DEVICE_QUEUE", 3)
+        monkeypatch.setattr(serve.game, "MAX_MOVES", 10)
+        monkeypatch.setattr(serve.slots, "MAX_DEVICE_QUEUE", 3)
         status, answer, _ = live.post("/api/play?tab=busy-tab-0004", R_PNG)
         assert status == 503 and "int8-xnnpack has 3 moves waiting" in answer["error"], answer
         release.set()
@@ -440,9 +447,10 @@ def test_moves_are_bounded_per_tab_in_all_and_per_device_with_a_503(host_pte, mo
 @pytest.mark.slow       # waits for the timeouts, shortened to 1 s
 def test_silent_slow_and_idle_connections_are_closed(host_pte, monkeypatch):
     import time
-    from tinyrps import serve
-    monkeypatch.setattr(serve, "HEAD_TIMEOUT_S", 1.0)
-    monkeypatch.setattr(serve, "IDLE_TIMEOUT_S", 1.0)
+    import tinyrps.serve as serve
+    import tinyrps.serve.app, tinyrps.serve.connections, tinyrps.serve.game, tinyrps.serve.slots  # noqa: E401,F401
+    monkeypatch.setattr(serve.connections, "HEAD_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(serve.connections, "IDLE_TIMEOUT_S", 1.0)
     with Live([host_pte]) as live:
         silent = live.raw()
         slow = live.raw(b"POST /api/play?tab=slow-tab-0001 HTTP/1.1\r\n")
@@ -467,7 +475,7 @@ def test_silent_slow_and_idle_connections_are_closed(host_pte, monkeypatch):
                     closed[name] = round(time.monotonic() - started, 1)
         assert set(closed) == {"silent", "slow", "idle"}, closed
         assert max(closed.values()) < 4, closed
-        monkeypatch.setattr(serve, "BODY_TIMEOUT_S", 1.0)
+        monkeypatch.setattr(serve.app, "BODY_TIMEOUT_S", 1.0)
         trickle = live.raw(play_request("trickle-tab-1")[:-100])          # a body that stops short
         trickle.settimeout(5)
         answer = b""
@@ -820,7 +828,7 @@ def test_honest_players_are_answered_beside_slow_abandoning_and_cross_origin_cli
     """scripts/load_serve.py at a small scale: every honest move answered, every cross-origin request
     refused and no score changed by one, every slow connection closed by the server. (Its times are a
     benchmark, in docs/benchmarks.md, not asserted here.)"""
-    from tinyrps.serve import HEAD_TIMEOUT_S
+    from tinyrps.serve.connections import HEAD_TIMEOUT_S
     load = load_script("load_serve")
     r = load.load_test(host_pte, seconds=HEAD_TIMEOUT_S + 4, clients=7, misbehaving=4, utilisation=0.25)
     assert r["misbehaving"] == {"slow": 2, "abandoning": 1, "cross-origin": 1}
