@@ -311,6 +311,16 @@ static int same_place(const trt_tensor *a, const trt_tensor *b) {
            a->dtype == b->dtype;
 }
 
+/* Whether a call before call k writes bytes of input m: from then on its place holds a new tensor
+ * (the memory plan reuses an input's bytes once its last reader has run), and a tensor there is
+ * that new one, not a view of the input. */
+static int input_overwritten_before(const trt_program *prog, int16_t k, const trt_io *in) {
+    for (int16_t j = 0; j < k; j++)
+        if (ranges_overlap(prog->calls[j].out_offset, prog->calls[j].out_bytes, in->t.arena_offset, in->t.nbytes))
+            return 1;
+    return 0;
+}
+
 /*
  * Liveness of the planned memory, for placing each call's working memory. Every call writes one
  * planned tensor, its out; what it reads of the plan is the out of earlier calls or a program
@@ -362,7 +372,8 @@ static void note_planned_read(trt_program *prog, int16_t k, size_t offset, size_
 static void note_input_read(trt_program *prog, int16_t k, int32_t value, const trt_tensor *t) {
     for (uint8_t m = 0; m < prog->n_inputs; m++) {
         trt_io *in = &prog->inputs[m];
-        if (value == in->value || same_place(t, &in->t)) in->last_reader = k;
+        if (value == in->value || (same_place(t, &in->t) && !input_overwritten_before(prog, k, in)))
+            in->last_reader = k;
     }
     if (t->in_arena) note_planned_read(prog, k, t->arena_offset, t->nbytes);
 }
