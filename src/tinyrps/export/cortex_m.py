@@ -147,7 +147,7 @@ def library_step(what: str):
         raise
     except Exception as e:
         raise UserError(f"ExecuTorch's Cortex-M lowering cannot take this model: {what} failed "
-                        f"({type(e).__name__}: {one_line(e, 200)}); change the layer it names") from None
+                        f"({type(e).__name__}: {one_line(e, 200)}); change the layers it cannot take") from None
 
 
 def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = True) -> CortexMProgram:
@@ -242,8 +242,10 @@ def check_replay(lowered: CortexMProgram, examples: list) -> None:
             want = [o.detach().contiguous().numpy() for o in edge_outputs(lowered.edge_program, inputs)]
             got = replay(lowered.program, [x.contiguous().numpy() for x in inputs])
         except NotImplementedError as e:
+            said = str(e).split("While executing")[0]      # torch.fx's trace of the node follows
             raise UserError(f"ExecuTorch's Python reference of the Cortex-M operators cannot compute this program "
-                            f"({one_line(e, 200)}), so its results cannot be checked: change that layer") from None
+                            f"({one_line(said, 160)}), so its results cannot be checked: change that layer (an "
+                            "integer dilated convolution is one it lacks)") from None
         if len(got) != len(want) or not all(g.shape == w.shape and np.array_equal(g, w) for g, w in zip(got, want)):
             raise UserError("the serialized Cortex-M program does not replay like its edge program "
                             f"({_difference(got, want)}): ExecuTorch's lowering wrote a program that computes "
