@@ -255,8 +255,10 @@ def cmd_measure(a):
     if a.model:
         check_model(a.model)
         from .progress import console
+        if a.target and len(a.target) > 1:
+            raise UserError("--target with --model is the one core of a program without a descriptor; give it once")
         with console.status(f"measuring {Path(a.model).name}"):
-            results = {Path(a.model).stem: measure.measure(a.model, quick=a.quick)}
+            results = {Path(a.model).stem: measure.measure(a.model, quick=a.quick, core=(a.target or [None])[0])}
     else:
         check_run(a.run)
         if a.target:
@@ -270,7 +272,7 @@ def cmd_measure(a):
         emit_json(results)
     else:
         for name, m in results.items():
-            print(f"{name}: {measure.summary_line(m) or 'nothing to measure'}")
+            print(f"{name}: {measure.summary_line(m) or 'nothing to measure'}" + (f" ({m['note']})" if "note" in m else ""))
 
 
 def cmd_eval(a):
@@ -350,12 +352,16 @@ def cmd_bench(a):
             check_path(a.etdump)
         from .bench import bench_program
         result = bench_program(a.model, runs=a.runs, device_name=a.device, quiet=a.quiet or a.json, board=a.board,
-                               options=options.get(a.device or "mcu", {}), profile=a.etdump is not None)
+                               options=options.get(a.device or "mcu", {}), profile=a.etdump is not None,
+                               core=a.target)
         profile = result.pop("profile", None)
         if a.etdump is not None:
             write_profile(a.model, result, a.etdump, profile)
     else:
         check_run(a.run)
+        if a.target:
+            raise UserError("--target is for --model X.pte (the core of a program without a descriptor); "
+                            "--program picks the programs of a run")
         from .bench import bench
         result = bench(a.run, runs=a.runs, only=a.program, device_override=a.device, quiet=a.quiet or a.json,
                        board=a.board, device_options=options)
@@ -364,6 +370,9 @@ def cmd_bench(a):
     else:
         from .report import bench_table
         bench_table(result)
+        for name, entry in result["programs"].items():
+            if "note" in entry:
+                print(f"{name}: {entry['note']}")
 
 
 def write_profile(model, result: dict, path, profile=None) -> None:
@@ -631,7 +640,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(required, except with --model)")
     s.add_argument("--model", type=Path, metavar="X.pte", help="instead of --run: one program (default: none)")
     s.add_argument("--target", action="append", metavar="T", help="with --run: only this program; repeatable "
-                   "(default: every program of the run)")
+                   "(default: every program of the run); with --model: the core of a Cortex-M program that has no "
+                   "descriptor, e.g. cortex-m55")
     s.add_argument("--quick", action="store_true", help="--model: only the instruction count (one emulator run)")
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of lines")
 
@@ -671,6 +681,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "--device native each timed run's host nanoseconds (default: none)")
     s.add_argument("--runs", type=count, default=200, metavar="N", help="timed single-image calls per program "
                    "(at least; the mcu takes at most 20, npu-ref at most 50)")
+    s.add_argument("--target", metavar="CORE", help="with --model: the core of a Cortex-M program that has no "
+                   "descriptor (one ExecuTorch's own flow wrote), e.g. cortex-m55 (default: none)")
     add_program(s)
     add_device(s, "every program")
     add_board(s)
