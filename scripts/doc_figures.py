@@ -149,6 +149,25 @@ def mlperf_boards(_figures: dict) -> str:
                   "official runtime, M55", "arena, M55", "flash, M55"], rows)
 
 
+# Networks measured on the Cortex-M55 beside MLPerf Tiny's (tinyrps.zoo.DEPLOYED; scripts/mlperf_tiny.py --network).
+DEPLOYED_NETWORKS = ("mobilenet-v2", "mobilenet-v3-small")
+
+
+def networks_m55(_figures: dict) -> str:
+    """cortex-m-networks: every network of the zoo on the Cortex-M55's board, the deployed MobileNets with them."""
+    measured = load_mlperf()
+    rows = []
+    for name in (*MLPERF_NETWORKS, *DEPLOYED_NETWORKS):
+        fw = measured.get((name, "cortex-m55"))
+        if fw is None:
+            continue
+        rows.append([f"`{name}`", len(fw["layers"]), f"{fw['macs']:,}", f"{fw['instructions_per_inference']:,}",
+                     f"{fw['instructions_per_mac']:.3f}", f"{fw['instructions_per_inference_plain_c']:,}",
+                     f"{fw['arena_bytes']:,} B", f"{fw['flash_bytes']:,} B"])
+    return table(["network", "kernel calls", "MACs", "instructions (mve)", "per MAC", "instructions (plain C)",
+                  "arena", "flash"], rows)
+
+
 def cycle_estimate(s: dict) -> str:
     """benchmarks: the cycle estimate of each Cortex-M program beside its instruction count, per board and for
     the M55 per layer (tinyrps.measure.cycles: an estimate, with its band)."""
@@ -208,7 +227,7 @@ def accuracy_table(_figures: dict) -> str:
 
 
 BLOCKS = {"firmware-boards": firmware_boards, "cycle-estimate": cycle_estimate, "vela": vela_summary,
-          "mlperf-boards": mlperf_boards, "accuracy": accuracy_table}
+          "mlperf-boards": mlperf_boards, "networks-m55": networks_m55, "accuracy": accuracy_table}
 
 
 def load_figures(folder: Path) -> dict:

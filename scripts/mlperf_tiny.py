@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """MLPerf Tiny's four reference networks on the three emulated boards: export, measure, keep the figures.
 
+Also the deployed networks of tinyrps.zoo.DEPLOYED (MobileNetV2, MobileNetV3-small), when named with
+--network (with --core cortex-m55: docs/cortex-m-networks.md quotes their Cortex-M55 figures).
+
 Each network of tinyrps.zoo is exported for the Cortex-M55, M33 and M4 (`zoo.export_network`, the
 export driver with its replay check) and measured by the measure stage on its core's emulated board
 (flash, arena, instructions per inference and per kernel call, with the fastest kernels the core
@@ -10,6 +13,7 @@ and docs/benchmarks.md:
 
     .venv/bin/python scripts/mlperf_tiny.py            # export and measure all twelve, keep the files
     .venv/bin/python scripts/mlperf_tiny.py --network resnet8 --core cortex-m55
+    .venv/bin/python scripts/mlperf_tiny.py --network mobilenet-v2 --network mobilenet-v3-small --core cortex-m55
 """
 from __future__ import annotations
 
@@ -28,7 +32,8 @@ CORES = ("cortex-m55", "cortex-m33", "cortex-m4")
 def main(argv=None) -> int:
     from tinyrps import measure, zoo
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--network", action="append", choices=list(zoo.NETWORKS), help="only this network")
+    parser.add_argument("--network", action="append", choices=[*zoo.NETWORKS, *zoo.DEPLOYED],
+                        help="only this network (the deployed ones only when named)")
     parser.add_argument("--core", action="append", choices=CORES, help="only this core")
     args = parser.parse_args(argv)
     FIGURES.mkdir(parents=True, exist_ok=True)

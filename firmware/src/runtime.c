@@ -369,29 +369,33 @@ static int held_count(const trt_program *prog) { return prog->n_inputs + prog->n
 /* Call k (LIVE_TO_END: after the run) reads the planned bytes [offset, offset + bytes): they hold
  * what the last calls before it to write them wrote (back to one whose out covers them all), or
  * an input's values; anything else is kept always (past the table's end, its last entry grows
- * to cover it too). */
-static void note_planned_read(trt_program *prog, int16_t k, size_t offset, size_t bytes) {
+ * to cover it too). Returns the held value that covers them all (an input's index, below
+ * n_inputs), or -1. */
+static int note_planned_read(trt_program *prog, int16_t k, size_t offset, size_t bytes) {
     for (int i = prog->n_inputs + (k < (int16_t)prog->n_calls ? k : prog->n_calls) - 1; i >= 0; i--) {
         const held_value h = held(prog, i);
         if (!ranges_overlap(h.offset, h.bytes, offset, bytes)) continue;
         *h.until = k;
-        if (h.offset <= offset && offset + bytes <= h.offset + h.bytes) return;
+        if (h.offset <= offset && offset + bytes <= h.offset + h.bytes) return i;
     }
-    if (bytes == 0) return;
+    if (bytes == 0) return -1;
     trt_byte_range *kept = &prog->kept[prog->n_kept < TRT_KEPT_RANGES ? prog->n_kept++ : TRT_KEPT_RANGES - 1];
     const size_t end = kept->bytes && kept->offset + kept->bytes > offset + bytes ? kept->offset + kept->bytes : offset + bytes;
     if (!kept->bytes || offset < kept->offset) kept->offset = (uint32_t)offset;
     kept->bytes = (uint32_t)(end - kept->offset);
+    return -1;
 }
 
 /* Call k reads every planned tensor among its arguments but its `out` (a Tensor[]'s too): note the
- * inputs it reads, and the values it needs (liveness, above). */
+ * inputs it reads, and the values it needs (liveness, above). A tensor at an input's place is a view
+ * of the input only while the input still holds those bytes: once a call has written them (the
+ * memory plan reuses an input's bytes after its last reader), it is that call's new tensor. */
 static void note_input_read(trt_program *prog, int16_t k, int32_t value, const trt_tensor *t) {
+    const int holder = t->in_arena ? note_planned_read(prog, k, t->arena_offset, t->nbytes) : -1;
     for (uint8_t m = 0; m < prog->n_inputs; m++) {
         trt_io *in = &prog->inputs[m];
-        if (value == in->value || same_place(t, &in->t)) in->last_reader = k;
+        if (value == in->value || (holder == m && same_place(t, &in->t))) in->last_reader = k;
     }
-    if (t->in_arena) note_planned_read(prog, k, t->arena_offset, t->nbytes);
 }
 
 static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, uint32_t n_args, uint32_t unread) {

@@ -148,7 +148,7 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
 
 
 def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=None, options=None,
-                  profile: bool = False) -> dict:
+                  profile: bool = False, core=None) -> dict:
     """One program of any kind, alone: the median latency of one inference on its device (`run` on
     seeded samples of its declared inputs; the measure stage's samples for a Cortex-M program), and
     the measure stage's figures of it (for a Cortex-M program: instructions per inference and per
@@ -167,8 +167,11 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
         raise UserError(f"--runs must be at least 1, got {runs}")
     pte = Path(pte)
     described = descriptor.read(pte, pte.read_bytes())
+    if described is None and core:
+        described = descriptor.assumed_cortex_m(pte, core)
     if described is None:
-        raise UserError(f"{pte.name} has no descriptor ({descriptor.path_of(pte).name}): export it with "
+        raise UserError(f"{pte.name} has no descriptor ({descriptor.path_of(pte).name}): give the core of a "
+                        "Cortex-M program with --target (e.g. --target cortex-m55), or export it with "
                         "`tinyrps export` to benchmark it alone")
     check_program_devices({pte.stem: pte}, device_name, board)
     device_name = device_name or default_device(pte)
@@ -190,11 +193,13 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
             times.append((time.perf_counter() - start) * 1000)
             profiled.append(run)
         entry = {"device": device_name, **spread(times), "size_bytes": pte.stat().st_size,
-                 "program_sha256": descriptor.read(pte).sha256}
+                 "program_sha256": described.sha256}
+        if not descriptor.path_of(pte).is_file():
+            entry["note"] = descriptor.assumed_note(described.target)
         if device.simulated_by:
             entry["simulated_by"] = device.simulated_by
     if measurements_for(described.family):
-        measured = measure.read(pte) or take(pte)
+        measured = measure.read(pte) or take(pte, core=core)
         entry.update({key: measured[key] for key in SHOWN_MEASUREMENTS if key in measured})
     result = {"runs": count, "rounds": 1, "block_s": 0.0, "programs": {pte.stem: entry}}
     if profile:

@@ -205,3 +205,33 @@ def _record(cls, raw: dict):
             value = raw[f.name]
             values[f.name] = tuple(value) if isinstance(value, list) and "tuple" in str(f.type) else value
     return cls(**values)
+
+
+def assumed_cortex_m(pte, core: str) -> ProgramDescriptor:
+    """The descriptor of a Cortex-M program that has none (written by ExecuTorch's own flow, not by
+    `tinyrps export`), for measuring it: its inputs, outputs and operators read from the program, its
+    core the one given (`--target`), since nothing in the program names it. Held in memory only."""
+    from .families import CortexMInfo, get_target
+    from .pte import program_family
+    pte = Path(pte)
+    target = get_target(core)
+    if target.family != "cortex-m":
+        raise UserError(f"--target {core} is not a Cortex-M core: give the core {pte.name} was lowered for, "
+                        "e.g. --target cortex-m55")
+    if program_family(pte) != "cortex-m":
+        raise UserError(f"{pte.name} is not a Cortex-M program, and has no descriptor ({path_of(pte).name}): "
+                        "export it with `tinyrps export`")
+    from .export import program_io, versions
+    program = pte.read_bytes()
+    inputs, outputs = program_io(program)
+    from .export.cortex_m import program_operators
+    operators = program_operators(program)
+    return ProgramDescriptor(
+        target=core, family="cortex-m", description=target.description, size_bytes=len(program),
+        sha256=hashlib.sha256(program).hexdigest(), inputs=inputs, outputs=outputs, labels=None,
+        origin=Origin(calibration="unknown: the program has no descriptor"), versions=versions(), files={},
+        files_sha256={}, info=CortexMInfo(core=core, operators=operators, quantization={}, reference={}))
+
+
+def assumed_note(core: str) -> str:
+    return f"no descriptor: measured as a {core} program, the core --target names"

@@ -154,6 +154,112 @@ class FCAutoencoder(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------
+# Two deployed networks beyond MLPerf Tiny: MobileNetV2 and MobileNetV3-small (torchvision's
+# layer tables, from the papers: Sandler et al. 2018, Howard et al. 2019), 1000 classes
+# ---------------------------------------------------------------------------------------------
+
+def _divisible(value: float, divisor: int = 8) -> int:
+    """The channel count nearest `value` that is a multiple of `divisor`, never 10 % below it (the
+    rounding both papers' width tables use)."""
+    rounded = max(divisor, int(value + divisor / 2) // divisor * divisor)
+    return rounded + divisor if rounded < 0.9 * value else rounded
+
+
+def conv_bn(cin: int, cout: int, kernel: int, stride: int = 1, groups: int = 1, activation=None) -> nn.Sequential:
+    """Convolution without bias ("same" padding), BatchNorm, then the activation if any."""
+    layers = [nn.Conv2d(cin, cout, kernel, stride=stride, padding=(kernel - 1) // 2, groups=groups, bias=False),
+              nn.BatchNorm2d(cout)]
+    return nn.Sequential(*layers, *([activation()] if activation else []))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: 1x1 expansion (skipped at ratio 1), depthwise kxk, squeeze-and-excitation
+    (MobileNetV3), 1x1 linear projection; added to the input when stride 1 keeps the shape."""
+
+    def __init__(self, cin: int, expanded: int, cout: int, kernel: int, stride: int, activation,
+                 squeeze: bool = False) -> None:
+        super().__init__()
+        layers = [] if expanded == cin else [conv_bn(cin, expanded, 1, activation=activation)]
+        layers.append(conv_bn(expanded, expanded, kernel, stride, groups=expanded, activation=activation))
+        if squeeze:
+            layers.append(SqueezeExcitation(expanded, _divisible(expanded // 4)))
+        layers.append(conv_bn(expanded, cout, 1))
+        self.block = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.block(x) if self.residual else self.block(x)
+
+
+class SqueezeExcitation(nn.Module):
+    """Channel weights from the pooled map: 1x1 conv, ReLU, 1x1 conv, hard sigmoid; multiplied in."""
+
+    def __init__(self, channels: int, squeezed: int) -> None:
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(channels, squeezed, 1)
+        self.fc2 = nn.Conv2d(squeezed, channels, 1)
+        self.relu, self.gate = nn.ReLU(), nn.Hardsigmoid()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.gate(self.fc2(self.relu(self.fc1(self.pool(x)))))
+
+
+# MobileNetV2: (expansion t, output channels c, repeats n, first stride s) per stage.
+_MOBILENET_V2_STAGES = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                        (6, 160, 3, 2), (6, 320, 1, 1))
+
+
+class MobileNetV2(nn.Module):
+    """MobileNetV2 at width 1.0: a 3x3 stride-2 convolution of 32, 17 inverted residual blocks
+    (ReLU6), a 1x1 convolution of 1280, global average pooling, a linear layer (dropout in training)."""
+
+    def __init__(self, classes: int = 1000) -> None:
+        super().__init__()
+        layers, width = [conv_bn(3, 32, 3, 2, activation=nn.ReLU6)], 32
+        for t, c, n, s in _MOBILENET_V2_STAGES:
+            for i in range(n):
+                layers.append(InvertedResidual(width, width * t, c, 3, s if i == 0 else 1, nn.ReLU6))
+                width = c
+        layers.append(conv_bn(width, 1280, 1, activation=nn.ReLU6))
+        self.features = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
+
+
+# MobileNetV3-small: (kernel, expanded, output channels, squeeze-and-excitation, hard swish, stride).
+_MOBILENET_V3_SMALL_BLOCKS = (
+    (3, 16, 16, True, False, 2), (3, 72, 24, False, False, 2), (3, 88, 24, False, False, 1),
+    (5, 96, 40, True, True, 2), (5, 240, 40, True, True, 1), (5, 240, 40, True, True, 1),
+    (5, 120, 48, True, True, 1), (5, 144, 48, True, True, 1), (5, 288, 96, True, True, 2),
+    (5, 576, 96, True, True, 1), (5, 576, 96, True, True, 1))
+
+
+class MobileNetV3Small(nn.Module):
+    """MobileNetV3-small: a 3x3 stride-2 convolution of 16 (hard swish), 11 inverted residual blocks
+    (ReLU or hard swish, most with squeeze-and-excitation), a 1x1 convolution of 576, global average
+    pooling, linear 576 -> 1024 with hard swish, linear to the classes (dropout in training)."""
+
+    def __init__(self, classes: int = 1000) -> None:
+        super().__init__()
+        layers, width = [conv_bn(3, 16, 3, 2, activation=nn.Hardswish)], 16
+        for kernel, expanded, out, squeeze, hard, stride in _MOBILENET_V3_SMALL_BLOCKS:
+            layers.append(InvertedResidual(width, expanded, out, kernel, stride,
+                                           nn.Hardswish if hard else nn.ReLU, squeeze))
+            width = out
+        layers.append(conv_bn(width, 576, 1, activation=nn.Hardswish))
+        self.features = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Linear(576, 1024), nn.Hardswish(), nn.Dropout(0.2), nn.Linear(1024, classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
+
+
+# ---------------------------------------------------------------------------------------------
 # Registry
 # ---------------------------------------------------------------------------------------------
 
@@ -176,11 +282,22 @@ NETWORKS = {n.name: n for n in (
 )}
 
 
+# Networks people deploy beyond MLPerf Tiny, at MLPerf Tiny's visual-wake-words input size: programs
+# of 60 to 120 kernel calls, measured beside the four (scripts/mlperf_tiny.py --network).
+DEPLOYED = {n.name: n for n in (
+    Network("mobilenet-v2", "image classification (ImageNet classes)", MobileNetV2, ((1, 3, 96, 96),), 1000,
+            56_289_152),
+    Network("mobilenet-v3-small", "image classification (ImageNet classes)", MobileNetV3Small, ((1, 3, 96, 96),),
+            1000, 12_071_360),
+)}
+
+
 def network(name: str) -> Network:
     from .errors import UserError
-    if name not in NETWORKS:
-        raise UserError(f"unknown network '{name}': choose one of {', '.join(NETWORKS)}")
-    return NETWORKS[name]
+    known = {**NETWORKS, **DEPLOYED}
+    if name not in known:
+        raise UserError(f"unknown network '{name}': choose one of {', '.join(known)}")
+    return known[name]
 
 
 def build(name: str, seed: int = DEFAULT_SEED) -> nn.Module:

@@ -9,6 +9,7 @@ import pytest
 from tinyrps import descriptor
 from tinyrps.data import load_split
 from tinyrps.devices.base import Device
+from tinyrps.errors import UserError
 from tinyrps.evaluate import EvalContext, family_check
 from tinyrps.export import BuildContext, cortex_m
 from tinyrps.families import get_family, targets
@@ -68,7 +69,7 @@ def test_export_checks_its_reference_against_the_edge_program(monkeypatch, tmp_p
 
     real_replay = cortex_m.replay
     monkeypatch.setattr(cortex_m, "replay", lambda prog, inputs: [o + np.float32(1) for o in real_replay(prog, inputs)])
-    with pytest.raises(RuntimeError, match="does not replay like its edge program"):
+    with pytest.raises(UserError, match="does not replay like its edge program"):
         cortex_m.build("cortex-m55", ctx)
 
 

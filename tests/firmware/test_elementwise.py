@@ -300,8 +300,11 @@ MALFORMED = {
                            "int argument out of range in cortex_m::quantized_add"),
     "add: activation_min above activation_max": ("add_residual", "cortex_m::quantized_add", dict(ints={11: 50, 12: -50}),
                                                  "activation_min > activation_max in cortex_m::quantized_add"),
-    "mul: a zero point of 2^25": ("mul", "cortex_m::quantized_mul", dict(ints={1: 2**25}),
-                                  "int argument out of range in cortex_m::quantized_mul"),
+    # an operand's zero point may reach +-(2^31 - 128) (hardswish's shifted one), the output's 2^24
+    "mul: a zero point of 2^31 - 127": ("mul", "cortex_m::quantized_mul", dict(ints={1: 2**31 - 127}),
+                                        "int argument out of range in cortex_m::quantized_mul"),
+    "mul: an output zero point of 2^25": ("mul", "cortex_m::quantized_mul", dict(ints={4: 2**25}),
+                                          "int argument out of range in cortex_m::quantized_mul"),
     "div: an infinite scale": ("div", "cortex_m::quantized_div", dict(doubles={5: float("inf")}),
                                "output scale not a finite float in cortex_m::quantized_div"),
     "softmax: an output zero point of 0": ("softmax", "cortex_m::softmax", dict(ints={3: 0}),

@@ -186,22 +186,22 @@ def more_outputs_program(pte: Path, outputs: int, out: Path) -> Path:
 @pytest.fixture(scope="module")
 def larger_limits_build():
     from tinyrps.firmware import build_firmware
-    return build_firmware("native", limits={"TRT_MAX_KERNEL_CALLS": 128, "TRT_MAX_OUTPUTS": 32})
+    return build_firmware("native", limits={"TRT_MAX_KERNEL_CALLS": 256, "TRT_MAX_OUTPUTS": 32})
 
 
 def test_a_program_over_a_limit_is_refused_and_a_larger_build_takes_it(m55_pte, native, native_tool,
                                                                        larger_limits_build, images, tmp_path):
     from tinyrps.firmware import c_facts
-    assert c_facts.limits()["TRT_MAX_KERNEL_CALLS"] == 64 and c_facts.limits()["TRT_MAX_OUTPUTS"] == 16
-    longer = longer_program(m55_pte, 60, tmp_path / "longer.pte")           # 70 kernel calls
+    assert c_facts.limits()["TRT_MAX_KERNEL_CALLS"] == 128 and c_facts.limits()["TRT_MAX_OUTPUTS"] == 16
+    longer = longer_program(m55_pte, 125, tmp_path / "longer.pte")          # 135 kernel calls
     wider = more_outputs_program(m55_pte, 17, tmp_path / "wider.pte")
-    for program, detail in ((longer, "over runtime limit: kernel calls above TRT_MAX_KERNEL_CALLS: 70"),
+    for program, detail in ((longer, "over runtime limit: kernel calls above TRT_MAX_KERNEL_CALLS: 135"),
                             (wider, "over runtime limit: outputs above TRT_MAX_OUTPUTS: 17")):
         result = native.tool(native_tool, "info", program, check=False)
         assert result.returncode == 3 and result.stderr.strip() == f"error: {detail}", result.stderr
     larger = larger_limits_build.tool("tinyrps-native")
     info = json.loads(native.tool(larger, "info", longer).stdout)
-    assert len(info["calls"]) == 70 and info["limits"]["TRT_MAX_KERNEL_CALLS"] == 128
+    assert len(info["calls"]) == 135 and info["limits"]["TRT_MAX_KERNEL_CALLS"] == 256
     assert json.loads(native.tool(larger, "info", m55_pte).stdout)["program_storage_bytes"] > \
         json.loads(native.tool(native_tool, "info", m55_pte).stdout)["program_storage_bytes"]
     # the longer program computes what the original does
@@ -213,8 +213,8 @@ def test_a_program_over_a_limit_is_refused_and_a_larger_build_takes_it(m55_pte, 
 
 @pytest.mark.slow
 def test_a_board_names_the_limit_a_program_is_over(m55_pte, firmware_elf_path, tmp_path):
-    longer = longer_program(m55_pte, 60, tmp_path / "longer.pte")
+    longer = longer_program(m55_pte, 125, tmp_path / "longer.pte")
     with pytest.raises(UserError) as raised:
         open_device("mcu", longer)
     message = str(raised.value)
-    assert "kernel calls above TRT_MAX_KERNEL_CALLS: 70" in message and "\n" not in message
+    assert "kernel calls above TRT_MAX_KERNEL_CALLS: 135" in message and "\n" not in message

@@ -73,7 +73,7 @@ static int fuse_next(trt_params *p, const trt_kernel_variant **kernel, const trt
     const trt_kernel_variant *k = *kernel;
     if ((k->accepts == trt_conv2d_long_mve_accepts_p || k->accepts == trt_conv2d_pooled_mve_accepts_p) &&
         trt_is_max_pool(next)) {
-        if (!trt_conv2d_mve_fuse_pool(&p->quantized_conv2d, &next_p->quantized_max_pool2d)) return 0;
+        if (!trt_conv2d_mve_fuse_pool(&p->quantized_conv2d, trt_max_pool_params_of(next_p))) return 0;
         for (const trt_kernel_variant *v = VARIANTS; v < VARIANTS + sizeof VARIANTS / sizeof VARIANTS[0]; v++)
             if (v->accepts == trt_conv2d_pooled_mve_accepts_p && v->accepts(p)) *kernel = v;
         return 1;

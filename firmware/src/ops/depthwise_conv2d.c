@@ -62,7 +62,7 @@ static const trt_kernel_variant VARIANTS[] = {
 static int fuse_next(trt_params *p, const trt_kernel_variant **kernel, const trt_operator *next, trt_params *next_p) {
 #if TRT_HAVE_MVE
     if (trt_depthwise_mve_accepts(&p->quantized_depthwise_conv2d) && trt_is_max_pool(next))
-        return trt_depthwise_mve_fuse_pool(&p->quantized_depthwise_conv2d, &next_p->quantized_max_pool2d);
+        return trt_depthwise_mve_fuse_pool(&p->quantized_depthwise_conv2d, trt_max_pool_params_of(next_p));
 #endif
     (void)p, (void)kernel, (void)next, (void)next_p;
     return 0;

@@ -73,6 +73,9 @@ struct trt_operator {
 
 /* Whether op is cortex_m::quantized_max_pool2d (either overload's row). */
 int trt_is_max_pool(const trt_operator *op);
+/* The max pool's parameters of a call trt_is_max_pool admits: named through the union's start (where every
+ * member lies), since a table without a max pool (a program's own image or library) has no member of theirs. */
+static inline trt_max_pool_params *trt_max_pool_params_of(trt_params *p) { return (trt_max_pool_params *)(void *)p; }
 
 /* The row of `name`.`overload`, or NULL. */
 const trt_operator *trt_find_operator(const char *name, uint32_t name_len, const char *overload,

@@ -108,6 +108,8 @@ def bench_arguments(s) -> None:
                    "--device native each timed run's host nanoseconds (default: none)")
     s.add_argument("--runs", type=count, default=200, metavar="N", help="timed single-image calls per program "
                    "(at least; the mcu takes at most 20, npu-ref at most 50)")
+    s.add_argument("--target", metavar="CORE", help="with --model: the core of a Cortex-M program that has no "
+                   "descriptor (one ExecuTorch's own flow wrote), e.g. cortex-m55 (default: none)")
     add_program(s)
     add_device(s, "every program")
     add_board(s)
@@ -130,12 +132,16 @@ def cmd_bench(a):
             check_written_apart({"--model": a.model}, {"--etdump": a.etdump})
         from ..bench import bench_program
         result = bench_program(a.model, runs=a.runs, device_name=a.device, quiet=a.quiet or a.json, board=a.board,
-                               options=options.get(a.device or "mcu", {}), profile=a.etdump is not None)
+                               options=options.get(a.device or "mcu", {}), profile=a.etdump is not None,
+                               core=a.target)
         profile = result.pop("profile", None)
         if a.etdump is not None:
             write_profile(a.model, result, a.etdump, profile)
     else:
         check_run(a.run)
+        if a.target:
+            raise UserError("--target is for --model X.pte (the core of a program without a descriptor); "
+                            "--program picks the programs of a run")
         from ..bench import bench
         result = bench(a.run, runs=a.runs, only=a.program, device_override=a.device, quiet=a.quiet or a.json,
                        board=a.board, device_options=options)
@@ -144,6 +150,9 @@ def cmd_bench(a):
     else:
         from ..report import bench_table
         bench_table(result)
+        for name, entry in result["programs"].items():
+            if "note" in entry:
+                print(f"{name}: {entry['note']}")
 
 
 def write_profile(model, result: dict, path, profile=None) -> None:

@@ -124,8 +124,10 @@ def cmd_measure(a):
     if a.model:
         check_model(a.model)
         from ..progress import console
+        if a.target and len(a.target) > 1:
+            raise UserError("--target with --model is the one core of a program without a descriptor; give it once")
         with console.status(f"measuring {Path(a.model).name}"):
-            results = {Path(a.model).stem: measure.measure(a.model, quick=a.quick)}
+            results = {Path(a.model).stem: measure.measure(a.model, quick=a.quick, core=(a.target or [None])[0])}
     else:
         check_run(a.run)
         if a.target:
@@ -139,7 +141,7 @@ def cmd_measure(a):
         emit_json(results)
     else:
         for name, m in results.items():
-            print(f"{name}: {measure.summary_line(m) or 'nothing to measure'}")
+            print(f"{name}: {measure.summary_line(m) or 'nothing to measure'}" + (f" ({m['note']})" if "note" in m else ""))
 
 
 def measure_arguments(s) -> None:
@@ -147,7 +149,8 @@ def measure_arguments(s) -> None:
                    "(required, except with --model)")
     s.add_argument("--model", type=Path, metavar="X.pte", help="instead of --run: one program (default: none)")
     s.add_argument("--target", action="append", metavar="T", help="with --run: only this program; repeatable "
-                   "(default: every program of the run)")
+                   "(default: every program of the run); with --model: the core of a Cortex-M program that has no "
+                   "descriptor, e.g. cortex-m55")
     s.add_argument("--quick", action="store_true", help="--model: only the instruction count (one emulator run)")
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of lines")
 

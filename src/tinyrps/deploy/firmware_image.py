@@ -17,7 +17,10 @@ accept it there, and those kept are still before it; a call the loader moved to 
 fused the next call into it (ops/conv2d.c, fuse_next) ran that row, and the row it bound first, left
 out, no longer comes before it: there it binds that row directly, and the fusion keeps it. The
 measurement checks this on the image itself (the same kernels, instructions and outputs per call).
-One build per distinct selection, cached by it (tinyrps.firmware.build).
+The runtime's tables (kernel calls, operators, arguments, inputs and outputs: the TRT_MAX_* limits)
+are sized to the program's own counts, as the deploy library's are (program_limits), so the image
+holds no RAM for calls the program does not make. One build per distinct selection and limits,
+cached by them (tinyrps.firmware.build).
 """
 from __future__ import annotations
 
@@ -74,4 +77,25 @@ def program_image_elf(program: bytes, layers: list, board: str) -> Path:
     if not layers:
         raise UserError("the program ran no kernel call on the firmware: nothing to build its image of")
     tree = image_tree(firmware_dir(), list(operators), layers, spec.isa_kernels)
-    return build_firmware(firmware_kind(board, "isa"), image=tree).tool(FIRMWARE_EXECUTABLE)
+    return build_firmware(firmware_kind(board, "isa"), limits=program_limits(program),
+                          image=tree).tool(FIRMWARE_EXECUTABLE)
+
+
+def program_limits(program: bytes) -> dict:
+    """The runtime's TRT_MAX_* limits set to this program's counts (at least 1 each), from the flatbuffer as
+    the host build of the runtime reads it (`tinyrps-native dump`, which checks no limit)."""
+    import json
+    import subprocess
+    from ..firmware.build import build_firmware
+    from ..tempdirs import temp_dir
+    from .library import table_limits
+    tool = build_firmware("native").tool("tinyrps-native")
+    with temp_dir("limits") as work:
+        pte = Path(work) / "program.pte"
+        pte.write_bytes(program)
+        result = subprocess.run([str(tool), "dump", str(pte)], capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        reason = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit {result.returncode}"
+        raise UserError(f"the runtime cannot read the program ({reason.removeprefix('error: ')}): export it again "
+                        "with `tinyrps export`")
+    return table_limits(json.loads(result.stdout))

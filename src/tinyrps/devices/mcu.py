@@ -108,10 +108,9 @@ class McuDevice(Device):
             raise UserError(f"the firmware booted on QEMU's {self.board.machine} reports board '{info.board}': "
                             "rebuild the firmware")
         if not info.loaded:
-            hint = ("export it again with `tinyrps export`" if self.family == "ethos-u" else
-                    "export a Cortex-M program with `tinyrps export --target cortex-m55`")
-            raise UserError(f"{self.model_path.name} does not run on the firmware ({info.load_detail or info.load_status_name}): "
-                            + hint)
+            from ..firmware.qemu import load_refusal
+            raise UserError(load_refusal(self.model_path.name, info.load_status, info.load_detail, info.arena_needed,
+                                         info.arena_capacity, info.board))
 
     @property
     def int8_outputs(self) -> np.ndarray:

@@ -14,8 +14,10 @@ The lowering is ExecuTorch 1.5.1's own Cortex-M flow, for any number and shape o
    the DSP cores);
 4. `to_executorch`: memory planning and serialization.
 
-A program that keeps an operator which is neither a `cortex_m::` kernel nor pure data
-movement (a float layer the backend did not take) is refused, naming it.
+A program that keeps an operator the firmware's runtime has no kernel for (a float layer the backend
+did not take; firmware/src/ops/operators.def is the runtime's table) is refused, naming it, and so is
+a program over one of the runtime's static tables, with the runtime's own reason
+(tinyrps.export.runtime_check): what export writes, the generic firmware loads.
 
 tinyrps's C runtime executes these programs and must match, bit for bit, ExecuTorch's Python
 implementations of the operators. The reference that says what a program computes replays the
@@ -26,13 +28,14 @@ program's footprint and instruction counts are the measure stage's (tinyrps.meas
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from ..errors import UserError
+from ..errors import UserError, one_line
 from ..families import CortexMInfo
 from ..reference.cortex_m import register_operators, replay
 from ..torch_settings import torch_threads
@@ -47,16 +50,6 @@ SELF_CHECK_EXAMPLES = 32
 # of an export of every target does not lower it again (some 5 s).
 _last_lowering: dict = {}
 
-# Portable operators that only move or re-view data (no arithmetic, no dtype change): a
-# Cortex-M program may keep them. Anything else that is not `cortex_m::` is a layer the
-# backend did not take.
-DATA_MOVEMENT_OPERATORS = frozenset({
-    "dim_order_ops::_clone_dim_order", "aten::view_copy", "aten::_unsafe_view", "aten::permute_copy",
-    "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::clone", "aten::slice_copy", "aten::select_copy",
-    "aten::cat", "aten::expand_copy", "executorch_prim::et_view",
-})
-
-
 @dataclass
 class CortexMProgram:
     """A lowered module: the .pte bytes and the transformed edge program they were serialized from."""
@@ -64,7 +57,7 @@ class CortexMProgram:
     edge_program: object          # torch.export.ExportedProgram, runnable (a copy from before serialization)
     core: str
     operators: tuple = ()         # the program's operator table, "name.overload"
-    not_lowered: tuple = field(default_factory=tuple)   # operators neither cortex_m:: nor data movement
+    not_lowered: tuple = field(default_factory=tuple)   # operators the firmware's runtime has no kernel for
 
 
 def to_backend_layout(x: torch.Tensor) -> torch.Tensor:
@@ -119,41 +112,67 @@ def lower_to_edge(model, example_inputs: tuple, calibration, core: str, int8_inp
 
     config = target_config(core)
     example = as_inputs(example_inputs, example_inputs)
-    model = copy.deepcopy(model).eval().to(memory_format=torch.channels_last)
-    prepared = prepare_pt2e(torch.export.export(model, example).module(check_guards=False), CortexMQuantizer())
+    # only the 4-D weights: Module.to(memory_format=channels_last) refuses the 5-D weight of a Conv3d
+    model = copy.deepcopy(model).eval()._apply(lambda t: t.to(memory_format=torch.channels_last) if t.dim() == 4 else t)
+    with library_step("torch.export and PT2E's prepare_pt2e"):
+        prepared = prepare_pt2e(torch.export.export(model, example).module(check_guards=False), CortexMQuantizer())
     count = 0
     with torch.no_grad():
         for inputs in calibration:
-            prepared(*as_inputs(inputs, example_inputs))
+            inputs = as_inputs(inputs, example_inputs)
+            with library_step("the calibration"):
+                prepared(*inputs)
             count += 1
     if count == 0:
         raise UserError("no calibration inputs: post-training quantization needs at least one input tuple")
-    converted = convert_pt2e(prepared)
-    edge = to_edge_transform_and_lower(torch.export.export(converted, example),
-                                       compile_config=cortex_m_edge_compile_config())
+    with library_step("convert_pt2e and to_edge_transform_and_lower"):
+        converted = convert_pt2e(prepared)
+        edge = to_edge_transform_and_lower(torch.export.export(converted, example),
+                                           compile_config=cortex_m_edge_compile_config())
     if int8_inputs or int8_outputs:
         from executorch.exir.passes.quantize_io_pass import QuantizeInputs, QuantizeOutputs
         edge = edge.transform([QuantizeInputs(edge, list(int8_inputs)), QuantizeOutputs(edge, list(int8_outputs))])
-    edge._edge_programs["forward"] = CortexMPassManager(edge.exported_program(), target_config=config).transform()
+    with library_step("the Cortex-M passes (CortexMPassManager)"):
+        edge._edge_programs["forward"] = CortexMPassManager(edge.exported_program(), target_config=config).transform()
     return edge
+
+
+@contextlib.contextmanager
+def library_step(what: str):
+    """An exception raised inside one of torch's or ExecuTorch's own lowering steps, as one line: the installed
+    ExecuTorch cannot lower the model this way (a quantizable LSTM, a max pool that returns its indices)."""
+    try:
+        yield
+    except (UserError, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        raise UserError(f"ExecuTorch's Cortex-M lowering cannot take this model: {what} failed "
+                        f"({type(e).__name__}: {one_line(e, 200)}); change the layers it cannot take") from None
 
 
 def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = True) -> CortexMProgram:
     """`model` as a Cortex-M program for `core` (e.g. "cortex-m55").
 
-    strict: refuse (UserError) a lowering that leaves an operator in the program which is neither
-    a `cortex_m::` kernel nor pure data movement; with strict=False such a program is returned
-    and `not_lowered` names them."""
+    strict: refuse (UserError) a lowering that leaves an operator in the program which the firmware's
+    runtime has no kernel for, or that the runtime refuses over one of its tables (its reason); with
+    strict=False such a program is returned and `not_lowered` names the operators."""
     with torch_threads(1):   # batch-1 tensors: one thread is several times faster, and leaves the other core alone
         edge = lower_to_edge(model, example_inputs, calibration, core)
         # the edge module must be kept (and run) before to_executorch, which rewrites it to out-variants in place
         kept = copy.deepcopy(edge.exported_program())
-        program = edge.to_executorch().buffer
+        with library_step("to_executorch (memory planning and serialization)"):
+            program = edge.to_executorch().buffer
     operators = program_operators(program)
     not_lowered = tuple(op for op in operators if not is_lowered(op))
     if strict and not_lowered:
         raise UserError(f"the Cortex-M lowering left {', '.join(not_lowered)} in the program "
-                        "(not CMSIS-NN operators): change those layers")
+                        "(not CMSIS-NN operators, and the firmware's runtime has no kernel for them): change those layers")
+    if strict:
+        from .runtime_check import runtime_refusal
+        reason = runtime_refusal(program)
+        if reason:
+            raise UserError(f"the firmware's runtime would refuse this program ({reason}): make the model smaller, "
+                            "or build the firmware with larger limits (docs/runtime.md, Limits)")
     return CortexMProgram(program, kept, core, operators, not_lowered)
 
 
@@ -166,9 +185,10 @@ def lower_images(model, images, core: str) -> CortexMProgram:
 
 
 def is_lowered(operator: str) -> bool:
-    """A `cortex_m::` kernel or a portable operator that only moves data ("name.overload" or "name")."""
-    name = operator.split(".")[0]
-    return name.startswith("cortex_m::") or name in DATA_MOVEMENT_OPERATORS
+    """An operator ("name.overload") of the firmware runtime's table: a `cortex_m::` kernel, or a portable
+    one the runtime runs (copies, clamp)."""
+    from ..firmware.operators import runtime_operators
+    return operator in {op.qualified for op in runtime_operators()}
 
 
 def program_operators(program: bytes) -> tuple:
@@ -212,13 +232,37 @@ def _is_dequantize(node) -> bool:
 
 
 def check_replay(lowered: CortexMProgram, examples: list) -> None:
-    """The .pte replay must compute what the edge program computed, bit for bit, on every example."""
+    """The .pte replay must compute what the edge program computed, bit for bit, on every example.
+
+    Both are ExecuTorch's: its Python operators on its serialized program and on its edge program. A program
+    they cannot compute, or on which they disagree, is refused in one line (ExecuTorch 1.5.1 has no integer
+    dilated convolution in Python, and serializes a batched matmul of channels-last 4-D inputs wrongly)."""
     for inputs in examples:
-        want = [o.detach().contiguous().numpy() for o in edge_outputs(lowered.edge_program, inputs)]
-        got = replay(lowered.program, [x.contiguous().numpy() for x in inputs])
+        try:
+            want = [o.detach().contiguous().numpy() for o in edge_outputs(lowered.edge_program, inputs)]
+            got = replay(lowered.program, [x.contiguous().numpy() for x in inputs])
+        except NotImplementedError as e:
+            said = str(e).split("While executing")[0]      # torch.fx's trace of the node follows
+            raise UserError(f"ExecuTorch's Python reference of the Cortex-M operators cannot compute this program "
+                            f"({one_line(said, 160)}), so its results cannot be checked: change that layer (an "
+                            "integer dilated convolution is one it lacks)") from None
         if len(got) != len(want) or not all(g.shape == w.shape and np.array_equal(g, w) for g, w in zip(got, want)):
-            raise RuntimeError("the serialized Cortex-M program does not replay like its edge program; "
-                               "the .pte reference would be wrong")
+            raise UserError("the serialized Cortex-M program does not replay like its edge program "
+                            f"({_difference(got, want)}): ExecuTorch's lowering wrote a program that computes "
+                            "something else (a batched matmul of 4-D inputs is one such layer); change that layer")
+
+
+def _difference(got: list, want: list) -> str:
+    """How the replay differs: the first output that does, and by how much."""
+    if len(got) != len(want):
+        return f"{len(got)} outputs for {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape:
+            return f"output {k} is {list(g.shape)}, not {list(w.shape)}"
+        if not np.array_equal(g, w):
+            off = np.abs(g.astype(np.float64) - w.astype(np.float64))
+            return f"output {k}: {int(np.count_nonzero(off))} of {off.size} values differ, by up to {float(off.max()):g}"
+    return "no difference"
 
 
 # --- the recipe ------------------------------------------------------------------------------------

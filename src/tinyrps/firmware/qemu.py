@@ -424,12 +424,26 @@ def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, t
     return result
 
 
+def load_refusal(name: str, status: int, detail: str, needed: int, capacity: int, board: str) -> str:
+    """The one line that says why the firmware of `board` did not load program `name`, and what to do: a
+    program that does not fit says how much it needs against how much the board has."""
+    statuses = {text: value for value, text in c_facts.status_names().items()}
+    detail = detail or c_facts.status_names().get(status, f"status {status}")
+    if status == statuses["arena too small"]:
+        return (f"{name} does not fit the {board} firmware: it needs an arena of {needed:,} bytes, the board has "
+                f"{capacity:,} bytes of RAM left for it")
+    if status == statuses["over runtime limit"]:
+        return (f"{name} does not run on the {board} firmware ({detail}): that build's tables hold fewer; a program's "
+                "own image and library are sized to it (tinyrps.deploy)")
+    return (f"{name} does not run on the firmware ({detail}): export a Cortex-M program "
+            "with `tinyrps export --target cortex-m55` (or another cortex-m target)")
+
+
 def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall: float) -> BatchResult:
     header = _batch_header(raw, status, said, pte)
     if header["LOAD_STATUS"] != 0:
-        detail = header["LOAD_DETAIL"] or f"status {header['LOAD_STATUS']}"
-        raise UserError(f"{pte.name} does not run on the firmware ({detail}): export a Cortex-M program "
-                        "with `tinyrps export --target cortex-m55` (or another cortex-m target)")
+        raise UserError(load_refusal(pte.name, header["LOAD_STATUS"], header["LOAD_DETAIL"], header["ARENA_NEEDED"],
+                                     header["ARENA_CAPACITY"], header["BOARD"]))
     if status != 0:
         raise UserError(f"the firmware batch on {pte.name} failed: {BATCH_EXIT_CODES.get(status, f'exit {status}')}"
                         + (f" ({said})" if said else ""))

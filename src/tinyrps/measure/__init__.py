@@ -96,18 +96,22 @@ def path_of(pte) -> Path:
     return pte.with_name(pte.stem + SUFFIX)
 
 
-def measure(pte, quick: bool = False, only: Optional[tuple] = None, step: Callable = None) -> dict:
+def measure(pte, quick: bool = False, only: Optional[tuple] = None, step: Callable = None,
+            core: Optional[str] = None) -> dict:
     """Take every measurement of the program's family (or those named in `only`), write them to
     T.measure.json and return them. `quick`: only what a search needs (the firmware's instruction
     count, one run of the fastest kernels), not the whole profile. `step(kind)` is called as each
-    kind of measurement starts (progress)."""
+    kind of measurement starts (progress). `core`: the core of a Cortex-M program that has no
+    descriptor (written by ExecuTorch's own flow); the result says it was assumed."""
     from ..pte import read_program
     pte = Path(pte)
     program = read_program(pte)
     described = descriptors.read(pte, program)
+    if described is None and core:
+        described = descriptors.assumed_cortex_m(pte, core)
     if described is None:
-        raise UserError(f"{pte.name} has no descriptor ({descriptors.path_of(pte).name}): export it with "
-                        "`tinyrps export` to measure it")
+        raise UserError(f"{pte.name} has no descriptor ({descriptors.path_of(pte).name}): give the core it was "
+                        "lowered for with --target (e.g. --target cortex-m55), or export it with `tinyrps export`")
     kinds = [m for m in measurements_for(described.family) if only is None or m.name in only]
     for m in kinds:
         missing = m.missing()
@@ -115,6 +119,8 @@ def measure(pte, quick: bool = False, only: Optional[tuple] = None, step: Callab
             raise UserError(missing)
     result = {VERSION_KEY: MEASUREMENT_VERSION, "program": pte.name,
               "program_sha256": hashlib.sha256(program).hexdigest(), "target": described.target}
+    if not descriptors.path_of(pte).is_file():
+        result["note"] = descriptors.assumed_note(described.target)
     for m in kinds:
         if step is not None:
             step(m.name)

@@ -5,7 +5,8 @@
  * Arithmetic (operators.quantized_mul_impl), in int32 as torch computes it:
  *   product = (a - a_zp) * (b - b_zp)                                         (wraps modulo 2^32)
  *   out = clamp(requantize_cmsis(product, out_m, out_s) + out_zp, -128, 127)
- * The zero points may lie outside the int8 range (hardswish's shifted one does); |zp| <= 2^24.
+ * The zero points may lie outside the int8 range (hardswish's shifted one does): the operands' within
+ * +-(2^31 - 128), so a - a_zp is exact; the output's |zp| <= 2^24.
  */
 #include "../arith.h"
 #include "../broadcast_walk.h"
