@@ -1,0 +1,1 @@
+"""A functional model of the Arm Ethos-U NPUs that executes the command stream Vela writes."""
