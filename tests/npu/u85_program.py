@@ -1,0 +1,193 @@
+"""What the weight tests read from an Ethos-U85 program: each convolution's registers and the bytes
+of its weight and scale streams, and the TOSA graph's constants to compare them with.
+
+A minimal reader of its own: the delegate's blocks, the COP1 header, the register commands, and
+the 1-D DMA that copies weights into the fast scratch before the convolution that reads them.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# cmd0 opcodes (register value in the command word's upper half)
+OP_STOP, OP_CONV, OP_DEPTHWISE, OP_DMA_START = 0, 2, 3, 16
+IFM_DEPTH_M1, IFM_PRECISION, OFM_DEPTH_M1, OFM_BLK_DEPTH_M1 = 260, 261, 275, 279
+KERNEL_WIDTH_M1, KERNEL_HEIGHT_M1, KERNEL_STRIDE, ACC_FORMAT = 288, 289, 290, 292
+WEIGHT_REGION, SCALE_REGION, WEIGHT_FORMAT = 296, 297, 302
+DMA0_SRC_REGION, DMA0_DST_REGION = 304, 305
+# cmd1 opcodes (a 32-bit payload follows; for addresses the param's low byte holds bits 39:32)
+WEIGHT_BASE, WEIGHT_LENGTH, SCALE_BASE, SCALE_LENGTH = 32, 33, 34, 35
+DMA0_SRC, DMA0_DST, DMA0_LEN = 48, 49, 50
+WEIGHT_N = {1: (144, 145), 2: (146, 147), 3: (148, 149)}
+
+
+def delegate_blocks(pte: Path) -> dict:
+    """The Vela blob's named blocks: 16-byte name, u32 length, u8 external, 11 reserved, data padded to 16."""
+    from tinyrps.export.ethos_u import plan_of
+    plan = plan_of(Path(pte).read_bytes())
+    blob = bytes(plan.backend_delegate_data[plan.execution_plan[0].delegates[0].processed.index].data)
+    blocks, at = {}, 0
+    while at < len(blob):
+        name = blob[at:at + 16].rstrip(b"\0").decode()
+        (length,) = struct.unpack_from("<I", blob, at + 16)
+        blocks[name] = blob[at + 32:at + 32 + length]
+        at += 32 + (length + 15) // 16 * 16
+    return blocks
+
+
+def register_commands(cmd_data: bytes) -> tuple:
+    """(MACs from the config word, [(opcode, is_cmd1, param, payload)]) of a COP1 payload."""
+    words = np.frombuffer(cmd_data, "<u4")
+    assert bytes(cmd_data[:4]) == b"COP1", "not a COP1 command stream"
+    macs = 1 << int(words[2] & 0xF)
+    at = 4
+    while words[at] & 0xFF == 0x05:       # NOP tags to the 16-byte boundary
+        at += 1
+    tag = int(words[at])
+    assert tag & 0xFF == 0x02, f"no command-stream tag at word {at}"
+    length = ((tag >> 8) & 0xFF) << 16 | tag >> 16
+    stream, i, commands = words[at + 1:at + 1 + length], 0, []
+    while i < len(stream):
+        word = int(stream[i])
+        opcode, cmd1, param = word & 0x3FF, (word >> 14) & 3 == 1, word >> 16
+        payload = int(stream[i + 1]) if cmd1 else None
+        commands.append((opcode, cmd1, param, payload))
+        i += 2 if cmd1 else 1
+    return macs, commands
+
+
+@dataclass
+class Convolution:
+    """One NPU_OP_CONV/NPU_OP_DEPTHWISE: the registers it ran with and its streams' bytes."""
+    depthwise: bool
+    regs: dict
+    weights: list            # one bytes per core that has a stream (WEIGHT, WEIGHT1, ...)
+    scales: bytes
+    macs: int
+    fields: dict = field(default_factory=dict)
+
+
+def convolutions(pte: Path) -> list:
+    """Each convolution of the program, with its weight and scale bytes read where the NPU reads
+    them (region 0 is the weights, region 2 the fast scratch that DMA fills from it)."""
+    blocks = delegate_blocks(pte)
+    macs, commands = register_commands(blocks["cmd_data"])
+    regions = {0: bytearray(blocks["weight_data"]), 1: bytearray(1 << 20), 2: bytearray(1 << 22)}
+    cmd0, cmd1, found = {}, {}, []
+    for opcode, is_cmd1, param, payload in commands:
+        if is_cmd1:
+            cmd1[opcode] = ((param & 0xFF) << 32) | payload
+            continue
+        if opcode == OP_DMA_START:
+            src, dst = cmd0[DMA0_SRC_REGION], cmd0[DMA0_DST_REGION]
+            assert (src >> 9) & 3 == 0 and (dst >> 9) & 3 == 0 and not (src >> 8) & 1, "only 1-D external DMA"
+            s, d, n = cmd1[DMA0_SRC], cmd1[DMA0_DST], cmd1[DMA0_LEN]
+            regions[dst & 7][d:d + n] = regions[src & 7][s:s + n]
+        elif opcode in (OP_CONV, OP_DEPTHWISE):
+            memory = regions[cmd0[WEIGHT_REGION] & 7]
+            streams = [bytes(memory[cmd1[WEIGHT_BASE]:cmd1[WEIGHT_BASE] + cmd1[WEIGHT_LENGTH]])]
+            for core, (base, length) in WEIGHT_N.items():
+                if core < cores_of(macs):
+                    n = cmd1.get(length, 0)
+                    streams.append(bytes(memory[cmd1[base]:cmd1[base] + n]) if n else b"")
+            scale_memory = regions[cmd0[SCALE_REGION] & 7]
+            scales = bytes(scale_memory[cmd1[SCALE_BASE]:cmd1[SCALE_BASE] + cmd1[SCALE_LENGTH]])
+            found.append(Convolution(opcode == OP_DEPTHWISE, dict(cmd0), streams, scales, macs))
+        else:
+            cmd0[opcode] = param
+    for conv in found:
+        conv.fields = layout_fields(conv)
+    return found
+
+
+def cores_of(macs: int) -> int:
+    from tinyrps.npu.weights_u85 import u85_cores
+    return u85_cores(macs)
+
+
+def layout_fields(conv: Convolution) -> dict:
+    """u85_weights's keyword arguments, each from its register field."""
+    from tinyrps.npu.weights_u85 import ifm_block_depth, ublock_depth, u85_cores
+    r = conv.regs
+    stride_reg = r[KERNEL_STRIDE]
+    stride = (((stride_reg >> 6) & 1) << 1 | (stride_reg & 1)) + 1, (((stride_reg >> 9) & 1) << 1 | ((stride_reg >> 1) & 1)) + 1
+    dilation = ((stride_reg >> 3) & 1) + 1, ((stride_reg >> 4) & 1) + 1
+    assert not (stride_reg >> 5) & 1, "KERNEL_STRIDE decomposition D4X4"
+    traversal = "depthwise" if conv.depthwise else ("part_kernel" if (stride_reg >> 2) & 1 else "depth_first")
+    fmt = r.get(WEIGHT_FORMAT, 0)
+    sparse = bool((fmt >> 4) & 1)
+    ublock = ublock_depth(conv.macs, (r[ACC_FORMAT] >> 8) & 7)
+    ifm_bits = 8 << ((r[IFM_PRECISION] >> 2) & 3)
+    return dict(
+        ofm_depth=r[OFM_DEPTH_M1] + 1, ifm_depth=r[IFM_DEPTH_M1] + 1,
+        kernel_h=r[KERNEL_HEIGHT_M1] // dilation[1] + 1, kernel_w=r[KERNEL_WIDTH_M1] // dilation[0] + 1,
+        ofm_block_depth=r[OFM_BLK_DEPTH_M1] + 1, ublock_depth=ublock,
+        ifm_block_depth=ifm_block_depth(traversal, macs=conv.macs, ublock=ublock, sparse=sparse, ifm_bits=ifm_bits),
+        traversal=traversal, sparse=sparse, depthwise=conv.depthwise,
+        weight_format="FWD" if fmt & 1 else "SWD", cores=u85_cores(conv.macs),
+        stride=stride, dilation=dilation, ifm_bits=ifm_bits, macs=conv.macs)
+
+
+def acc_format(conv: Convolution) -> str:
+    return "I48" if conv.regs[ACC_FORMAT] & 3 else "I32"
+
+
+# --- the TOSA graph -------------------------------------------------------------------------------
+
+@dataclass
+class TosaConv:
+    """A TOSA convolution: its weights as OHWI ([1, KH, KW, C] when depthwise), its bias and the
+    multipliers and shifts of the RESCALE that reads its output."""
+    kind: str
+    weights: np.ndarray
+    bias: np.ndarray
+    multipliers: np.ndarray
+    shifts: np.ndarray
+
+
+def tosa_convolutions(tosa: bytes) -> list:
+    from tosa.DType import DType
+    from tosa.Op import Op
+    from tosa.TosaGraph import TosaGraph
+    types = {DType.INT8: np.int8, DType.INT16: np.int16, DType.INT32: np.int32, DType.INT48: np.int64}
+    block = TosaGraph.GetRootAs(tosa, 0).Regions(0).Blocks(0)
+    tensors = {}
+    for i in range(block.TensorsLength()):
+        t = block.Tensors(i)
+        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+        data = t.DataAsNumpy() if t.DataLength() else None
+        if data is not None and t.Type() in types:
+            data = np.frombuffer(data.tobytes(), types[t.Type()])
+        tensors[t.Name()] = (shape, data)
+    ops = [block.Operators(i) for i in range(block.OperatorsLength())]
+    rescale_of = {}
+    for op in ops:
+        if op.Op() == Op.RESCALE:
+            rescale_of[op.Inputs(0)] = (tensors[op.Inputs(1)][1], tensors[op.Inputs(2)][1])
+    found = []
+    for op in ops:
+        if op.Op() not in (Op.CONV2D, Op.DEPTHWISE_CONV2D):
+            continue
+        shape, data = tensors[op.Inputs(1)]
+        weights = data[:int(np.prod(shape))].reshape(shape).astype(np.int32)
+        weight_zp = tensors[op.Inputs(4)][1].astype(np.int32)
+        if op.Op() == Op.DEPTHWISE_CONV2D:       # [KH, KW, C, M] -> [1, KH, KW, C*M]
+            kh, kw, c, m = shape
+            weights = weights.reshape(1, kh, kw, c * m)
+            kind = "depthwise"
+        else:
+            kind = "conv"
+        weights = weights - weight_zp.reshape(-1)[:1] if weight_zp.size == 1 else weights - _per_channel(weight_zp, weights, kind)
+        bias = tensors[op.Inputs(2)][1].astype(np.int64)
+        multipliers, shifts = rescale_of[op.Outputs(0)]
+        found.append(TosaConv(kind, weights, bias, multipliers.astype(np.int64), shifts.astype(np.int64)))
+    return found
+
+
+def _per_channel(zp: np.ndarray, weights: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "depthwise":
+        return zp[:weights.shape[-1]].reshape(1, 1, 1, -1)
+    return zp[:weights.shape[0]].reshape(-1, 1, 1, 1)
