@@ -18,6 +18,7 @@ if TYPE_CHECKING:        # the interface, for the annotation only: importing it 
 DEVICES = {
     "eager": ("eager", "EagerDevice", "the PyTorch checkpoint (model.pt)"),
     "host": ("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU"),
+    "npu": ("npu", "NpuDevice", "an Ethos-U .pte's command stream in tinyrps's functional model of the NPU"),
     "npu-ref": ("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model"),
     "mcu": ("mcu", "McuDevice", "a Cortex-M .pte on the firmware of its board in QEMU (M55, M33, M4), over the serial link"),
     "native": ("native", "NativeDevice", "a Cortex-M .pte on the firmware's C runtime built for this host"),

@@ -88,7 +88,8 @@ class Kernel(Step):
         self.ifm_depth = registers.param("IFM_DEPTH_M1") + 1
         ifm, ofm = registers.feature_map("IFM"), registers.feature_map("OFM")
         self.ifm = Access(ifm, (ih, iw, self.ifm_depth), extents)
-        self.ofm = Access(ofm, self.ofm_shape, extents)
+        self.transpose = ofm_transpose(registers, config)
+        self.ofm = Access(ofm, tuple(self.ofm_shape[a] for a in self.transpose), extents)
         self.ifm_zp = registers.zero_point("IFM_ZERO_POINT", ifm)
         self.ofm_zp = registers.zero_point("OFM_ZERO_POINT", ofm)
         self._output_stage(registers, config)
@@ -172,7 +173,24 @@ class Kernel(Step):
         out = output_stage.clamp(scaled + self.ofm_zp, self.act_min, self.act_max)
         if self.clip is not None:
             out = output_stage.clamp(out, *self.clip)
-        self.ofm.write(memory[self.ofm.fm.region], out)
+        self.ofm.write(memory[self.ofm.fm.region], out.transpose(self.transpose))
+
+
+# OFM_PRECISION.activation_transpose (U85): the axes of the computed (H, W, C) OFM that the
+# stored feature map's (height, width, depth) hold; its registers' shape is the computed one
+TRANSPOSES = {0: (0, 1, 2), 1: (1, 0, 2), 2: (0, 2, 1), 3: (1, 2, 0), 6: (2, 0, 1), 7: (2, 1, 0)}
+
+
+def ofm_transpose(registers, config) -> tuple:
+    if config.product != "ethos-u85":
+        return TRANSPOSES[0]
+    precision = registers.param("OFM_PRECISION")
+    reverse, transpose = precision >> 9 & 3, precision >> 11 & 7
+    if reverse:
+        raise NpuUnsupported(f"OFM_PRECISION.activation_reverse {reverse} is not implemented")
+    if transpose not in TRANSPOSES:
+        raise NpuCorrupt(f"OFM_PRECISION.activation_transpose {transpose} is not a transpose")
+    return TRANSPOSES[transpose]
 
 
 class ScaleRecords:
@@ -210,44 +228,71 @@ class ScaleRecords:
 
 
 class Weights:
-    """An operation's weight stream, decoded and put in OHWI order when its bytes change."""
+    """An operation's weight streams, decoded and put in OHWI order when their bytes change."""
 
     def __init__(self, registers, config, shape: tuple, traversal: str, ifm_bits: int, dilation: tuple,
-                 extents: dict):
+                 stride: tuple, extents: dict):
+        self.shape, self.config = shape, config
         self.region = registers.region("WEIGHT_REGION")
-        self.base, self.length = registers.address("WEIGHT_BASE"), registers.address("WEIGHT_LENGTH")
-        if config.cores > 1:
-            raise NpuUnsupported(f"weights for {config.cores} cores (WEIGHT1_BASE) are not implemented")
-        self.shape = shape
-        extents.setdefault(self.region, []).append(
-            (self.base + self.length, f"weight stream ({self.length} bytes at {self.base})"))
+        cores = 1
         if config.product == "ethos-u85":
-            self.order = _u85_order(registers, config, shape, traversal, ifm_bits)
+            from .weights_u85 import u85_cores
+            cores = u85_cores(config.macs)
+        elif config.cores > 1:
+            raise NpuUnsupported(f"weights for {config.cores} cores (WEIGHT1_BASE) are not implemented")
+        names = ["WEIGHT"] + [f"WEIGHT{i}" for i in range(1, cores)]
+        if config.product == "ethos-u85" and registers.param("WEIGHT_FORMAT") & 1:
+            names = names[:1]                         # a fast-weight stream interleaves the cores
+        self.streams = [(registers.address(f"{n}_BASE"), registers.address(f"{n}_LENGTH")) for n in names]
+        for base, length in self.streams:
+            extents.setdefault(self.region, []).append((base + length, f"weight stream ({length} bytes at {base})"))
+        if config.product == "ethos-u85":
+            self.u85 = _u85_parameters(registers, config, shape, traversal, ifm_bits, dilation, stride)
         else:
-            self.order = ("u55", weights_u55.stream_order(
+            self.u85 = None
+            self.order = weights_u55.stream_order(
                 shape[0], shape[1], shape[2], shape[3], traversal=traversal,
                 ofm_block_depth=registers.param("OFM_BLK_DEPTH_M1") + 1, ofm_ublock=config.ofm_ublock,
-                ifm_ublock=8, ifm_bits=ifm_bits, dilation=dilation))
+                ifm_ublock=8, ifm_bits=ifm_bits, dilation=dilation)
         self._bytes, self._tensor = None, None
 
     def tensor(self, memory: list) -> np.ndarray:
-        data = memory[self.region][self.base:self.base + self.length].tobytes()
+        data = [memory[self.region][base:base + length].tobytes() for base, length in self.streams]
         if data != self._bytes:
-            kind, order = self.order
-            if kind == "u55":
-                tensor = weights_u55.scatter(mlw.decode(data, "weights"), order, self.shape, "weights")
-            else:
-                tensor = order(data)
-            self._bytes, self._tensor = data, tensor
+            self._bytes, self._tensor = data, self._decode(data)
         return self._tensor
 
-
-def _u85_order(registers, config, shape, traversal, ifm_bits):
-    try:
+    def _decode(self, data: list) -> np.ndarray:
+        if self.u85 is None:
+            return weights_u55.scatter(mlw.decode(data[0], "weights"), self.order, self.shape, "weights")
         from .weights_u85 import u85_weights
-    except ImportError:
-        raise NpuUnsupported("Ethos-U85 weight streams are not implemented") from None
-    raise NpuUnsupported("Ethos-U85 weight streams are not implemented")
+        if self.u85["weight_format"] == "SWD":
+            for stream in data:        # the first decode of a stream runs guarded (mlw)
+                if stream:
+                    mlw.decode(stream, "weights")
+        tensor = u85_weights(data if len(data) > 1 else data[0], **self.u85)
+        if self.u85["depthwise"]:
+            tensor = tensor[0].transpose(2, 0, 1)[..., None]       # [1, kh, kw, c] -> [c, kh, kw, 1]
+        return tensor
+
+
+def _u85_parameters(registers, config, shape, traversal, ifm_bits, dilation, stride) -> dict:
+    from .weights_u85 import ifm_block_depth, u85_cores, ublock_depth
+    weight_format = registers.param("WEIGHT_FORMAT")
+    sparse = bool(weight_format >> 4 & 1)
+    microblock = registers.param("ACC_FORMAT") >> 8 & 7
+    ublock = ublock_depth(config.macs, microblock)
+    names = {weights_u55.DEPTH_FIRST: "depth_first", weights_u55.PART_KERNEL_FIRST: "part_kernel",
+             weights_u55.DEPTHWISE: "depthwise"}
+    kind = names[traversal]
+    return {"ofm_depth": shape[0], "ifm_depth": shape[0] if kind == "depthwise" else shape[3],
+            "kernel_h": shape[1], "kernel_w": shape[2],
+            "ofm_block_depth": registers.param("OFM_BLK_DEPTH_M1") + 1, "ublock_depth": ublock,
+            "ifm_block_depth": ifm_block_depth(kind, macs=config.macs, ublock=ublock, sparse=sparse,
+                                               ifm_bits=ifm_bits),
+            "traversal": kind, "sparse": sparse, "depthwise": kind == "depthwise",
+            "weight_format": "FWD" if weight_format & 1 else "SWD", "cores": u85_cores(config.macs),
+            "stride": stride, "dilation": dilation, "ifm_bits": ifm_bits, "macs": config.macs}
 
 
 class Convolution(Kernel):
@@ -259,7 +304,7 @@ class Convolution(Kernel):
         self._records_extent(extents)
         traversal = weights_u55.PART_KERNEL_FIRST if self.part_kernel else weights_u55.DEPTH_FIRST
         self.weights = Weights(registers, config, (oc, self.kh, self.kw, self.ifm_depth), traversal,
-                               8 * self.ifm.fm.size, (self.dy, self.dx), extents)
+                               8 * self.ifm.fm.size, (self.dy, self.dx), (self.sy, self.sx), extents)
         self.report["macs"] = oh * ow * oc * self.kh * self.kw * self.ifm_depth
         self._matrix_of = None
         self.prepare_windows()
@@ -289,7 +334,7 @@ class Depthwise(Convolution):
             raise NpuUnsupported("a depthwise convolution with a global OFM_SCALE is not implemented")
         self._records_extent(extents)
         self.weights = Weights(registers, config, (oc, self.kh, self.kw, 1), weights_u55.DEPTHWISE,
-                               8 * self.ifm.fm.size, (self.dy, self.dx), extents)
+                               8 * self.ifm.fm.size, (self.dy, self.dx), (self.sy, self.sx), extents)
         self.report["macs"] = oh * ow * oc * self.kh * self.kw
         self.prepare_windows()
 
