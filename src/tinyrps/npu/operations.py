@@ -15,6 +15,8 @@ from .featuremap import Access
 
 U55_ACC = {0: 32, 1: 40}
 POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM"}
+# the U85's pooling modes: SUM adds the window's taps (no kernel-size compensation), MIN takes the least
+U85_POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM", 3: "SUM", 5: "MIN"}
 ACTIVATION_NONE = 0
 UPSCALE_NONE = 0
 
@@ -347,7 +349,7 @@ class Depthwise(Convolution):
 class Pooling(Kernel):
     def __init__(self, registers, command, config, extents):
         mode = command.param & 7
-        self.mode = POOL_MODES.get(mode)
+        self.mode = (U85_POOL_MODES if config.product == "ethos-u85" else POOL_MODES).get(mode)
         if self.mode is None or self.mode == "REDUCE_SUM":
             raise NpuUnsupported(f"OP_POOL pooling_mode {mode} is not implemented")
         super().__init__(registers, command, config, extents, f"POOL {self.mode}")
@@ -357,29 +359,35 @@ class Pooling(Kernel):
             raise NpuUnsupported("pooling with per-channel scale records is not implemented")
         oh, ow, oc = self.ofm_shape
         self.report["macs"] = oh * ow * oc * self.kh * self.kw
-        self.hw_average = self.mode == "AVERAGE" and any(self.pad) and self.global_scale == (1, 0)
+        # The NPU divides an average pool's sum by its taps inside the IFM itself on the U85, and on
+        # the U55 where the pool is padded (its OFM_SCALE is then a unit); otherwise the OFM_SCALE
+        # holds the division by the kernel's size.
+        self.hw_average = self.mode == "AVERAGE" and (
+            config.product == "ethos-u85" or (any(self.pad) and self.global_scale == (1, 0)))
         self.prepare_windows()
         self.single_tap = self.kh * self.kw == 1
         if self.hw_average:
-            # a padded average pool divides by the taps inside the IFM itself (its OFM_SCALE is a unit)
             inside = np.ones(int(np.prod(self.taps_shape)), np.int64)
-            inside[self.padding] = 0
+            if self.padding is not None:
+                inside[self.padding] = 0
             counts = inside.reshape(self.taps_shape)[..., :1].sum(axis=(2, 3))
             self.reciprocal = reciprocal_scale(counts)
 
     def run(self, memory: list) -> None:
-        fill = np.iinfo(np.int64).min if self.mode == "MAX" else 0
+        fill = {"MAX": np.iinfo(np.int64).min, "MIN": np.iinfo(np.int64).max}.get(self.mode, 0)
         x = self.read_taps(memory, np.int64, fill)
         if self.single_tap:
             acc = x.reshape(self.ofm_shape)
         elif self.mode == "MAX":
             acc = x.max(axis=(2, 3))
+        elif self.mode == "MIN":
+            acc = x.min(axis=(2, 3))
         else:
             acc = x.sum(axis=(2, 3))
         if not self.hw_average:
             return self.finish(memory, acc)
         multiplier, shift = self.reciprocal
-        self.write(memory, output_stage.rescale(acc * multiplier, 1, shift, self.round, self.double_round))
+        self.finish(memory, output_stage.rescale(acc * multiplier, 1, shift, output_stage.NATURAL))
 
 
 # OpenBLAS splits a product over threads above 2**18 multiply-adds; on a loaded machine (the
