@@ -171,7 +171,7 @@ FAMILIES = (
     Family("ethos-u",
            targets=tuple(Target(a, "ethos-u", _ethos_u_description(a), ("system_config", "memory_mode"))
                          for a in ACCELERATORS),
-           devices=("npu-ref",), needs="the Arm Ethos-U NPU", recipes="ethos_u", info=EthosUInfo,
+           devices=("npu", "npu-ref"), needs="the Arm Ethos-U NPU", recipes="ethos_u", info=EthosUInfo,
            available=_ethos_u_available, reference="ethos_u"),
     Family("cortex-m",
            targets=tuple(Target(core, "cortex-m", f"int8 CMSIS-NN operators for {what}, bare-metal runtime")

@@ -155,6 +155,9 @@ def program_label(pte: Path, target: str, device: str, described, board: str, po
     elif device == "npu-ref":
         npu = getattr(info, "accelerator", target).replace("ethos-u", "Ethos-U")
         where = f"{npu}, its TOSA graph in the reference model"
+    elif device == "npu":
+        npu = getattr(info, "accelerator", target).replace("ethos-u", "Ethos-U")
+        where = f"{npu}, its command stream in tinyrps's NPU model"
     elif device == "mcu":
         from .devices.mcu import CORE_NAMES, program_board
         chosen = program_board(pte, board)
@@ -463,7 +466,7 @@ def device_figures(program: Program, stats: dict) -> list:
     if program.device == "host":
         figures.append({"name": "host latency", "value": f"{stats['host_ms']:.3f} ms",
                         "note": "one inference in the ExecuTorch runtime on this server's CPU, timed around the call"})
-    elif program.device == "npu-ref":
+    elif program.device in ("npu", "npu-ref"):
         accelerator = (stats.get("accelerator") or program.target).replace("ethos-u", "Ethos-U")
         if stats.get("npu_estimate_ms") is not None:
             clock = f" at {stats['clock_hz'] / 1e6:.0f} MHz" if stats.get("clock_hz") else ""
