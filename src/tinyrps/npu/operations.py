@@ -54,8 +54,9 @@ def build_dma(registers, command, config, extents) -> Step:
     dst = registers.address("DMA0_DST")
     if dst_param >> 8 & 1:                    # the internal memory: the LUT
         dst_region = 3
-        if dst + length > config.lut_bytes:
-            raise NpuCorrupt(f"DMA0_DST {dst} + DMA0_LEN {length} runs past the {config.lut_bytes}-byte LUT memory")
+        if dst + length > config.internal_bytes:
+            raise NpuCorrupt(f"DMA0_DST {dst} + DMA0_LEN {length} runs past the NPU's {config.internal_bytes}-byte "
+                             f"internal memory")
     else:
         dst_region = registers.region("DMA0_DST_REGION")
         extents.setdefault(dst_region, []).append((dst + length, f"DMA destination ({length} bytes at {dst})"))
@@ -102,10 +103,7 @@ class Kernel(Step):
         ofm_precision = registers.param("OFM_PRECISION")
         self.per_channel = not ofm_precision >> 8 & 1
         activation = registers.param("ACTIVATION")
-        function = activation & 0x1F
-        if function != ACTIVATION_NONE:
-            raise NpuUnsupported(f"ACTIVATION.activation_function {function} (a LUT or built-in function) "
-                                 f"is not implemented")
+        self.lut = lut_offset(activation, config, self.ofm.fm)
         self.act_min, self.act_max = registers.signed16("ACTIVATION_MIN"), registers.signed16("ACTIVATION_MAX")
         if not self.ofm.fm.signed:
             self.act_min, self.act_max = registers.param("ACTIVATION_MIN"), registers.param("ACTIVATION_MAX")
@@ -172,10 +170,40 @@ class Kernel(Step):
         self.write(memory, output_stage.rescale(value, scale, shift, self.round, self.double_round))
 
     def write(self, memory: list, scaled: np.ndarray) -> None:
-        out = output_stage.clamp(scaled + self.ofm_zp, self.act_min, self.act_max)
+        out = scaled + self.ofm_zp
+        if self.lut is not None:
+            # an int8 lookup: the table's entry for the saturated value, -128 first
+            table = memory[3][self.lut:self.lut + 256].view(np.int8)
+            out = table[output_stage.clamp(out, -128, 127) + 128].astype(np.int64)
+        out = output_stage.clamp(out, self.act_min, self.act_max)
         if self.clip is not None:
             out = output_stage.clamp(out, *self.clip)
         self.ofm.write(memory[self.ofm.fm.region], out.transpose(self.transpose))
+
+
+U55_TABLES = range(16, 24)       # ACTIVATION.activation_function TABLE_0..7
+U85_LUT_S8_S8 = 4
+LUT_AREA = 2048                 # the U55 keeps its lookup tables in the last 2 KB of its SHRAM
+
+
+def lut_offset(activation: int, config, ofm) -> int:
+    """Where in the internal memory an int8 lookup table starts, or None without one."""
+    function = activation & 0x1F
+    if function == ACTIVATION_NONE:
+        return None
+    if ofm.size != 1:
+        raise NpuUnsupported(f"ACTIVATION.activation_function {function} with a {8 * ofm.size}-bit OFM "
+                             f"(a 16-bit lookup) is not implemented")
+    if config.product == "ethos-u85":
+        table = activation >> 5 & 7
+        if function != U85_LUT_S8_S8 or table != 0:
+            raise NpuUnsupported(f"ACTIVATION.activation_function {function} table {table} is not implemented "
+                                 f"(LUT_S8_S8 table 0 is)")
+        return 0
+    if function not in U55_TABLES:
+        raise NpuUnsupported(f"ACTIVATION.activation_function {function} (a built-in TANH/SIGMOID) "
+                             f"is not implemented")
+    return config.internal_bytes - LUT_AREA + (function - U55_TABLES.start) * 256
 
 
 # OFM_PRECISION.activation_transpose (U85): the axes of the computed (H, W, C) OFM that the
