@@ -15,6 +15,7 @@ import numpy as np
 from . import NpuCorrupt, NpuUnsupported
 
 NHWC, NHCWB16 = 0, 1
+UPSCALE_NONE, UPSCALE_NEAREST, UPSCALE_ZEROS = 0, 1, 2      # IFM_UPSCALE.mode
 MAX_ELEMENTS = 1 << 24     # 16 M elements: far beyond any SRAM an Ethos-U has
 DTYPES = {(1, True): np.int8, (1, False): np.uint8, (2, True): np.int16, (2, False): np.uint16,
           (4, True): np.int32, (4, False): np.uint32}
@@ -81,15 +82,22 @@ class Access:
         if fm.size > 1:      # one index per byte, little-endian
             self.flat = (self.flat[:, None] + np.arange(fm.size)).reshape(-1)
 
-    def windows(self, ofm_shape: tuple, kernel: tuple, stride: tuple, dilation: tuple, pad: tuple) -> tuple:
+    def windows(self, ofm_shape: tuple, kernel: tuple, stride: tuple, dilation: tuple, pad: tuple,
+                upscale: int = UPSCALE_NONE) -> tuple:
         """(byte indices [oh, ow, kh, kw, c] of each tap of each OFM position, the flat positions of
-        the taps that fall in the padding or None): the IFM as a convolution or pooling reads it."""
+        the taps that fall in the padding or None): the IFM as a convolution or pooling reads it.
+        Upscaled, the IFM is read at twice its height and width: NEAREST repeats each element,
+        ZEROS puts it at the even positions and padding (a zero) at the odd ones."""
         ih, iw, depth = self.shape
         oh, ow = ofm_shape[:2]
         (kh, kw), (sy, sx), (dy, dx), (top, left) = kernel, stride, dilation, pad[:2]
         y = (np.arange(oh) * sy)[:, None, None, None] + (np.arange(kh) * dy - top)[None, None, :, None]
         x = (np.arange(ow) * sx)[None, :, None, None] + (np.arange(kw) * dx - left)[None, None, None, :]
-        inside = (y >= 0) & (y < ih) & (x >= 0) & (x < iw)
+        factor = 1 if upscale == UPSCALE_NONE else 2
+        inside = (y >= 0) & (y < ih * factor) & (x >= 0) & (x < iw * factor)
+        if upscale == UPSCALE_ZEROS:
+            inside &= (y % 2 == 0) & (x % 2 == 0)
+        y, x = y // factor, x // factor
         cell = np.clip(y, 0, ih - 1) * iw + np.clip(x, 0, iw - 1)                 # [oh, ow, kh, kw]
         element = cell[..., None] * depth + np.arange(depth)
         size = self.fm.size

@@ -11,14 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import NpuCorrupt, NpuUnsupported, mlw, output_stage, weights_u55
-from .featuremap import Access
+from .featuremap import UPSCALE_NONE, UPSCALE_ZEROS, Access
 
 U55_ACC = {0: 32, 1: 40}
 POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM"}
 # the U85's pooling modes: SUM adds the window's taps (no kernel-size compensation), MIN takes the least
 U85_POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM", 3: "SUM", 5: "MIN"}
 ACTIVATION_NONE = 0
-UPSCALE_NONE = 0
 
 
 class Step:
@@ -78,9 +77,9 @@ class Kernel(Step):
         self.dy, self.dx = kernel["dilation_y"], kernel["dilation_x"]
         self.part_kernel = kernel["part_kernel"]
         self.pad = registers.padding()
-        upscale = registers.param("IFM_UPSCALE") & 3
-        if upscale != UPSCALE_NONE:
-            raise NpuUnsupported(f"IFM_UPSCALE mode {upscale} (upscaling) is not implemented")
+        self.upscale = registers.param("IFM_UPSCALE") & 3
+        if self.upscale > UPSCALE_ZEROS:
+            raise NpuCorrupt(f"IFM_UPSCALE mode {self.upscale} is not an upscaling mode")
         oh, ow, oc = self.ofm_shape
         top, left, bottom, right = self.pad
         ih = (oh - 1) * self.sy + (self.kh - 1) * self.dy + 1 - top - bottom
@@ -88,6 +87,8 @@ class Kernel(Step):
         if ih < 1 or iw < 1:
             raise NpuCorrupt(f"the padding {self.pad} leaves no IFM for OFM {self.ofm_shape} "
                              f"and a {self.kh}x{self.kw} kernel")
+        if self.upscale != UPSCALE_NONE:         # the IFM in memory is half the height and width read
+            ih, iw = (ih + 1) // 2, (iw + 1) // 2
         self.ifm_depth = registers.param("IFM_DEPTH_M1") + 1
         ifm, ofm = registers.feature_map("IFM"), registers.feature_map("OFM")
         self.ifm = Access(ifm, (ih, iw, self.ifm_depth), extents)
@@ -107,6 +108,10 @@ class Kernel(Step):
         self.act_min, self.act_max = registers.signed16("ACTIVATION_MIN"), registers.signed16("ACTIVATION_MAX")
         if not self.ofm.fm.signed:
             self.act_min, self.act_max = registers.param("ACTIVATION_MIN"), registers.param("ACTIVATION_MAX")
+        if self.ofm.fm.size == 4:
+            # the 16-bit activation range does not bound a 32-bit OFM (a transpose convolution's
+            # accumulators on the U55 go through one); only the OFM's type does
+            self.act_min, self.act_max = -(1 << 31), (1 << 31) - 1
         if config.product == "ethos-u85":
             scale = registers.values.get("OFM_SCALE")
             param = 0 if scale is None else scale.param
@@ -147,7 +152,7 @@ class Kernel(Step):
         """The IFM taps of every OFM position, as byte indices into the IFM's region."""
         oh, ow, _ = self.ofm_shape
         self.taps, self.padding = self.ifm.windows(self.ofm_shape, (self.kh, self.kw), (self.sy, self.sx),
-                                                   (self.dy, self.dx), self.pad)
+                                                   (self.dy, self.dx), self.pad, self.upscale)
         self.taps_shape = (oh, ow, self.kh, self.kw, self.ifm_depth)
 
     def read_taps(self, memory: list, dtype, fill) -> np.ndarray:
