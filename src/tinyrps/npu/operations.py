@@ -15,8 +15,10 @@ from .featuremap import UPSCALE_NONE, UPSCALE_ZEROS, Access
 
 U55_ACC = {0: 32, 1: 40}
 POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM"}
-# the U85's pooling modes: SUM adds the window's taps (no kernel-size compensation), MIN takes the least
-U85_POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM", 3: "SUM", 5: "MIN"}
+# the U85's pooling modes: SUM adds the window's taps (no kernel-size compensation), MIN takes the
+# least, NONE reads no IFM (the accumulators come from ACC_FORMAT.acc_input)
+U85_POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM", 3: "SUM", 4: "NONE", 5: "MIN"}
+ACC_INPUT_RESET, ACC_INPUT_KEEP, ACC_INPUT_IFM2 = 0, 1, 2
 ACTIVATION_NONE = 0
 
 
@@ -119,9 +121,13 @@ class Kernel(Step):
             self.double_round = param >> 6 & 0x1F
             self.global_scale = (registers.payload("OFM_SCALE") & 0x7FFFFFFF, param & 0x3F)
             acc = registers.param("ACC_FORMAT")
-            if acc >> 4 & 3 or acc >> 6 & 1:
+            self.acc_input = acc >> 4 & 3
+            if self.acc_input == ACC_INPUT_KEEP or acc >> 6 & 1 or self.acc_input > ACC_INPUT_IFM2:
                 raise NpuUnsupported(f"ACC_FORMAT.acc_input {acc >> 4 & 3} / acc_output {acc >> 6 & 1} "
                                      f"(accumulators kept across operations) is not implemented")
+            if self.acc_input == ACC_INPUT_IFM2 and self.operation != "POOL NONE":
+                raise NpuUnsupported(f"ACC_FORMAT.acc_input IFM2 with {self.operation} is not implemented "
+                                     f"(with POOL NONE it is)")
             self.acc_bits = {0: 32, 1: 48}.get(acc & 3)
             if self.acc_bits is None:
                 raise NpuUnsupported(f"ACC_FORMAT.acc_format {acc & 3} is not implemented")
@@ -388,10 +394,17 @@ class Pooling(Kernel):
         super().__init__(registers, command, config, extents, f"POOL {self.mode}")
         if self.ifm_depth != self.ofm_shape[2]:
             raise NpuCorrupt(f"pooling {self.ifm_depth} IFM channels into {self.ofm_shape[2]} OFM channels")
-        if self.per_channel:
+        if self.per_channel and self.mode != "NONE":
             raise NpuUnsupported("pooling with per-channel scale records is not implemented")
+        if self.per_channel:
+            extents.setdefault(self.scale_records.region, []).append(self.scale_records.extent)
         oh, ow, oc = self.ofm_shape
         self.report["macs"] = oh * ow * oc * self.kh * self.kw
+        if self.mode == "NONE":
+            if getattr(self, "acc_input", ACC_INPUT_RESET) != ACC_INPUT_IFM2:
+                raise NpuUnsupported("POOL NONE without ACC_FORMAT.acc_input IFM2 is not implemented")
+            self.report["macs"] = 0
+            self.accumulators = Access(registers.feature_map("IFM2"), self.ofm_shape, extents)
         # The NPU divides an average pool's sum by its taps inside the IFM itself on the U85, and on
         # the U55 where the pool is padded (its OFM_SCALE is then a unit); otherwise the OFM_SCALE
         # holds the division by the kernel's size.
@@ -407,6 +420,9 @@ class Pooling(Kernel):
             self.reciprocal = reciprocal_scale(counts)
 
     def run(self, memory: list) -> None:
+        if self.mode == "NONE":
+            acc = self.accumulators.read(memory[self.accumulators.fm.region]).astype(np.int64)
+            return self.finish(memory, acc)
         fill = {"MAX": np.iinfo(np.int64).min, "MIN": np.iinfo(np.int64).max}.get(self.mode, 0)
         x = self.read_taps(memory, np.int64, fill)
         if self.single_tap:
