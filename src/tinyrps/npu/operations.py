@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import NpuCorrupt, NpuUnsupported, mlw, output_stage, weights_u55
-from .featuremap import UPSCALE_NONE, UPSCALE_ZEROS, Access
+from .featuremap import MAX_ELEMENTS, UPSCALE_NONE, UPSCALE_ZEROS, Access
 
 U55_ACC = {0: 32, 1: 40}
 POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM"}
@@ -60,8 +60,8 @@ def build_dma(registers, command, config, extents) -> Step:
                              f"internal memory")
     else:
         dst_region = registers.region("DMA0_DST_REGION")
-        extents.setdefault(dst_region, []).append((dst + length, f"DMA destination ({length} bytes at {dst})"))
-    extents.setdefault(src_region, []).append((src + length, f"DMA source ({length} bytes at {src})"))
+        extents.add(dst_region, (dst + length, f"DMA destination ({length} bytes at {dst})"))
+    extents.add(src_region, (src + length, f"DMA source ({length} bytes at {src})"))
     return Dma((src_region, src), (dst_region, dst), length, command.at)
 
 
@@ -238,7 +238,7 @@ class ScaleRecords:
     """The per-channel bias, scale and shift: a 10-byte record per OFM channel.
     U55: i40 bias, u32 scale, u6 shift. U85 (32-bit accumulator): i32 bias, u31 scale, u6 shift."""
 
-    def __init__(self, registers, config, channels: int, what: str, extents: dict):
+    def __init__(self, registers, config, channels: int, what: str, extents):
         self.region = registers.region("SCALE_REGION")
         self.base, self.length = registers.address("SCALE_BASE"), registers.address("SCALE_LENGTH")
         self.channels, self.product = channels, config.product
@@ -272,8 +272,10 @@ class Weights:
     """An operation's weight streams, decoded and put in OHWI order when their bytes change."""
 
     def __init__(self, registers, config, shape: tuple, traversal: str, ifm_bits: int, dilation: tuple,
-                 stride: tuple, extents: dict):
+                 stride: tuple, extents):
         self.shape, self.config = shape, config
+        if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
+            raise NpuUnsupported(f"a weight tensor of shape {shape} is larger than this model takes")
         self.region = registers.region("WEIGHT_REGION")
         cores = 1
         if config.product == "ethos-u85":
@@ -286,7 +288,7 @@ class Weights:
             names = names[:1]                         # a fast-weight stream interleaves the cores
         self.streams = [(registers.address(f"{n}_BASE"), registers.address(f"{n}_LENGTH")) for n in names]
         for base, length in self.streams:
-            extents.setdefault(self.region, []).append((base + length, f"weight stream ({length} bytes at {base})"))
+            extents.add(self.region, (base + length, f"weight stream ({length} bytes at {base})"))
         if config.product == "ethos-u85":
             self.u85 = _u85_parameters(registers, config, shape, traversal, ifm_bits, dilation, stride)
         else:
@@ -351,7 +353,7 @@ class Convolution(Kernel):
         self.prepare_windows()
 
     def _records_extent(self, extents):
-        extents.setdefault(self.scale_records.region, []).append(self.scale_records.extent)
+        extents.add(self.scale_records.region, self.scale_records.extent)
 
     def run(self, memory: list) -> None:
         weights = self.weights.tensor(memory)
@@ -397,7 +399,7 @@ class Pooling(Kernel):
         if self.per_channel and self.mode != "NONE":
             raise NpuUnsupported("pooling with per-channel scale records is not implemented")
         if self.per_channel:
-            extents.setdefault(self.scale_records.region, []).append(self.scale_records.extent)
+            extents.add(self.scale_records.region, self.scale_records.extent)
         oh, ow, oc = self.ofm_shape
         self.report["macs"] = oh * ow * oc * self.kh * self.kw
         if self.mode == "NONE":
