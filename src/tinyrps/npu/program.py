@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import UserError
 from . import NpuCorrupt, blob, commands, machine
 
 
@@ -41,7 +42,11 @@ class Program:
                 raise NpuCorrupt(f"{self.name}: an input of {len(data)} bytes for a tensor of {place.nbytes}")
             memory[1][place.offset:place.offset + place.nbytes] = data
         for step in self.steps:
-            step.run(memory)
+            try:
+                step.run(memory)
+            except UserError as error:       # what only the data shows: a weight stream that does not decode
+                raise NpuCorrupt(f"{self.name}: {step.report['operation']} at command word {step.report['at']}: "
+                                 f"{error}") from None
         kinds = {1: np.int8, 2: np.int16, 4: np.int32}
         return [memory[1][p.offset:p.offset + p.nbytes].view(kinds[p.element_size]).copy() for p in self.outputs]
 
