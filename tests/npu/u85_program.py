@@ -139,8 +139,10 @@ def acc_format(conv: Convolution) -> str:
 
 @dataclass
 class TosaConv:
-    """A TOSA convolution: its weights as OHWI ([1, KH, KW, C] when depthwise), its bias and the
-    multipliers and shifts of the RESCALE that reads its output."""
+    """A TOSA convolution: its weights as the NPU computes them (OHWI, or [1, KH, KW, C] for a
+    depthwise convolution that stays depthwise), its bias and the multipliers and shifts of the
+    RESCALE that reads its output. A depthwise convolution of one input channel is an ordinary
+    convolution to the NPU (its channel multiplier becomes the OFM depth): `kind` says which."""
     kind: str
     weights: np.ndarray
     bias: np.ndarray
@@ -152,7 +154,7 @@ def tosa_convolutions(tosa: bytes) -> list:
     from tosa.DType import DType
     from tosa.Op import Op
     from tosa.TosaGraph import TosaGraph
-    types = {DType.INT8: np.int8, DType.INT16: np.int16, DType.INT32: np.int32, DType.INT48: np.int64}
+    types = {DType.INT8: np.int8, DType.INT16: np.int16, DType.INT32: np.int32}
     block = TosaGraph.GetRootAs(tosa, 0).Regions(0).Blocks(0)
     tensors = {}
     for i in range(block.TensorsLength()):
@@ -163,31 +165,26 @@ def tosa_convolutions(tosa: bytes) -> list:
             data = np.frombuffer(data.tobytes(), types[t.Type()])
         tensors[t.Name()] = (shape, data)
     ops = [block.Operators(i) for i in range(block.OperatorsLength())]
-    rescale_of = {}
-    for op in ops:
-        if op.Op() == Op.RESCALE:
-            rescale_of[op.Inputs(0)] = (tensors[op.Inputs(1)][1], tensors[op.Inputs(2)][1])
+    rescale_of = {op.Inputs(0): (tensors[op.Inputs(1)][1], tensors[op.Inputs(2)][1])
+                  for op in ops if op.Op() == Op.RESCALE}
     found = []
     for op in ops:
         if op.Op() not in (Op.CONV2D, Op.DEPTHWISE_CONV2D):
             continue
         shape, data = tensors[op.Inputs(1)]
         weights = data[:int(np.prod(shape))].reshape(shape).astype(np.int32)
-        weight_zp = tensors[op.Inputs(4)][1].astype(np.int32)
-        if op.Op() == Op.DEPTHWISE_CONV2D:       # [KH, KW, C, M] -> [1, KH, KW, C*M]
+        zero_point = tensors[op.Inputs(4)][1].astype(np.int32)
+        assert not zero_point.any(), "the int8 recipe quantizes weights symmetrically"
+        if op.Op() == Op.DEPTHWISE_CONV2D:      # [KH, KW, C, M]
             kh, kw, c, m = shape
-            weights = weights.reshape(1, kh, kw, c * m)
-            kind = "depthwise"
+            if c == 1:
+                kind, weights = "conv", weights.reshape(kh, kw, m).transpose(2, 0, 1)[..., None]
+            else:
+                assert m == 1, "a channel multiplier on more than one channel"
+                kind, weights = "depthwise", weights.reshape(1, kh, kw, c)
         else:
             kind = "conv"
-        weights = weights - weight_zp.reshape(-1)[:1] if weight_zp.size == 1 else weights - _per_channel(weight_zp, weights, kind)
-        bias = tensors[op.Inputs(2)][1].astype(np.int64)
         multipliers, shifts = rescale_of[op.Outputs(0)]
-        found.append(TosaConv(kind, weights, bias, multipliers.astype(np.int64), shifts.astype(np.int64)))
+        found.append(TosaConv(kind, weights, tensors[op.Inputs(2)][1].astype(np.int64),
+                              multipliers.astype(np.int64), shifts.astype(np.int64)))
     return found
-
-
-def _per_channel(zp: np.ndarray, weights: np.ndarray, kind: str) -> np.ndarray:
-    if kind == "depthwise":
-        return zp[:weights.shape[-1]].reshape(1, 1, 1, -1)
-    return zp[:weights.shape[0]].reshape(-1, 1, 1, 1)

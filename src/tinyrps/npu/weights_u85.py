@@ -8,6 +8,7 @@ requantization from SCALE_BASE/LENGTH. This module undoes both:
                                   (depthwise: [1, KH, KW, C])
     u85_scales(data, count, acc) -> (bias, scale, shift) per output channel
     fwd_decode(data)           -> the values of one Fast Weight Decoder (FWD) stream
+    fwd_header(data)           -> its mode (raw, 2- or 4-bit LUT), zero adjustment and LUT
     swd_decode(data)           -> the values of one standard (SWD, MLW) stream
 
 Every parameter of the layout is read from the command stream or from the NPU's
@@ -202,27 +203,34 @@ def _bits_value(bits: np.ndarray, start: int, width: int) -> int:
     return int(np.dot(bits[start:start + width].astype(np.int64), 1 << np.arange(width, dtype=np.int64)))
 
 
-def fwd_decode(data: bytes) -> np.ndarray:
-    """The values of a Fast Weight Decoder stream: a 256-bit header (bit 0 raw, bit 1 small LUT,
-    bits 104-111 the raw values' signed zero adjustment, bits 112-255 sixteen 9-bit folded LUT
-    entries) and then 2-bit (small LUT), 4-bit (LUT) indices or 8-bit raw values, least
-    significant bit first, up to the stream's 256-bit aligned end."""
+def fwd_header(data: bytes) -> tuple:
+    """(mode, zero adjustment, 16 LUT values) of a Fast Weight Decoder stream's 256-bit header:
+    bit 0 raw, bit 1 small LUT, bits 2-103 reserved, bits 104-111 the raw values' signed zero
+    adjustment, bits 112-255 sixteen 9-bit LUT entries, each folded (magnitude << 1 | sign).
+    mode is "raw" (8-bit values), "lut2" (2-bit indices) or "lut4" (4-bit indices)."""
     if len(data) < FWD_HEADER_BITS // 8 or len(data) % (FWD_HEADER_BITS // 8):
         raise UserError(f"a fast weight stream of {len(data)} bytes is not a whole number of 32-byte units")
-    bits = np.unpackbits(np.frombuffer(bytes(data), np.uint8), bitorder="little")
-    raw, small = bool(bits[0]), bool(bits[1])
+    bits = np.unpackbits(np.frombuffer(bytes(data[:FWD_HEADER_BITS // 8]), np.uint8), bitorder="little")
     if bits[2:104].any():
         raise UserError("a fast weight stream's header has reserved bits set: the weights are corrupt")
+    mode = "raw" if bits[0] else ("lut2" if bits[1] else "lut4")
     adjust = _bits_value(bits, 104, 8)
     adjust -= 256 if adjust >= 128 else 0
-    folded = np.array([_bits_value(bits, 112 + 9 * i, 9) for i in range(FWD_LUT)])
-    body = bits[FWD_HEADER_BITS:]
-    if raw:
-        values = np.packbits(body, bitorder="little").view(np.int8).astype(np.int32)
-        return values - adjust
-    width = 2 if small else 4
+    lut = _unfold(np.array([_bits_value(bits, 112 + 9 * i, 9) for i in range(FWD_LUT)]))
+    return mode, adjust, lut
+
+
+def fwd_decode(data: bytes) -> np.ndarray:
+    """The values of a Fast Weight Decoder stream: after the header (fwd_header), 8-bit raw values
+    less the zero adjustment, or 2-bit or 4-bit LUT indices, least significant bit first, up to
+    the stream's 256-bit aligned end."""
+    mode, adjust, lut = fwd_header(data)
+    body = np.unpackbits(np.frombuffer(bytes(data[FWD_HEADER_BITS // 8:]), np.uint8), bitorder="little")
+    if mode == "raw":
+        return np.packbits(body, bitorder="little").view(np.int8).astype(np.int32) - adjust
+    width = 2 if mode == "lut2" else 4
     indices = body.reshape(-1, width).astype(np.int64) @ (1 << np.arange(width))
-    return _unfold(folded)[indices]
+    return lut[indices]
 
 
 # --- weights -------------------------------------------------------------------------------------
