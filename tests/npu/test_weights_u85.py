@@ -158,7 +158,7 @@ def test_weights_are_the_tosa_constants(layers_program, config):
     assert REQUIRED[config] <= kinds, f"not exercised: {REQUIRED[config] - kinds}"
     assert any(conv.fields["stride"] == (2, 2) for conv, *_ in pairs)
     assert any(conv.fields["dilation"] == (2, 2) for conv, *_ in pairs)
-    if not config.endswith("sram"):
+    if config in ("ethos-u85-128", "ethos-u85-256"):    # the larger NPUs take the 1x1 layers' OFM in one block
         assert any(serpentine(conv) for conv, *_ in pairs)
     if config.startswith("ethos-u85-1024"):
         assert all(conv.fields["cores"] == 4 for conv, *_ in pairs)

@@ -21,8 +21,8 @@ def few_values(shape, values: int) -> torch.Tensor:
 
 
 class Layers(nn.Module):
-    """A strided 5x5 convolution of a shallow input (part-kernel order, stride phases), a depthwise
-    convolution, a dilated one, a 2:4 sparse one, ones of three and of nine weight values, 1x1
+    """A strided 5x5 convolution of a shallow input (part-kernel order, stride phases), a 5x5 depthwise
+    convolution (more than 10 taps: its padding inside the kernel too), a dilated one, a 2:4 sparse one, ones of three and of nine weight values, 1x1
     convolutions deep enough for several IFM and OFM blocks (depth-first order), and a fully
     connected layer."""
 
@@ -30,7 +30,7 @@ class Layers(nn.Module):
         super().__init__()
         torch.manual_seed(20)
         self.strided = nn.Conv2d(3, 20, 5, stride=2, padding=2)
-        self.depthwise = nn.Conv2d(20, 20, 3, padding=1, groups=20)
+        self.depthwise = nn.Conv2d(20, 20, 5, padding=2, groups=20)
         self.dilated = nn.Conv2d(20, 24, 3, dilation=2, padding=2)
         self.sparse = nn.Conv2d(24, 48, 3, padding=1)
         self.three = nn.Conv2d(48, 48, 3, padding=1)

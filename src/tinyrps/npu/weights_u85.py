@@ -191,6 +191,7 @@ def swd_decode(data: bytes) -> np.ndarray:
 
 FWD_HEADER_BITS = 256
 FWD_LUT = 16
+FWD_WIDTH = {"raw": 8, "lut2": 2, "lut4": 4}   # bits per value
 
 
 def _unfold(folded: np.ndarray) -> np.ndarray:
@@ -228,7 +229,7 @@ def fwd_decode(data: bytes) -> np.ndarray:
     body = np.unpackbits(np.frombuffer(bytes(data[FWD_HEADER_BITS // 8:]), np.uint8), bitorder="little")
     if mode == "raw":
         return np.packbits(body, bitorder="little").view(np.int8).astype(np.int32) - adjust
-    width = 2 if mode == "lut2" else 4
+    width = FWD_WIDTH[mode]
     indices = body.reshape(-1, width).astype(np.int64) @ (1 << np.arange(width))
     return lut[indices]
 
@@ -283,17 +284,18 @@ def u85_weights(streams: Streams, *, ofm_depth: int, ifm_depth: int, kernel_h: i
     if weight_format == "FWD":
         if len(streams) != 1:
             raise UserError(f"an FWD layer has one weight stream, not {len(streams)}")
-        orders = [layout.order(core) for core in range(cores)]
+        orders = [_interleave([layout.order(core) for core in range(cores)], layout.fwd_block())]
         values = [fwd_decode(streams[0])]
-        orders = [_interleave(orders, layout.fwd_block())]
+        slack = FWD_HEADER_BITS // FWD_WIDTH[fwd_header(streams[0])[0]] - 1
     else:
         if len(streams) != cores:
             raise UserError(f"an SWD layer on {cores} core(s) has {cores} weight stream(s), not {len(streams)}")
         orders = [layout.order(core) for core in range(cores)]
         values = [swd_decode(s) if len(s) else np.zeros(0, np.int32) for s in streams]
+        slack = 0
     flat = np.zeros(layout.ofm_depth * kernel_h * kernel_w * layout.ifm_depth, np.int32)
     for core, (order, decoded) in enumerate(zip(orders, values)):
-        _scatter(flat, order, decoded, core, weight_format)
+        _scatter(flat, order, decoded, core, weight_format, slack)
     weights = flat.reshape(layout.ofm_depth, kernel_h, kernel_w, layout.ifm_depth)
     return weights.transpose(3, 1, 2, 0).copy() if layout.depthwise else weights
 
@@ -306,16 +308,17 @@ def _interleave(orders: list, block: int) -> np.ndarray:
     return np.stack(blocks, axis=1).ravel()
 
 
-def _scatter(flat: np.ndarray, order: np.ndarray, decoded: np.ndarray, core: int, fmt: str) -> None:
-    """Put each decoded value at its source index; the padding must be zero."""
-    if len(decoded) < len(order):
+def _scatter(flat: np.ndarray, order: np.ndarray, decoded: np.ndarray, core: int, fmt: str, slack: int) -> None:
+    """Put each decoded value at its source index. The stream must hold the layout's values and at
+    most `slack` more (the zeros that end an FWD stream on a 256-bit boundary); padding is zero."""
+    real = order >= 0
+    if not len(decoded) and not real.any():
+        return                  # a core none of whose channels exist may be given no stream
+    if not len(order) <= len(decoded) <= len(order) + slack:
         raise UserError(f"the {fmt} weight stream of core {core} holds {len(decoded)} weights; "
                         f"its layer's layout needs {len(order)}: the weights are corrupt")
-    # An FWD stream ends on a 256-bit boundary, so it may decode to more values than the layout has.
-    tail = decoded[len(order):]
     decoded = decoded[:len(order)]
-    real = order >= 0
-    if decoded[~real].any() or (fmt == "SWD" and tail.any()):
+    if decoded[~real].any():
         raise UserError(f"the {fmt} weight stream of core {core} has nonzero padding: the weights are corrupt")
     flat[order[real]] = decoded[real]
 
