@@ -271,3 +271,17 @@ def test_configuration_tables():
         w85.ublock_depth(128, 5)
     with pytest.raises(UserError, match="does not exist"):
         w85.u85_cores(64)
+
+
+def test_layout_from_registers():
+    registers = dict(ofm_depth_m1=39, ifm_depth_m1=2, ifm_precision=0, kernel_height_m1=8, kernel_width_m1=4,
+                     ofm_blk_depth_m1=23, weight_format=0x11, acc_format=1 << 8)
+    # stride x 3 (msb 1, lsb 0), stride y 2 (lsb 1), part-kernel, dilation y 2
+    fields = w85.layout_from_registers(macs=128, depthwise=False, kernel_stride=1 << 6 | 1 << 1 | 1 << 2 | 1 << 4,
+                                       **registers)
+    assert (fields["stride"], fields["dilation"], fields["kernel_h"], fields["kernel_w"]) == ((3, 2), (1, 2), 5, 5)
+    assert (fields["traversal"], fields["sparse"], fields["weight_format"]) == ("part_kernel", True, "FWD")
+    assert (fields["ofm_depth"], fields["ifm_depth"], fields["ofm_block_depth"], fields["ublock_depth"]) == (40, 3, 24, 8)
+    assert fields["ifm_block_depth"] == 16 and fields["cores"] == 1
+    with pytest.raises(UserError, match="D4X4"):
+        w85.layout_from_registers(macs=128, depthwise=False, kernel_stride=1 << 5, **registers)

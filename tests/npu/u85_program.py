@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tinyrps.npu.weights_u85 import layout_from_registers, u85_cores
+
 # cmd0 opcodes (register value in the command word's upper half)
 OP_STOP, OP_CONV, OP_DEPTHWISE, OP_DMA_START = 0, 2, 3, 16
 IFM_DEPTH_M1, IFM_PRECISION, OFM_DEPTH_M1, OFM_BLK_DEPTH_M1 = 260, 261, 275, 279
@@ -64,7 +66,7 @@ class Convolution:
     """One NPU_OP_CONV/NPU_OP_DEPTHWISE: the registers it ran with and its streams' bytes."""
     depthwise: bool
     regs: dict
-    weights: list            # one bytes per core that has a stream (WEIGHT, WEIGHT1, ...)
+    weights: list            # per core: the bytes of WEIGHT, WEIGHT1, ... (empty where the length is 0)
     scales: bytes
     macs: int
     fields: dict = field(default_factory=dict)
@@ -90,7 +92,7 @@ def convolutions(pte: Path) -> list:
             memory = regions[cmd0[WEIGHT_REGION] & 7]
             streams = [bytes(memory[cmd1[WEIGHT_BASE]:cmd1[WEIGHT_BASE] + cmd1[WEIGHT_LENGTH]])]
             for core, (base, length) in WEIGHT_N.items():
-                if core < cores_of(macs):
+                if core < u85_cores(macs):
                     n = cmd1.get(length, 0)
                     streams.append(bytes(memory[cmd1[base]:cmd1[base] + n]) if n else b"")
             scale_memory = regions[cmd0[SCALE_REGION] & 7]
@@ -103,32 +105,14 @@ def convolutions(pte: Path) -> list:
     return found
 
 
-def cores_of(macs: int) -> int:
-    from tinyrps.npu.weights_u85 import u85_cores
-    return u85_cores(macs)
-
-
 def layout_fields(conv: Convolution) -> dict:
-    """u85_weights's keyword arguments, each from its register field."""
-    from tinyrps.npu.weights_u85 import ifm_block_depth, ublock_depth, u85_cores
+    """u85_weights's keyword arguments, from the registers (WEIGHT_FORMAT's reset value is SWD, dense)."""
     r = conv.regs
-    stride_reg = r[KERNEL_STRIDE]
-    stride = (((stride_reg >> 6) & 1) << 1 | (stride_reg & 1)) + 1, (((stride_reg >> 9) & 1) << 1 | ((stride_reg >> 1) & 1)) + 1
-    dilation = ((stride_reg >> 3) & 1) + 1, ((stride_reg >> 4) & 1) + 1
-    assert not (stride_reg >> 5) & 1, "KERNEL_STRIDE decomposition D4X4"
-    traversal = "depthwise" if conv.depthwise else ("part_kernel" if (stride_reg >> 2) & 1 else "depth_first")
-    fmt = r.get(WEIGHT_FORMAT, 0)
-    sparse = bool((fmt >> 4) & 1)
-    ublock = ublock_depth(conv.macs, (r[ACC_FORMAT] >> 8) & 7)
-    ifm_bits = 8 << ((r[IFM_PRECISION] >> 2) & 3)
-    return dict(
-        ofm_depth=r[OFM_DEPTH_M1] + 1, ifm_depth=r[IFM_DEPTH_M1] + 1,
-        kernel_h=r[KERNEL_HEIGHT_M1] // dilation[1] + 1, kernel_w=r[KERNEL_WIDTH_M1] // dilation[0] + 1,
-        ofm_block_depth=r[OFM_BLK_DEPTH_M1] + 1, ublock_depth=ublock,
-        ifm_block_depth=ifm_block_depth(traversal, macs=conv.macs, ublock=ublock, sparse=sparse, ifm_bits=ifm_bits),
-        traversal=traversal, sparse=sparse, depthwise=conv.depthwise,
-        weight_format="FWD" if fmt & 1 else "SWD", cores=u85_cores(conv.macs),
-        stride=stride, dilation=dilation, ifm_bits=ifm_bits, macs=conv.macs)
+    return layout_from_registers(
+        macs=conv.macs, depthwise=conv.depthwise, ofm_depth_m1=r[OFM_DEPTH_M1], ifm_depth_m1=r[IFM_DEPTH_M1],
+        ifm_precision=r[IFM_PRECISION], kernel_height_m1=r[KERNEL_HEIGHT_M1], kernel_width_m1=r[KERNEL_WIDTH_M1],
+        kernel_stride=r[KERNEL_STRIDE], acc_format=r[ACC_FORMAT], ofm_blk_depth_m1=r[OFM_BLK_DEPTH_M1],
+        weight_format=r.get(WEIGHT_FORMAT, 0))
 
 
 def acc_format(conv: Convolution) -> str:

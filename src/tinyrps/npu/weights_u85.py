@@ -6,6 +6,7 @@ requantization from SCALE_BASE/LENGTH. This module undoes both:
 
     u85_weights(streams, ...)  -> int32 OHWI weights, zero point already subtracted
                                   (depthwise: [1, KH, KW, C])
+    layout_from_registers(...) -> u85_weights's layout, from a convolution's register values
     u85_scales(data, count, acc) -> (bias, scale, shift) per output channel
     fwd_decode(data)           -> the values of one Fast Weight Decoder (FWD) stream
     fwd_header(data)           -> its mode (raw, 2- or 4-bit LUT), zero adjustment and LUT
@@ -83,6 +84,28 @@ def ifm_block_depth(traversal: str, *, macs: int, ublock: int, sparse: bool, ifm
     if sparse and ifm_bits == 8:
         return 128
     return 64
+
+
+def layout_from_registers(*, macs: int, depthwise: bool, ofm_depth_m1: int, ifm_depth_m1: int, ifm_precision: int,
+                          kernel_height_m1: int, kernel_width_m1: int, kernel_stride: int, acc_format: int,
+                          ofm_blk_depth_m1: int, weight_format: int) -> dict:
+    """u85_weights's keyword arguments from the values (the command word's 16-bit parameter) of the
+    registers a convolution runs with, on a U85 of `macs` MACs (NPU_OP_DEPTHWISE: depthwise)."""
+    stride = tuple(((kernel_stride >> msb) & 1) * 2 + ((kernel_stride >> lsb) & 1) + 1 for lsb, msb in ((0, 6), (1, 9)))
+    dilation = ((kernel_stride >> 3) & 1) + 1, ((kernel_stride >> 4) & 1) + 1
+    if (kernel_stride >> 5) & 1:
+        raise UserError("KERNEL_STRIDE decomposition D4X4 is not implemented (Vela writes D8X8)")
+    traversal = "depthwise" if depthwise else ("part_kernel" if (kernel_stride >> 2) & 1 else "depth_first")
+    sparse = bool((weight_format >> 4) & 1)
+    ublock = ublock_depth(macs, (acc_format >> 8) & 7)
+    ifm_bits = 8 << ((ifm_precision >> 2) & 3)
+    return dict(ofm_depth=ofm_depth_m1 + 1, ifm_depth=ifm_depth_m1 + 1,
+                kernel_h=kernel_height_m1 // dilation[1] + 1, kernel_w=kernel_width_m1 // dilation[0] + 1,
+                ofm_block_depth=ofm_blk_depth_m1 + 1, ublock_depth=ublock,
+                ifm_block_depth=ifm_block_depth(traversal, macs=macs, ublock=ublock, sparse=sparse, ifm_bits=ifm_bits),
+                traversal=traversal, sparse=sparse, depthwise=depthwise,
+                weight_format="FWD" if weight_format & 1 else "SWD", cores=u85_cores(macs),
+                stride=stride, dilation=dilation, ifm_bits=ifm_bits, macs=macs)
 
 
 # --- the order of the stream ------------------------------------------------------------------
