@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tinyrps.npu.weights_u85 import layout_from_registers, u85_cores
+
 # cmd0 opcodes (register value in the command word's upper half)
 OP_STOP, OP_CONV, OP_DEPTHWISE, OP_DMA_START = 0, 2, 3, 16
 IFM_DEPTH_M1, IFM_PRECISION, OFM_DEPTH_M1, OFM_BLK_DEPTH_M1 = 260, 261, 275, 279
@@ -64,7 +66,7 @@ class Convolution:
     """One NPU_OP_CONV/NPU_OP_DEPTHWISE: the registers it ran with and its streams' bytes."""
     depthwise: bool
     regs: dict
-    weights: list            # one bytes per core that has a stream (WEIGHT, WEIGHT1, ...)
+    weights: list            # per core: the bytes of WEIGHT, WEIGHT1, ... (empty where the length is 0)
     scales: bytes
     macs: int
     fields: dict = field(default_factory=dict)
@@ -90,7 +92,7 @@ def convolutions(pte: Path) -> list:
             memory = regions[cmd0[WEIGHT_REGION] & 7]
             streams = [bytes(memory[cmd1[WEIGHT_BASE]:cmd1[WEIGHT_BASE] + cmd1[WEIGHT_LENGTH]])]
             for core, (base, length) in WEIGHT_N.items():
-                if core < cores_of(macs):
+                if core < u85_cores(macs):
                     n = cmd1.get(length, 0)
                     streams.append(bytes(memory[cmd1[base]:cmd1[base] + n]) if n else b"")
             scale_memory = regions[cmd0[SCALE_REGION] & 7]
@@ -103,32 +105,14 @@ def convolutions(pte: Path) -> list:
     return found
 
 
-def cores_of(macs: int) -> int:
-    from tinyrps.npu.weights_u85 import u85_cores
-    return u85_cores(macs)
-
-
 def layout_fields(conv: Convolution) -> dict:
-    """u85_weights's keyword arguments, each from its register field."""
-    from tinyrps.npu.weights_u85 import ifm_block_depth, ublock_depth, u85_cores
+    """u85_weights's keyword arguments, from the registers (WEIGHT_FORMAT's reset value is SWD, dense)."""
     r = conv.regs
-    stride_reg = r[KERNEL_STRIDE]
-    stride = (((stride_reg >> 6) & 1) << 1 | (stride_reg & 1)) + 1, (((stride_reg >> 9) & 1) << 1 | ((stride_reg >> 1) & 1)) + 1
-    dilation = ((stride_reg >> 3) & 1) + 1, ((stride_reg >> 4) & 1) + 1
-    assert not (stride_reg >> 5) & 1, "KERNEL_STRIDE decomposition D4X4"
-    traversal = "depthwise" if conv.depthwise else ("part_kernel" if (stride_reg >> 2) & 1 else "depth_first")
-    fmt = r.get(WEIGHT_FORMAT, 0)
-    sparse = bool((fmt >> 4) & 1)
-    ublock = ublock_depth(conv.macs, (r[ACC_FORMAT] >> 8) & 7)
-    ifm_bits = 8 << ((r[IFM_PRECISION] >> 2) & 3)
-    return dict(
-        ofm_depth=r[OFM_DEPTH_M1] + 1, ifm_depth=r[IFM_DEPTH_M1] + 1,
-        kernel_h=r[KERNEL_HEIGHT_M1] // dilation[1] + 1, kernel_w=r[KERNEL_WIDTH_M1] // dilation[0] + 1,
-        ofm_block_depth=r[OFM_BLK_DEPTH_M1] + 1, ublock_depth=ublock,
-        ifm_block_depth=ifm_block_depth(traversal, macs=conv.macs, ublock=ublock, sparse=sparse, ifm_bits=ifm_bits),
-        traversal=traversal, sparse=sparse, depthwise=conv.depthwise,
-        weight_format="FWD" if fmt & 1 else "SWD", cores=u85_cores(conv.macs),
-        stride=stride, dilation=dilation, ifm_bits=ifm_bits, macs=conv.macs)
+    return layout_from_registers(
+        macs=conv.macs, depthwise=conv.depthwise, ofm_depth_m1=r[OFM_DEPTH_M1], ifm_depth_m1=r[IFM_DEPTH_M1],
+        ifm_precision=r[IFM_PRECISION], kernel_height_m1=r[KERNEL_HEIGHT_M1], kernel_width_m1=r[KERNEL_WIDTH_M1],
+        kernel_stride=r[KERNEL_STRIDE], acc_format=r[ACC_FORMAT], ofm_blk_depth_m1=r[OFM_BLK_DEPTH_M1],
+        weight_format=r.get(WEIGHT_FORMAT, 0))
 
 
 def acc_format(conv: Convolution) -> str:
@@ -139,8 +123,10 @@ def acc_format(conv: Convolution) -> str:
 
 @dataclass
 class TosaConv:
-    """A TOSA convolution: its weights as OHWI ([1, KH, KW, C] when depthwise), its bias and the
-    multipliers and shifts of the RESCALE that reads its output."""
+    """A TOSA convolution: its weights as the NPU computes them (OHWI, or [1, KH, KW, C] for a
+    depthwise convolution that stays depthwise), its bias and the multipliers and shifts of the
+    RESCALE that reads its output. A depthwise convolution of one input channel is an ordinary
+    convolution to the NPU (its channel multiplier becomes the OFM depth): `kind` says which."""
     kind: str
     weights: np.ndarray
     bias: np.ndarray
@@ -152,7 +138,7 @@ def tosa_convolutions(tosa: bytes) -> list:
     from tosa.DType import DType
     from tosa.Op import Op
     from tosa.TosaGraph import TosaGraph
-    types = {DType.INT8: np.int8, DType.INT16: np.int16, DType.INT32: np.int32, DType.INT48: np.int64}
+    types = {DType.INT8: np.int8, DType.INT16: np.int16, DType.INT32: np.int32}
     block = TosaGraph.GetRootAs(tosa, 0).Regions(0).Blocks(0)
     tensors = {}
     for i in range(block.TensorsLength()):
@@ -163,31 +149,26 @@ def tosa_convolutions(tosa: bytes) -> list:
             data = np.frombuffer(data.tobytes(), types[t.Type()])
         tensors[t.Name()] = (shape, data)
     ops = [block.Operators(i) for i in range(block.OperatorsLength())]
-    rescale_of = {}
-    for op in ops:
-        if op.Op() == Op.RESCALE:
-            rescale_of[op.Inputs(0)] = (tensors[op.Inputs(1)][1], tensors[op.Inputs(2)][1])
+    rescale_of = {op.Inputs(0): (tensors[op.Inputs(1)][1], tensors[op.Inputs(2)][1])
+                  for op in ops if op.Op() == Op.RESCALE}
     found = []
     for op in ops:
         if op.Op() not in (Op.CONV2D, Op.DEPTHWISE_CONV2D):
             continue
         shape, data = tensors[op.Inputs(1)]
         weights = data[:int(np.prod(shape))].reshape(shape).astype(np.int32)
-        weight_zp = tensors[op.Inputs(4)][1].astype(np.int32)
-        if op.Op() == Op.DEPTHWISE_CONV2D:       # [KH, KW, C, M] -> [1, KH, KW, C*M]
+        zero_point = tensors[op.Inputs(4)][1].astype(np.int32)
+        assert not zero_point.any(), "the int8 recipe quantizes weights symmetrically"
+        if op.Op() == Op.DEPTHWISE_CONV2D:      # [KH, KW, C, M]
             kh, kw, c, m = shape
-            weights = weights.reshape(1, kh, kw, c * m)
-            kind = "depthwise"
+            if c == 1:
+                kind, weights = "conv", weights.reshape(kh, kw, m).transpose(2, 0, 1)[..., None]
+            else:
+                assert m == 1, "a channel multiplier on more than one channel"
+                kind, weights = "depthwise", weights.reshape(1, kh, kw, c)
         else:
             kind = "conv"
-        weights = weights - weight_zp.reshape(-1)[:1] if weight_zp.size == 1 else weights - _per_channel(weight_zp, weights, kind)
-        bias = tensors[op.Inputs(2)][1].astype(np.int64)
         multipliers, shifts = rescale_of[op.Outputs(0)]
-        found.append(TosaConv(kind, weights, bias, multipliers.astype(np.int64), shifts.astype(np.int64)))
+        found.append(TosaConv(kind, weights, tensors[op.Inputs(2)][1].astype(np.int64),
+                              multipliers.astype(np.int64), shifts.astype(np.int64)))
     return found
-
-
-def _per_channel(zp: np.ndarray, weights: np.ndarray, kind: str) -> np.ndarray:
-    if kind == "depthwise":
-        return zp[:weights.shape[-1]].reshape(1, 1, 1, -1)
-    return zp[:weights.shape[0]].reshape(-1, 1, 1, 1)

@@ -6,8 +6,10 @@ requantization from SCALE_BASE/LENGTH. This module undoes both:
 
     u85_weights(streams, ...)  -> int32 OHWI weights, zero point already subtracted
                                   (depthwise: [1, KH, KW, C])
+    layout_from_registers(...) -> u85_weights's layout, from a convolution's register values
     u85_scales(data, count, acc) -> (bias, scale, shift) per output channel
     fwd_decode(data)           -> the values of one Fast Weight Decoder (FWD) stream
+    fwd_header(data)           -> its mode (raw, 2- or 4-bit LUT), zero adjustment and LUT
     swd_decode(data)           -> the values of one standard (SWD, MLW) stream
 
 Every parameter of the layout is read from the command stream or from the NPU's
@@ -82,6 +84,28 @@ def ifm_block_depth(traversal: str, *, macs: int, ublock: int, sparse: bool, ifm
     if sparse and ifm_bits == 8:
         return 128
     return 64
+
+
+def layout_from_registers(*, macs: int, depthwise: bool, ofm_depth_m1: int, ifm_depth_m1: int, ifm_precision: int,
+                          kernel_height_m1: int, kernel_width_m1: int, kernel_stride: int, acc_format: int,
+                          ofm_blk_depth_m1: int, weight_format: int) -> dict:
+    """u85_weights's keyword arguments from the values (the command word's 16-bit parameter) of the
+    registers a convolution runs with, on a U85 of `macs` MACs (NPU_OP_DEPTHWISE: depthwise)."""
+    stride = tuple(((kernel_stride >> msb) & 1) * 2 + ((kernel_stride >> lsb) & 1) + 1 for lsb, msb in ((0, 6), (1, 9)))
+    dilation = ((kernel_stride >> 3) & 1) + 1, ((kernel_stride >> 4) & 1) + 1
+    if (kernel_stride >> 5) & 1:
+        raise UserError("KERNEL_STRIDE decomposition D4X4 is not implemented (Vela writes D8X8)")
+    traversal = "depthwise" if depthwise else ("part_kernel" if (kernel_stride >> 2) & 1 else "depth_first")
+    sparse = bool((weight_format >> 4) & 1)
+    ublock = ublock_depth(macs, (acc_format >> 8) & 7)
+    ifm_bits = 8 << ((ifm_precision >> 2) & 3)
+    return dict(ofm_depth=ofm_depth_m1 + 1, ifm_depth=ifm_depth_m1 + 1,
+                kernel_h=kernel_height_m1 // dilation[1] + 1, kernel_w=kernel_width_m1 // dilation[0] + 1,
+                ofm_block_depth=ofm_blk_depth_m1 + 1, ublock_depth=ublock,
+                ifm_block_depth=ifm_block_depth(traversal, macs=macs, ublock=ublock, sparse=sparse, ifm_bits=ifm_bits),
+                traversal=traversal, sparse=sparse, depthwise=depthwise,
+                weight_format="FWD" if weight_format & 1 else "SWD", cores=u85_cores(macs),
+                stride=stride, dilation=dilation, ifm_bits=ifm_bits, macs=macs)
 
 
 # --- the order of the stream ------------------------------------------------------------------
@@ -190,6 +214,7 @@ def swd_decode(data: bytes) -> np.ndarray:
 
 FWD_HEADER_BITS = 256
 FWD_LUT = 16
+FWD_WIDTH = {"raw": 8, "lut2": 2, "lut4": 4}   # bits per value
 
 
 def _unfold(folded: np.ndarray) -> np.ndarray:
@@ -202,27 +227,34 @@ def _bits_value(bits: np.ndarray, start: int, width: int) -> int:
     return int(np.dot(bits[start:start + width].astype(np.int64), 1 << np.arange(width, dtype=np.int64)))
 
 
-def fwd_decode(data: bytes) -> np.ndarray:
-    """The values of a Fast Weight Decoder stream: a 256-bit header (bit 0 raw, bit 1 small LUT,
-    bits 104-111 the raw values' signed zero adjustment, bits 112-255 sixteen 9-bit folded LUT
-    entries) and then 2-bit (small LUT), 4-bit (LUT) indices or 8-bit raw values, least
-    significant bit first, up to the stream's 256-bit aligned end."""
+def fwd_header(data: bytes) -> tuple:
+    """(mode, zero adjustment, 16 LUT values) of a Fast Weight Decoder stream's 256-bit header:
+    bit 0 raw, bit 1 small LUT, bits 2-103 reserved, bits 104-111 the raw values' signed zero
+    adjustment, bits 112-255 sixteen 9-bit LUT entries, each folded (magnitude << 1 | sign).
+    mode is "raw" (8-bit values), "lut2" (2-bit indices) or "lut4" (4-bit indices)."""
     if len(data) < FWD_HEADER_BITS // 8 or len(data) % (FWD_HEADER_BITS // 8):
         raise UserError(f"a fast weight stream of {len(data)} bytes is not a whole number of 32-byte units")
-    bits = np.unpackbits(np.frombuffer(bytes(data), np.uint8), bitorder="little")
-    raw, small = bool(bits[0]), bool(bits[1])
+    bits = np.unpackbits(np.frombuffer(bytes(data[:FWD_HEADER_BITS // 8]), np.uint8), bitorder="little")
     if bits[2:104].any():
         raise UserError("a fast weight stream's header has reserved bits set: the weights are corrupt")
+    mode = "raw" if bits[0] else ("lut2" if bits[1] else "lut4")
     adjust = _bits_value(bits, 104, 8)
     adjust -= 256 if adjust >= 128 else 0
-    folded = np.array([_bits_value(bits, 112 + 9 * i, 9) for i in range(FWD_LUT)])
-    body = bits[FWD_HEADER_BITS:]
-    if raw:
-        values = np.packbits(body, bitorder="little").view(np.int8).astype(np.int32)
-        return values - adjust
-    width = 2 if small else 4
+    lut = _unfold(np.array([_bits_value(bits, 112 + 9 * i, 9) for i in range(FWD_LUT)]))
+    return mode, adjust, lut
+
+
+def fwd_decode(data: bytes) -> np.ndarray:
+    """The values of a Fast Weight Decoder stream: after the header (fwd_header), 8-bit raw values
+    less the zero adjustment, or 2-bit or 4-bit LUT indices, least significant bit first, up to
+    the stream's 256-bit aligned end."""
+    mode, adjust, lut = fwd_header(data)
+    body = np.unpackbits(np.frombuffer(bytes(data[FWD_HEADER_BITS // 8:]), np.uint8), bitorder="little")
+    if mode == "raw":
+        return np.packbits(body, bitorder="little").view(np.int8).astype(np.int32) - adjust
+    width = FWD_WIDTH[mode]
     indices = body.reshape(-1, width).astype(np.int64) @ (1 << np.arange(width))
-    return _unfold(folded)[indices]
+    return lut[indices]
 
 
 # --- weights -------------------------------------------------------------------------------------
@@ -275,17 +307,18 @@ def u85_weights(streams: Streams, *, ofm_depth: int, ifm_depth: int, kernel_h: i
     if weight_format == "FWD":
         if len(streams) != 1:
             raise UserError(f"an FWD layer has one weight stream, not {len(streams)}")
-        orders = [layout.order(core) for core in range(cores)]
+        orders = [_interleave([layout.order(core) for core in range(cores)], layout.fwd_block())]
         values = [fwd_decode(streams[0])]
-        orders = [_interleave(orders, layout.fwd_block())]
+        slack = FWD_HEADER_BITS // FWD_WIDTH[fwd_header(streams[0])[0]] - 1
     else:
         if len(streams) != cores:
             raise UserError(f"an SWD layer on {cores} core(s) has {cores} weight stream(s), not {len(streams)}")
         orders = [layout.order(core) for core in range(cores)]
         values = [swd_decode(s) if len(s) else np.zeros(0, np.int32) for s in streams]
+        slack = 0
     flat = np.zeros(layout.ofm_depth * kernel_h * kernel_w * layout.ifm_depth, np.int32)
     for core, (order, decoded) in enumerate(zip(orders, values)):
-        _scatter(flat, order, decoded, core, weight_format)
+        _scatter(flat, order, decoded, core, weight_format, slack)
     weights = flat.reshape(layout.ofm_depth, kernel_h, kernel_w, layout.ifm_depth)
     return weights.transpose(3, 1, 2, 0).copy() if layout.depthwise else weights
 
@@ -298,16 +331,17 @@ def _interleave(orders: list, block: int) -> np.ndarray:
     return np.stack(blocks, axis=1).ravel()
 
 
-def _scatter(flat: np.ndarray, order: np.ndarray, decoded: np.ndarray, core: int, fmt: str) -> None:
-    """Put each decoded value at its source index; the padding must be zero."""
-    if len(decoded) < len(order):
+def _scatter(flat: np.ndarray, order: np.ndarray, decoded: np.ndarray, core: int, fmt: str, slack: int) -> None:
+    """Put each decoded value at its source index. The stream must hold the layout's values and at
+    most `slack` more (the zeros that end an FWD stream on a 256-bit boundary); padding is zero."""
+    real = order >= 0
+    if not len(decoded) and not real.any():
+        return                  # a core none of whose channels exist may be given no stream
+    if not len(order) <= len(decoded) <= len(order) + slack:
         raise UserError(f"the {fmt} weight stream of core {core} holds {len(decoded)} weights; "
                         f"its layer's layout needs {len(order)}: the weights are corrupt")
-    # An FWD stream ends on a 256-bit boundary, so it may decode to more values than the layout has.
-    tail = decoded[len(order):]
     decoded = decoded[:len(order)]
-    real = order >= 0
-    if decoded[~real].any() or (fmt == "SWD" and tail.any()):
+    if decoded[~real].any():
         raise UserError(f"the {fmt} weight stream of core {core} has nonzero padding: the weights are corrupt")
     flat[order[real]] = decoded[real]
 
