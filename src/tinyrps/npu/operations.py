@@ -78,6 +78,8 @@ class Kernel(Step):
         self.sy, self.sx = kernel["stride_y"], kernel["stride_x"]
         self.dy, self.dx = kernel["dilation_y"], kernel["dilation_x"]
         self.part_kernel = kernel["part_kernel"]
+        if registers.param("KERNEL_STRIDE") >> 5 & 1:
+            raise NpuUnsupported("KERNEL_STRIDE.decomposition D4X4 is not implemented (D8X8 is)")
         self.pad = registers.padding()
         self.upscale = registers.param("IFM_UPSCALE") & 3
         if self.upscale > UPSCALE_ZEROS:
