@@ -61,3 +61,22 @@ def test_eval_has_the_npu_rows_bit_exact_column(cli, trained_run, exported):
         assert programs[target]["device"] == "npu"
         assert programs[target]["bit_exact"] is True and programs[target]["mismatches"] == 0
         assert programs[target]["reference"] == "the TOSA reference model (npu-ref)"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_run_takes_the_programs_tensors_on_both_devices(cli, exported, tmp_path, target):
+    pte = exported(target)
+    x = np.random.default_rng(3).uniform(0, 1, (4, 1, 1, 28, 28)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", input0=x)
+    outputs = {}
+    for device in ("npu", "npu-ref"):
+        res = cli("run", "--model", pte, "--inputs", tmp_path / "in.npz", "--out", tmp_path / f"{device}.npz",
+                  "--device", device)
+        assert res.returncode == 0, res.stderr
+        outputs[device] = np.load(tmp_path / f"{device}.npz")
+    assert outputs["npu"]["output0_int8"].shape == (4, 1, 3)
+    for key in ("output0", "output0_int8"):
+        np.testing.assert_array_equal(outputs["npu"][key], outputs["npu-ref"][key])
+    with open_device("npu", pte) as npu:      # the same as classifying the images x * 255
+        images = np.rint(x[:, 0, 0] * 255).astype(np.uint8)
+        np.testing.assert_allclose(npu.classify(images), outputs["npu"]["output0"][:, 0], atol=0.2)

@@ -20,7 +20,8 @@ from .. import measure
 from ..errors import UserError
 from ..pte import read_program
 from ..reference.ethos_u import dequantize, images_to_float, io_quantization, quantize
-from .base import Device, require_family
+from .base import Device, RunResult, require_family
+from .host import io_layouts
 
 
 class NpuDevice(Device):
@@ -35,8 +36,10 @@ class NpuDevice(Device):
         self.descriptor = require_family(model_path, "ethos-u", self.name, program)
         self.programs = npu.load(program, model_path.name)
         if len(self.programs) != 1 or len(self.programs[0].inputs) != 1 or len(self.programs[0].outputs) != 1:
-            raise UserError(f"{model_path.name} is not one Ethos-U delegate with one input and one output: "
-                            f"the npu device classifies images with tinyrps's own programs only")
+            raise UserError(f"{model_path.name} is not one Ethos-U delegate with one input and one output, "
+                            f"which is what the npu device runs")
+        self.model_path = model_path
+        self.inputs, self.outputs = io_layouts(self.descriptor)
         self.program = self.programs[0]
         quantization = io_quantization(program)
         self.input_q, self.output_q = quantization["input"], quantization["output"]
@@ -55,6 +58,19 @@ class NpuDevice(Device):
         self.last_int8 = outputs
         self.int8_outputs = np.concatenate([self.int8_outputs, outputs])
         return dequantize(outputs, self.output_q)
+
+    def _run_batch(self, arrays: list) -> RunResult:
+        """Any such program's tensors: the float32 input quantized as the program does, its bytes as the
+        delegate's input (the delegate keeps the program's dimension order), the int8 output dequantized."""
+        (x,) = arrays
+        (spec,) = self.outputs
+        quantized = quantize(x.astype(np.float32), self.input_q)
+        raw = np.stack([self.program.run([q.reshape(-1)])[0] for q in quantized])
+        if raw[0].size != int(np.prod(spec.shape)):
+            raise UserError(f"{self.model_path.name}: the delegate's output has {raw[0].size} elements, "
+                            f"the program's {spec.describe()}")
+        raw = raw.reshape((len(raw), *spec.shape))
+        return RunResult([dequantize(raw, self.output_q).astype(spec.dtype)], [raw])
 
     def computation(self) -> str:
         """The program's bytes: the same command stream and weights compute the same outputs."""
