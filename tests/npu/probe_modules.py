@@ -125,6 +125,18 @@ class Linear(nn.Module):
         return self.fc(x)
 
 
+class Flip(nn.Module):
+    """x flipped along its width and, after a 1x1 convolution, its channels (the U85 reverses the OFM)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(18)
+        self.conv = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        return torch.flip(self.conv(torch.flip(x, dims=[3])), dims=[1])
+
+
 PROBES = {
     "conv-pad-stride": (ConvPadStride, (1, 24, 9, 11)),
     "conv-relu-5x5": (ConvRelu5x5, (1, 3, 12, 10)),
@@ -139,3 +151,5 @@ PROBES = {
     "transpose-conv": (TransposeConv, (1, 8, 5, 5)),
     "linear": (Linear, (1, 200)),
 }
+# what ExecuTorch's Arm lowering leaves to the CPU on the U55 (aten::flip), for the U85 only
+U85_PROBES = {"flip": (Flip, (1, 8, 6, 7))}

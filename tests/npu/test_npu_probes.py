@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fixture_cache  # noqa: E402
-from probe_modules import PROBES  # noqa: E402
+from probe_modules import PROBES, U85_PROBES  # noqa: E402
 
 pytestmark = pytest.mark.slow     # each probe is an export (a few seconds) the first time
 
@@ -20,7 +20,9 @@ INPUTS = 8
 OPERATIONS = {"conv-pad-stride": "CONV", "conv-relu-5x5": "CONV", "depthwise": "DEPTHWISE",
               "max-pool": "POOL MAX", "avg-pool": "POOL AVERAGE", "avg-pool-padded": "POOL AVERAGE",
               "add": "ELEMENTWISE ADD", "mul": "ELEMENTWISE MUL", "sigmoid": "DMA", "tanh": "DMA",
-              "transpose-conv": "CONV", "linear": "CONV"}
+              "transpose-conv": "CONV", "linear": "CONV", "flip": "POOL SUM"}
+CASES = [(name, target) for name in PROBES for target in TARGETS] + \
+        [(name, target) for name in U85_PROBES for target in TARGETS if target.startswith("ethos-u85")]
 
 
 def probe_program(name: str, target: str, tmp_path_factory) -> Path:
@@ -33,7 +35,7 @@ def probe_program(name: str, target: str, tmp_path_factory) -> Path:
         import torch
         from tinyrps.descriptor import Origin
         from tinyrps.export import export_model
-        module, shape = PROBES[name]
+        module, shape = {**PROBES, **U85_PROBES}[name]
         generator = torch.Generator().manual_seed(0)
         calibration = [(torch.rand(shape, generator=generator) * 4 - 2,) for _ in range(8)]
         export_model(module(), calibration[0], calibration, target, out,
@@ -43,8 +45,7 @@ def probe_program(name: str, target: str, tmp_path_factory) -> Path:
     return folder / f"{target}.pte"
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("name", list(PROBES))
+@pytest.mark.parametrize("name,target", CASES)
 def test_probe_is_bit_exact_with_the_tosa_reference(name, target, tmp_path_factory):
     from tinyrps.npu import load
     from tinyrps.reference.ethos_u import graph_input_shape, run_graph

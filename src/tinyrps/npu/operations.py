@@ -96,7 +96,7 @@ class Kernel(Step):
         self.ifm_depth = registers.param("IFM_DEPTH_M1") + 1
         ifm, ofm = registers.feature_map("IFM"), registers.feature_map("OFM")
         self.ifm = Access(ifm, (ih, iw, self.ifm_depth), extents)
-        self.transpose = ofm_transpose(registers, config)
+        self.transpose, self.reverse = ofm_transpose(registers, config), ofm_reverse(registers, config)
         self.ofm = Access(ofm, tuple(self.ofm_shape[a] for a in self.transpose), extents)
         self.ifm_zp = registers.zero_point("IFM_ZERO_POINT", ifm)
         self.ofm_zp = registers.zero_point("OFM_ZERO_POINT", ofm)
@@ -191,6 +191,8 @@ class Kernel(Step):
         out = output_stage.clamp(out, self.act_min, self.act_max)
         if self.clip is not None:
             out = output_stage.clamp(out, *self.clip)
+        if self.reverse is not None:
+            out = np.flip(out, self.reverse)
         self.ofm.write(memory[self.ofm.fm.region], out.transpose(self.transpose))
 
 
@@ -224,13 +226,19 @@ def lut_offset(activation: int, config, ofm) -> int:
 TRANSPOSES = {0: (0, 1, 2), 1: (1, 0, 2), 2: (0, 2, 1), 3: (1, 2, 0), 6: (2, 0, 1), 7: (2, 1, 0)}
 
 
+def ofm_reverse(registers, config):
+    """OFM_PRECISION.activation_reverse (U85): the computed OFM's axis (0 H, 1 W, 2 C) stored reversed, or None."""
+    if config.product != "ethos-u85":
+        return None
+    reverse = registers.param("OFM_PRECISION") >> 9 & 3
+    return None if reverse == 0 else reverse - 1
+
+
 def ofm_transpose(registers, config) -> tuple:
     if config.product != "ethos-u85":
         return TRANSPOSES[0]
     precision = registers.param("OFM_PRECISION")
-    reverse, transpose = precision >> 9 & 3, precision >> 11 & 7
-    if reverse:
-        raise NpuUnsupported(f"OFM_PRECISION.activation_reverse {reverse} is not implemented")
+    transpose = precision >> 11 & 7
     if transpose not in TRANSPOSES:
         raise NpuCorrupt(f"OFM_PRECISION.activation_transpose {transpose} is not a transpose")
     return TRANSPOSES[transpose]
@@ -490,7 +498,7 @@ class Elementwise(Kernel):
             raise NpuUnsupported(f"OP_ELEMENTWISE mode {mode} is not implemented")
         self.operation, self.product = f"ELEMENTWISE {self.mode}", config.product
         self.ofm_shape = registers.ofm_shape()
-        self.transpose = ofm_transpose(registers, config)
+        self.transpose, self.reverse = ofm_transpose(registers, config), ofm_reverse(registers, config)
         ofm = registers.feature_map("OFM")
         self.ofm = Access(ofm, tuple(self.ofm_shape[a] for a in self.transpose), extents)
         self.operands = [self._operand(registers, config, "IFM", extents),
