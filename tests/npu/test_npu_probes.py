@@ -1,4 +1,4 @@
-"""Operator probes: small modules exported for four NPU configurations, their command streams run on
+"""Operator probes: small modules exported for five NPU configurations, their command streams run on
 the model bit-exact with the TOSA reference model on random int8 inputs. Different configurations
 give different block sizes, micro-blocks, weight orders and, on the U85-1024, four cores."""
 import sys
@@ -14,7 +14,7 @@ from probe_modules import PROBES, U85_PROBES  # noqa: E402
 
 pytestmark = pytest.mark.slow     # each probe is an export (a few seconds) the first time
 
-TARGETS = ["ethos-u55-64", "ethos-u55-256", "ethos-u85-128", "ethos-u85-1024"]
+TARGETS = ["ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u85-128", "ethos-u85-1024"]
 INPUTS = 8
 # what each probe must make the NPU do (besides the layout copies around it)
 OPERATIONS = {"conv-pad-stride": "CONV", "conv-relu-5x5": "CONV", "depthwise": "DEPTHWISE",
