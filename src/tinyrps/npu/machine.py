@@ -22,7 +22,8 @@ MAX_FAST_SCRATCH = 1 << 26      # the U85's largest SRAM configurations are a fe
 def prepare(commands: list, config: Config, region_sizes: tuple, name: str) -> tuple:
     """(steps, region sizes): the program's operations in order, and the regions' sizes
     (the fast scratch sized to what the steps touch)."""
-    from . import operations
+    from . import elementwise, operations
+    builders = {**operations.BUILDERS, "OP_ELEMENTWISE": elementwise.Elementwise}
     registers = Registers(config.product)
     steps, extents, stopped = [], Extents(region_sizes), False
     for command in commands:
@@ -32,7 +33,7 @@ def prepare(commands: list, config: Config, region_sizes: tuple, name: str) -> t
         if not command.name.startswith("OP_"):
             registers.set(command)
         elif command.name not in IGNORED:
-            build = operations.BUILDERS.get(command.name)
+            build = builders.get(command.name)
             if build is None:
                 raise NpuUnsupported(f"{name}: {command.name} (command word {command.at}) is not implemented")
             try:
