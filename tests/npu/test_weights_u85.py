@@ -31,24 +31,31 @@ FAST_MEMORY = ["--system-config", "Ethos_U85_SYS_DRAM_High", "--memory-mode", "S
 CONFIGS = {
     "ethos-u85-128": ("ethos-u85-128", []),
     "ethos-u85-256": ("ethos-u85-256", []),
+    "ethos-u85-512": ("ethos-u85-512", []),
     "ethos-u85-1024": ("ethos-u85-1024", []),
+    "ethos-u85-2048": ("ethos-u85-2048", []),
     "ethos-u85-128-sram": ("ethos-u85-128", FAST_MEMORY),
     "ethos-u85-1024-sram": ("ethos-u85-1024", FAST_MEMORY),
 }
 # What each configuration's program must exercise (measured on Vela 5.1): (traversal, format, sparse).
+DENSE_AND_SPARSE = {("part_kernel", "SWD", False), ("depthwise", "SWD", False), ("part_kernel", "SWD", True),
+                    ("depth_first", "SWD", False), ("depth_first", "SWD", True)}
 REQUIRED = {
-    "ethos-u85-128": {("part_kernel", "SWD", False), ("depthwise", "SWD", False), ("part_kernel", "SWD", True),
-                      ("part_kernel", "FWD lut2", False), ("depth_first", "SWD", False)},
-    "ethos-u85-256": {("part_kernel", "SWD", False), ("depthwise", "SWD", False), ("part_kernel", "SWD", True),
-                      ("part_kernel", "FWD lut2", False), ("depth_first", "SWD", False)},
-    "ethos-u85-1024": {("part_kernel", "SWD", False), ("depthwise", "SWD", False), ("part_kernel", "SWD", True),
-                       ("depth_first", "SWD", False)},
+    "ethos-u85-128": DENSE_AND_SPARSE | {("part_kernel", "FWD lut2", False)},
+    "ethos-u85-256": DENSE_AND_SPARSE | {("part_kernel", "FWD lut2", False)},
+    "ethos-u85-512": DENSE_AND_SPARSE | {("part_kernel", "FWD lut2", False)},
+    "ethos-u85-1024": DENSE_AND_SPARSE,
+    "ethos-u85-2048": DENSE_AND_SPARSE,
     "ethos-u85-128-sram": {("part_kernel", "FWD raw", False), ("part_kernel", "FWD raw", True),
                            ("part_kernel", "FWD lut2", False), ("part_kernel", "FWD lut4", False),
                            ("depth_first", "FWD raw", False), ("depthwise", "SWD", False)},
     "ethos-u85-1024-sram": {("part_kernel", "FWD lut2", False), ("part_kernel", "FWD lut4", False),
                             ("depth_first", "SWD", False)},
 }
+# Where a depth-first layer has several OFM and several IFM blocks (the larger NPUs take the 1x1
+# layers' OFM in fewer blocks): (dense, 2:4 sparse).
+SERPENTINE = {"ethos-u85-128": (True, True), "ethos-u85-256": (True, True), "ethos-u85-512": (True, True)}
+CORES = {"ethos-u85-128": 1, "ethos-u85-256": 1, "ethos-u85-512": 2, "ethos-u85-1024": 4, "ethos-u85-2048": 4}
 
 
 @pytest.fixture(scope="session")
@@ -158,14 +165,14 @@ def test_weights_are_the_tosa_constants(layers_program, config):
     assert REQUIRED[config] <= kinds, f"not exercised: {REQUIRED[config] - kinds}"
     assert any(conv.fields["stride"] == (2, 2) for conv, *_ in pairs)
     assert any(conv.fields["dilation"] == (2, 2) for conv, *_ in pairs)
-    if config in ("ethos-u85-128", "ethos-u85-256"):    # the larger NPUs take the 1x1 layers' OFM in one block
-        assert any(serpentine(conv) for conv, *_ in pairs)
-    if config.startswith("ethos-u85-1024"):
-        assert all(conv.fields["cores"] == 4 for conv, *_ in pairs)
+    for sparse, wanted in zip((False, True), SERPENTINE.get(config, (False, False))):
+        if wanted:
+            assert any(serpentine(conv) and conv.fields["sparse"] == sparse for conv, *_ in pairs)
+    assert {conv.fields["cores"] for conv, *_ in pairs} == {CORES[CONFIGS[config][0]]}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", ["ethos-u85-128", "ethos-u85-1024", "ethos-u85-1024-sram"])
+@pytest.mark.parametrize("config", ["ethos-u85-128", "ethos-u85-1024", "ethos-u85-2048", "ethos-u85-1024-sram"])
 def test_scales_are_the_tosa_bias_and_rescale(layers_program, config):
     for conv, _, op, first in paired(layers_program(config)):
         check_scales(conv, op, first)
