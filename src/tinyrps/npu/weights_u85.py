@@ -28,7 +28,9 @@ configuration, never guessed: see u85_weights. The stream order is:
             zeros that round the sub-kernel's taps up to 5 or 10 (part-kernel, depthwise)
 
 Channels outside the tensor are zeros in the stream; so are the rounding taps. A stream whose
-rounding is not zero, or that is too short for the layout, is refused as corrupt.
+padding is not zero, or whose length is not the layout's, is refused as corrupt. With a 16-bit
+IFM the same loops take IFM micro-blocks of 8 and round the taps to 10; tinyrps's int8 programs
+have none, so only the 8-bit layouts are checked against the compiler's output.
 """
 from __future__ import annotations
 
