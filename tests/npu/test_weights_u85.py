@@ -17,7 +17,7 @@ import pytest
 import fixture_cache
 from tinyrps import descriptor
 from tinyrps.errors import UserError
-from tinyrps.npu import weights_u85 as w85
+from tinyrps.npu import mlw, weights_u85 as w85
 from tinyrps.reference.ethos_u import read_tosa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -83,10 +83,16 @@ def layers_program(cli_session, tmp_path_factory):
 # --- what the tests compare ------------------------------------------------------------------------
 
 def decode(conv: up.Convolution) -> np.ndarray:
+    """The convolution's weights; each SWD stream decoded by tinyrps.npu.mlw must equal the Vela
+    wheel's own decoding of it."""
+    from ethosu import mlw_codec
     fields = conv.fields
     if fields["weight_format"] == "FWD":
         assert not any(conv.weights[1:]), "an FWD layer reads one stream, WEIGHT; WEIGHT1..3 are empty"
         return w85.u85_weights(conv.weights[0], **fields)
+    for stream in filter(None, conv.weights):
+        wheel = np.asarray(mlw_codec.decode(bytearray(stream)), np.int32)
+        assert np.array_equal(w85.swd_decode(stream, len(wheel)), wheel)
     return w85.u85_weights(conv.weights, **fields)
 
 
@@ -292,3 +298,37 @@ def test_layout_from_registers():
     assert fields["ifm_block_depth"] == 16 and fields["cores"] == 1
     with pytest.raises(UserError, match="D4X4"):
         w85.layout_from_registers(macs=128, depthwise=False, kernel_stride=1 << 5, **registers)
+
+
+def encoded(weights: list) -> bytes:
+    """A standard weight stream of `weights`, by the Vela wheel's encoder (the same syntax)."""
+    from ethosu import mlw_codec
+    return bytes(mlw_codec.encode(weights))
+
+
+@pytest.mark.parametrize("seed, zeros, spread", [(0, 0.6, 100), (1, 0.0, 255), (2, 0.95, 3), (3, 0.3, 1)])
+def test_mlw_decode_matches_the_encoder(seed, zeros, spread):
+    rng = np.random.default_rng(seed)
+    weights = (rng.integers(-spread, spread + 1, 40000) * (rng.random(40000) >= zeros)).tolist()
+    assert mlw.mlw_decode(encoded(weights), len(weights)).tolist() == weights
+
+
+def test_mlw_decode_refuses_corrupt_streams():
+    """Where the wheel's decoder would end the process (a stream that runs out) or allocate without
+    bound (a corrupt zero run), tinyrps's raises one line; random damage never crashes it."""
+    rng = np.random.default_rng(4)
+    weights = (rng.integers(-50, 51, 5000) * (rng.random(5000) < 0.5)).tolist()
+    stream = encoded(weights)
+    with pytest.raises(UserError, match="ends inside a field"):
+        mlw.mlw_decode(stream[:len(stream) // 2], len(weights))
+    with pytest.raises(UserError, match="more weights than its layer has"):
+        mlw.mlw_decode(stream, len(weights) - 1)
+    for _ in range(100):
+        damaged = bytearray(stream)
+        for at in rng.integers(0, len(damaged), 3):
+            damaged[at] ^= 1 << int(rng.integers(0, 8))
+        try:
+            values = mlw.mlw_decode(bytes(damaged), len(weights))
+        except UserError:
+            continue
+        assert len(values) <= len(weights)

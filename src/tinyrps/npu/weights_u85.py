@@ -10,7 +10,7 @@ requantization from SCALE_BASE/LENGTH. This module undoes both:
     u85_scales(data, count, acc) -> (bias, scale, shift) per output channel
     fwd_decode(data)           -> the values of one Fast Weight Decoder (FWD) stream
     fwd_header(data)           -> its mode (raw, 2- or 4-bit LUT), zero adjustment and LUT
-    swd_decode(data)           -> the values of one standard (SWD, MLW) stream
+    swd_decode(data, limit)    -> the values of one standard (SWD, MLW) stream
 
 Every parameter of the layout is read from the command stream or from the NPU's
 configuration, never guessed: see u85_weights. The stream order is:
@@ -39,6 +39,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from ..errors import UserError
+from .mlw import mlw_decode
 
 # ACC_FORMAT.microblock -> the micro-block's (height, width).
 MICROBLOCKS = {0: (1, 1), 1: (1, 2), 2: (1, 4), 3: (2, 2), 4: (2, 4), 5: (4, 4)}
@@ -208,10 +209,9 @@ class _Layout:
 
 # --- the two stream formats ----------------------------------------------------------------------
 
-def swd_decode(data: bytes) -> np.ndarray:
-    """The values of a standard (MLW) weight stream, by the Vela wheel's own decoder."""
-    from ethosu import mlw_codec
-    return np.asarray(mlw_codec.decode(bytearray(data)), dtype=np.int32)
+def swd_decode(data: bytes, limit: int) -> np.ndarray:
+    """The values of a standard (MLW) weight stream, at most `limit` of them (tinyrps.npu.mlw)."""
+    return mlw_decode(data, limit)
 
 
 FWD_HEADER_BITS = 256
@@ -316,7 +316,7 @@ def u85_weights(streams: Streams, *, ofm_depth: int, ifm_depth: int, kernel_h: i
         if len(streams) != cores:
             raise UserError(f"an SWD layer on {cores} core(s) has {cores} weight stream(s), not {len(streams)}")
         orders = [layout.order(core) for core in range(cores)]
-        values = [swd_decode(s) if len(s) else np.zeros(0, np.int32) for s in streams]
+        values = [swd_decode(s, len(o)) if len(s) else np.zeros(0, np.int32) for s, o in zip(streams, orders)]
         slack = 0
     flat = np.zeros(layout.ofm_depth * kernel_h * kernel_w * layout.ifm_depth, np.int32)
     for core, (order, decoded) in enumerate(zip(orders, values)):
