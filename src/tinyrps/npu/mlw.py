@@ -35,7 +35,7 @@ class _Reader:
     """Little-endian bit fields of a byte string, each read checked against its end."""
 
     def __init__(self, data: bytes):
-        self.data = bytes(data) + b"\0\0\0\0"       # room for a 4-byte window at the last byte
+        self.data = bytes(data) + bytes(16)       # room for a window at the last byte
         self.size = len(data)
         self.pos = 0
 
@@ -48,6 +48,19 @@ class _Reader:
         window = int.from_bytes(self.data[at:at + 4], "little") >> (self.pos & 7)
         self.pos += width
         return window & ((1 << width) - 1)
+
+    def get_many(self, width: int, count: int) -> list:
+        """`count` consecutive fields of `width` bits (at most 12 of 9 bits: one window)."""
+        if not width or not count:
+            return [0] * count
+        total = width * count
+        if self.pos + total > 8 * self.size:
+            raise UserError(f"a weight stream of {self.size} bytes ends inside a field: the weights are corrupt")
+        at = self.pos >> 3
+        window = int.from_bytes(self.data[at:at + 16], "little") >> (self.pos & 7)
+        self.pos += total
+        mask = (1 << width) - 1
+        return [(window >> (i * width)) & mask for i in range(count)]
 
     def align(self) -> None:
         self.pos = (self.pos + 7) & ~7
@@ -125,11 +138,11 @@ def _body(bits, count, run_count, wdiv, raw, truncated, zero_runs, zdiv):
             new_w, w_carry = _unary_values(w_mask, second, w_symbols, truncated, w_carry)
             w_pos += len(new_w)
         if w_quotients is not None:
-            for q in w_quotients[:count - len(codes)]:
-                codes.append((q << wdiv) + bits.get(wdiv))
+            due = w_quotients[:count - len(codes)]
+            codes += [(q << wdiv) + r for q, r in zip(due, bits.get_many(wdiv, len(due)))]
         if z_quotients is not None:
-            for q in z_quotients[:run_count - len(runs)]:
-                runs.append((q << zdiv) + bits.get(zdiv))
+            due = z_quotients[:run_count - len(runs)]
+            runs += [(q << zdiv) + r for q, r in zip(due, bits.get_many(zdiv, len(due)))]
         if new_w is None and new_z is None:
             return codes, runs
         w_quotients, z_quotients = new_w, new_z
