@@ -329,6 +329,8 @@ def _interleave(orders: list, block: int) -> np.ndarray:
     """FWD on several cores: block after block, each core's next `block` values in turn."""
     if len(orders) == 1:
         return orders[0]
+    if len({len(o) for o in orders}) != 1 or len(orders[0]) % block:
+        raise UserError(f"the cores' weight orders do not split into blocks of {block}: the layout is not the NPU's")
     blocks = [o.reshape(-1, block) for o in orders]
     return np.stack(blocks, axis=1).ravel()
 
