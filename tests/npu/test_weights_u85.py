@@ -332,3 +332,8 @@ def test_mlw_decode_refuses_corrupt_streams():
         except UserError:
             continue
         assert len(values) <= len(weights)
+
+
+def test_a_layout_beyond_any_layer_is_refused_before_it_is_built():
+    with pytest.raises(UserError, match="registers are corrupt"):
+        w85.u85_weights(b"", **small_layout(ofm_depth=65536, ifm_depth=65536, weight_format="SWD"))

@@ -56,6 +56,9 @@ U85_CONFIGS = {
 
 TRAVERSALS = ("depth_first", "part_kernel", "depthwise")
 INTERLEAVE = 4  # OFM channels a core takes in turn within a micro-block
+# A layout of more weights than this is refused before it is built, so that a corrupt register
+# cannot make the model allocate gigabytes; the default network has 0.4 M weights in all.
+MAX_WEIGHTS = 1 << 24
 
 
 def u85_config(macs: int) -> tuple:
@@ -125,6 +128,9 @@ class _Layout:
                             ("micro-block depth", ublock), ("IFM block depth", ifm_block), ("cores", cores)):
             if value < 1:
                 raise UserError(f"weight layout: {name} {value} is not positive")
+        if ofm_depth * kernel_h * kernel_w * (1 if traversal == "depthwise" else ifm_depth) > MAX_WEIGHTS:
+            raise UserError(f"weight layout: {ofm_depth}x{kernel_h}x{kernel_w}x{ifm_depth} weights are more than "
+                            f"the {MAX_WEIGHTS} a layer may have: the registers are corrupt")
         if ublock % (INTERLEAVE * cores):
             raise UserError(f"weight layout: micro-block depth {ublock} is not shared by {cores} cores")
         if traversal == "depthwise" and sparse:
