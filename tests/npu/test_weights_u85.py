@@ -17,7 +17,7 @@ import pytest
 import fixture_cache
 from tinyrps import descriptor
 from tinyrps.errors import UserError
-from tinyrps.npu import mlw, weights_u85 as w85
+from tinyrps.npu import mlw_stream as mlw, weights_u85 as w85
 from tinyrps.reference.ethos_u import read_tosa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -83,7 +83,7 @@ def layers_program(cli_session, tmp_path_factory):
 # --- what the tests compare ------------------------------------------------------------------------
 
 def decode(conv: up.Convolution) -> np.ndarray:
-    """The convolution's weights; each SWD stream decoded by tinyrps.npu.mlw must equal the Vela
+    """The convolution's weights; each SWD stream decoded by tinyrps.npu.mlw_stream must equal the Vela
     wheel's own decoding of it."""
     from ethosu import mlw_codec
     fields = conv.fields

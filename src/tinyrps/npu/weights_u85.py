@@ -39,7 +39,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from ..errors import UserError
-from .mlw import mlw_decode
+from .mlw_stream import mlw_decode
 
 # ACC_FORMAT.microblock -> the micro-block's (height, width).
 MICROBLOCKS = {0: (1, 1), 1: (1, 2), 2: (1, 4), 3: (2, 2), 4: (2, 4), 5: (4, 4)}
@@ -216,7 +216,7 @@ class _Layout:
 # --- the two stream formats ----------------------------------------------------------------------
 
 def swd_decode(data: bytes, limit: int) -> np.ndarray:
-    """The values of a standard (MLW) weight stream, at most `limit` of them (tinyrps.npu.mlw)."""
+    """The values of a standard (MLW) weight stream, at most `limit` of them (tinyrps.npu.mlw_stream)."""
     return mlw_decode(data, limit)
 
 
