@@ -17,7 +17,7 @@ import pytest
 import fixture_cache
 from tinyrps import descriptor
 from tinyrps.errors import UserError
-from tinyrps.npu import weights_u85 as w85
+from tinyrps.npu import mlw_stream as mlw, weights_u85 as w85
 from tinyrps.reference.ethos_u import read_tosa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,24 +31,31 @@ FAST_MEMORY = ["--system-config", "Ethos_U85_SYS_DRAM_High", "--memory-mode", "S
 CONFIGS = {
     "ethos-u85-128": ("ethos-u85-128", []),
     "ethos-u85-256": ("ethos-u85-256", []),
+    "ethos-u85-512": ("ethos-u85-512", []),
     "ethos-u85-1024": ("ethos-u85-1024", []),
+    "ethos-u85-2048": ("ethos-u85-2048", []),
     "ethos-u85-128-sram": ("ethos-u85-128", FAST_MEMORY),
     "ethos-u85-1024-sram": ("ethos-u85-1024", FAST_MEMORY),
 }
 # What each configuration's program must exercise (measured on Vela 5.1): (traversal, format, sparse).
+DENSE_AND_SPARSE = {("part_kernel", "SWD", False), ("depthwise", "SWD", False), ("part_kernel", "SWD", True),
+                    ("depth_first", "SWD", False), ("depth_first", "SWD", True)}
 REQUIRED = {
-    "ethos-u85-128": {("part_kernel", "SWD", False), ("depthwise", "SWD", False), ("part_kernel", "SWD", True),
-                      ("part_kernel", "FWD lut2", False), ("depth_first", "SWD", False)},
-    "ethos-u85-256": {("part_kernel", "SWD", False), ("depthwise", "SWD", False), ("part_kernel", "SWD", True),
-                      ("part_kernel", "FWD lut2", False), ("depth_first", "SWD", False)},
-    "ethos-u85-1024": {("part_kernel", "SWD", False), ("depthwise", "SWD", False), ("part_kernel", "SWD", True),
-                       ("depth_first", "SWD", False)},
+    "ethos-u85-128": DENSE_AND_SPARSE | {("part_kernel", "FWD lut2", False)},
+    "ethos-u85-256": DENSE_AND_SPARSE | {("part_kernel", "FWD lut2", False)},
+    "ethos-u85-512": DENSE_AND_SPARSE | {("part_kernel", "FWD lut2", False)},
+    "ethos-u85-1024": DENSE_AND_SPARSE,
+    "ethos-u85-2048": DENSE_AND_SPARSE,
     "ethos-u85-128-sram": {("part_kernel", "FWD raw", False), ("part_kernel", "FWD raw", True),
                            ("part_kernel", "FWD lut2", False), ("part_kernel", "FWD lut4", False),
                            ("depth_first", "FWD raw", False), ("depthwise", "SWD", False)},
     "ethos-u85-1024-sram": {("part_kernel", "FWD lut2", False), ("part_kernel", "FWD lut4", False),
                             ("depth_first", "SWD", False)},
 }
+# Where a depth-first layer has several OFM and several IFM blocks (the larger NPUs take the 1x1
+# layers' OFM in fewer blocks): (dense, 2:4 sparse).
+SERPENTINE = {"ethos-u85-128": (True, True), "ethos-u85-256": (True, True), "ethos-u85-512": (True, True)}
+CORES = {"ethos-u85-128": 1, "ethos-u85-256": 1, "ethos-u85-512": 2, "ethos-u85-1024": 4, "ethos-u85-2048": 4}
 
 
 @pytest.fixture(scope="session")
@@ -76,10 +83,16 @@ def layers_program(cli_session, tmp_path_factory):
 # --- what the tests compare ------------------------------------------------------------------------
 
 def decode(conv: up.Convolution) -> np.ndarray:
+    """The convolution's weights; each SWD stream decoded by tinyrps.npu.mlw_stream must equal the Vela
+    wheel's own decoding of it."""
+    from ethosu import mlw_codec
     fields = conv.fields
     if fields["weight_format"] == "FWD":
         assert not any(conv.weights[1:]), "an FWD layer reads one stream, WEIGHT; WEIGHT1..3 are empty"
         return w85.u85_weights(conv.weights[0], **fields)
+    for stream in filter(None, conv.weights):
+        wheel = np.asarray(mlw_codec.decode(bytearray(stream)), np.int32)
+        assert np.array_equal(w85.swd_decode(stream, len(wheel)), wheel)
     return w85.u85_weights(conv.weights, **fields)
 
 
@@ -158,14 +171,14 @@ def test_weights_are_the_tosa_constants(layers_program, config):
     assert REQUIRED[config] <= kinds, f"not exercised: {REQUIRED[config] - kinds}"
     assert any(conv.fields["stride"] == (2, 2) for conv, *_ in pairs)
     assert any(conv.fields["dilation"] == (2, 2) for conv, *_ in pairs)
-    if config in ("ethos-u85-128", "ethos-u85-256"):    # the larger NPUs take the 1x1 layers' OFM in one block
-        assert any(serpentine(conv) for conv, *_ in pairs)
-    if config.startswith("ethos-u85-1024"):
-        assert all(conv.fields["cores"] == 4 for conv, *_ in pairs)
+    for sparse, wanted in zip((False, True), SERPENTINE.get(config, (False, False))):
+        if wanted:
+            assert any(serpentine(conv) and conv.fields["sparse"] == sparse for conv, *_ in pairs)
+    assert {conv.fields["cores"] for conv, *_ in pairs} == {CORES[CONFIGS[config][0]]}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", ["ethos-u85-128", "ethos-u85-1024", "ethos-u85-1024-sram"])
+@pytest.mark.parametrize("config", ["ethos-u85-128", "ethos-u85-1024", "ethos-u85-2048", "ethos-u85-1024-sram"])
 def test_scales_are_the_tosa_bias_and_rescale(layers_program, config):
     for conv, _, op, first in paired(layers_program(config)):
         check_scales(conv, op, first)
@@ -285,3 +298,42 @@ def test_layout_from_registers():
     assert fields["ifm_block_depth"] == 16 and fields["cores"] == 1
     with pytest.raises(UserError, match="D4X4"):
         w85.layout_from_registers(macs=128, depthwise=False, kernel_stride=1 << 5, **registers)
+
+
+def encoded(weights: list) -> bytes:
+    """A standard weight stream of `weights`, by the Vela wheel's encoder (the same syntax)."""
+    from ethosu import mlw_codec
+    return bytes(mlw_codec.encode(weights))
+
+
+@pytest.mark.parametrize("seed, zeros, spread", [(0, 0.6, 100), (1, 0.0, 255), (2, 0.95, 3), (3, 0.3, 1)])
+def test_mlw_decode_matches_the_encoder(seed, zeros, spread):
+    rng = np.random.default_rng(seed)
+    weights = (rng.integers(-spread, spread + 1, 40000) * (rng.random(40000) >= zeros)).tolist()
+    assert mlw.mlw_decode(encoded(weights), len(weights)).tolist() == weights
+
+
+def test_mlw_decode_refuses_corrupt_streams():
+    """Where the wheel's decoder would end the process (a stream that runs out) or allocate without
+    bound (a corrupt zero run), tinyrps's raises one line; random damage never crashes it."""
+    rng = np.random.default_rng(4)
+    weights = (rng.integers(-50, 51, 5000) * (rng.random(5000) < 0.5)).tolist()
+    stream = encoded(weights)
+    with pytest.raises(UserError, match="ends inside a field"):
+        mlw.mlw_decode(stream[:len(stream) // 2], len(weights))
+    with pytest.raises(UserError, match="more weights than its layer has"):
+        mlw.mlw_decode(stream, len(weights) - 1)
+    for _ in range(100):
+        damaged = bytearray(stream)
+        for at in rng.integers(0, len(damaged), 3):
+            damaged[at] ^= 1 << int(rng.integers(0, 8))
+        try:
+            values = mlw.mlw_decode(bytes(damaged), len(weights))
+        except UserError:
+            continue
+        assert len(values) <= len(weights)
+
+
+def test_a_layout_beyond_any_layer_is_refused_before_it_is_built():
+    with pytest.raises(UserError, match="registers are corrupt"):
+        w85.u85_weights(b"", **small_layout(ofm_depth=65536, ifm_depth=65536, weight_format="SWD"))

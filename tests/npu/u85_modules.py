@@ -23,8 +23,8 @@ def few_values(shape, values: int) -> torch.Tensor:
 class Layers(nn.Module):
     """A strided 5x5 convolution of a shallow input (part-kernel order, stride phases), a 5x5 depthwise
     convolution (more than 10 taps: its padding inside the kernel too), a dilated one, a 2:4 sparse one, ones of three and of nine weight values, 1x1
-    convolutions deep enough for several IFM and OFM blocks (depth-first order), and a fully
-    connected layer."""
+    convolutions deep enough for several IFM and OFM blocks (depth-first order), dense and 2:4
+    sparse, and a fully connected layer."""
 
     def __init__(self):
         super().__init__()
@@ -36,16 +36,18 @@ class Layers(nn.Module):
         self.three = nn.Conv2d(48, 48, 3, padding=1)
         self.nine = nn.Conv2d(48, 48, 3, padding=1)
         self.widen = nn.Conv2d(48, 200, 1)
+        self.sparse_pointwise = nn.Conv2d(200, 200, 1)
         self.pointwise = nn.Conv2d(200, 96, 1)
         self.fc = nn.Linear(96 * 16, 40)
         with torch.no_grad():
             self.sparse.weight.copy_(two_of_four(self.sparse.weight))
+            self.sparse_pointwise.weight.copy_(two_of_four(self.sparse_pointwise.weight))
             self.three.weight.copy_(few_values(self.three.weight.shape, 3))
             self.nine.weight.copy_(few_values(self.nine.weight.shape, 9))
 
     def forward(self, x):
         for layer in (self.strided, self.depthwise, self.dilated, self.sparse, self.three, self.nine,
-                      self.widen, self.pointwise):
+                      self.widen, self.sparse_pointwise, self.pointwise):
             x = torch.relu(layer(x))
         x = nn.functional.max_pool2d(x, 2)
         return self.fc(x.flatten(1))

@@ -10,7 +10,7 @@ requantization from SCALE_BASE/LENGTH. This module undoes both:
     u85_scales(data, count, acc) -> (bias, scale, shift) per output channel
     fwd_decode(data)           -> the values of one Fast Weight Decoder (FWD) stream
     fwd_header(data)           -> its mode (raw, 2- or 4-bit LUT), zero adjustment and LUT
-    swd_decode(data)           -> the values of one standard (SWD, MLW) stream
+    swd_decode(data, limit)    -> the values of one standard (SWD, MLW) stream
 
 Every parameter of the layout is read from the command stream or from the NPU's
 configuration, never guessed: see u85_weights. The stream order is:
@@ -28,7 +28,9 @@ configuration, never guessed: see u85_weights. The stream order is:
             zeros that round the sub-kernel's taps up to 5 or 10 (part-kernel, depthwise)
 
 Channels outside the tensor are zeros in the stream; so are the rounding taps. A stream whose
-rounding is not zero, or that is too short for the layout, is refused as corrupt.
+padding is not zero, or whose length is not the layout's, is refused as corrupt. With a 16-bit
+IFM the same loops take IFM micro-blocks of 8 and round the taps to 10; tinyrps's int8 programs
+have none, so only the 8-bit layouts are checked against the compiler's output.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from ..errors import UserError
+from .mlw_stream import mlw_decode
 
 # ACC_FORMAT.microblock -> the micro-block's (height, width).
 MICROBLOCKS = {0: (1, 1), 1: (1, 2), 2: (1, 4), 3: (2, 2), 4: (2, 4), 5: (4, 4)}
@@ -53,6 +56,9 @@ U85_CONFIGS = {
 
 TRAVERSALS = ("depth_first", "part_kernel", "depthwise")
 INTERLEAVE = 4  # OFM channels a core takes in turn within a micro-block
+# A layout of more weights than this is refused before it is built, so that a corrupt register
+# cannot make the model allocate gigabytes; the default network has 0.4 M weights in all.
+MAX_WEIGHTS = 1 << 24
 
 
 def u85_config(macs: int) -> tuple:
@@ -122,6 +128,9 @@ class _Layout:
                             ("micro-block depth", ublock), ("IFM block depth", ifm_block), ("cores", cores)):
             if value < 1:
                 raise UserError(f"weight layout: {name} {value} is not positive")
+        if ofm_depth * kernel_h * kernel_w * (1 if traversal == "depthwise" else ifm_depth) > MAX_WEIGHTS:
+            raise UserError(f"weight layout: {ofm_depth}x{kernel_h}x{kernel_w}x{ifm_depth} weights are more than "
+                            f"the {MAX_WEIGHTS} a layer may have: the registers are corrupt")
         if ublock % (INTERLEAVE * cores):
             raise UserError(f"weight layout: micro-block depth {ublock} is not shared by {cores} cores")
         if traversal == "depthwise" and sparse:
@@ -206,10 +215,9 @@ class _Layout:
 
 # --- the two stream formats ----------------------------------------------------------------------
 
-def swd_decode(data: bytes) -> np.ndarray:
-    """The values of a standard (MLW) weight stream, by the Vela wheel's own decoder."""
-    from ethosu import mlw_codec
-    return np.asarray(mlw_codec.decode(bytearray(data)), dtype=np.int32)
+def swd_decode(data: bytes, limit: int) -> np.ndarray:
+    """The values of a standard (MLW) weight stream, at most `limit` of them (tinyrps.npu.mlw_stream)."""
+    return mlw_decode(data, limit)
 
 
 FWD_HEADER_BITS = 256
@@ -314,7 +322,7 @@ def u85_weights(streams: Streams, *, ofm_depth: int, ifm_depth: int, kernel_h: i
         if len(streams) != cores:
             raise UserError(f"an SWD layer on {cores} core(s) has {cores} weight stream(s), not {len(streams)}")
         orders = [layout.order(core) for core in range(cores)]
-        values = [swd_decode(s) if len(s) else np.zeros(0, np.int32) for s in streams]
+        values = [swd_decode(s, len(o)) if len(s) else np.zeros(0, np.int32) for s, o in zip(streams, orders)]
         slack = 0
     flat = np.zeros(layout.ofm_depth * kernel_h * kernel_w * layout.ifm_depth, np.int32)
     for core, (order, decoded) in enumerate(zip(orders, values)):
@@ -327,6 +335,8 @@ def _interleave(orders: list, block: int) -> np.ndarray:
     """FWD on several cores: block after block, each core's next `block` values in turn."""
     if len(orders) == 1:
         return orders[0]
+    if len({len(o) for o in orders}) != 1 or len(orders[0]) % block:
+        raise UserError(f"the cores' weight orders do not split into blocks of {block}: the layout is not the NPU's")
     blocks = [o.reshape(-1, block) for o in orders]
     return np.stack(blocks, axis=1).ravel()
 
