@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import NpuCorrupt, NpuUnsupported, mlw, output_stage, weights_u55
+from . import NpuCorrupt, NpuUnsupported, output_stage, weights_u55
+from .mlw_stream import mlw_decode
 from .featuremap import MAX_ELEMENTS, UPSCALE_NONE, UPSCALE_ZEROS, Access
 
 U55_ACC = {0: 32, 1: 40}
@@ -278,6 +279,10 @@ class ScaleRecords:
         return bias, r[:, 5] | r[:, 6] << 8 | r[:, 7] << 16 | r[:, 8] << 24, r[:, 9] & 0x3F
 
 
+# a U55 stream may end in a few zeros beyond its layout's values (its last slice is padded)
+STREAM_SLACK = 64
+
+
 class Weights:
     """An operation's weight streams, decoded and put in OHWI order when their bytes change."""
 
@@ -317,12 +322,9 @@ class Weights:
 
     def _decode(self, data: list) -> np.ndarray:
         if self.u85 is None:
-            return weights_u55.scatter(mlw.decode(data[0], "weights"), self.order, self.shape, "weights")
+            values = mlw_decode(data[0], len(self.order) + STREAM_SLACK)
+            return weights_u55.scatter(values, self.order, self.shape, "weights")
         from .weights_u85 import u85_weights
-        if self.u85["weight_format"] == "SWD":
-            for stream in data:        # the first decode of a stream runs guarded (mlw)
-                if stream:
-                    mlw.decode(stream, "weights")
         tensor = u85_weights(data if len(data) > 1 else data[0], **self.u85)
         if self.u85["depthwise"]:
             tensor = tensor[0].transpose(2, 0, 1)[..., None]       # [1, kh, kw, c] -> [c, kh, kw, 1]
