@@ -26,7 +26,7 @@ def test_host_and_npu_programs_of_fast_agree_with_eager(cli, fast_run, exported_
     programs = json.loads(res.stdout)["programs"]
     assert programs["fp32"]["agreement"] == 1.0 and programs["fp32"]["max_abs_logit_diff"] < 1e-3
     assert programs["int8-xnnpack"]["agreement"] >= 0.97
-    assert programs["ethos-u85-128"]["device"] == "npu-ref"
+    assert programs["ethos-u85-128"]["device"] == "npu" and programs["ethos-u85-128"]["bit_exact"] is True
     assert programs["ethos-u85-128"]["agreement_with"] == "int8-xnnpack"
     assert programs["ethos-u85-128"]["agreement"] >= 0.98
 

@@ -7,7 +7,8 @@ from PIL import Image
 pytestmark = pytest.mark.slow     # boots QEMU, runs the TOSA reference model
 
 # (target, device, a figure the device adds to each round)
-DEVICES = [("ethos-u85-128", "npu-ref", "npu_estimate_ms"), ("cortex-m55", "mcu", "instructions")]
+DEVICES = [("ethos-u85-128", "npu", "npu_estimate_ms"), ("ethos-u85-128", "npu-ref", "npu_estimate_ms"),
+           ("cortex-m55", "mcu", "instructions")]
 
 
 @pytest.mark.parametrize("target,device,figure", DEVICES)
@@ -27,7 +28,7 @@ def test_interactive_rounds_with_piped_input(cli, exported, target, device, figu
     assert res.returncode == 0, res.stderr
     out, said = res.stdout, res.stderr        # the rounds on stdout; prompts and messages on stderr
     assert "round 2" in out and "'spock' is not a move" in said and "final score: you" in said
-    assert ("Ethos-U estimate" in out) if device == "npu-ref" else ("instructions on the MCU" in out)
+    assert ("Ethos-U estimate" in out) if device.startswith("npu") else ("instructions on the MCU" in out)
 
 
 @pytest.mark.parametrize("target,board", [("cortex-m33", "mps2-an505"), ("cortex-m4", "mps2-an386")])
@@ -66,7 +67,8 @@ def test_eval_lists_npu_and_mcu_programs_by_contract(cli, trained_run, exported)
               "--program", "cortex-m55", cwd=trained_run.parent)
     assert res.returncode == 0, res.stderr
     v = json.loads(res.stdout)["programs"]
-    assert v["ethos-u85-128"]["device"] == "npu-ref" and v["ethos-u85-128"]["agreement_with"] == "int8-xnnpack"
+    assert v["ethos-u85-128"]["device"] == "npu" and v["ethos-u85-128"]["agreement_with"] == "int8-xnnpack"
+    assert v["ethos-u85-128"]["bit_exact"] is True and v["ethos-u85-128"]["mismatches"] == 0
     assert v["ethos-u85-128"]["agreement"] >= 0.97
     assert v["cortex-m55"]["device"] == "mcu"
     assert v["cortex-m55"]["bit_exact"] is True and v["cortex-m55"]["mismatches"] == 0

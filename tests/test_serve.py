@@ -111,7 +111,7 @@ def test_programs_lists_every_program_with_its_device(trained_run, exported):
     with Served(runs=[trained_run]) as served:
         info = served.client.get("/api/programs").json()
     devices = {p["target"]: p["device"] for p in info["programs"]}
-    assert devices["int8-xnnpack"] == "host" and devices["ethos-u85-128"] == "npu-ref"
+    assert devices["int8-xnnpack"] == "host" and devices["ethos-u85-128"] == "npu"
     assert devices["cortex-m55"] == "mcu"
     assert info["default"] == "int8-xnnpack" and info["opponents"] == ["random", "adaptive"]
     assert {"upload_bytes", "pixels"} <= set(info["limits"])
@@ -259,7 +259,7 @@ def test_the_npu_reference_reports_vela_estimate_from_the_measurement(exported):
     measure.path_of(pte).unlink(missing_ok=True)
     with Served([pte]) as served:
         a = served.play(tab="npu-tab-0001").json()
-    assert a["you"]["label"] == "rock" and a["program"]["device"] == "npu-ref"
+    assert a["you"]["label"] == "rock" and a["program"]["device"] == "npu"
     figures = {f["name"]: f for f in a["figures"]}
     vela = figures["Ethos-U85-128 time (Vela estimate)"]
     assert vela["value"] == "not measured" and "tinyrps measure" in vela["note"]

@@ -165,9 +165,11 @@ CASES = [
                                                   inputs=npz(t / "in.npz", input0=IMAGE, extra=IMAGE)),
      "has array extra besides input0"),
     # 23: advice that leads to a device
-    # the emulated Cortex-M55 runs an Ethos-U program's tensors, its NPU part on the NPU model
-    ("ethos-u-tensors-on-native", lambda t, e: run(t, e("ethos-u55-128"), device="native"), "--device mcu"),
-    ("ethos-u-tensors-on-npu-ref", lambda t, e: run(t, e("ethos-u55-128"), device="npu-ref"), "--device mcu"),
+    # an Ethos-U program's tensors run on the NPU model, the TOSA reference and the emulated Cortex-M55
+    ("ethos-u-tensors-on-native", lambda t, e: run(t, e("ethos-u55-128"), device="native"),
+     "run it with --device npu or --device npu-ref or --device mcu"),
+    ("ethos-u-tensors-on-host", lambda t, e: run(t, e("ethos-u55-128"), device="host"),
+     "run it with --device npu or --device npu-ref or --device mcu"),
 ]
 
 

@@ -176,7 +176,7 @@ FAMILIES = (
     Family("ethos-u",
            targets=tuple(Target(a, "ethos-u", _ethos_u_description(a), ("system_config", "memory_mode"))
                          for a in ACCELERATORS),
-           devices=("npu-ref", "mcu"), needs="the Arm Ethos-U NPU", recipes="ethos_u", info=EthosUInfo,
+           devices=("npu", "npu-ref", "mcu"), needs="the Arm Ethos-U NPU", recipes="ethos_u", info=EthosUInfo,
            available=_ethos_u_available, reference="ethos_u", delegate="EthosUBackend",
            tunable=True),
     Family("cortex-m",

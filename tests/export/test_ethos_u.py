@@ -35,7 +35,7 @@ def test_every_accelerator_configuration_of_vela_is_a_target():
     assert ACCELERATORS == tuple(Accelerator.member_list())
     for name in ACCELERATORS:
         target = targets()[name]
-        assert target.family == "ethos-u" and get_family("ethos-u").default_device == "npu-ref"
+        assert target.family == "ethos-u" and get_family("ethos-u").default_device == "npu"
         assert set(target.options) == {"system_config", "memory_mode"} and family_check(name) is reference.evaluate
     assert get_family("ethos-u").available() is None
 

@@ -162,7 +162,7 @@ def _same_file(a, b) -> bool:
 def add_device(s, what: str) -> None:
     from ..devices import device_names
     s.add_argument("--device", choices=device_names(), help=f"run {what} on this device "
-                   "(default: the device of the program's family: host, npu-ref or mcu)")
+                   "(default: the device of the program's family: host, npu or mcu)")
     s.add_argument("--port", metavar="DEV", help="for the mcu device: a board running the tinyrps firmware on "
                    "this serial port, e.g. /dev/ttyACM0 (default: the firmware in QEMU)")
 

@@ -29,7 +29,10 @@ class DeviceRow:
 DEVICES = {
     "eager": DeviceRow("eager", "EagerDevice", "the PyTorch checkpoint (model.pt)"),
     "host": DeviceRow("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU", tensors=True),
-    "npu-ref": DeviceRow("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model"),
+    "npu": DeviceRow("npu", "NpuDevice", "an Ethos-U .pte's command stream in tinyrps's functional model of the NPU",
+                     tensors=True),
+    "npu-ref": DeviceRow("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model",
+                         tensors=True),
     "mcu": DeviceRow("mcu", "McuDevice", "a Cortex-M .pte on the firmware of its board in QEMU (M55, M33, M4), over "
                      "the serial link", profiles=True, slow=True, tensors=True),
     "native": DeviceRow("native", "NativeDevice", "a Cortex-M .pte on the firmware's C runtime built for this host",

@@ -20,7 +20,8 @@ from .. import measure
 from ..errors import UserError
 from ..pte import read_program
 from ..reference.ethos_u import dequantize, graph_input_shape, images_to_float, io_quantization, quantize, read_tosa, run_graph
-from .base import Device, require_family
+from .base import Device, RunResult, require_family
+from .host import io_layouts
 
 
 class NpuRefDevice(Device):
@@ -33,18 +34,9 @@ class NpuRefDevice(Device):
 
     @classmethod
     def figures(cls, stats: dict, pte, target: str, core) -> list:
-        accelerator = (stats.get("accelerator") or target).replace("ethos-u", "Ethos-U")
-        name = f"{accelerator} time (Vela estimate)"
-        if stats.get("npu_estimate_ms") is not None:
-            clock = f" at {stats['clock_hz'] / 1e6:.0f} MHz" if stats.get("clock_hz") else ""
-            figures = [{"name": name, "value": f"{stats['npu_estimate_ms']:.3f} ms{clock}",
-                        "note": "Vela's estimate of the NPU's time for one inference, from `tinyrps measure`"}]
-        else:
-            figures = [{"name": name, "value": "not measured",
-                        "note": f"run `tinyrps measure --model {Path(pte).name}` to have Vela estimate it"}]
-        return figures + [{"name": "TOSA reference model on this CPU",
-                           "value": f"{stats.get('reference_ms', stats['host_ms']):.1f} ms",
-                           "note": "what the NPU computes, run on the host: not the NPU's speed"}]
+        return [vela_figure(stats, pte, target),
+                {"name": "TOSA reference model on this CPU", "value": f"{stats.get('reference_ms', stats['host_ms']):.1f} ms",
+                 "note": "what the NPU computes, run on the host: not the NPU's speed"}]
     # The graph has a batch of one, so each image is one run; batches only amortise the output redirection.
     batch_size = 64
     simulated_by = "the TOSA reference model"
@@ -62,6 +54,8 @@ class NpuRefDevice(Device):
         self.descriptor = described
         self.tosa = read_tosa(model_path, described)
         self.input_shape = graph_input_shape(self.tosa, model_path)
+        self.model_path = model_path
+        self.inputs, self.outputs = io_layouts(described)
         quantization = io_quantization(program)
         self.input_q, self.output_q = quantization["input"], quantization["output"]
         self.vela = (measure.read(model_path) or {}).get("vela", {})
@@ -73,6 +67,21 @@ class NpuRefDevice(Device):
         outputs = run_graph(self.tosa, [q.reshape(self.input_shape) for q in quantized])
         self._reference_ms = (time.perf_counter() - start) * 1000 / len(images)
         return dequantize(outputs, self.output_q)
+
+    def _run_batch(self, arrays: list) -> RunResult:
+        """Any one-input, one-output Ethos-U program's tensors: quantized, through the graph, dequantized."""
+        (x,) = arrays
+        (spec,) = self.outputs
+        quantized = quantize(x.astype(np.float32), self.input_q)
+        if quantized[0].size != int(np.prod(self.input_shape)):
+            raise UserError(f"{self.model_path.name}: its TOSA graph takes {self.input_shape}, "
+                            f"the program {self.inputs[0].describe()}")
+        raw = run_graph(self.tosa, [q.reshape(self.input_shape) for q in quantized])
+        if raw[0].size != int(np.prod(spec.shape)):
+            raise UserError(f"{self.model_path.name}: its TOSA graph gives {raw[0].size} values, "
+                            f"the program {spec.describe()}")
+        raw = raw.reshape((len(raw), *spec.shape))
+        return RunResult([dequantize(raw, self.output_q).astype(spec.dtype)], [raw])
 
     def computation(self) -> str:
         """The graph and the (de)quantization around it: the Ethos-U55 and U85 programs of one
@@ -95,3 +104,15 @@ class NpuRefDevice(Device):
         if self._reference_ms is not None:
             stats["reference_ms"] = self._reference_ms
         return stats
+
+
+def vela_figure(stats: dict, pte, target: str) -> dict:
+    """Vela's estimate of one inference on the NPU, from the program's measurement, as a figure of a move."""
+    accelerator = (stats.get("accelerator") or target).replace("ethos-u", "Ethos-U")
+    name = f"{accelerator} time (Vela estimate)"
+    if stats.get("npu_estimate_ms") is None:
+        return {"name": name, "value": "not measured",
+                "note": f"run `tinyrps measure --model {Path(pte).name}` to have Vela estimate it"}
+    clock = f" at {stats['clock_hz'] / 1e6:.0f} MHz" if stats.get("clock_hz") else ""
+    return {"name": name, "value": f"{stats['npu_estimate_ms']:.3f} ms{clock}",
+            "note": "Vela's estimate of the NPU's time for one inference, from `tinyrps measure`"}

@@ -7,6 +7,7 @@ then the data padded to 16 bytes. Every length and offset is checked before it i
 """
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 
@@ -82,8 +83,8 @@ def read_blocks(blob: bytes, name: str) -> dict:
             raise NpuCorrupt(f"{name}: the Ethos-U delegate ends inside a block header at byte {at}")
         raw_name, length = blob[at:at + 16], struct.unpack_from("<I", blob, at + 16)[0]
         block = raw_name.rstrip(b"\0")
-        if not block.isascii() or b"\0" in block or not block:
-            raise NpuCorrupt(f"{name}: the Ethos-U delegate has a block without a name at byte {at}")
+        if not re.fullmatch(rb"[A-Za-z0-9_]+", block):
+            raise NpuCorrupt(f"{name}: the Ethos-U delegate has a block without a readable name at byte {at}")
         block = block.decode()
         padded = (length + 15) // 16 * 16
         if at + BLOCK_HEADER + padded > len(blob):

@@ -81,8 +81,10 @@ class Config:
         """OFM channels of one micro-block: 4 on the 32-MAC Ethos-U55, else 8."""
         return 4 if self.macs == 32 else 8
 
-    #: bytes of the internal memory a DMA can fill with lookup tables
-    lut_bytes = 2048
+    @property
+    def internal_bytes(self) -> int:
+        """The internal memory a DMA can write (lookup tables): the U55/U65's SHRAM, the U85's 2 KB LUT."""
+        return 2048 if self.product == "ethos-u85" else self.shram_kb * 1024
 
 
 @dataclass(frozen=True)

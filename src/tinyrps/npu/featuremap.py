@@ -15,7 +15,9 @@ import numpy as np
 from . import NpuCorrupt, NpuUnsupported
 
 NHWC, NHCWB16 = 0, 1
-MAX_ELEMENTS = 1 << 24     # 16 M elements: far beyond any SRAM an Ethos-U has
+UPSCALE_NONE, UPSCALE_NEAREST, UPSCALE_ZEROS = 0, 1, 2      # IFM_UPSCALE.mode
+MAX_ELEMENTS = 1 << 22     # 4 M elements: beyond any SRAM an Ethos-U has
+MAX_TAPS = 1 << 23         # the taps of one operation, each an 8-byte index: at most 64 MB
 DTYPES = {(1, True): np.int8, (1, False): np.uint8, (2, True): np.int16, (2, False): np.uint16,
           (4, True): np.int32, (4, False): np.uint32}
 
@@ -67,7 +69,7 @@ def read_precision(name: str, param: int, type_bits: int) -> tuple:
 class Access:
     """The elements of one feature map an operation touches, their addresses checked once."""
 
-    def __init__(self, fm: FeatureMap, shape: tuple, extents: dict):
+    def __init__(self, fm: FeatureMap, shape: tuple, extents):
         self.fm, self.shape = fm, tuple(shape)
         if min(shape) < 1 or int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
             raise NpuCorrupt(f"{fm.name} of shape {tuple(shape)} is not a feature map this model takes")
@@ -76,20 +78,30 @@ class Access:
             low, high = int(addresses.min()), int(addresses.max()) + fm.size
             if low < 0:
                 raise NpuCorrupt(f"{fm.name} {shape} in region {fm.region} starts at a negative address ({low})")
-            extents.setdefault(fm.region, []).append((high, f"{fm.name} {tuple(shape)}"))
+            extents.add(fm.region, (high, f"{fm.name} {tuple(shape)}"))
         self.flat = addresses.reshape(-1)
         if fm.size > 1:      # one index per byte, little-endian
             self.flat = (self.flat[:, None] + np.arange(fm.size)).reshape(-1)
 
-    def windows(self, ofm_shape: tuple, kernel: tuple, stride: tuple, dilation: tuple, pad: tuple) -> tuple:
+    def windows(self, ofm_shape: tuple, kernel: tuple, stride: tuple, dilation: tuple, pad: tuple,
+                upscale: int = UPSCALE_NONE) -> tuple:
         """(byte indices [oh, ow, kh, kw, c] of each tap of each OFM position, the flat positions of
-        the taps that fall in the padding or None): the IFM as a convolution or pooling reads it."""
+        the taps that fall in the padding or None): the IFM as a convolution or pooling reads it.
+        Upscaled, the IFM is read at twice its height and width: NEAREST repeats each element,
+        ZEROS puts it at the even positions and padding (a zero) at the odd ones."""
         ih, iw, depth = self.shape
         oh, ow = ofm_shape[:2]
         (kh, kw), (sy, sx), (dy, dx), (top, left) = kernel, stride, dilation, pad[:2]
+        if oh * ow * kh * kw * depth * self.fm.size > MAX_TAPS:
+            raise NpuUnsupported(f"an operation reading {oh * ow * kh * kw * depth} IFM taps (OFM {tuple(ofm_shape)}, "
+                                 f"kernel {kh}x{kw}, {depth} channels) is larger than this model takes")
         y = (np.arange(oh) * sy)[:, None, None, None] + (np.arange(kh) * dy - top)[None, None, :, None]
         x = (np.arange(ow) * sx)[None, :, None, None] + (np.arange(kw) * dx - left)[None, None, None, :]
-        inside = (y >= 0) & (y < ih) & (x >= 0) & (x < iw)
+        factor = 1 if upscale == UPSCALE_NONE else 2
+        inside = (y >= 0) & (y < ih * factor) & (x >= 0) & (x < iw * factor)
+        if upscale == UPSCALE_ZEROS:
+            inside &= (y % 2 == 0) & (x % 2 == 0)
+        y, x = y // factor, x // factor
         cell = np.clip(y, 0, ih - 1) * iw + np.clip(x, 0, iw - 1)                 # [oh, ow, kh, kw]
         element = cell[..., None] * depth + np.arange(depth)
         size = self.fm.size

@@ -22,9 +22,10 @@ MAX_FAST_SCRATCH = 1 << 26      # the U85's largest SRAM configurations are a fe
 def prepare(commands: list, config: Config, region_sizes: tuple, name: str) -> tuple:
     """(steps, region sizes): the program's operations in order, and the regions' sizes
     (the fast scratch sized to what the steps touch)."""
-    from . import operations
+    from . import elementwise, operations
+    builders = {**operations.BUILDERS, "OP_ELEMENTWISE": elementwise.Elementwise}
     registers = Registers(config.product)
-    steps, extents, stopped = [], {}, False
+    steps, extents, stopped = [], Extents(region_sizes), False
     for command in commands:
         if command.name == "OP_STOP":
             stopped = True
@@ -32,7 +33,7 @@ def prepare(commands: list, config: Config, region_sizes: tuple, name: str) -> t
         if not command.name.startswith("OP_"):
             registers.set(command)
         elif command.name not in IGNORED:
-            build = operations.BUILDERS.get(command.name)
+            build = builders.get(command.name)
             if build is None:
                 raise NpuUnsupported(f"{name}: {command.name} (command word {command.at}) is not implemented")
             try:
@@ -44,15 +45,22 @@ def prepare(commands: list, config: Config, region_sizes: tuple, name: str) -> t
     return steps, _sizes(extents, region_sizes, name)
 
 
-def _sizes(extents: dict, known: tuple, name: str) -> tuple:
-    sizes = list(known) + [0] * (REGIONS - len(known))
-    fast = max((end for end, _ in extents.get(2, [])), default=0)
-    if fast > MAX_FAST_SCRATCH:
-        raise NpuCorrupt(f"{name}: the command stream reaches {fast} bytes into the fast scratch (region 2)")
-    sizes[2] = max(sizes[2], fast)
-    for region, ends in extents.items():
-        for end, what in ends:
-            if end > sizes[region]:
-                raise NpuCorrupt(f"{name}: {what} reaches byte {end} of region {region}, "
-                                 f"which has {sizes[region]} bytes")
-    return tuple(sizes)
+class Extents:
+    """The end of every region access the steps make, checked as each step is built: against the
+    weights' and the scratch's sizes, and the fast scratch's limit (its size is the furthest end)."""
+
+    def __init__(self, known: tuple):
+        self.sizes = list(known) + [MAX_FAST_SCRATCH] * (REGIONS - len(known))
+        self.fast_end = 0
+
+    def add(self, region: int, entry: tuple) -> None:
+        end, what = entry
+        if end > self.sizes[region]:
+            limit = "the fast scratch's limit" if region == 2 else "its size"
+            raise NpuCorrupt(f"{what} reaches byte {end} of region {region}, beyond {limit} ({self.sizes[region]})")
+        if region == 2:
+            self.fast_end = max(self.fast_end, end)
+
+
+def _sizes(extents: Extents, known: tuple, name: str) -> tuple:
+    return tuple(known) + (extents.fast_end,)

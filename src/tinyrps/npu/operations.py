@@ -1,4 +1,4 @@
-"""The NPU's operations as steps: DMA, convolution, depthwise convolution, pooling.
+"""The NPU's operations as steps: DMA, convolution, depthwise convolution, pooling (elementwise: elementwise.py).
 
 Each builder reads the registers an operation uses when its command is met, checks them,
 computes its feature maps' addresses and returns a step; `step.run(memory)` executes it on
@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import NpuCorrupt, NpuUnsupported, mlw, output_stage, weights_u55
-from .featuremap import Access
+from . import NpuCorrupt, NpuUnsupported, output_stage, weights_u55
+from .mlw_stream import mlw_decode
+from .featuremap import MAX_ELEMENTS, UPSCALE_NONE, UPSCALE_ZEROS, Access
 
 U55_ACC = {0: 32, 1: 40}
 POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM"}
+# the U85's pooling modes: SUM adds the window's taps (no kernel-size compensation), MIN takes the
+# least, NONE reads no IFM (the accumulators come from ACC_FORMAT.acc_input)
+U85_POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM", 3: "SUM", 4: "NONE", 5: "MIN"}
+ACC_INPUT_RESET, ACC_INPUT_KEEP, ACC_INPUT_IFM2 = 0, 1, 2
 ACTIVATION_NONE = 0
-UPSCALE_NONE = 0
 
 
 class Step:
@@ -52,12 +56,13 @@ def build_dma(registers, command, config, extents) -> Step:
     dst = registers.address("DMA0_DST")
     if dst_param >> 8 & 1:                    # the internal memory: the LUT
         dst_region = 3
-        if dst + length > config.lut_bytes:
-            raise NpuCorrupt(f"DMA0_DST {dst} + DMA0_LEN {length} runs past the {config.lut_bytes}-byte LUT memory")
+        if dst + length > config.internal_bytes:
+            raise NpuCorrupt(f"DMA0_DST {dst} + DMA0_LEN {length} runs past the NPU's {config.internal_bytes}-byte "
+                             f"internal memory")
     else:
         dst_region = registers.region("DMA0_DST_REGION")
-        extents.setdefault(dst_region, []).append((dst + length, f"DMA destination ({length} bytes at {dst})"))
-    extents.setdefault(src_region, []).append((src + length, f"DMA source ({length} bytes at {src})"))
+        extents.add(dst_region, (dst + length, f"DMA destination ({length} bytes at {dst})"))
+    extents.add(src_region, (src + length, f"DMA source ({length} bytes at {src})"))
     return Dma((src_region, src), (dst_region, dst), length, command.at)
 
 
@@ -74,10 +79,12 @@ class Kernel(Step):
         self.sy, self.sx = kernel["stride_y"], kernel["stride_x"]
         self.dy, self.dx = kernel["dilation_y"], kernel["dilation_x"]
         self.part_kernel = kernel["part_kernel"]
+        if registers.param("KERNEL_STRIDE") >> 5 & 1:
+            raise NpuUnsupported("KERNEL_STRIDE.decomposition D4X4 is not implemented (D8X8 is)")
         self.pad = registers.padding()
-        upscale = registers.param("IFM_UPSCALE") & 3
-        if upscale != UPSCALE_NONE:
-            raise NpuUnsupported(f"IFM_UPSCALE mode {upscale} (upscaling) is not implemented")
+        self.upscale = registers.param("IFM_UPSCALE") & 3
+        if self.upscale > UPSCALE_ZEROS:
+            raise NpuCorrupt(f"IFM_UPSCALE mode {self.upscale} is not an upscaling mode")
         oh, ow, oc = self.ofm_shape
         top, left, bottom, right = self.pad
         ih = (oh - 1) * self.sy + (self.kh - 1) * self.dy + 1 - top - bottom
@@ -85,10 +92,13 @@ class Kernel(Step):
         if ih < 1 or iw < 1:
             raise NpuCorrupt(f"the padding {self.pad} leaves no IFM for OFM {self.ofm_shape} "
                              f"and a {self.kh}x{self.kw} kernel")
+        if self.upscale != UPSCALE_NONE:         # the IFM in memory is half the height and width read
+            ih, iw = (ih + 1) // 2, (iw + 1) // 2
         self.ifm_depth = registers.param("IFM_DEPTH_M1") + 1
         ifm, ofm = registers.feature_map("IFM"), registers.feature_map("OFM")
         self.ifm = Access(ifm, (ih, iw, self.ifm_depth), extents)
-        self.ofm = Access(ofm, self.ofm_shape, extents)
+        self.transpose, self.reverse = ofm_transpose(registers, config), ofm_reverse(registers, config)
+        self.ofm = Access(ofm, tuple(self.ofm_shape[a] for a in self.transpose), extents)
         self.ifm_zp = registers.zero_point("IFM_ZERO_POINT", ifm)
         self.ofm_zp = registers.zero_point("OFM_ZERO_POINT", ofm)
         self._output_stage(registers, config)
@@ -99,13 +109,14 @@ class Kernel(Step):
         ofm_precision = registers.param("OFM_PRECISION")
         self.per_channel = not ofm_precision >> 8 & 1
         activation = registers.param("ACTIVATION")
-        function = activation & 0x1F
-        if function != ACTIVATION_NONE:
-            raise NpuUnsupported(f"ACTIVATION.activation_function {function} (a LUT or built-in function) "
-                                 f"is not implemented")
+        self.lut = lut_offset(activation, config, self.ofm.fm)
         self.act_min, self.act_max = registers.signed16("ACTIVATION_MIN"), registers.signed16("ACTIVATION_MAX")
         if not self.ofm.fm.signed:
             self.act_min, self.act_max = registers.param("ACTIVATION_MIN"), registers.param("ACTIVATION_MAX")
+        if self.ofm.fm.size == 4:
+            # the 16-bit activation range does not bound a 32-bit OFM (a transpose convolution's
+            # accumulators on the U55 go through one); only the OFM's type does
+            self.act_min, self.act_max = -(1 << 31), (1 << 31) - 1
         if config.product == "ethos-u85":
             scale = registers.values.get("OFM_SCALE")
             param = 0 if scale is None else scale.param
@@ -113,9 +124,13 @@ class Kernel(Step):
             self.double_round = param >> 6 & 0x1F
             self.global_scale = (registers.payload("OFM_SCALE") & 0x7FFFFFFF, param & 0x3F)
             acc = registers.param("ACC_FORMAT")
-            if acc >> 4 & 3 or acc >> 6 & 1:
+            self.acc_input = acc >> 4 & 3
+            if self.acc_input == ACC_INPUT_KEEP or acc >> 6 & 1 or self.acc_input > ACC_INPUT_IFM2:
                 raise NpuUnsupported(f"ACC_FORMAT.acc_input {acc >> 4 & 3} / acc_output {acc >> 6 & 1} "
                                      f"(accumulators kept across operations) is not implemented")
+            if self.acc_input == ACC_INPUT_IFM2 and self.operation != "POOL NONE":
+                raise NpuUnsupported(f"ACC_FORMAT.acc_input IFM2 with {self.operation} is not implemented "
+                                     f"(with POOL NONE it is)")
             self.acc_bits = {0: 32, 1: 48}.get(acc & 3)
             if self.acc_bits is None:
                 raise NpuUnsupported(f"ACC_FORMAT.acc_format {acc & 3} is not implemented")
@@ -146,7 +161,7 @@ class Kernel(Step):
         """The IFM taps of every OFM position, as byte indices into the IFM's region."""
         oh, ow, _ = self.ofm_shape
         self.taps, self.padding = self.ifm.windows(self.ofm_shape, (self.kh, self.kw), (self.sy, self.sx),
-                                                   (self.dy, self.dx), self.pad)
+                                                   (self.dy, self.dx), self.pad, self.upscale)
         self.taps_shape = (oh, ow, self.kh, self.kw, self.ifm_depth)
 
     def read_taps(self, memory: list, dtype, fill) -> np.ndarray:
@@ -169,17 +184,72 @@ class Kernel(Step):
         self.write(memory, output_stage.rescale(value, scale, shift, self.round, self.double_round))
 
     def write(self, memory: list, scaled: np.ndarray) -> None:
-        out = output_stage.clamp(scaled + self.ofm_zp, self.act_min, self.act_max)
+        out = scaled + self.ofm_zp
+        if self.lut is not None:
+            # an int8 lookup: the table's entry for the saturated value, -128 first
+            table = memory[3][self.lut:self.lut + 256].view(np.int8)
+            out = table[output_stage.clamp(out, -128, 127) + 128].astype(np.int64)
+        out = output_stage.clamp(out, self.act_min, self.act_max)
         if self.clip is not None:
             out = output_stage.clamp(out, *self.clip)
-        self.ofm.write(memory[self.ofm.fm.region], out)
+        if self.reverse is not None:
+            out = np.flip(out, self.reverse)
+        self.ofm.write(memory[self.ofm.fm.region], out.transpose(self.transpose))
+
+
+U55_TABLES = range(16, 24)       # ACTIVATION.activation_function TABLE_0..7
+U85_LUT_S8_S8 = 4
+LUT_AREA = 2048                 # the U55 keeps its lookup tables in the last 2 KB of its SHRAM
+
+
+def lut_offset(activation: int, config, ofm) -> int:
+    """Where in the internal memory an int8 lookup table starts, or None without one."""
+    function = activation & 0x1F
+    if function == ACTIVATION_NONE:
+        return None
+    if ofm.size != 1:
+        raise NpuUnsupported(f"ACTIVATION.activation_function {function} with a {8 * ofm.size}-bit OFM "
+                             f"(a 16-bit lookup) is not implemented")
+    if config.product == "ethos-u85":
+        table = activation >> 5 & 7
+        if function != U85_LUT_S8_S8 or table != 0:
+            raise NpuUnsupported(f"ACTIVATION.activation_function {function} table {table} is not implemented "
+                                 f"(LUT_S8_S8 table 0 is)")
+        return 0
+    if function not in U55_TABLES:
+        raise NpuUnsupported(f"ACTIVATION.activation_function {function} (a built-in TANH/SIGMOID) "
+                             f"is not implemented")
+    return config.internal_bytes - LUT_AREA + (function - U55_TABLES.start) * 256
+
+
+# OFM_PRECISION.activation_transpose (U85): the axes of the computed (H, W, C) OFM that the
+# stored feature map's (height, width, depth) hold; its registers' shape is the computed one
+TRANSPOSES = {0: (0, 1, 2), 1: (1, 0, 2), 2: (0, 2, 1), 3: (1, 2, 0), 6: (2, 0, 1), 7: (2, 1, 0)}
+
+
+def ofm_reverse(registers, config):
+    """OFM_PRECISION.activation_reverse (U85): the computed OFM's axis (0 H, 1 W, 2 C) stored reversed, or None."""
+    if config.product != "ethos-u85":
+        return None
+    reverse = registers.param("OFM_PRECISION") >> 9 & 3
+    return None if reverse == 0 else reverse - 1
+
+
+def ofm_transpose(registers, config) -> tuple:
+    if config.product != "ethos-u85":
+        return TRANSPOSES[0]
+    precision = registers.param("OFM_PRECISION")
+    transpose = precision >> 11 & 7
+    if transpose not in TRANSPOSES:
+        raise NpuCorrupt(f"OFM_PRECISION.activation_transpose {transpose} is not a transpose")
+    return TRANSPOSES[transpose]
 
 
 class ScaleRecords:
     """The per-channel bias, scale and shift: a 10-byte record per OFM channel.
     U55: i40 bias, u32 scale, u6 shift. U85 (32-bit accumulator): i32 bias, u31 scale, u6 shift."""
 
-    def __init__(self, registers, config, channels: int, what: str, extents: dict):
+    def __init__(self, registers, config, channels: int, what: str, extents):
         self.region = registers.region("SCALE_REGION")
         self.base, self.length = registers.address("SCALE_BASE"), registers.address("SCALE_LENGTH")
         self.channels, self.product = channels, config.product
@@ -209,45 +279,75 @@ class ScaleRecords:
         return bias, r[:, 5] | r[:, 6] << 8 | r[:, 7] << 16 | r[:, 8] << 24, r[:, 9] & 0x3F
 
 
+# a U55 stream may end in a few zeros beyond its layout's values (its last slice is padded)
+STREAM_SLACK = 64
+
+
 class Weights:
-    """An operation's weight stream, decoded and put in OHWI order when its bytes change."""
+    """An operation's weight streams, decoded and put in OHWI order when their bytes change."""
 
     def __init__(self, registers, config, shape: tuple, traversal: str, ifm_bits: int, dilation: tuple,
-                 extents: dict):
+                 stride: tuple, extents):
+        self.shape, self.config = shape, config
+        if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
+            raise NpuUnsupported(f"a weight tensor of shape {shape} is larger than this model takes")
         self.region = registers.region("WEIGHT_REGION")
-        self.base, self.length = registers.address("WEIGHT_BASE"), registers.address("WEIGHT_LENGTH")
-        if config.cores > 1:
-            raise NpuUnsupported(f"weights for {config.cores} cores (WEIGHT1_BASE) are not implemented")
-        self.shape = shape
-        extents.setdefault(self.region, []).append(
-            (self.base + self.length, f"weight stream ({self.length} bytes at {self.base})"))
+        cores = 1
         if config.product == "ethos-u85":
-            self.order = _u85_order(registers, config, shape, traversal, ifm_bits)
+            from .weights_u85 import u85_cores
+            cores = u85_cores(config.macs)
+        elif config.cores > 1:
+            raise NpuUnsupported(f"weights for {config.cores} cores (WEIGHT1_BASE) are not implemented")
+        names = ["WEIGHT"] + [f"WEIGHT{i}" for i in range(1, cores)]
+        if config.product == "ethos-u85" and registers.param("WEIGHT_FORMAT") & 1:
+            names = names[:1]                         # a fast-weight stream interleaves the cores
+        self.streams = [(registers.address(f"{n}_BASE"), registers.address(f"{n}_LENGTH")) for n in names]
+        for base, length in self.streams:
+            extents.add(self.region, (base + length, f"weight stream ({length} bytes at {base})"))
+        if config.product == "ethos-u85":
+            self.u85 = _u85_parameters(registers, config, shape, traversal, ifm_bits, dilation, stride)
         else:
-            self.order = ("u55", weights_u55.stream_order(
+            self.u85 = None
+            self.order = weights_u55.stream_order(
                 shape[0], shape[1], shape[2], shape[3], traversal=traversal,
                 ofm_block_depth=registers.param("OFM_BLK_DEPTH_M1") + 1, ofm_ublock=config.ofm_ublock,
-                ifm_ublock=8, ifm_bits=ifm_bits, dilation=dilation))
+                ifm_ublock=8, ifm_bits=ifm_bits, dilation=dilation)
         self._bytes, self._tensor = None, None
 
     def tensor(self, memory: list) -> np.ndarray:
-        data = memory[self.region][self.base:self.base + self.length].tobytes()
+        data = [memory[self.region][base:base + length].tobytes() for base, length in self.streams]
         if data != self._bytes:
-            kind, order = self.order
-            if kind == "u55":
-                tensor = weights_u55.scatter(mlw.decode(data, "weights"), order, self.shape, "weights")
-            else:
-                tensor = order(data)
-            self._bytes, self._tensor = data, tensor
+            self._bytes, self._tensor = data, self._decode(data)
         return self._tensor
 
-
-def _u85_order(registers, config, shape, traversal, ifm_bits):
-    try:
+    def _decode(self, data: list) -> np.ndarray:
+        if self.u85 is None:
+            values = mlw_decode(data[0], len(self.order) + STREAM_SLACK)
+            return weights_u55.scatter(values, self.order, self.shape, "weights")
         from .weights_u85 import u85_weights
-    except ImportError:
-        raise NpuUnsupported("Ethos-U85 weight streams are not implemented") from None
-    raise NpuUnsupported("Ethos-U85 weight streams are not implemented")
+        tensor = u85_weights(data if len(data) > 1 else data[0], **self.u85)
+        if self.u85["depthwise"]:
+            tensor = tensor[0].transpose(2, 0, 1)[..., None]       # [1, kh, kw, c] -> [c, kh, kw, 1]
+        return tensor
+
+
+def _u85_parameters(registers, config, shape, traversal, ifm_bits, dilation, stride) -> dict:
+    from .weights_u85 import ifm_block_depth, u85_cores, ublock_depth
+    weight_format = registers.param("WEIGHT_FORMAT")
+    sparse = bool(weight_format >> 4 & 1)
+    microblock = registers.param("ACC_FORMAT") >> 8 & 7
+    ublock = ublock_depth(config.macs, microblock)
+    names = {weights_u55.DEPTH_FIRST: "depth_first", weights_u55.PART_KERNEL_FIRST: "part_kernel",
+             weights_u55.DEPTHWISE: "depthwise"}
+    kind = names[traversal]
+    return {"ofm_depth": shape[0], "ifm_depth": shape[0] if kind == "depthwise" else shape[3],
+            "kernel_h": shape[1], "kernel_w": shape[2],
+            "ofm_block_depth": registers.param("OFM_BLK_DEPTH_M1") + 1, "ublock_depth": ublock,
+            "ifm_block_depth": ifm_block_depth(kind, macs=config.macs, ublock=ublock, sparse=sparse,
+                                               ifm_bits=ifm_bits),
+            "traversal": kind, "sparse": sparse, "depthwise": kind == "depthwise",
+            "weight_format": "FWD" if weight_format & 1 else "SWD", "cores": u85_cores(config.macs),
+            "stride": stride, "dilation": dilation, "ifm_bits": ifm_bits, "macs": config.macs}
 
 
 class Convolution(Kernel):
@@ -259,13 +359,13 @@ class Convolution(Kernel):
         self._records_extent(extents)
         traversal = weights_u55.PART_KERNEL_FIRST if self.part_kernel else weights_u55.DEPTH_FIRST
         self.weights = Weights(registers, config, (oc, self.kh, self.kw, self.ifm_depth), traversal,
-                               8 * self.ifm.fm.size, (self.dy, self.dx), extents)
+                               8 * self.ifm.fm.size, (self.dy, self.dx), (self.sy, self.sx), extents)
         self.report["macs"] = oh * ow * oc * self.kh * self.kw * self.ifm_depth
         self._matrix_of = None
         self.prepare_windows()
 
     def _records_extent(self, extents):
-        extents.setdefault(self.scale_records.region, []).append(self.scale_records.extent)
+        extents.add(self.scale_records.region, self.scale_records.extent)
 
     def run(self, memory: list) -> None:
         weights = self.weights.tensor(memory)
@@ -289,7 +389,7 @@ class Depthwise(Convolution):
             raise NpuUnsupported("a depthwise convolution with a global OFM_SCALE is not implemented")
         self._records_extent(extents)
         self.weights = Weights(registers, config, (oc, self.kh, self.kw, 1), weights_u55.DEPTHWISE,
-                               8 * self.ifm.fm.size, (self.dy, self.dx), extents)
+                               8 * self.ifm.fm.size, (self.dy, self.dx), (self.sy, self.sx), extents)
         self.report["macs"] = oh * ow * oc * self.kh * self.kw
         self.prepare_windows()
 
@@ -302,39 +402,55 @@ class Depthwise(Convolution):
 class Pooling(Kernel):
     def __init__(self, registers, command, config, extents):
         mode = command.param & 7
-        self.mode = POOL_MODES.get(mode)
+        self.mode = (U85_POOL_MODES if config.product == "ethos-u85" else POOL_MODES).get(mode)
         if self.mode is None or self.mode == "REDUCE_SUM":
             raise NpuUnsupported(f"OP_POOL pooling_mode {mode} is not implemented")
         super().__init__(registers, command, config, extents, f"POOL {self.mode}")
         if self.ifm_depth != self.ofm_shape[2]:
             raise NpuCorrupt(f"pooling {self.ifm_depth} IFM channels into {self.ofm_shape[2]} OFM channels")
-        if self.per_channel:
+        if self.per_channel and self.mode != "NONE":
             raise NpuUnsupported("pooling with per-channel scale records is not implemented")
+        if self.per_channel:
+            extents.add(self.scale_records.region, self.scale_records.extent)
         oh, ow, oc = self.ofm_shape
         self.report["macs"] = oh * ow * oc * self.kh * self.kw
-        self.hw_average = self.mode == "AVERAGE" and any(self.pad) and self.global_scale == (1, 0)
+        if self.mode == "NONE":
+            if getattr(self, "acc_input", ACC_INPUT_RESET) != ACC_INPUT_IFM2:
+                raise NpuUnsupported("POOL NONE without ACC_FORMAT.acc_input IFM2 is not implemented")
+            self.report["macs"] = 0
+            self.accumulators = Access(registers.feature_map("IFM2"), self.ofm_shape, extents)
+        # The NPU divides an average pool's sum by its taps inside the IFM itself on the U85, and on
+        # the U55 where the pool is padded (its OFM_SCALE is then a unit); otherwise the OFM_SCALE
+        # holds the division by the kernel's size.
+        self.hw_average = self.mode == "AVERAGE" and (
+            config.product == "ethos-u85" or (any(self.pad) and self.global_scale == (1, 0)))
         self.prepare_windows()
         self.single_tap = self.kh * self.kw == 1
         if self.hw_average:
-            # a padded average pool divides by the taps inside the IFM itself (its OFM_SCALE is a unit)
             inside = np.ones(int(np.prod(self.taps_shape)), np.int64)
-            inside[self.padding] = 0
+            if self.padding is not None:
+                inside[self.padding] = 0
             counts = inside.reshape(self.taps_shape)[..., :1].sum(axis=(2, 3))
             self.reciprocal = reciprocal_scale(counts)
 
     def run(self, memory: list) -> None:
-        fill = np.iinfo(np.int64).min if self.mode == "MAX" else 0
+        if self.mode == "NONE":
+            acc = self.accumulators.read(memory[self.accumulators.fm.region]).astype(np.int64)
+            return self.finish(memory, acc)
+        fill = {"MAX": np.iinfo(np.int64).min, "MIN": np.iinfo(np.int64).max}.get(self.mode, 0)
         x = self.read_taps(memory, np.int64, fill)
         if self.single_tap:
             acc = x.reshape(self.ofm_shape)
         elif self.mode == "MAX":
             acc = x.max(axis=(2, 3))
+        elif self.mode == "MIN":
+            acc = x.min(axis=(2, 3))
         else:
             acc = x.sum(axis=(2, 3))
         if not self.hw_average:
             return self.finish(memory, acc)
         multiplier, shift = self.reciprocal
-        self.write(memory, output_stage.rescale(acc * multiplier, 1, shift, self.round, self.double_round))
+        self.finish(memory, output_stage.rescale(acc * multiplier, 1, shift, output_stage.NATURAL))
 
 
 # OpenBLAS splits a product over threads above 2**18 multiply-adds; on a loaded machine (the

@@ -56,7 +56,9 @@ def rescale(v: np.ndarray, scale, shift, mode: str, double_round: int = 0) -> np
     else:
         raise NpuUnsupported(f"round mode {mode} is not implemented")
     out = (v * scale + r) >> shift
-    return out.astype(np.int64) if big else out
+    if big:     # beyond 64 bits only in a program outside any TOSA graph's ranges: saturate
+        out = np.clip(out, -(1 << 63), (1 << 63) - 1).astype(np.int64)
+    return out
 
 
 def clamp(v: np.ndarray, low: int, high: int) -> np.ndarray:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import UserError
 from . import NpuCorrupt, blob, commands, machine
 
 
@@ -34,14 +35,18 @@ class Program:
         if len(inputs) != len(self.inputs):
             raise NpuCorrupt(f"{self.name}: the delegate takes {len(self.inputs)} inputs, not {len(inputs)}")
         memory = [self.weights.copy(), np.zeros(self.region_sizes[1], np.uint8),
-                  np.zeros(self.region_sizes[2], np.uint8), np.zeros(self.config.lut_bytes, np.uint8)]
+                  np.zeros(self.region_sizes[2], np.uint8), np.zeros(self.config.internal_bytes, np.uint8)]
         for place, value in zip(self.inputs, inputs):
             data = np.ascontiguousarray(value).view(np.uint8).reshape(-1)
             if len(data) != place.nbytes:
                 raise NpuCorrupt(f"{self.name}: an input of {len(data)} bytes for a tensor of {place.nbytes}")
             memory[1][place.offset:place.offset + place.nbytes] = data
         for step in self.steps:
-            step.run(memory)
+            try:
+                step.run(memory)
+            except UserError as error:       # what only the data shows: a weight stream that does not decode
+                raise NpuCorrupt(f"{self.name}: {step.report['operation']} at command word {step.report['at']}: "
+                                 f"{error}") from None
         kinds = {1: np.int8, 2: np.int16, 4: np.int32}
         return [memory[1][p.offset:p.offset + p.nbytes].view(kinds[p.element_size]).copy() for p in self.outputs]
 

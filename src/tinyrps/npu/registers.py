@@ -65,11 +65,14 @@ class Registers:
 
     def kernel(self) -> dict:
         stride = self.param("KERNEL_STRIDE")
-        return {"height": self.param("KERNEL_HEIGHT_M1") + 1, "width": self.param("KERNEL_WIDTH_M1") + 1,
+        dilation_y, dilation_x = (stride >> 4 & 1) + 1, (stride >> 3 & 1) + 1
+        # the KERNEL_*_M1 registers hold the dilated extent
+        return {"height": self.param("KERNEL_HEIGHT_M1") // dilation_y + 1,
+                "width": self.param("KERNEL_WIDTH_M1") // dilation_x + 1,
                 "stride_y": ((stride >> 9 & 1) << 1 | (stride >> 1 & 1)) + 1,
                 "stride_x": ((stride >> 6 & 1) << 1 | (stride & 1)) + 1,
                 "part_kernel": bool(stride >> 2 & 1),
-                "dilation_y": (stride >> 4 & 1) + 1, "dilation_x": (stride >> 3 & 1) + 1}
+                "dilation_y": dilation_y, "dilation_x": dilation_x}
 
     def padding(self) -> tuple:
         return tuple(self.param(f"IFM_PAD_{side}") for side in ("TOP", "LEFT", "BOTTOM", "RIGHT"))

@@ -129,7 +129,30 @@ def evaluate(ctx) -> dict:
     else:
         reference, source = int8_cpu_predictions(ctx.pte, ctx.images), "int8-xnnpack recipe in PyTorch (PT2E)"
     agreement = float((predictions == reference).mean()) if len(predictions) else 0.0
-    return {"agreement": agreement, "agreement_with": source}
+    result = {"agreement": agreement, "agreement_with": source}
+    if ctx.device.name == "npu":
+        result.update(npu_bit_exact(ctx.pte, ctx.images, ctx.device.int8_outputs[len(ctx.device.int8_outputs)
+                                                                                   - len(ctx.images):]))
+    return result
+
+
+def npu_bit_exact(pte: Path, images: np.ndarray, npu_int8: np.ndarray) -> dict:
+    """The npu device's int8 outputs (the command stream in tinyrps.npu) against the TOSA reference
+    model's on the same images (the npu-ref device's computation)."""
+    from .. import descriptor as descriptors
+    from ..pte import read_program
+    program = read_program(pte)
+    described = descriptors.read(pte, program)
+    if described is None:
+        return {"bit_exact": None, "bit_exact_note": f"{Path(pte).name} has no descriptor naming its TOSA graph"}
+    tosa = read_tosa(pte, described)
+    shape = graph_input_shape(tosa, pte)
+    quantized = quantize(images_to_float(images), io_quantization(program)["input"])
+    reference = run_graph(tosa, [q.reshape(shape) for q in quantized]) if len(images) else npu_int8
+    differ = np.any(reference.reshape(len(reference), -1) != npu_int8.reshape(len(npu_int8), -1), axis=1)
+    mismatches = int(differ.sum())
+    return {"bit_exact": mismatches == 0, "mismatches": mismatches, "images": int(len(images)),
+            "reference": "the TOSA reference model (npu-ref)"}
 
 
 def int8_cpu_predictions(pte: Path, images: np.ndarray) -> np.ndarray:
