@@ -263,7 +263,7 @@ def test_the_npu_reference_reports_vela_estimate_from_the_measurement(exported):
     figures = {f["name"]: f for f in a["figures"]}
     vela = figures["Ethos-U85-128 time (Vela estimate)"]
     assert vela["value"] == "not measured" and "tinyrps measure" in vela["note"]
-    assert "not the NPU's speed" in figures["TOSA reference model on this CPU"]["note"]
+    assert "not the NPU's speed" in figures["NPU model on this CPU"]["note"]
     measure.measure(pte, only=("vela",))
     with Served([pte]) as served:
         a = served.play(tab="npu-tab-0001").json()

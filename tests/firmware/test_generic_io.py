@@ -116,10 +116,14 @@ def test_wrong_inputs_are_one_line(generic_pte):
             device.classify(np.zeros((1, 28, 28), np.uint8))
 
 
-def test_devices_without_tensors_say_which_do(exported):
-    with open_device("npu-ref", exported("ethos-u85-128")) as device:
+def test_devices_without_tensors_say_which_do(exported, trained_run):
+    with open_device("eager", trained_run / "model.pt") as device:
         with pytest.raises(UserError, match="--device native or --device mcu"):
             device.run([np.zeros((1, 1, 28, 28), np.float32)])
+    for name in ("npu", "npu-ref"):       # an Ethos-U program's tensors: the NPU model and the TOSA reference
+        with open_device(name, exported("ethos-u85-128")) as device:
+            (logits,) = device.run([np.zeros((1, 1, 28, 28), np.float32)]).outputs
+            assert logits.shape == (1, 3)
     with open_device("host", exported("fp32")) as device:      # the host runtime takes any program's tensors
         (logits,) = device.run([np.zeros((1, 1, 28, 28), np.float32)]).outputs
         assert logits.shape == (1, 3)

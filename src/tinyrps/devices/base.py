@@ -125,7 +125,8 @@ class Device:
     def _input_specs(self) -> tuple:
         if self.inputs is None:
             raise UserError(f"device '{self.name}' runs image classifiers only (classify); run a program's tensors "
-                            "with --device native or --device mcu (Cortex-M programs) or --device host")
+                            "with --device native or --device mcu (Cortex-M programs), --device npu or npu-ref "
+                            "(Ethos-U programs) or --device host")
         return self.inputs
 
     def _program_name(self) -> str:
