@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from tinyrps.deploy import library as lib
+from tinyrps.deploy import selection
 from tinyrps.errors import UserError
 
 APP = Path(__file__).parent / "library_app"
@@ -295,38 +296,62 @@ def test_a_corrupt_or_foreign_program_is_refused(tmp_path, exported):
     assert (other / "keep.txt").read_text() == "mine"
 
 
-def test_the_operator_table_and_the_selection_agree():
+def test_every_operator_of_the_list_has_its_files():
+    """operators.def is the one list: each row's ops/ file is found by its TRT_DEFINE_OPERATOR, and the
+    files it needs by the names they use, for either ISA; no Python lists them."""
     from tinyrps.firmware import firmware_dir
     src = firmware_dir() / "src"
-    assert set(lib.runtime_operators(src).values()) == set(lib.OPERATOR_SOURCES)
-    for symbol, files in lib.OPERATOR_SOURCES.items():
-        for kind, names in files.items():
-            assert kind in ("ops", "c", "mve", "dsp"), (symbol, kind)
-            for rel in names:
-                assert (src / rel).is_file(), (symbol, rel)
+    files = selection.operator_files(src)
+    assert set(files) == {row.symbol for row in selection.runtime_rows(src)}
+    for isa in ("mve", "dsp"):
+        for symbol, rel in files.items():
+            needed = selection.source_closure(src, {rel}, isa)
+            assert rel in needed and "ops/operator_table.c" in needed and "ops/dequantize.c" in needed, symbol
+            assert all((src / f).is_file() and not f.startswith(f"kernels/{'dsp' if isa == 'mve' else 'mve'}/")
+                       for f in needed), symbol
+
+
+def test_the_files_are_those_a_linker_takes():
+    """A file is taken for a name it defines that a taken file uses (tinyrps.deploy.selection)."""
+    from tinyrps.firmware import firmware_dir
+    src = firmware_dir() / "src"
+    conv = selection.source_closure(src, {"ops/conv2d.c"}, "mve")
+    for rel in ("ops/conv_common.c", "kernels/weight_sums.c", "kernels/c/conv2d.c", "kernels/c/dot_s8.c",
+                "kernels/mve/conv2d.c", "kernels/mve/conv2d_pooled.c", "ops/bind_args.c"):
+        assert rel in conv, rel
+    assert "ops/linear.c" not in conv and "kernels/mve/linear.c" not in conv
+    assert selection.external_definitions("static int a(void) { return 0; }\nint b(int x) { return x; }\n"
+                                          "typedef struct { int y; } t;\nconst int c[2] = {1, 2};\nint d;\n"
+                                          "int e(void);\nTRT_ADAPTER void f_p(void) {}\n") == {"b", "c", "d"}
+
+
+ALL_SYMBOLS = [row.symbol for row in selection.runtime_rows(Path(__file__).parents[2] / "firmware" / "src")]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("symbol", sorted(lib.OPERATOR_SOURCES))
+@pytest.mark.parametrize("symbol", ALL_SYMBOLS)
 @pytest.mark.parametrize("kernels", ["c", "dsp"])
 def test_each_operator_alone_links(symbol, kernels, tmp_path):
-    """The files OPERATOR_SOURCES names for one operator (with the runtime's) are all it needs: a table
-    with that operator alone links on the host (plain C, or the DSP kernels on the C model of DSP)."""
+    """The files the selection finds for one operator (with the runtime's) are all it needs: its own
+    operator_selection.h keeping that operator alone (and what it brings) links on the host (plain C, or the
+    DSP kernels on the C model of DSP), the runtime's files as they are."""
     from tinyrps.firmware import firmware_dir
     fw = firmware_dir()
-    symbols = lib.with_siblings(list(dict.fromkeys([symbol, *lib.RUNTIME_OPERATORS])))
-    sources = lib.library_sources(symbols, "dsp")
-    shutil.copytree(fw / "src", tmp_path / "src", ignore=shutil.ignore_patterns("*.c"))   # every header
-    operator_list = tmp_path / "src" / lib.OPERATOR_LIST
-    operator_list.write_text(lib.library_operator_list(operator_list.read_text(), symbols))
+    src = fw / "src"
+    qualified = {row.symbol: row.qualified for row in selection.runtime_rows(src)}
+    symbols = selection.select_operators([qualified[symbol]], src, "dsp")
+    files = selection.operator_files(src)
+    sources = selection.source_closure(src, {files[s] for s in symbols}, "dsp")
+    variants = [name for rows in selection.file_rows(src, symbols).values() for _, name in rows]
+    shutil.copytree(src, tmp_path / "src", ignore=shutil.ignore_patterns("*.c"))   # every header
+    (tmp_path / "src" / selection.SELECTION_HEADER).write_text(
+        selection.selection_header(selection.Selection(tuple(symbols), tuple(variants), (), "dsp")))
     for rel in sources:
-        target = tmp_path / "src" / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text((fw / "src" / rel).read_text())
+        shutil.copyfile(src / rel, tmp_path / "src" / rel)
     (tmp_path / "main.c").write_text('#include "tinyrps_runtime.h"\nstatic trt_program_storage s;\n'
                                      'int main(void) { return trt_load(trt_program_init(&s), 0, 0, 0, 0, 0, 0); }\n')
     define = ["-DTRT_KERNELS_FORCE_DSP=1"] if kernels == "dsp" else ["-DTRT_KERNELS_PORTABLE_ONLY=1"]
-    result = subprocess.run(["gcc", "-O1", *define, f"-I{fw / 'include'}", str(tmp_path / "main.c"),
+    result = subprocess.run(["gcc", "-O1", "-Wall", "-Werror", *define, f"-I{fw / 'include'}", str(tmp_path / "main.c"),
                              *[str(tmp_path / "src" / s) for s in sources], "-o", str(tmp_path / "a.out")],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
