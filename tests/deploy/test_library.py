@@ -676,3 +676,91 @@ def test_code_size_of_the_library(exported, libraries):
         sizes[target] = {opt: manifest["code"][opt]["library_and_libc_bytes"] for opt in lib.SIZE_OPTIMISATIONS}
     print("\n" + json.dumps(sizes))
     assert sizes["cortex-m55"]["-O2"] <= 24 * 1024
+
+
+# --- a program of the user's own ----------------------------------------------------------------------------
+
+DEPTHWISE_MODULE = '''
+import torch
+from torch import nn
+
+
+class Depthwise(nn.Module):
+    """A convolution, then a depthwise one, and no max pool."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(5)
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1, groups=8),
+                                  nn.ReLU(), nn.Flatten(), nn.Linear(8 * 8 * 8, 4))
+
+    def forward(self, x):
+        return self.body(x)
+'''
+
+# Each sample through the library: its float outputs, then the int8 values the final dequantize read.
+RUN_SAMPLES = r'''
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dw.h"
+
+static uint8_t arena[DW_ARENA_BYTES] DW_ALIGN16;
+static DW_INPUT_TYPE input[DW_INPUT_NUMEL];
+static DW_OUTPUT_TYPE output[DW_OUTPUT_NUMEL];
+
+int main(int argc, char **argv) {
+    FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
+    const int8_t *values;
+    if (argc != 4 || !in || !out || dw_init(arena, sizeof arena) != DW_OK) return 2;
+    for (int i = 0; i < atoi(argv[3]); i++) {
+        if (fread(input, 1, DW_INPUT_BYTES, in) != DW_INPUT_BYTES || dw_run(input, output) != DW_OK) return 3;
+        int count = dw_output_int8(0, &values);
+        if (count < 0) return 4;
+        fwrite(output, 1, DW_OUTPUT_BYTES, out);
+        fwrite(values, 1, (size_t)count, out);
+    }
+    return fclose(out) == 0 ? 0 : 5;
+}
+'''
+
+
+@pytest.mark.slow     # lowers a network, measures it on the emulated board, builds the library
+def test_a_depthwise_program_without_max_pool_makes_a_library(cli, tmp_path):
+    """A Cortex-M55 program with a convolution and a depthwise one and no max pool: `deploy library`
+    makes its library (the fuse steps, which look for a max pool after the layer, build without one),
+    and the library built on the host gives `run --device native`'s outputs, bit for bit."""
+    module = tmp_path / "dw_model.py"
+    module.write_text(DEPTHWISE_MODULE)
+    rng = np.random.default_rng(11)
+    np.savez(tmp_path / "calibration.npz", input0=rng.standard_normal((16, 1, 3, 8, 8)).astype(np.float32)[:, 0])
+    res = cli("export", "--module", f"{module}:Depthwise", "--input-shape", "1,3,8,8", "--calibration",
+              tmp_path / "calibration.npz", "--target", "cortex-m55", "--out", tmp_path / "programs", "--name", "dw",
+              timeout=900)
+    assert res.returncode == 0, res.stderr
+    pte = tmp_path / "programs" / "dw.pte"
+    res = cli("deploy", "library", "--model", pte, "--out", tmp_path / "dw", "--name", "dw", timeout=900)
+    assert res.returncode == 0, res.stderr
+    manifest = json.loads((tmp_path / "dw" / "manifest.json").read_text())
+    assert "quantized_depthwise_conv2d" in manifest["runtime_operators"]
+    assert not [s for s in manifest["runtime_operators"] if "max_pool" in s]
+
+    (tmp_path / "run.c").write_text(RUN_SAMPLES)
+    sources = [str(tmp_path / "dw" / s) for s in manifest["build"]["sources"]]
+    subprocess.run(["gcc", *PEDANTIC.split(), "-O2", "-ffp-contract=off", f"-I{tmp_path / 'dw' / 'include'}",
+                    str(tmp_path / "run.c"), *sources, "-o", str(tmp_path / "run")], check=True, timeout=300)
+    samples = rng.standard_normal((5, 1, 3, 8, 8)).astype(np.float32)
+    order = manifest["inputs"][0]["dim_order"]        # the bytes of a tensor are in its dim order
+    np.ascontiguousarray(samples.transpose(0, *[1 + d for d in order])).tofile(tmp_path / "samples.f32")
+    subprocess.run([str(tmp_path / "run"), str(tmp_path / "samples.f32"), str(tmp_path / "library.out"), "5"],
+                   check=True, timeout=120)
+    record = np.dtype([("output", "<f4", (4,)), ("int8", "i1", (4,))])
+    library = np.fromfile(tmp_path / "library.out", record)
+
+    np.savez(tmp_path / "inputs.npz", input0=samples)
+    res = cli("run", "--model", pte, "--inputs", tmp_path / "inputs.npz", "--out", tmp_path / "native.npz",
+              "--device", "native")
+    assert res.returncode == 0, res.stderr
+    with np.load(tmp_path / "native.npz") as native:
+        assert np.array_equal(library["output"].view(np.uint32), native["output0"].reshape(5, 4).view(np.uint32))
+        assert np.array_equal(library["int8"], native["output0_int8"].reshape(5, 4))
