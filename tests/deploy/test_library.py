@@ -309,6 +309,9 @@ def test_every_operator_of_the_list_has_its_files():
             assert rel in needed and "ops/operator_table.c" in needed and "ops/dequantize.c" in needed, symbol
             assert all((src / f).is_file() and not f.startswith(f"kernels/{'dsp' if isa == 'mve' else 'mve'}/")
                        for f in needed), symbol
+            kept = [s for s, f in files.items() if f in needed]
+            every = [name for rows in selection.file_rows(src, kept).values() for _, name in rows]
+            assert selection.source_closure(src, {rel}, isa, every) == needed, symbol   # all rows kept
 
 
 def test_the_files_are_those_a_linker_takes():
@@ -320,6 +323,12 @@ def test_the_files_are_those_a_linker_takes():
                 "kernels/mve/conv2d.c", "kernels/mve/conv2d_pooled.c", "ops/bind_args.c"):
         assert rel in conv, rel
     assert "ops/linear.c" not in conv and "kernels/mve/linear.c" not in conv
+    # a variant left out takes the files only it needs with it
+    depthwise = selection.source_closure(src, {"ops/depthwise_conv2d.c"}, "mve",
+                                         ["trt_depthwise_conv2d_mve", "trt_depthwise_conv2d_c"])
+    assert "kernels/mve/depthwise_conv2d.c" in depthwise and "kernels/c/depthwise_conv2d.c" in depthwise
+    assert "kernels/mve/depthwise_one_channel.c" not in depthwise and "kernels/mve/depthwise_channels.c" not in depthwise
+    assert "kernels/mve/depthwise_one_channel.c" in selection.source_closure(src, {"ops/depthwise_conv2d.c"}, "mve")
     assert selection.external_definitions("static int a(void) { return 0; }\nint b(int x) { return x; }\n"
                                           "typedef struct { int y; } t;\nconst int c[2] = {1, 2};\nint d;\n"
                                           "int e(void);\nTRT_ADAPTER void f_p(void) {}\n") == {"b", "c", "d"}

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-# The dtypes of the runtime (tinyrps_runtime.h, TRT_DTYPE_LIST): name -> (ScalarType code, C type).
-C_TYPES = {"uint8": (0, "uint8_t"), "int8": (1, "int8_t"), "int16": (2, "int16_t"), "int32": (3, "int32_t"),
-           "int64": (4, "int64_t"), "float32": (6, "float"), "float64": (7, "double"), "bool": (11, "uint8_t")}
+# The C type of a dtype that is not its name with _t (uint8 -> uint8_t).
+C_TYPE_OF = {"float32": "float", "float64": "double", "bool": "uint8_t"}
 IMAGE_SIDE = 28
 EXAMPLE_SEED = 7   # the example's picture: tinyrps.data.render with this seed
 MANIFEST = "manifest.json"
@@ -62,6 +61,13 @@ class LibrarySpec:
     @property
     def board(self) -> str:
         return self.figures["board"]
+
+
+def c_type(dtype: str) -> tuple:
+    """(ExecuTorch ScalarType code, C type) of a dtype of the runtime (tinyrps_runtime.h, TRT_DTYPE_LIST)."""
+    from ..firmware.c_facts import dtypes
+    code = next(code for code, (name, _) in dtypes().items() if name == dtype)
+    return code, C_TYPE_OF.get(dtype, f"{dtype}_t")
 
 
 def _numel(shape) -> int:
@@ -197,7 +203,7 @@ def unit_source(name: str, rel: str) -> str:
 def _tensor_macros(m: str, kind: str, tensors: list) -> str:
     lines = [f"#define {m}_{kind}_COUNT {len(tensors)}"]
     for i, t in enumerate(tensors):
-        code, ctype = C_TYPES[t["dtype"]]
+        code, ctype = c_type(t["dtype"])
         p = f"{m}_{kind}{i}"
         lines += [f"#define {p}_DTYPE {c_string(t['dtype'])}",
                   f"#define {p}_DTYPE_CODE {code}      /* ExecuTorch ScalarType */",
@@ -245,7 +251,7 @@ def public_header(spec: LibrarySpec, statuses: list) -> str:
 
 def api_source(spec: LibrarySpec) -> str:
     def io_specs(tensors):
-        return ", ".join(f"{{{C_TYPES[t['dtype']][0]}, {t['nbytes']}u}}" for t in tensors)
+        return ", ".join(f"{{{c_type(t['dtype'])[0]}, {t['nbytes']}u}}" for t in tensors)
     return fill("api.c", {**_names(spec), "isa_test": isa_feature_test(spec.isa_kernels),
                           "isa_upper": spec.isa_kernels.upper(), "input_specs": io_specs(spec.info["inputs"]),
                           "output_specs": io_specs(spec.info["outputs"]),
@@ -320,7 +326,7 @@ def _example_main(spec: LibrarySpec) -> str:
         return fill("example_classify.c", {**_names(spec), "example_label": ex["label"], "example_seed": ex["seed"],
                                            "picture": picture})
     m, ins, outs = spec.macro, spec.info["inputs"], spec.info["outputs"]
-    ctype = C_TYPES[outs[0]["dtype"]][1]
+    ctype = c_type(outs[0]["dtype"])[1]
     floating = ctype in ("float", "double")
     return fill("example_generic.c", {
         **_names(spec), "ctype": ctype, "count": min(8, _numel(outs[0]["shape"])),

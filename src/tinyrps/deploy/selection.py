@@ -239,10 +239,11 @@ def candidate_files(src: Path, isa: str) -> list:
     return [p.relative_to(src).as_posix() for folder in folders for p in sorted(folder.glob("*.c"))]
 
 
-def source_closure(src: Path, roots: set, isa: str) -> list:
+def source_closure(src: Path, roots: set, isa: str, variants=None) -> list:
     """The .c files a build needs (relative to src, in candidate_files' order): the runtime's own
     (src/*.c) and `roots`, and every candidate that defines a name a needed file uses. An operator's
-    ops/ file is taken only when named in roots or used by name (trt_op_<symbol>)."""
+    ops/ file is taken only when named in roots or used by name (trt_op_<symbol>). With `variants`
+    (the kept rows' names), an ops/ file uses only what its kept rows use (ops_references)."""
     texts = {rel: (src / rel).read_text() for rel in candidate_files(src, isa)}
     definer = {}
     for rel, text in texts.items():
@@ -250,12 +251,65 @@ def source_closure(src: Path, roots: set, isa: str) -> list:
             if name in definer:
                 raise RuntimeError(f"{name} is defined in both {definer[name]} and {rel}")
             definer[name] = rel
-    needed = [rel for rel in texts if "/" not in rel] + [r for r in sorted(roots) if "/" not in r or r in texts]
-    needed = list(dict.fromkeys(needed))
+    defines_operator = {rel for rel in operator_files(src).values()}
+    needed = list(dict.fromkeys([rel for rel in texts if "/" not in rel] + sorted(r for r in roots if r in texts)))
     for rel in needed:          # grows while it is walked
-        for name in set(_IDENTIFIER.findall(code_of(texts[rel]))):
+        if variants is not None and rel in defines_operator:
+            used = ops_references(texts[rel], set(variants))
+        else:
+            used = set(_IDENTIFIER.findall(code_of(texts[rel])))
+        for name in used:
             other = definer.get(name)
             if other and other not in needed:
                 needed.append(other)
     order = list(texts)
     return sorted(needed, key=order.index)
+
+
+_ROW = re.compile(r"^[ \t]*TRT_(?:MVE|DSP|C)_VARIANT\(\s*(\w+)\s*,([^\n]*)\)[ \t]*$", re.M)
+_ADAPTER_USE = re.compile(r"^[ \t]*(TRT_ACCEPTS|TRT_BYTES|TRT_PREPARE|TRT_RUN|TRT_RUN_ALONE|TRT_ALL_ENTRY_POINTS)"
+                          r"\(\s*(\w+)\s*,\s*(\w+)[^\n]*$", re.M)
+_ADAPTER_FUNCTION = re.compile(r"\bTRT_ADAPTER\b[^;{(]*?\b(\w+)\s*\(")
+_ENTRY_POINTS = ("accepts", "scratch_bytes", "prepare", "temp_bytes")
+
+
+def ops_references(text: str, variants: set) -> set:
+    """The names an ops/ file uses when its variant list holds only the rows named in `variants`: its
+    code outside the rows and the adapters (operator_table.h), its kept rows, and the adapters they
+    use, each adapter with what it adapts."""
+    code, pieces, used = code_of(text), [], set()
+    for match in _ROW.finditer(code):
+        if match.group(1) in variants:
+            used |= {match.group(1) + "_p", *_IDENTIFIER.findall(match.group(2))}
+            used |= {f"{prefix}_{e}_p" for prefix in re.findall(r"TRT_ENTRY_POINTS_OF\(\s*(\w+)", match.group(2))
+                     for e in _ENTRY_POINTS}
+    for match in _ADAPTER_USE.finditer(code):
+        kind, first, second = match.groups()
+        if kind == "TRT_ALL_ENTRY_POINTS":
+            pieces.append(({f"{first}_{e}_p" for e in _ENTRY_POINTS} | {second + "_p"},
+                           {f"{first}_{e}" for e in _ENTRY_POINTS} | {second}))
+        else:
+            pieces.append(({first + "_p"}, {first}))
+    rest = _ROW.sub(" ", _ADAPTER_USE.sub(" ", code))
+    for match in list(_ADAPTER_FUNCTION.finditer(rest))[::-1]:
+        end = _body_end(rest, rest.index("{", match.end()))
+        pieces.append(({match.group(1)}, set(_IDENTIFIER.findall(rest[match.end():end]))))
+        rest = rest[:match.start()] + " " + rest[end:]
+    used |= set(_IDENTIFIER.findall(rest))
+    grown = True
+    while grown:                # adapters that kept adapters use (batch_matmul.c: linear_mve)
+        grown = False
+        for defines, uses in pieces:
+            if defines & used and not uses <= used:
+                used |= uses
+                grown = True
+    return used
+
+
+def _body_end(code: str, opening: int) -> int:
+    depth = 0
+    for i in range(opening, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[i], 0)
+        if depth == 0:
+            return i + 1
+    raise RuntimeError("unbalanced braces")
