@@ -243,14 +243,15 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
         name=name, facts=facts, program=program, program_name=pte.name, isa_kernels=isa_kernels, info=info,
         figures=figures, limits=table_limits(dump), operators=operators, symbols=symbols,
         arena={isa_kernels: figures["arena_bytes"], "c": info["arena_bytes"]}, version=tinyrps_version(),
-        isa_only=without_portable_on_core(chosen, src), unbound=chosen.left_out(src, isa_kernels))
+        isa_only=without_portable_on_core(chosen, src), unbound=chosen.left_out(src))
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         _copy_runtime(fw, staging / "src", sources, chosen, name)
         texts = [p.read_text() for p in sorted((staging / "src" / "runtime").rglob("*")) if p.suffix in (".c", ".h")]
         spec.renamed = runtime_names(texts + [pasted_names(symbols)])
-        spec.sources = [f"src/{name}.c", f"src/{name}_program.c"] + [f"src/{library_files.unit_path(s)}" for s in sources]
+        units = [f"src/{library_files.unit_path(s)}" for s in sources]
+        spec.sources = [f"src/{name}.c", f"src/{name}_program.c", *units]
         library_files.write_all(staging, spec)
         spec.code = code_sizes(staging, spec)
         library_files.write_documents(staging, spec)
@@ -276,8 +277,9 @@ def pasted_names(symbols: list) -> str:
 
 def _copy_runtime(fw: Path, dest: Path, sources: list, chosen, name: str) -> None:
     """The runtime as tinyrps has it under dest/runtime: its headers (all of them: the ops files include
-    every variant's header), its operator list and the selected sources, with the library's own operator_selection.h; and
-    under dest/units one translation unit per source, which compiles it after the library's build header."""
+    every variant's header), its operator list and the selected sources, with the library's own
+    operator_selection.h; and under dest/units one translation unit per source, which compiles it after
+    the library's build header."""
     src = fw / "src"
     runtime = dest / "runtime"
     for header in sorted(p for p in src.rglob("*") if p.suffix in (".h", ".def")):

@@ -377,7 +377,8 @@ def readme(spec: LibrarySpec) -> str:
         "what_example": "it classifies a picture" if spec.classifier else "it runs one inference on zeros",
         "example_note": (f"\nOn its picture of \"{spec.example['label']}\" it prints `the picture shows "
                          f"{spec.example['answer']} (scores ...)`.") if spec.example else "",
-        "ram_note": f" ({measured[0]['library_static_ram_bytes']:,} B of `.bss` on the {facts.core})" if measured else "",
+        "ram_note": (f" ({measured[0]['library_static_ram_bytes']:,} B of `.bss` on the {facts.core})"
+                     if measured else ""),
         "code_text": code_text, "board": f["board"], "instructions_text": f"{f['instructions_per_inference']:,}",
         "instructions_c_text": f"{f.get('instructions_per_inference_plain_c', 0):,}",
         "layer_rows": "\n".join(

@@ -131,12 +131,13 @@ class Selection:
     portable_off_core: tuple = ()
     isa: str = ""
 
-    def left_out(self, src: Path, isa: str) -> dict:
+    def left_out(self, src: Path) -> dict:
         """{symbol: [variant]} of the ISA's variants the kept operators list and the build leaves out."""
         files = operator_files(src)
         rows = file_rows(src, list(self.symbols))
-        return {s: sorted(n for i, n in rows[files[s]] if i == isa and n not in self.variants)
-                for s in self.symbols if any(i == isa and n not in self.variants for i, n in rows[files[s]])}
+        out = {s: sorted(n for i, n in rows[files[s]] if i == self.isa and n not in self.variants)
+               for s in self.symbols}
+        return {s: names for s, names in out.items() if names}
 
 
 def library_selection(layers: list, symbols: list, src: Path, isa: str) -> Selection:
@@ -168,7 +169,7 @@ def _unique(names: list) -> tuple:
     return tuple(dict.fromkeys(names))
 
 
-def selection_header(selection: Selection, isa_test: str = "") -> str:
+def selection_header(selection: Selection) -> str:
     """ops/operator_selection.h of a build for one program (the firmware's own keeps everything)."""
     from .library_files import fill
     return fill("operator_selection.h", {
