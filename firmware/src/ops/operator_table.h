@@ -45,6 +45,7 @@
 #else
 #define TRT_KEEPS(flag) 1
 #endif
+/* A flag defined as 1 makes the probe two arguments, which moves the 1 into second place. */
 #define TRT_IS_ONE(x) TRT_SECOND_OF(TRT_ONE_PROBE_##x, 0, ~)
 #define TRT_ONE_PROBE_1 ~, 1
 #define TRT_SECOND_OF(...) TRT_SECOND_OF_(__VA_ARGS__)
@@ -136,8 +137,9 @@ const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_p
 
 /* The five adapters of a kernel that has every entry point, named by its prefix: prefix_accepts,
  * prefix_scratch_bytes, prefix_prepare, prefix_temp_bytes, and `run`; TRT_ENTRY_POINTS_OF names the
- * first four in a row's order. `run` is pasted here, not handed on to TRT_RUN: an argument handed on is expanded
- * first, and a deploy library's names are macros (its header renames the runtime's functions). */
+ * first four in a row's order. `run` is pasted here, not handed on to TRT_RUN: an argument handed on
+ * is expanded first, and a deploy library's names are macros (its header renames the runtime's
+ * functions). */
 #define TRT_ALL_ENTRY_POINTS(prefix, run, member)                                                \
     TRT_ACCEPTS(prefix##_accepts, member) TRT_BYTES(prefix##_scratch_bytes, member)             \
     TRT_PREPARE(prefix##_prepare, member) TRT_BYTES(prefix##_temp_bytes, member)                \
