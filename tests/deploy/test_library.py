@@ -393,11 +393,23 @@ def test_the_library_folder(m55_library, exported):
                    "const char *tinyrps_model_label(int index);", "void tinyrps_model_set_counter(",
                    f'#define TINYRPS_MODEL_SHA256 "{manifest["program"]["sha256"]}"'):
         assert needed in header, needed
-    # no heap, no stdio, no file I/O in anything the library compiles
+    # no heap, no stdio, no file I/O in anything the library compiles: its own files, and the runtime's
+    # sources its units compile, each as the firmware has it
+    from tinyrps.firmware import firmware_dir
+    compiled = []
     for rel in manifest["build"]["sources"]:
         text = (m55_library / rel).read_text()
+        compiled.append((rel, text))
+        if rel.startswith("src/units/"):
+            (runtime,) = re.findall(r'^#include "\.\./runtime/(\S+\.c)"$', text, re.M)
+            compiled.append((runtime, (m55_library / "src" / "runtime" / runtime).read_text()))
+            assert compiled[-1][1] == (firmware_dir() / "src" / runtime).read_text(), runtime
+    assert len(compiled) == 2 * len(manifest["build"]["sources"]) - 2
+    for rel, text in compiled:
         assert not re.search(r"\b(malloc|calloc|realloc|free|printf|fprintf|puts|fopen|fwrite)\s*\(", text), rel
         assert "<stdio.h>" not in text and "<stdlib.h>" not in text, rel
+    selected = (m55_library / "src" / "runtime" / "ops" / "operator_selection.h").read_text()
+    assert re.findall(r"^#define TRT_WITH_(\w+) 1$", selected, re.M) == manifest["runtime_operators"]
     program = (m55_library / "src" / f"{NAME}_program.c").read_text()
     assert '".rodata.tinyrps_model_program"' in program and "aligned(16)" in program
     readme = (m55_library / "README.md").read_text()
