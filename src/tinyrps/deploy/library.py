@@ -237,7 +237,7 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     symbols = selection.select_operators(operators, src, isa_kernels)
     chosen = selection.library_selection(figures["layers"], symbols, src, isa_kernels)
     files = selection.operator_files(src)
-    sources = selection.source_closure(src, {files[s] for s in symbols}, isa_kernels,
+    sources = selection.source_closure(src, {files[s]: 1 for s in symbols}, isa_kernels,    # operators.def order
                                        chosen.variants + chosen.portable_off_core)
     spec = library_files.LibrarySpec(
         name=name, facts=facts, program=program, program_name=pte.name, isa_kernels=isa_kernels, info=info,

@@ -63,7 +63,7 @@ def select_operators(program_operators: list, src: Path, isa: str) -> list:
     if unknown:
         raise UserError(f"the runtime has no operator {unknown[0]}: this program cannot be made into a library")
     files = operator_files(src)
-    needed = set(source_closure(src, {files[known[full]] for full in program_operators}, isa))
+    needed = set(source_closure(src, {files[known[full]]: 1 for full in program_operators}, isa))
     return [row.symbol for row in rows if files[row.symbol] in needed]
 
 
@@ -240,9 +240,10 @@ def candidate_files(src: Path, isa: str) -> list:
     return [p.relative_to(src).as_posix() for folder in folders for p in sorted(folder.glob("*.c"))]
 
 
-def source_closure(src: Path, roots: set, isa: str, variants=None) -> list:
-    """The .c files a build needs (relative to src, in candidate_files' order): the runtime's own
-    (src/*.c) and `roots`, and every candidate that defines a name a needed file uses. An operator's
+def source_closure(src: Path, roots, isa: str, variants=None) -> list:
+    """The .c files a build needs (relative to src): the runtime's own (src/*.c) and `roots`, and every
+    candidate that defines a name a needed file uses; in the order they are found (each root after
+    what the ones before it need), the order the library links them in. An operator's
     ops/ file is taken only when named in roots or used by name (trt_op_<symbol>). With `variants`
     (the kept rows' names), an ops/ file uses only what its kept rows use (ops_references)."""
     texts = {rel: (src / rel).read_text() for rel in candidate_files(src, isa)}
@@ -252,19 +253,23 @@ def source_closure(src: Path, roots: set, isa: str, variants=None) -> list:
             if name in definer:
                 raise RuntimeError(f"{name} is defined in both {definer[name]} and {rel}")
             definer[name] = rel
-    defines_operator = {rel for rel in operator_files(src).values()}
-    needed = list(dict.fromkeys([rel for rel in texts if "/" not in rel] + sorted(r for r in roots if r in texts)))
-    for rel in needed:          # grows while it is walked
+    defines_operator = set(operator_files(src).values())
+    order = list(texts)
+    walk, pending, done = [rel for rel in texts if "/" not in rel], [r for r in roots if r in texts], 0
+    while done < len(walk) or pending:
+        if done == len(walk):
+            root = pending.pop(0)
+            walk += [root] if root not in walk else []
+            continue
+        rel = walk[done]
         if variants is not None and rel in defines_operator:
             used = ops_references(texts[rel], set(variants))
         else:
             used = set(_IDENTIFIER.findall(code_of(texts[rel])))
-        for name in used:
-            other = definer.get(name)
-            if other and other not in needed:
-                needed.append(other)
-    order = list(texts)
-    return sorted(needed, key=order.index)
+        # a root found before its turn waits for it: each root comes after what the ones before it need
+        walk += sorted({definer[n] for n in used if n in definer} - set(walk) - set(pending), key=order.index)
+        done += 1
+    return walk
 
 
 _ROW = re.compile(r"^[ \t]*TRT_(?:MVE|DSP|C)_VARIANT\(\s*(\w+)\s*,([^\n]*)\)[ \t]*$", re.M)
