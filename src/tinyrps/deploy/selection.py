@@ -11,7 +11,8 @@ Everything is read from the firmware's sources; nothing here lists an operator o
 
 The C compiles what is kept by ops/operator_selection.h alone (operator_table.h): a build for one
 program has its own copy of that file, written by selection_header, and the runtime's other sources
-as they are. Variants are named by their run function, which is unique in the runtime.
+as they are. Variants are named by their run function (TRT_USES_<run>); lists that share one
+(transpose and permute_copy: trt_transpose_c) keep it together.
 """
 from __future__ import annotations
 
