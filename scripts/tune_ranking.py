@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from tinyrps.artifacts import atomic_write_json
+from tinyrps.artifacts.files import atomic_write_json
 from tinyrps.library_noise import quiet_libraries
 from tinyrps.stats import format_accuracy
 
@@ -92,7 +92,8 @@ def kendall(x: list, y: list) -> float:
 def measure_one(arch: str, seed: int, args, study: dict, run_dir: Path) -> dict:
     from tinyrps.export import export_target
     from tinyrps.train import train
-    from tinyrps.tune import TuneSettings, npu_counts
+    from tinyrps.tune.candidates import npu_counts
+    from tinyrps.tune.settings import TuneSettings
     settings = TuneSettings(data=args.data, out=run_dir, target=study["target"], teacher=study.get("teacher"),
                             distill_alpha=study.get("distill_alpha"),
                             distill_temperature=study.get("distill_temperature"))

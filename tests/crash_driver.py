@@ -68,13 +68,13 @@ def child(command: dict, report, started) -> None:
         if count[0] == kill_at or (kill_on and args and isinstance(args[0], str) and kill_on.search(args[0])):
             stop()
 
-    import tinyrps.artifacts
-    exchange = tinyrps.artifacts.exchange
+    import tinyrps.artifacts.staging
+    exchange = tinyrps.artifacts.staging.exchange
 
     def audited_exchange(a, b):      # a foreign call raises no audit event of its own
         sys.audit("tinyrps.exchange", str(a), str(b))
         return False if command.get("no_exchange") else exchange(a, b)
-    tinyrps.artifacts.exchange = audited_exchange
+    tinyrps.artifacts.staging.exchange = audited_exchange
     from tinyrps.cli import main
     sys.addaudithook(hook)
     os.write(started, b"s")          # a timed stop counts from here: the command's own run

@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tinyrps import artifacts
-from tinyrps.artifacts import (FolderBusy, check_manifest, check_run_data, folder_lock, read_manifest, recover,
-                               recover_for_reading, staged_folder, write_manifest)
+from tinyrps.artifacts import files as single_files, locks, staging
+from tinyrps.artifacts.locks import FolderBusy, folder_lock
+from tinyrps.artifacts.manifest import check_manifest, read_manifest, write_manifest
+from tinyrps.artifacts.records import check_run_data
+from tinyrps.artifacts.staging import recover, recover_for_reading, staged_folder
 from tinyrps.errors import UserError
 
 
@@ -79,7 +81,7 @@ def test_files_the_stage_does_not_own_are_carried_over(tmp_path):
 def test_the_swap_without_renameat2_gives_the_same_folder(tmp_path, monkeypatch):
     a = write_stage(tmp_path / "a", **{"data.json": "old", "x": "1"})
     write_stage(a, **{"data.json": "new"})
-    monkeypatch.setattr(artifacts, "exchange", lambda x, y: False)
+    monkeypatch.setattr(staging, "exchange", lambda x, y: False)
     b = write_stage(tmp_path / "b", **{"data.json": "old", "x": "1"})
     write_stage(b, **{"data.json": "new"})
     assert files(a) == files(b) and sorted(os.listdir(tmp_path)) == ["a", "b"]
@@ -89,7 +91,7 @@ def test_renameat2_swaps_two_folders(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "in-a").touch()
     (tmp_path / "b").mkdir()
-    assert artifacts.exchange(tmp_path / "a", tmp_path / "b")      # ext4, xfs, btrfs, tmpfs all can
+    assert staging.exchange(tmp_path / "a", tmp_path / "b")      # ext4, xfs, btrfs, tmpfs all can
     assert os.listdir(tmp_path / "b") == ["in-a"] and os.listdir(tmp_path / "a") == []
 
 
@@ -172,7 +174,7 @@ def test_a_reader_puts_back_a_folder_an_interrupted_swap_left_aside(tmp_path):
 # ── the lock ─────────────────────────────────────────────────────────────────
 HOLD = textwrap.dedent("""
     import sys, time
-    from tinyrps.artifacts import folder_lock
+    from tinyrps.artifacts.locks import folder_lock
     with folder_lock(sys.argv[1]):
         print("locked", flush=True)
         time.sleep(60)
@@ -220,7 +222,7 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path):
 def test_interrupts_are_held_until_the_block_ends():
     done = []
     with pytest.raises(KeyboardInterrupt):
-        with artifacts.interrupts_deferred():
+        with locks.interrupts_deferred():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)
             done.append("the block ran to its end")
@@ -248,14 +250,15 @@ def test_a_corrupt_manifest_is_one_line(tmp_path, content):
 
 
 def test_artifacts_imports_only_the_standard_library():
-    source = Path(artifacts.__file__).read_text()
     imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add("." + (node.module or "") if node.level else node.module.split(".")[0])
-    assert imported - set(sys.stdlib_module_names) - {"__future__"} == {".errors"}
+    for path in Path(single_files.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported.add("." * node.level + (node.module or "") if node.level else node.module.split(".")[0])
+    assert imported - set(sys.stdlib_module_names) - {"__future__"} == \
+        {"..errors", ".files", ".locks", ".manifest", ".staging"}
     out = subprocess.run([sys.executable, "-c", "import sys, tinyrps.artifacts; "
                           "print(sorted(m for m in ('numpy', 'torch', 'PIL', 'matplotlib') if m in sys.modules))"],
                          capture_output=True, text=True, check=True).stdout
@@ -267,8 +270,8 @@ def test_a_run_records_the_data_it_was_trained_on(trained_run, data_dir):
     config = json.loads((trained_run / "config.json").read_text())
     info = json.loads((data_dir / "data.json").read_text())
     assert config["data_identity"]["splits"] == {name: s["sha256"] for name, s in info["splits"].items()}
-    assert config["data_identity"]["data_json_sha256"] == artifacts.sha256_file(data_dir / "data.json")
-    assert config["checkpoint_sha256"] == artifacts.sha256_file(trained_run / "model.pt")
+    assert config["data_identity"]["data_json_sha256"] == single_files.sha256_file(data_dir / "data.json")
+    assert config["checkpoint_sha256"] == single_files.sha256_file(trained_run / "model.pt")
     assert check_run_data(trained_run) == Path(config["data"])
     metrics = json.loads((trained_run / "metrics.json").read_text())
     assert metrics["data"] == config["data_identity"]

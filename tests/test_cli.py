@@ -146,7 +146,8 @@ def test_bench_refuses_an_unknown_program(cli, trained_run, exported):
 
 @pytest.mark.parametrize("command", ["eval", "bench"])
 def test_the_old_spelling_of_program_still_works_and_help_says_so(command):
-    from tinyrps.cli import OLD_PROGRAM_OPTION, build_parser
+    from tinyrps.cli import build_parser
+    from tinyrps.cli.options import OLD_PROGRAM_OPTION
     parser = build_parser()
     old = parser.parse_args([command, "--run", "RUN", "--variant", "fp32", "--program", "cortex-m55"])
     assert old.program == ["fp32", "cortex-m55"]
@@ -256,7 +257,7 @@ def test_a_full_disk_during_data_leaves_nothing_behind(tmp_path):
 def test_the_cli_silences_only_known_warnings():
     import warnings
 
-    from tinyrps.cli import quiet_libraries
+    from tinyrps.library_noise import quiet_libraries
     with warnings.catch_warnings(record=True) as caught:
         warnings.resetwarnings()
         quiet_libraries()

@@ -151,7 +151,8 @@ def command(_args):
             pass                        # the library's own handling: the interrupt is gone
     raise ValueError("Invalid affine transformation matrix")
 
-cli.cmd_data = command
+import tinyrps.data
+tinyrps.data.make_data = lambda *_, **__: command(None)    # the data command's stage
 sys.exit(cli.main(["data", "--out", "unused"]))
 """
 
@@ -181,7 +182,8 @@ def command(_args):
     Finalized()
     raise EOFError("the worker is gone")
 
-cli.cmd_data = command
+import tinyrps.data
+tinyrps.data.make_data = lambda *_, **__: command(None)    # the data command's stage
 status = cli.main(["data", "--out", "unused"])
 late = []
 signal.signal(signal.SIGINT, lambda *_: late.append(True))  # the shutdown's SIGINT (its default action: the end)
@@ -211,7 +213,8 @@ from tinyrps import cli
 def command(_args):
     exec("os.kill(os.getpid(), signal.SIGINT)\nfor _ in range(100000): pass", {"os": os, "signal": signal})
 
-cli.cmd_data = command
+import tinyrps.data
+tinyrps.data.make_data = lambda *_, **__: command(None)    # the data command's stage
 status = cli.main(["data", "--out", "unused"])
 if ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value:
     print("the interpreter will end by SIGINT", file=sys.stderr)

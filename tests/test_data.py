@@ -228,7 +228,7 @@ def test_the_benchmark_split_is_rendered_beside_the_others(tmp_path):
 
 
 def test_a_data_set_made_before_the_benchmark_split_works_except_for_it(tmp_path):
-    from tinyrps.artifacts import write_manifest
+    from tinyrps.artifacts.manifest import write_manifest
     folder = tmp_path / "data"
     data.make_data(folder, seed=5, per_class=4, quiet=True)
     info = json.loads((folder / "data.json").read_text())

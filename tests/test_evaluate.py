@@ -56,7 +56,7 @@ def test_a_program_of_another_checkpoint_is_refused(trained_run, exported, tmp_p
 
 @pytest.mark.slow     # evaluates programs on the test and benchmark splits
 def test_eval_records_the_counts_and_the_split(cli, trained_run, exported, data_dir):
-    from tinyrps.artifacts import sha256_file
+    from tinyrps.artifacts.files import sha256_file
     exported("int8-xnnpack")
     res = cli("eval", "--run", trained_run, "--json", "--program", "int8-xnnpack")
     assert res.returncode == 0, res.stderr
@@ -92,7 +92,7 @@ def test_eval_of_data_made_before_the_benchmark_split(cli, trained_run, exported
     """Such data still evaluates on test; --split benchmark says in one line how to make it."""
     import shutil
 
-    from tinyrps.artifacts import write_manifest
+    from tinyrps.artifacts.manifest import write_manifest
     old = tmp_path / "old-data"
     shutil.copytree(data_dir, old)
     info = json.loads((old / "data.json").read_text())

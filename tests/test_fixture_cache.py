@@ -14,8 +14,8 @@ def test_a_fixture_depends_on_the_modules_its_code_imports():
     # train imports data, model, the atomic writes of artifacts.py, torch_settings, progress and, inside a
     # function, plots; not the export driver
     assert {"__init__.py", "train.py", "data.py", "model.py", "torch_settings.py", "progress.py", "plots.py",
-            "artifacts.py", "errors.py"} <= files
-    assert "cli.py" not in files and "game.py" not in files and "export/__init__.py" not in files
+            "artifacts/files.py", "artifacts/records.py", "errors.py"} <= files
+    assert "cli/__init__.py" not in files and "game.py" not in files and "export/__init__.py" not in files
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 names the file, says what is wrong with it and what to do; exit code 2; no traceback.
 
 Each file is checked in one place: a split by tinyrps.data.load_split, a data set's record by
-tinyrps.artifacts.data_info, a run's config.json by tinyrps.artifacts.run_config, a checkpoint
+tinyrps.artifacts.records.data_info, a run's config.json by tinyrps.artifacts.records.run_config, a checkpoint
 by tinyrps.model.load_model. A file changed after tinyrps wrote it does not match the checksum
 recorded for it (data.json, config.json, the manifest): that is the first thing said. To
 reach the checks of the contents, most cases here also record the broken file's checksum,
@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 import torch
 
-from tinyrps.artifacts import refresh_manifest, sha256_file
+from tinyrps.artifacts.manifest import refresh_manifest
+from tinyrps.artifacts.files import sha256_file
 
 BAD_LINE = "tinyrps: error: "
 

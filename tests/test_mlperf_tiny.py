@@ -44,7 +44,7 @@ def network_program(tmp_path_factory):
 def reference_outputs(tmp_path_factory):
     """reference_outputs(pte, name) -> (outputs, int8) of the .pte replay on the network's 64 inputs,
     kept across runs by the program's bytes (the M33 and M4 programs are the same bytes)."""
-    from tinyrps.artifacts import sha256_file
+    from tinyrps.artifacts.files import sha256_file
     from tinyrps.reference.cortex_m import replay_many_with_int8
     done = {}
 

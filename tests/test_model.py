@@ -100,7 +100,7 @@ def test_bad_specs_are_refused_in_one_line(spec, words):
 
 def write_run_files(folder, state, **config) -> None:
     """model.pt and the config.json `tinyrps train` writes beside it (with the checkpoint's sha256)."""
-    from tinyrps.artifacts import sha256_file
+    from tinyrps.artifacts.files import sha256_file
     torch.save(state, folder / "model.pt")
     config = {"data": "somewhere", "arch": "tinyrps", "epochs": 1, "seed": 0, "data_identity": {},
               "checkpoint_sha256": sha256_file(folder / "model.pt"), **config}

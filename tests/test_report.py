@@ -148,7 +148,7 @@ def test_the_tuners_table_and_lines_show_count_and_interval():
     from types import SimpleNamespace
 
     from tinyrps.report import tune_table
-    from tinyrps.tune import candidate_line
+    from tinyrps.tune.trials import candidate_line
     candidate = {"number": 0, "state": "COMPLETE", "arch": "c16-p-c32-p-c64-p3-f128", "val_accuracy": 893 / 900,
                  "val_correct": 893, "val_images": 900, "npu_ms": 0.0574, "sram_bytes": 21000,
                  "program_bytes": 73424, "mcu_instructions": 625000}
@@ -173,3 +173,51 @@ def test_the_tuners_table_and_lines_show_count_and_interval():
     assert "by training seed: 0: 99.77 % (2,993/3,000" in " ".join(text.split()) and "worst" not in text
     trial = SimpleNamespace(number=0, state=SimpleNamespace(name="COMPLETE"), user_attrs={**candidate, "seconds": 12})
     assert "val 99.22 % (893/900, 95 % CI 98.4–99.6 %), NPU 0.0574 ms" in candidate_line(trial)
+
+
+def a_benchmark() -> dict:
+    """summary_of_a_run's benchmark with every column filled: spreads, a ratio refused, a cycle estimate."""
+    bench = summary_of_a_run()["bench"]
+    programs = bench["programs"]
+    for name, iqr in (("eager", 0.0132), ("int8-xnnpack", 0.0009), ("ethos-u85-128", 0.4), ("cortex-m55", 1.2)):
+        programs[name]["iqr_ms"] = iqr
+    programs["ethos-u85-128"].update(ratio_to_eager=None, ratio_refused="eager's spread (IQR 53% of its median) is "
+                                     "larger than the ratio (0.114): run the benchmark again on a quieter machine")
+    programs["cortex-m55"]["cycles"] = {"estimated_ms": 0.123, "uncertainty": 0.2, "clock_hz": 160e6, "layers": [],
+                                        "estimated_cycles_per_inference": 19.7e6}
+    programs["cortex-m55"]["firmware"] = {**FIRMWARE, "board": "mps3-an547",
+                                          "instructions_per_inference_plain_c": 60_000_000,
+                                          "instructions_per_mac_plain_c": 7.9}
+    return bench
+
+
+@pytest.mark.parametrize("width", [80, 60, 40])
+def test_the_bench_tables_keep_every_figure_whole_and_say_what_each_column_means(width):
+    """On a console of `width` columns that is no terminal (a log): no cell, figure or header cut, no
+    line past the width but for a record's own long line, every column explained."""
+    import io
+
+    from rich.console import Console
+
+    from tinyrps import report
+    console, report.out_console = report.out_console, Console(width=width, file=io.StringIO(), highlight=False)
+    try:
+        report.bench_table(a_benchmark())
+        text = report.out_console.file.getvalue()
+    finally:
+        report.out_console = console
+    assert "…" not in text
+    words = " ".join(text.split())
+    bench_rows = report.bench_rows(a_benchmark())
+    cells = [cell for rows in ([row[:2] + row[3:] for row in bench_rows], report.vela_rows(a_benchmark()),
+                               report.firmware_rows(a_benchmark())) for row in rows for cell in row]
+    for cell in cells:           # the cells that never wrap: whole on one line
+        assert cell in text, (width, cell)
+    for row in bench_rows:       # "timed on" wraps, word by word
+        assert all(word in words.split() for word in row[2].split()), (width, row[2])
+    for header, legend in ((report.BENCH_HEADER, report.BENCH_LEGEND), (report.VELA_HEADER, report.VELA_LEGEND),
+                           (report.FIRMWARE_HEADER, report.FIRMWARE_LEGEND)):
+        for column in header[1:]:
+            assert f"{column}: {legend[column]}" in words, column
+    assert "× eager: median ms over eager's; \"spread\" where eager's IQR" in words
+    assert "ethos-u85-128 × eager: eager's spread (IQR 53% of its median) is larger than the ratio" in words

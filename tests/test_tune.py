@@ -13,10 +13,13 @@ from script_module import load_script
 
 from tinyrps.arch import feature_shape
 from tinyrps.model import ARCHITECTURES, parse_arch
-from tinyrps.tune import (ACCURACY_MARGIN, DIRECTIONS, LATENCY_SLACK, PICK_ACCURACY, PROBE_ERROR, RESERVE_SHARE,
-                          SELECT_ACCURACY, SPACE, TuneSettings, arch_of, choose_finalist, enqueue_anchor, finalists_of,
-                          next_trial_fits, own_retraining, params_of, pick_best, pick_within, retraining_estimate,
-                          search)
+from tinyrps.tune import search
+from tinyrps.tune.budget import next_trial_fits, own_retraining
+from tinyrps.tune.selection import choose_finalist, finalists_of, pick_best, pick_within, retraining_estimate
+from tinyrps.tune.settings import (ACCURACY_MARGIN, DIRECTIONS, LATENCY_SLACK, PICK_ACCURACY, PROBE_ERROR,
+                                   RESERVE_SHARE, SELECT_ACCURACY, SPACE, TuneSettings)
+from tinyrps.tune.space import arch_of, params_of
+from tinyrps.tune.study import enqueue_anchor
 
 TINY = ("--candidate-epochs", "1", "--epochs", "1", "--minutes", "30")
 
@@ -31,7 +34,7 @@ def test_every_point_of_the_space_is_an_architecture_and_both_named_ones_are_in_
 
 def test_the_search_starts_from_the_fast_network_once(tmp_path):
     """The anchor is the study's first trial, enqueued once: not again when the study is opened again."""
-    from tinyrps.tune import open_study
+    from tinyrps.tune.study import open_study
     assert arch_of(params_of(ARCHITECTURES["fast"])) == ARCHITECTURES["fast"]
     assert params_of("c16-c32-c64") is None     # not a point of the space
     settings = TuneSettings(data=tmp_path, out=tmp_path)
@@ -250,7 +253,7 @@ def run_probed_search(tmp_path, anchor: bool = True, max_npu_ms=None, trials: in
 
 def picks_in_turn(study) -> list:
     """(each trial, the pick of the candidates trained before it)."""
-    from tinyrps.tune import candidate_of
+    from tinyrps.tune.trials import candidate_of
     done, out = [], []
     for trial in study.trials:
         out.append((trial, pick_best(done) if done else None))
@@ -323,11 +326,11 @@ def test_the_budget_still_holds_when_wall_and_cpu_time_agree(tmp_path):
 
 
 def test_a_busy_machines_clock_charges_training_per_thread(monkeypatch):
-    from tinyrps import tune
+    from tinyrps.tune import budget
     from tinyrps.torch_settings import TRAINING_THREADS
     now = {"times": os.times_result((30.0, 10.0, 5.0, 1.0, 0.0))}     # user, system, children's user and system
-    monkeypatch.setattr(tune.os, "times", lambda: now["times"])
-    idle, busy = tune.Clock(), tune.Clock(threads=2)
+    monkeypatch.setattr(budget.os, "times", lambda: now["times"])
+    idle, busy = budget.Clock(), budget.Clock(threads=2)
     assert idle.cpu() == busy.cpu() == 46.0
     for clock in (idle, busy):
         now["times"] = os.times_result((30.0, 10.0, 5.0, 1.0, 0.0))
@@ -336,13 +339,13 @@ def test_a_busy_machines_clock_charges_training_per_thread(monkeypatch):
         now["times"] = os.times_result((58.0, 12.0, 8.0, 1.0, 0.0))
     assert idle.cpu() == 46.0 + 24 + 6 + 3
     assert busy.cpu() == 46.0 + 24 / 2 + 6 + 3        # only training runs on both threads
-    monkeypatch.setattr(tune.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(tune.os, "getloadavg", lambda: (1.9, 1.0, 1.0))
-    clock, machine = tune.clock_for_this_machine()
+    monkeypatch.setattr(budget.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(budget.os, "getloadavg", lambda: (1.9, 1.0, 1.0))
+    clock, machine = budget.clock_for_this_machine()
     assert clock.threads == 1 and machine == {"busy": False, "passive_wait": False}     # torch is loaded here
-    monkeypatch.setattr(tune.os, "getloadavg", lambda: (4.5, 4.0, 3.0))
+    monkeypatch.setattr(budget.os, "getloadavg", lambda: (4.5, 4.0, 3.0))
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    clock, machine = tune.clock_for_this_machine()
+    clock, machine = budget.clock_for_this_machine()
     assert clock.threads == TRAINING_THREADS
     # torch is loaded in this process already: too late to change how its threads wait
     assert machine == {"busy": True, "load_average": 4.5, "passive_wait": False}
@@ -352,19 +355,19 @@ def test_a_busy_machines_clock_charges_training_per_thread(monkeypatch):
 def test_a_load_that_comes_after_the_start_is_followed_from_the_next_candidate(tmp_path, monkeypatch):
     """The 1-minute load average finds a load a minute or two after it came: from then on candidates are
     charged as on a busy machine. The tune's own training threads are counted out of it."""
-    from tinyrps import tune
+    from tinyrps.tune import budget
     from tinyrps.torch_settings import TRAINING_THREADS
 
     class FollowingClock(SlowClock):
-        follow_load = tune.Clock.follow_load
+        follow_load = budget.Clock.follow_load
     clock = FollowingClock(stretch=3.0)
-    monkeypatch.setattr(tune.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(budget.os, "cpu_count", lambda: 2)
     # the tune's own two threads alone (2.0), then three other busy threads beside them
-    monkeypatch.setattr(tune.os, "getloadavg", lambda: (2.0 if clock.cpu_s < 50.0 + 3 * 12 else 5.0, 0.0, 0.0))
+    monkeypatch.setattr(budget.os, "getloadavg", lambda: (2.0 if clock.cpu_s < 50.0 + 3 * 12 else 5.0, 0.0, 0.0))
     measured, spent = run_search(tmp_path, stretch=3.0, minutes=5.0, clock=clock)
     assert spent["busy_from_candidate"] == 3 and clock.threads == TRAINING_THREADS and len(measured) > 3
-    monkeypatch.setattr(tune.os, "getloadavg", lambda: (3.9, 0.0, 0.0))
-    assert tune.machine_is_busy() == 3.9 and tune.machine_is_busy(own=TRAINING_THREADS) is None
+    monkeypatch.setattr(budget.os, "getloadavg", lambda: (3.9, 0.0, 0.0))
+    assert budget.machine_is_busy() == 3.9 and budget.machine_is_busy(own=TRAINING_THREADS) is None
     assert clock.follow_load() is None and clock.threads == 1      # and back when the load has gone
 
 
@@ -373,9 +376,9 @@ def test_torchs_threads_are_set_to_wait_passively_before_torch_loads(load):
     """Busy or idle as the tune starts: a load that comes later must not find torch's threads spinning."""
     probe = """
 import os, sys
-from tinyrps import tune
-tune.os.getloadavg = lambda: (float(os.cpu_count()) + 0.5 if sys.argv[1] == "busy" else 0.0, 0.0, 0.0)
-clock, machine = tune.clock_for_this_machine()
+from tinyrps.tune import budget
+budget.os.getloadavg = lambda: (float(os.cpu_count()) + 0.5 if sys.argv[1] == "busy" else 0.0, 0.0, 0.0)
+clock, machine = budget.clock_for_this_machine()
 print(machine["passive_wait"], os.environ.get("OMP_WAIT_POLICY"), "torch" in sys.modules, clock.threads)
 """
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
@@ -633,9 +636,9 @@ def test_bad_settings_are_one_line_on_a_busy_machine_too(data_dir, tmp_path):
     """The busy machine's line comes after the checks: a refused setting is still its one line."""
     probe = f"""
 import os, sys
-from tinyrps import tune
+from tinyrps.tune import budget
 from tinyrps.cli import main
-tune.os.getloadavg = lambda: (float(os.cpu_count()) + 1.0, 0.0, 0.0)
+budget.os.getloadavg = lambda: (float(os.cpu_count()) + 1.0, 0.0, 0.0)
 sys.exit(main(["tune", "--data", {str(data_dir)!r}, "--out", {str(tmp_path / "t")!r}, "--storage", "nowhere"]))
 """
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)

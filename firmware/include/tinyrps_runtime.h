@@ -91,7 +91,8 @@
     X(TRT_ERR_ARENA_TOO_SMALL, -5, "arena too small")     /* the memory plan does not fit the arena */ \
     X(TRT_ERR_BAD_TENSOR, -6, "bad tensor")               /* tensor inconsistent with its use */       \
     X(TRT_ERR_BAD_INPUT, -7, "bad input")                 /* a wrong argument, or a NULL one */        \
-    X(TRT_ERR_LIMIT, -8, "over runtime limit")            /* more than a static table above holds */
+    X(TRT_ERR_LIMIT, -8, "over runtime limit")            /* more than a static table above holds */ \
+    X(TRT_ERR_NPU, -9, "NPU invoke failed")               /* the NPU driver reported a failed job */
 
 #define TRT_STATUS_ENUM(name, value, text) name = value,
 typedef enum { TRT_STATUS_LIST(TRT_STATUS_ENUM) } trt_status;
@@ -243,6 +244,24 @@ void trt_set_counter(trt_program *prog, trt_counter_fn counter);
 trt_status trt_call_profile(const trt_program *prog, int i, uint64_t *count, uint64_t *macs);
 
 const char *trt_status_name(trt_status s);
+
+/* ---- the NPU driver (programs with an Ethos-U delegate) ---------------------------------------
+ * A program's Ethos-U delegate runs on an NPU through these three functions, shaped like Arm's
+ * Ethos-U core driver (ethosu_reserve_driver, ethosu_invoke_v3, ethosu_release_driver). The
+ * application links them; the runtime declares them weak, and a program with an Ethos-U delegate
+ * and no driver linked is refused at load (TRT_ERR_UNSUPPORTED_OP, "no NPU driver linked").
+ * For each inference of the delegate the runtime copies its inputs into the scratch, reserves a
+ * driver, invokes it once with the delegate's command stream (its COP1 payload, Vela's cmd_data)
+ * and the base addresses and sizes of TRT_NPU_REGIONS regions, releases it and copies the outputs
+ * back out of the scratch. Region 0 is the delegate's weights (in the program, read only), region
+ * 1 the scratch and region 2 the fast scratch (both in the arena, 16-byte aligned).
+ * trt_npu_invoke returns 0 when the job ran; anything else makes trt_run return TRT_ERR_NPU. */
+#define TRT_NPU_REGIONS 3
+struct trt_npu_driver;   /* the driver's own */
+struct trt_npu_driver *trt_npu_reserve(void);   /* NULL: no NPU available (the run fails) */
+int trt_npu_invoke(struct trt_npu_driver *driver, const void *command_stream, int command_stream_bytes,
+                   uint64_t *const base_addresses, const size_t *base_sizes, int regions, void *user);
+void trt_npu_release(struct trt_npu_driver *driver);
 
 /* How many bytes a program occupies, from its own extended header ("eh00": the flatbuffer part
  * and the segment data behind it), for a loader that knows only where a program starts (a

@@ -19,39 +19,10 @@
 #include <string.h>
 
 #include "kernels/arith.h"
+#include "check_harness.h"
 #include "kernels/c/kernels_c.h"
 #include "kernels/dsp/dsp_intrinsics.h"
 #include "kernels/dsp/kernels_dsp.h"
-
-static long checks, failures;
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t next_random(void) {   /* xorshift64 */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static int32_t pick(int32_t lo, int32_t hi) {
-    return (int32_t)((int64_t)lo + (int64_t)(next_random() % (uint64_t)((int64_t)hi - lo + 1)));
-}
-
-static void check(int ok, const char *what, long round) {
-    checks++;
-    if (!ok) {
-        failures++;
-        if (failures <= 20) printf("FAIL %s (round %ld)\n", what, round);
-    }
-}
-
-static void *aligned(size_t n) {
-    void *p = NULL;
-    return posix_memalign(&p, 16, n ? n : 16) == 0 ? p : NULL;
-}
-
-static void fill_s8(int8_t *a, size_t n) {
-    for (size_t i = 0; i < n; i++) a[i] = (int8_t)pick(-128, 127);
-}
 
 /* A multiplier like an exporter's, or an edge: INT32_MIN, negative, small. */
 static int32_t multiplier(void) {

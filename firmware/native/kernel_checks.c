@@ -19,41 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_harness.h"
 #include "kernels/c/kernels_c.h"
 #include "kernels/dsp/dsp_intrinsics.h"
 #include "kernels/dsp/kernels_dsp.h"
 #include "kernels/weight_sums.h"
 #include "tinyrps_runtime.h"
-
-static long checks, failures;
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t next_random(void) {   /* xorshift64 */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static int32_t pick(int32_t lo, int32_t hi) {
-    return (int32_t)(lo + (int64_t)(next_random() % (uint64_t)((int64_t)hi - lo + 1)));
-}
-
-static void check(int ok, const char *what, long round) {
-    checks++;
-    if (!ok) {
-        failures++;
-        if (failures <= 20) printf("FAIL %s (round %ld)\n", what, round);
-    }
-}
-
-static void fill_s8(int8_t *a, size_t n) {
-    for (size_t i = 0; i < n; i++) a[i] = (int8_t)pick(-128, 127);
-}
-
-static void *aligned(size_t n) {
-    void *p = NULL;
-    return posix_memalign(&p, 16, n ? n : 16) == 0 ? p : NULL;
-}
 
 /* Per-channel requantization parameters like an exporter's, sometimes with unusual shifts. */
 static void requant_params(int32_t *mult, int32_t *shift, int32_t n) {

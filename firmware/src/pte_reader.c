@@ -391,7 +391,11 @@ trt_status pte_call_at(const pte_file *f, const fb_vector *calls, uint32_t index
     args->count = 0;
     if ((s = fb_vector_table(fb, calls, index, &entry)) != TRT_OK) return s;
     if ((s = fb_u8(fb, &entry, INSTRUCTION_TYPE, 0, kind)) != TRT_OK) return s;
+#if TRT_ETHOS_U
+    if (*kind != PTE_KERNEL_CALL && *kind != PTE_DELEGATE_CALL) return TRT_OK;   /* a DelegateCall: the same fields */
+#else
     if (*kind != PTE_KERNEL_CALL) return TRT_OK;
+#endif
     if ((s = fb_table_field(fb, &entry, INSTRUCTION_ARGS, &call, &present)) != TRT_OK) return s;
     if (!present) return TRT_ERR_MALFORMED;
     if ((s = fb_i32(fb, &call, KERNEL_CALL_OP_INDEX, 0, op_index)) != TRT_OK) return s;

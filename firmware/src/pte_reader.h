@@ -179,7 +179,7 @@ trt_status pte_operator_at(const pte_file *f, const pte_plan *p, uint32_t index,
 trt_status pte_delegate_id(const pte_file *f, const pte_plan *p, uint32_t index, const char **id, uint32_t *len);
 
 /* The calls of chain `chain` (program.fbs's Chain.instructions); then each one's kind and, for
- * kernel calls, operator and args. */
+ * kernel calls, operator and args (for delegate calls, delegate and args). */
 trt_status pte_chain_calls(const pte_file *f, const pte_plan *p, uint32_t chain, fb_vector *out);
 trt_status pte_call_at(const pte_file *f, const fb_vector *calls, uint32_t index,
                        uint8_t *kind, int32_t *op_index, fb_vector *args);

@@ -15,6 +15,16 @@
 #include "runtime_internal.h"
 #include "load_code.h"
 
+/* TRT_ETHOS_U=1: the build links ethos_u_delegate.c and runs Ethos-U delegates (the firmware and
+ * native builds: firmware/CMakeLists.txt). Without it (a deploy library of a Cortex-M program) the
+ * hooks below compile to nothing and a delegate is refused as any other. */
+#if TRT_ETHOS_U
+#include "ethos_u_delegate.h"
+#define RUN_STATUS(prog) ((prog)->plan.delegates.count ? trt_ethos_u_status(prog) : TRT_OK)
+#else
+#define RUN_STATUS(prog) TRT_OK
+#endif
+
 #define MAX_PLANNED_BYTES ((size_t)1 << 30)
 
 /* TRT_PROGRAM_STORAGE_BYTES must hold the tables (a negative array size fails the build: C99). */
@@ -289,6 +299,9 @@ static trt_status load_operators(trt_program *prog) {
         trt_status s = pte_operator_at(&prog->file, &prog->plan, i, &name, &name_len, &overload, &overload_len);
         if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad operator entry");
         const trt_operator *op = trt_find_operator(name, name_len, overload, overload_len);
+#if TRT_ETHOS_U
+        if (!op && prog->plan.delegates.count) op = trt_ethos_u_cpu_operator(name, name_len, overload, overload_len);
+#endif
         if (!op) return unsupported_operator(prog, name, name_len, overload, overload_len);
         prog->operators[i] = op;
     }
@@ -296,6 +309,19 @@ static trt_status load_operators(trt_program *prog) {
     return TRT_OK;
 }
 
+#if TRT_ETHOS_U
+/* Every delegate must be one this build runs: Ethos-U. */
+static trt_status reject_delegates(trt_program *prog) {
+    for (uint32_t i = 0; i < prog->plan.delegates.count; i++) {
+        const char *id = "";
+        uint32_t len = 0;
+        pte_delegate_id(&prog->file, &prog->plan, i, &id, &len);
+        if (!trt_ethos_u_backend(id, len))
+            return trt_fail_named(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "unsupported backend delegate", id, len);
+    }
+    return TRT_OK;
+}
+#else
 static trt_status reject_delegates(trt_program *prog) {
     if (prog->plan.delegates.count == 0) return TRT_OK;
     const char *id = "";
@@ -303,6 +329,7 @@ static trt_status reject_delegates(trt_program *prog) {
     pte_delegate_id(&prog->file, &prog->plan, 0, &id, &len);
     return trt_fail_named(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "unsupported backend delegate", id, len);
 }
+#endif
 
 /* The tensor is the input itself, or a view of it: the same elements at the same place (a tensor of
  * another dtype that happens to start there and span as many bytes is a reuse of the bytes). */
@@ -415,6 +442,35 @@ static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, co
     return TRT_OK;
 }
 
+#if TRT_ETHOS_U
+/* Call i, a DelegateCall: its arguments are the delegate's inputs, then its one output, which it
+ * writes as a kernel call writes its out; ethos_u_delegate.c checks them against the delegate's
+ * blob and binds the call; its working memory is the NPU's scratch and fast scratch. */
+static trt_status load_delegate_call(trt_program *prog, uint32_t i, int32_t delegate, const fb_vector *args_vec) {
+    int32_t args[TRT_MAX_KERNEL_ARGS];
+    uint16_t n_items = 0, next_slot = (uint16_t)args_vec->count;
+    trt_status s;
+    if (args_vec->count > TRT_MAX_KERNEL_ARGS)
+        return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "delegate call arguments above TRT_MAX_KERNEL_ARGS:", args_vec->count);
+    for (uint32_t k = 0; k < args_vec->count; k++) {
+        args[k] = fb_vector_i32(&prog->file.flat, args_vec, k);
+        if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
+    }
+    trt_chain_call *kc = &prog->calls[i];
+    const uint32_t n = args_vec->count;
+    memset(&kc->p, 0, sizeof kc->p);
+    if ((s = trt_ethos_u_bind(prog, delegate, kc, n)) != TRT_OK) return s;
+    const trt_tensor *out = &prog->call_tensors[n - 1];
+    kc->out_value = (uint16_t)args[n - 1];
+    kc->out_offset = (uint32_t)out->arena_offset;
+    kc->out_bytes = out->nbytes;
+    note_input_reads(prog, (int16_t)i, args, n + 1, 0);   /* every argument but the last */
+    kc->live_until = (int16_t)i;
+    kc->scratch_bytes = (uint32_t)kc->kernel->scratch_bytes(&kc->p);
+    return reserve_workspace(prog, kc->scratch_bytes, &kc->scratch_offset);
+}
+#endif
+
 static size_t call_temp_bytes(const trt_chain_call *kc) {
     return kc->kernel->temp_bytes ? kc->kernel->temp_bytes(&kc->p) : 0;
 }
@@ -426,10 +482,26 @@ static trt_status load_call(trt_program *prog, const fb_vector *calls, uint32_t 
     int32_t args[TRT_MAX_KERNEL_ARGS];
     trt_status s = pte_call_at(&prog->file, calls, i, &kind, &op_index, &args_vec);
     if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad kernel call");
+#if TRT_ETHOS_U
+    if (kind == PTE_DELEGATE_CALL) return load_delegate_call(prog, i, op_index, &args_vec);
+#endif
     if (kind != PTE_KERNEL_CALL) return trt_fail_number(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "call of an unsupported kind:", kind);
     if (op_index < 0 || op_index >= prog->n_operators) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "kernel call of an unknown operator");
     if (args_vec.count > TRT_MAX_KERNEL_ARGS)
         return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel call arguments above TRT_MAX_KERNEL_ARGS:", args_vec.count);
+#if TRT_ETHOS_U
+    /* an Ethos-U program's quantized_decomposed::dequantize_per_tensor has an argument more */
+    uint32_t n_args = args_vec.count;
+    for (uint32_t k = 0; k < n_args; k++) args[k] = fb_vector_i32(&prog->file.flat, &args_vec, k);
+    if ((s = trt_ethos_u_cpu_args(prog, prog->operators[op_index], args, &n_args)) != TRT_OK) return s;
+    uint16_t n_items = 0, next_slot = (uint16_t)n_args;
+    for (uint32_t k = 0; k < n_args; k++)
+        if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
+    trt_chain_call *kc = &prog->calls[i];
+    kc->op = prog->operators[op_index];
+    kc->operator_index = (uint8_t)op_index;
+    return bind_call(prog, kc, (int16_t)i, args, n_args);
+#else
     uint16_t n_items = 0, next_slot = (uint16_t)args_vec.count;   /* Tensor[] items after the arguments */
     for (uint32_t k = 0; k < args_vec.count; k++) {
         args[k] = fb_vector_i32(&prog->file.flat, &args_vec, k);
@@ -439,6 +511,7 @@ static trt_status load_call(trt_program *prog, const fb_vector *calls, uint32_t 
     kc->op = prog->operators[op_index];
     kc->operator_index = (uint8_t)op_index;
     return bind_call(prog, kc, (int16_t)i, args, args_vec.count);
+#endif
 }
 
 static trt_status load_chain(trt_program *prog) {
@@ -815,13 +888,13 @@ static void run_range(trt_program *prog, int begin, int end) {
 trt_status trt_run_calls(trt_program *prog, int begin, int end) {
     if (!prog || !prog->loaded || begin < 0 || end < begin || end > prog->n_calls) return TRT_ERR_BAD_INPUT;
     run_range(prog, begin, end);
-    return TRT_OK;
+    return RUN_STATUS(prog);   /* TRT_ERR_NPU when a delegate call's NPU job failed */
 }
 
 trt_status trt_run(trt_program *prog) {
     if (!prog || !prog->loaded) return TRT_ERR_BAD_INPUT;
     run_range(prog, 0, prog->n_calls);
-    return TRT_OK;
+    return RUN_STATUS(prog);
 }
 
 void trt_set_counter(trt_program *prog, trt_counter_fn counter) {
@@ -868,6 +941,7 @@ trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], in
     if (out->t.numel > capacity) return TRT_ERR_LIMIT;
     write_image(prog, image);
     run_range(prog, 0, prog->n_calls);   /* trt_run's work, without its checks: all made above */
+    if (RUN_STATUS(prog) != TRT_OK) return RUN_STATUS(prog);
     /* the logits in logical order (an output of a classifier is [1, n] or [n]: one order either way) */
     memcpy(logits, out->t.data, out->t.nbytes);
     *n_out = out->t.numel;

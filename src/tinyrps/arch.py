@@ -44,25 +44,6 @@ ARCHITECTURES = {
 # 99.83, 99.60 and 99.67 % int8 accuracy on the benchmark split (docs/benchmarks.md).
 DEFAULT_EPOCHS = 4
 ARCH_EPOCHS = {"tinyrps": DEFAULT_EPOCHS, "fast": 10}
-# The tuner retrains its pick this long: the small networks it finds learn like `fast`
-# (measured: its default search's pick reads 98.67 % after 4 epochs, 99.33 % after 10).
-TUNED_EPOCHS = ARCH_EPOCHS["fast"]
-# The tuner's candidates are trained this long (`tune --candidate-epochs`), and its pick is the fastest
-# candidate whose validation accuracy after that training reaches PICK_ACCURACY (`--pick-accuracy`;
-# see tinyrps.tune).
-CANDIDATE_EPOCHS = 3
-PICK_ACCURACY = 0.99
-# The tuner's finalists (`tune --finalists`; see tinyrps.tune): the pick, and the front candidates faster
-# than it with the best validation accuracy, up to FINALISTS in all. Each is trained like the pick (--epochs, the tune's seed) and read on the
-# selection split (tinyrps.data.SELECT: as large as the benchmark split, held out like it), which tells
-# networks apart where the short training and 900 validation images do not: over three pools of fast
-# candidates trained 10 epochs, the validation count ranked them against the benchmark count with a
-# Spearman rho of 0.22-0.84, the 3-epoch count with 0.41-0.64 (docs/benchmarks.md).
-FINALISTS = 2
-# The pick among the finalists: the fastest whose selection accuracy reaches SELECT_ACCURACY; when none
-# does, the most accurate. 99.6 %: the 99.5 % a pick is judged by on the benchmark split, with three images
-# of 3,000 to spare for the training seeds the selection does not see.
-SELECT_ACCURACY = 0.996
 # Which weights a training keeps: the last epoch's, where the cosine schedule has brought the learning
 # rate to zero. The validation split used to choose the epoch (its best accuracy, the first on a tie); 900
 # images tell epochs apart by a few images, and the choice often fell on a mid-training epoch. Measured on

@@ -109,7 +109,7 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
     device_options = device_options or {}
     image = make_split("test", 1, 1234)[0][:1]
     entries = [("eager", "eager", ckpt)] + [(n, device_override or default_device(p), p) for n, p in programs.items()]
-    from .artifacts import sha256_file
+    from .artifacts.files import sha256_file
     result = {"runs": runs, "rounds": ROUNDS, "block_s": BLOCK_SECONDS, "programs": {},
               "checkpoint_sha256": sha256_file(ckpt)}
     from .torch_settings import torch_threads

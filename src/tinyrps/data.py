@@ -28,8 +28,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-from .artifacts import (atomic_write_bytes, atomic_write_json, available_memory, data_info, free_disk, human_bytes,
-                        interrupts_deferred, mismatch, sha256_bytes, sha256_file, staged_folder, write_manifest)
+from .artifacts.files import (atomic_write_bytes, atomic_write_json, available_memory, free_disk, human_bytes,
+                              sha256_bytes, sha256_file)
+from .artifacts.records import data_info
+from .artifacts.locks import interrupts_deferred
+from .artifacts.manifest import mismatch, write_manifest
+from .artifacts.staging import staged_folder
 from .errors import UserError
 from .labels import DEFAULT_PER_CLASS, IMAGE_SIZE, LABELS  # noqa: F401 (DEFAULT_PER_CLASS: read from here too)
 
@@ -589,7 +593,7 @@ def check_seed(seed: int) -> None:
 
 def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
     """Render the data set into OUT, whole: built in a folder of its own and swapped in with
-    its manifest (tinyrps.artifacts.staged_folder), so that OUT holds the previous data set or
+    its manifest (tinyrps.artifacts.staging.staged_folder), so that OUT holds the previous data set or
     this one, never a mix. OUT/data.json records each split's sha256."""
     out = Path(out)
     check_seed(seed)

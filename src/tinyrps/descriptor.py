@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .artifacts import atomic_write_json, fsync_dir, sha256_file
+from .artifacts.files import atomic_write_json, check_replaceable_file, fsync_dir, sha256_file
 from .errors import UserError
 from .families import family_names, get_family
 
@@ -113,7 +113,7 @@ def to_json(d: ProgramDescriptor) -> dict:
 def write(pte, d: ProgramDescriptor, scratch: Optional[Path] = None) -> Path:
     """Write T.json whole or not at all; with `scratch`, its temporary file is made there (a
     folder on the same file system) instead of beside it."""
-    path = path_of(pte)
+    path = check_replaceable_file(path_of(pte))
     if scratch is None:
         atomic_write_json(path, to_json(d))
         return path
@@ -148,10 +148,22 @@ def read(pte, program: Optional[bytes] = None) -> Optional[ProgramDescriptor]:
         raise UserError(f"{path} is {found}; this tinyrps reads program descriptors of version "
                         f"{DESCRIPTOR_VERSION}: {EXPORT_AGAIN}")
     descriptor = from_json(raw, path)
+    check_named_for(pte, descriptor)
     if program is not None and descriptor.sha256 != hashlib.sha256(program).hexdigest():
         raise UserError(f"{pte.name} does not match its descriptor {path.name} (the descriptor's sha256 is not "
                         f"the program's: one of them was replaced): {EXPORT_AGAIN}")
     return descriptor
+
+
+def check_named_for(pte, descriptor: ProgramDescriptor) -> None:
+    """A program named after a target (T.pte) is that target's: every result is named by the file, so a
+    program and descriptor copied to another target's name are refused, not shown as that target's."""
+    from .families import targets
+    pte = Path(pte)
+    if pte.stem in targets() and pte.stem != descriptor.target:
+        raise UserError(f"{pte.name} is named for the target {pte.stem}, but its descriptor records "
+                        f"{descriptor.target} (copied or renamed from another target's program): export "
+                        f"{pte.stem} with `tinyrps export --target {pte.stem}`, or give it a name that is no target's")
 
 
 def from_json(raw: dict, path: Path) -> ProgramDescriptor:

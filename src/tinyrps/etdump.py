@@ -57,7 +57,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .artifacts import atomic_write_bytes
+from .artifacts.files import atomic_write_bytes, check_replaceable_file
 from .errors import UserError
 
 # Names the official runtime gives its events and runs.
@@ -253,8 +253,7 @@ def _offset_vector(builder, offsets: list) -> int:
     return builder.EndVector()
 
 
-# The devices that take a per-layer profile of a Cortex-M program, and what each counter counts.
-PROFILING_DEVICES = ("mcu", "native")
+# What each counter of a per-layer profile counts (the devices that take one: tinyrps.devices, `profiles`).
 COUNTER_UNITS = {"instructions": "instructions under QEMU, not cycles",
                  "nanoseconds": "this host's nanoseconds of the native build, noisy, not a board's time"}
 
@@ -264,7 +263,7 @@ def check_path(path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise UserError(f"ETDump path {path} is a folder: give a file name, e.g. {path / 'profile.etdp'}")
-    return path
+    return check_replaceable_file(path, "ETDump path")
 
 
 def written_message(path, counter: str) -> str:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts import check_run_data, sha256_file
+from .artifacts.records import check_run_data
+from .artifacts.files import sha256_file
 from .data import load_split
-from .devices import check_program_devices, default_device, device_class, open_device
+from .devices import check_program_devices, default_device, device_class, device_row, open_device
 from .errors import UserError
 from .families import get_family, targets
 from .labels import EVAL_SPLITS, LABELS
@@ -29,7 +30,6 @@ CHUNK = 50
 OUT_OF_PROCESS_WORKERS = 3
 # benchmark (3,000 images by default) is for the devices that compute on this machine's CPU; an
 # emulated board would take minutes over it (see check_split_devices).
-SLOW_DEVICES = ("mcu",)
 
 
 @dataclass
@@ -160,16 +160,16 @@ def shared_or_classified(device, images, bar, description, name, computed) -> tu
 
 def profiled_program(programs: dict, device_override, device_options: dict) -> tuple:
     """(name, device) of the one program eval --etdump profiles; one line when it cannot."""
-    from .etdump import PROFILING_DEVICES
+    from .families import get_family
     if len(programs) != 1:
         raise UserError(f"--etdump profiles one program and {len(programs)} are selected "
                         f"({', '.join(programs) or 'none'}): name one Cortex-M program with --program T")
     (name, pte), = programs.items()
     device_name = device_override or default_device(pte)
-    if program_family(pte) != "cortex-m" or device_name not in PROFILING_DEVICES:
+    if not device_row(device_name).profiles or device_name not in get_family(program_family(pte)).devices:
         raise UserError(f"--etdump needs a Cortex-M program on --device mcu or native (the runtimes that profile "
                         f"each kernel call), not {name} on {device_name}")
-    if device_name == "mcu" and device_options.get("mcu", {}).get("port"):
+    if device_options.get(device_name, {}).get("port"):
         raise UserError("--etdump needs the emulated board: a board on a serial port sends no per-layer profile")
     return name, device_name
 
@@ -239,7 +239,7 @@ def check_split_devices(split: str, programs: dict, device_override) -> None:
     outputs the board's equal bit for bit)."""
     if split == "test":
         return
-    slow = [name for name, pte in programs.items() if (device_override or default_device(pte)) in SLOW_DEVICES]
+    slow = [name for name, pte in programs.items() if device_row(device_override or default_device(pte)).slow]
     if slow:
         raise UserError(f"--split {split} is for eager, host, npu-ref and native, not the emulated boards "
                         f"({', '.join(slow)} on mcu): give --device native for the Cortex-M programs, or "

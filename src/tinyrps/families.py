@@ -14,6 +14,11 @@ descriptor and refusing a bad command all stay fast.
                 checks to an evaluation (None: the family has none)
     info        the dataclass of what its program descriptors record beyond the common
                 fields (tinyrps.descriptor writes and reads it)
+    delegate    the ExecuTorch backend whose delegate marks its programs ("EthosUBackend"), or None
+    operators   the operator namespace that marks its programs ("cortex_m::"), or None; a program
+                marked by neither is the family's with no mark (host)
+    tunable     the tuner can search networks for its targets: a program's latency has an
+                estimate without hardware (Vela's, for the NPU)
     available   a cheap check: None when its targets can be built here, else the line
                 that says what to install (looks for packages, imports none)
 
@@ -86,10 +91,18 @@ class Family:
     info: type
     available: Callable[[], Optional[str]] = field(default=lambda: None, compare=False)
     reference: Optional[str] = None
+    delegate: Optional[str] = None
+    operators: Optional[str] = None
+    tunable: bool = False
 
     @property
     def default_device(self) -> str:
         return self.devices[0]
+
+    def marks(self, delegates, operators) -> bool:
+        """Whether a program with these delegates (backend ids) and operators (names) carries this family's mark."""
+        return (self.delegate is not None and self.delegate in delegates) or \
+            (self.operators is not None and any(op.startswith(self.operators) for op in operators))
 
 
 def _executorch_has(*parts: str) -> bool:
@@ -163,13 +176,14 @@ FAMILIES = (
     Family("ethos-u",
            targets=tuple(Target(a, "ethos-u", _ethos_u_description(a), ("system_config", "memory_mode"))
                          for a in ACCELERATORS),
-           devices=("npu-ref",), needs="the Arm Ethos-U NPU", recipes="ethos_u", info=EthosUInfo,
-           available=_ethos_u_available, reference="ethos_u"),
+           devices=("npu-ref", "mcu"), needs="the Arm Ethos-U NPU", recipes="ethos_u", info=EthosUInfo,
+           available=_ethos_u_available, reference="ethos_u", delegate="EthosUBackend",
+           tunable=True),
     Family("cortex-m",
            targets=tuple(Target(core.name, "cortex-m", f"int8 CMSIS-NN operators for {core.description}, "
                                 "bare-metal runtime") for core in CORES),
            devices=("mcu", "native"), needs="a Cortex-M core with the CMSIS-NN operators", recipes="cortex_m",
-           info=CortexMInfo, available=_cortex_m_available, reference="cortex_m"),
+           info=CortexMInfo, available=_cortex_m_available, reference="cortex_m", operators="cortex_m::"),
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}
@@ -183,6 +197,16 @@ def get_family(name: str) -> Family:
     if name not in _BY_NAME:
         raise UserError(f"unknown hardware family '{name}'; valid: {', '.join(_BY_NAME)}")
     return _BY_NAME[name]
+
+
+def family_marked(delegates, operators) -> str:
+    """The family of a program with these delegates and operators: the first whose mark it carries, else
+    the one family without a mark."""
+    marked = [f for f in FAMILIES if f.marks(delegates, operators)]
+    if marked:
+        return marked[0].name
+    (unmarked,) = [f for f in FAMILIES if f.delegate is None and f.operators is None]
+    return unmarked.name
 
 
 def targets() -> dict:

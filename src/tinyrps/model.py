@@ -63,7 +63,8 @@ def load_model(path, arch=None) -> TinyRPS:
     naming it (UserError): truncated or not a checkpoint, not a state dict, another network."""
     import io
 
-    from .artifacts import run_config, sha256_bytes
+    from .artifacts.records import run_config
+    from .artifacts.files import sha256_bytes
     path = Path(path)
     run = path.parent
     config = run_config(run) if (run / "config.json").is_file() else None

@@ -21,7 +21,8 @@ import shutil
 from pathlib import Path
 
 from . import descriptor
-from .artifacts import atomic_write_json, run_config, sha256_file
+from .artifacts.files import atomic_write_json, sha256_file
+from .artifacts.records import run_config
 from .errors import UserError
 from .families import ACCELERATORS, get_family, macs_per_cycle
 from .progress import progress_bar

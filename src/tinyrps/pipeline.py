@@ -32,8 +32,10 @@ import sys
 import time
 from pathlib import Path
 
-from .artifacts import (atomic_write_json, data_info, folder_lock, parents_made, real_target, remove_dead_temporaries,
-                        run_config, sha256_file, tidy)
+from .artifacts.files import atomic_write_json, sha256_file
+from .artifacts.records import data_info, run_config
+from .artifacts.locks import folder_lock, real_target
+from .artifacts.staging import parents_made, remove_dead_temporaries, tidy
 from .data import check_seed, make_data, split_sizes
 from .errors import UserError
 from .export import export_target, remove_leftovers
@@ -143,7 +145,7 @@ def retire_results(out: Path) -> None:
 
 def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) -> dict:
     from .evaluate import evaluate
-    from .measure import measure, read as read_measurement
+    from .measure import measure_programs, read as read_measurement
     from .report import bench_table, eval_table, write_report
     from .train import TrainConfig, train
     data_dir, run_dir = out / "data", out / "run"
@@ -172,15 +174,10 @@ def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) ->
             reused.append("export")
     with stage("measure", timings, quiet):
         remove_dead_temporaries(run_dir / "export")
-        measurements, taken = {}, 0
-        for name, pte in artifacts.items():
-            measured = read_measurement(pte)
-            if measured is None and measure_kinds(pte):
-                with console.status(f"measuring {name}"):
-                    measured = measure(pte)
-                taken += 1
-            if measured is not None:
-                measurements[name] = measured
+        current = {name: read_measurement(pte) for name, pte in artifacts.items()}
+        due = {name: pte for name, pte in artifacts.items() if current[name] is None and measure_kinds(pte)}
+        taken = measure_programs(due, quiet)
+        measurements = {name: current[name] or taken[name] for name in artifacts if current[name] or name in taken}
         if not taken:
             reused.append("measure")
     programs = {name: sha256_file(path) for name, path in artifacts.items()}

@@ -3,17 +3,22 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from pathlib import Path
 from typing import Optional
 
-import matplotlib
+from .tempdirs import missing_home, temporary_cache
+
+if missing_home() and not os.environ.get("MPLCONFIGDIR"):     # matplotlib would make the home folder
+    os.environ["MPLCONFIGDIR"] = os.path.join(temporary_cache(), "matplotlib")
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .artifacts import atomic_write_bytes  # noqa: E402
+from .artifacts.files import atomic_write_bytes  # noqa: E402
 from .labels import LABELS  # noqa: E402
 
 

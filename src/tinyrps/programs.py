@@ -41,7 +41,7 @@ def selected(run_dir, only=None) -> dict:
 def check_exported_from_checkpoint(run_dir, programs: dict) -> None:
     """Refuse, in one line, a program exported from another checkpoint than RUN/model.pt."""
     from . import descriptor
-    from .artifacts import sha256_file
+    from .artifacts.files import sha256_file
     current = sha256_file(checkpoint(run_dir))
     for name, pte in programs.items():
         described = descriptor.read(pte, pte.read_bytes())

@@ -115,7 +115,7 @@ def _scalar_value(flatbuffer, value: int):
 
 
 def program_family(path) -> str:
-    """'host', 'ethos-u' or 'cortex-m': from the descriptor if it describes the program, else from the program."""
+    """The program's family: from the descriptor if it describes the program, else from the program."""
     from . import descriptor
     program = read_program(path)
     described = descriptor.read(path, program)
@@ -125,12 +125,10 @@ def program_family(path) -> str:
 
 
 def family_of_program(data: bytes, path="program") -> str:
+    """The family whose mark the program carries (families.Family.marks)."""
+    from .families import family_marked
     contents = program_contents(data, path)
-    if "EthosUBackend" in contents.delegates:
-        return "ethos-u"
-    if any(op.startswith("cortex_m::") for op in contents.operators):
-        return "cortex-m"
-    return "host"
+    return family_marked(contents.delegates, contents.operators)
 
 
 class _Malformed(Exception):

@@ -5,10 +5,11 @@ from pathlib import Path
 from typing import Optional
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
-from .artifacts import atomic_write_bytes
+from .artifacts.files import atomic_write_bytes
 from .machine import line as machine_line
 from .stats import entry_accuracy
 
@@ -32,7 +33,10 @@ def targets_table(targets: dict) -> None:
             missing[family.name] = family.available()
         note = f" [{missing[family.name]}]" if missing[family.name] else ""
         rows.append([name, target.family, family.default_device, target.description + note])
-    print_table("export targets", ["target", "family", "runs on", "what"], rows, text_columns=4, unwrapped=3)
+    print_table("export targets", ["target", "family", "runs on", "what"], rows, text_columns=4, unwrapped=3,
+                legend={"target": "the name `export --target` takes", "family": "the kind of program",
+                        "runs on": "the device that runs it unless --device names another",
+                        "what": "what the program is, and what is missing on this machine to make it"})
 
 
 def _bit_exact(v: dict) -> str:
@@ -83,26 +87,128 @@ def eval_notes(result: dict) -> str:
     return "; ".join(notes)
 
 
-def print_table(title: str, header: list, rows: list, text_columns: int = 2, unwrapped: int = None) -> None:
-    """A rich table on stdout: the first `text_columns` columns left-aligned (the first `unwrapped`
-    of them, by default all, never wrapped), the rest numbers, right-aligned."""
+def print_table(title: str, header: list, rows: list, text_columns: int = 2, unwrapped: int = None,
+                legend: dict = None) -> None:
+    """A table on stdout that never cuts a cell: the first `text_columns` columns left-aligned (the
+    first `unwrapped` of them, by default all, never wrapped), the rest figures, right-aligned and
+    never wrapped. Too wide for the console (80 columns, and 80 when stdout is no terminal), it
+    is split into tables of fewer columns, each led by the first; where even that does not fit,
+    each row is printed as lines of `column  value`. Then `legend`: what each column means."""
     unwrapped = text_columns if unwrapped is None else unwrapped
-    # collapsed padding: two spaces between columns, so the wide tables still fit 80 columns
-    t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for i, col in enumerate(header):
-        # numbers never wrap; of the text columns, the first `unwrapped`
-        t.add_column(col, justify="left" if i < text_columns else "right", no_wrap=i < unwrapped or i >= text_columns)
-    for row in rows:
-        t.add_row(*row)
-    out_console.print(t)
+    layout = TableLayout(header, rows, text_columns, unwrapped)
+    groups = layout.column_groups(out_console)
+    if groups is None:
+        layout.print_records(out_console, title)
+    else:
+        for n, (columns, widths) in enumerate(groups):
+            out_console.print(layout.table(columns, title if n == 0 else None, widths))
+    if legend:
+        out_console.print(legend_line(header, legend))
+
+
+def legend_line(header: list, legend: dict) -> str:
+    """`column: meaning; ...` in the header's order (a header's lines joined by spaces)."""
+    names = {" ".join(col.split()): col for col in header}
+    unknown = set(legend) - set(names)
+    assert not unknown, f"the legend names no column: {unknown}"
+    return "; ".join(f"{name}: {legend[name]}" for name in names if name in legend)
+
+
+class TableLayout:
+    """The columns of a table, and the layouts that fit them into a console's width: rich would
+    shrink a column that does not fit, cutting its figures ("median…"), so the widths are
+    chosen here, and a table that cannot have them is laid out otherwise."""
+
+    def __init__(self, header: list, rows: list, text_columns: int, unwrapped: int):
+        self.header, self.rows = header, rows
+        self.text_columns, self.unwrapped = text_columns, unwrapped
+        cells = [[header[i]] + [row[i] for row in rows] for i in range(len(header))]
+        lines = [[line for cell in column for line in str(cell).splitlines()] for column in cells]
+        # a column's natural width (its longest line) and the least it can have (its longest word, if it wraps)
+        self.natural = [max(map(cell_len, column), default=0) for column in lines]
+        self.least = [max((cell_len(word) for line in column for word in line.split()), default=0)
+                      if self.wraps(i) else self.natural[i] for i, column in enumerate(lines)]
+
+    def wraps(self, i: int) -> bool:
+        return self.unwrapped <= i < self.text_columns
+
+    def table(self, columns: list, title: Optional[str], widths: dict = None) -> Table:
+        # collapsed padding: two spaces between columns
+        t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        for i in columns:
+            t.add_column(self.header[i], justify="left" if i < self.text_columns else "right",
+                         no_wrap=not self.wraps(i), width=(widths or {}).get(i))
+        for row in self.rows:
+            t.add_row(*(row[i] for i in columns))
+        return t
+
+    def widths(self, columns: list, width: int) -> Optional[dict]:
+        """The wrapped columns' widths that fit `columns` into `width` (each at least its longest
+        word, the rest shared out up to its natural width), or None where they cannot fit."""
+        room = width - self.overhead(len(columns)) - sum(self.least[i] for i in columns)
+        if room < 0:
+            return None
+        widths = {}
+        for i in columns:
+            if self.wraps(i):
+                extra = min(room, self.natural[i] - self.least[i])
+                widths[i], room = self.least[i] + extra, room - extra
+        return widths
+
+    @staticmethod
+    def overhead(n: int) -> int:
+        """The characters a table of n columns spends beside its cells: an edge each side, two between columns."""
+        return 2 + 2 * (n - 1)
+
+    def column_groups(self, console: Console) -> Optional[list]:
+        """[(columns, wrapped widths)]: the columns in groups, each led by the first column, that fit
+        side by side; None where the first column and one other do not."""
+        groups, current = [], [0]
+        for i in range(1, len(self.header)):
+            if self.widths(current + [i], console.width) is not None:
+                current.append(i)
+                continue
+            if len(current) == 1 or self.widths([0, i], console.width) is None:
+                return None
+            groups.append(current)
+            current = [0, i]
+        return [(columns, self.widths(columns, console.width)) for columns in groups + [current]]
+
+    def print_records(self, console: Console, title: str) -> None:
+        """Each row as lines: its first cell, then `column  value` per other column (a cell's
+        lines indented below each other); long lines run on rather than being cut."""
+        names = [" ".join(col.split()) for col in self.header]
+        indent = 2 + max(len(n) for n in names[1:]) + 2 if len(names) > 1 else 2
+        lines = [title]
+        for row in self.rows:
+            lines += ["", " ".join(str(row[0]).split())]
+            for name, cell in zip(names[1:], row[1:]):
+                parts = str(cell).splitlines() or [""]
+                lines.append(f"  {name:<{indent - 4}}  {parts[0]}".rstrip())
+                lines += [" " * indent + part for part in parts[1:]]
+        console.print("\n".join(lines), soft_wrap=True, markup=False)
 
 
 def eval_table(result: dict) -> None:
     print_table(f"evaluation on {eval_images(result):,} {eval_split(result)} images ({eval_notes(result)})",
-                EVAL_HEADER, eval_rows(result))
+                EVAL_HEADER, eval_rows(result), legend=EVAL_LEGEND)
+
+
+EVAL_LEGEND = {"program": "eager is the PyTorch checkpoint, the others its exported programs",
+               "device": "what ran it"}
 
 
 BENCH_HEADER = ["program", "device", "timed on", "median ms", "IQR ms", "× eager", "runs", "size", "device ms"]
+BENCH_LEGEND = {"program": "eager is the PyTorch checkpoint", "device": "what ran it",
+                "timed on": "what the median was measured on",
+                "median ms": "the median wall time of one inference on this machine",
+                "IQR ms": "its interquartile range (the middle half of the timed calls lies within it)",
+                "× eager": "median ms over eager's; \"spread\" where eager's IQR, relative to its median, is larger "
+                           "than the ratio, which it then cannot carry (see below)",
+                "runs": "timed calls", "size": "the program's file (eager: the checkpoint's)",
+                "device ms": "one inference on the device's own hardware: measured where it ran on this CPU, "
+                             "else an estimate (Vela's for the NPU; for a Cortex-M core its cycle estimate at its "
+                             "board's clock, ± its error band)"}
 
 
 def timed_on(v: dict) -> str:
@@ -170,20 +276,27 @@ def bench_table(result: dict) -> None:
                  f"taking turns; data renderer {result['render_images_per_s']:,.0f} images/s")
     else:
         title = f"latency of one inference: median of {result['runs']} timed calls after a warm-up"
-    print_table(title, BENCH_HEADER, bench_rows(result), text_columns=3, unwrapped=2)
+    print_table(title, BENCH_HEADER, bench_rows(result), text_columns=3, unwrapped=2, legend=BENCH_LEGEND)
+    for name, v in result["programs"].items():
+        if isinstance(v.get("ratio_refused"), str):
+            out_console.print(f"{name} × eager: {v['ratio_refused']}")
     if any(v.get("simulated_by") for v in result["programs"].values()):
         out_console.print(SIMULATION_NOTE)
     vela, firmware = vela_rows(result), firmware_rows(result)
     if vela:
-        print_table("Ethos-U: Vela's estimate", VELA_HEADER, vela, text_columns=1)
+        print_table("Ethos-U: Vela's estimate", VELA_HEADER, vela, text_columns=1, legend=VELA_LEGEND)
     if firmware:
         print_table(f"Cortex-M firmware on emulated boards: {FIRMWARE_UNITS}; {QEMU_COUNTS}",
-                    FIRMWARE_HEADER, firmware, text_columns=2)
+                    FIRMWARE_HEADER, firmware, text_columns=2, legend=FIRMWARE_LEGEND)
         for title, rows in layer_tables(result):
-            print_table(title, LAYER_HEADER, rows, text_columns=2)
+            print_table(title, LAYER_HEADER, rows, text_columns=2, legend=LAYER_LEGEND)
 
 
 VELA_HEADER = ["target", "size", "NPU ms", "inferences/s", "SRAM", "util. (NPU)", "util. (all)"]
+VELA_LEGEND = {"size": "the program's file", "NPU ms": "Vela's estimate of one inference on the NPU",
+               "inferences/s": "the same as a rate", "SRAM": "the NPU's SRAM the program uses",
+               "util. (NPU)": "MACs over (the NPU's cycles x its MAC units)",
+               "util. (all)": "MACs over (all cycles, memory transfers included, x MAC units)"}
 
 
 def vela_rows(result: dict) -> list:
@@ -203,6 +316,11 @@ FIRMWARE_UNITS = ("flash and RAM in KiB (of the program's own firmware image whe
 QEMU_COUNTS = ("QEMU counts instructions (-icount), not cycles: one Helium (MVE) instruction counts as one, "
                "whatever its width")
 FIRMWARE_HEADER = ["target", "board", "flash", "RAM", "instr", "/MAC", "C instr", "C/MAC", "ms", "est. Mcycles"]
+FIRMWARE_LEGEND = {"board": "the emulated board", "flash": "KiB", "RAM": "KiB",
+                   "instr": "millions of instructions per inference, fastest kernels",
+                   "/MAC": "instructions per multiply-accumulate", "C instr": "the same with plain C kernels",
+                   "C/MAC": "plain C per multiply-accumulate", "ms": "the serial round trip of one inference",
+                   "est. Mcycles": "estimated millions of cycles per inference on the real core, ± its error band"}
 
 
 def _millions(count) -> str:
@@ -234,6 +352,10 @@ def _estimated_millions(v: dict) -> str:
 
 
 LAYER_HEADER = ["layer", "kernels", "MACs", "instr", "/MAC", "C instr", "C/MAC", "est. cycles"]
+LAYER_LEGEND = {"kernels": "the kernel variant the call ran with", "MACs": "multiply-accumulates of the layer",
+                "instr": "instructions, fastest kernels", "/MAC": "instructions per MAC",
+                "C instr": "instructions with plain C kernels", "C/MAC": "plain C per MAC",
+                "est. cycles": "estimated cycles on the real core"}
 
 
 def _layer_name(op: str) -> str:
@@ -390,6 +512,9 @@ def device_rows(bench: dict) -> list:
 
 
 SWEEP_HEADER = ["NPU", "system config", "ms", "SRAM", "DRAM", "flash", "util."]
+SWEEP_LEGEND = {"NPU": "the Ethos-U and its MAC units", "system config": "Vela's memory system",
+                "ms": "Vela's estimate of one inference", "SRAM": "used, KiB", "DRAM": "used, KiB",
+                "flash": "used, KiB", "util.": "MACs over (all cycles x MAC units)"}
 
 
 def _kib(n: int) -> str:
@@ -412,7 +537,8 @@ def npu_sweep_table(result: dict, written: dict) -> None:
     for mode in dict.fromkeys(c["memory_mode"] for c in result["configs"]):
         configs = [c for c in result["configs"] if c["memory_mode"] == mode]
         weights = "/".join(dict.fromkeys(c.get("weights_in", "?") for c in configs))
-        print_table(f"memory mode {mode} (weights in {weights})", SWEEP_HEADER, sweep_rows(configs))
+        print_table(f"memory mode {mode} (weights in {weights})", SWEEP_HEADER, sweep_rows(configs),
+                    legend=SWEEP_LEGEND)
     for reason, entries in refusal_groups(result["refused"]).items():
         out_console.print(f"refused ({sum(len(e['accelerators']) * len(e['memory_modes']) for e in entries)}): "
                           f"{reason}")
@@ -424,6 +550,8 @@ def npu_sweep_table(result: dict, written: dict) -> None:
 
 
 TUNE_HEADER = ["candidate", "val", "NPU ms", "SRAM", "bytes", "MMAC", "front"]
+TUNE_LEGEND = {"candidate": "the trial's number and network", "NPU ms": "Vela's estimate of one inference",
+               "front": "pick: the network chosen; final: a finalist; yes: on the Pareto front; the title says the rest"}
 
 
 def tune_rows(result: dict) -> list:
@@ -434,7 +562,7 @@ def tune_rows(result: dict) -> list:
     rows = []
     for c in result["candidates"]:
         name = f"#{c['number']} {c.get('arch') or '?'}"
-        if c["state"] == "PRUNED":     # its NPU estimate before training: see tinyrps.tune.LATENCY_SLACK
+        if c["state"] == "PRUNED":     # its NPU estimate before training: see tinyrps.tune.settings.LATENCY_SLACK
             rows.append([name, "not trained", f"{c['npu_ms']:.4f}", f"{c['sram_bytes'] / 1024:.0f}",
                          f"{c['program_bytes']:,}", f"{count_macs(c['arch']) / 1e6:.1f}", "slow"])
             continue
@@ -454,7 +582,7 @@ def tune_rows(result: dict) -> list:
 
 def finalists_line(finalists: list) -> None:
     """The finalists, each trained like the pick, and what they read of the selection split."""
-    from .arch import SELECT_ACCURACY
+    from .tune.settings import SELECT_ACCURACY
     out_console.print(f"finalists, trained like the pick, on the selection split (npu-ref; the pick: the fastest "
                       f"at {SELECT_ACCURACY * 100:g} %, else the most accurate): "
                       + "; ".join(f"#{f['number']} {f['arch']} ({f['npu_ms']:.4f} ms) "
@@ -468,7 +596,7 @@ def tune_table(result: dict, out) -> None:
                 "on npu-ref, the images it read right and its 95 % interval; SRAM: KiB on the NPU; bytes: the "
                 "program; MMAC: millions of multiply-accumulates per inference; over: beyond a limit; slow: not "
                 "trained, its NPU estimate before training over the limit",
-                TUNE_HEADER, tune_rows(result), text_columns=1)
+                TUNE_HEADER, tune_rows(result), text_columns=1, legend=TUNE_LEGEND)
     final = result.get("final")
     if result.get("finalists"):
         finalists_line(result["finalists"])

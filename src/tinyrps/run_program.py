@@ -36,6 +36,10 @@ def input_arrays(path: Path, count: int, option: str, hint: str) -> list:
     if missing:
         raise UserError(f"{option} {path} has no array {', '.join(missing)} (it has: {', '.join(arrays) or 'none'}): "
                         f"{hint}")
+    extra = [n for n in arrays if n not in names]
+    if extra:       # an array the program takes none of is a mistake in the file, not something to skip
+        raise UserError(f"{option} {path} has array{'s' if len(extra) != 1 else ''} {', '.join(extra)} besides "
+                        f"{', '.join(names)}, and the program takes no other: {hint}")
     return [arrays[n] for n in names]
 
 
@@ -49,9 +53,11 @@ def read_inputs(path: Path, specs: tuple, program: str) -> tuple:
 
 def run_file(model, inputs_path, out_path, device_name: str, board=None, options=None, etdump=None) -> dict:
     """Run the program on the samples of `inputs_path` and write `out_path`; returns a summary."""
-    from .artifacts import atomic_write_bytes, interrupts_deferred
-    from .devices import open_device
+    from .artifacts.files import atomic_write_bytes
+    from .artifacts.locks import interrupts_deferred
+    from .devices import open_device, require_tensor_device
     model, out_path = Path(model), Path(out_path)
+    require_tensor_device(model, device_name)
     with open_device(device_name, model, board=board, **(options or {})) as device:
         if device.inputs is None:
             raise UserError(f"device '{device_name}' runs image classifiers only; run {model.name}'s tensors with "

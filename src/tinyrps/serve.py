@@ -6,9 +6,17 @@ shipped in the package (tinyrps/web/), with no build step and nothing fetched fr
 elsewhere. The API:
 
     GET  /api/programs                 the programs served here, the opponents, the limits
-    POST /api/play?program=ID&opponent=random|adaptive&tab=TAB
-                                       body: the picture's bytes (PNG, JPEG, ...)
+    POST /api/play?program=ID&opponent=random|adaptive&tab=TAB&name=NAME
+                                       body: the picture's bytes (PNG, JPEG, ...); NAME, its file's
+                                       name for messages, percent-encoded as any query value
     POST /api/new-game?tab=TAB         the tab's score back to zero
+
+Only requests from the page's own origin change a score: a POST whose Origin or
+Sec-Fetch-Site names another site is refused (403), so a page elsewhere cannot play for the
+player. Moves are bounded: MAX_MOVES_PER_TAB in flight per tab, MAX_MOVES in all, and
+answered 503 beyond; a move whose client has gone is cancelled (a move waiting for its
+device leaves the queue) and never scored. A connection must send its request's head
+within HEAD_TIMEOUT_S of opening or of its previous answer, and a body within BODY_TIMEOUT_S.
 
 A picture is read by tinyrps.images exactly as `classify` reads a file (in worker processes,
 so that reading, pure numpy and Pillow, uses every core and a decoder crash takes only its
@@ -25,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import contextlib
 import gc
 import io
 import ipaddress
@@ -48,10 +57,21 @@ from .labels import LABELS
 # An upload larger than this is refused before it is read (a phone photo is 2-12 MB).
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
 MAX_TABS = 1000
+# Moves in flight, from the picture's arrival (read, queued or on the device): per tab (one playing, one
+# waiting), and in all.
+MAX_MOVES_PER_TAB = 2
+MAX_MOVES = 64
+# connections open at once (uvicorn answers 503 beyond)
+MAX_CONNECTIONS = 256
+# A request's head must arrive within this long of its connection opening or of the previous
+# answer (a silent or slow-writing client holds a connection no longer); its body within BODY_TIMEOUT_S.
+HEAD_TIMEOUT_S = 10.0
+IDLE_TIMEOUT_S = 5.0
+BODY_TIMEOUT_S = 60.0
 TAB_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 # What a picture is called in messages when the page does not say (a name, never a path).
 DEFAULT_PICTURE_NAME = "the picture"
-PICTURE_NAME_CHARS = re.compile(r"[^\w .()+-]")
+PICTURE_NAME_PUNCTUATION = " .()+-_"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 # how long closing waits for a device's current request before stopping it anyway
 CLOSE_WAIT_S = 15.0
@@ -148,29 +168,22 @@ def check_device_options(programs: list, device: str, board: str, port: str) -> 
 
 def program_label(pte: Path, target: str, device: str, described, board: str, port: str) -> tuple:
     """(the selector's label: the target and what it runs on, the MCU core's name or None)."""
-    info = getattr(described, "info", None)
-    core = None
-    if device == "host":
-        where = "host CPU, ExecuTorch runtime"
-    elif device == "npu-ref":
-        npu = getattr(info, "accelerator", target).replace("ethos-u", "Ethos-U")
-        where = f"{npu}, its TOSA graph in the reference model"
-    elif device == "mcu":
-        from .cores import display_name
-        from .devices.mcu import program_board
-        chosen = program_board(pte, board)
-        core = display_name(chosen.core)
-        where = f"{core} on the board at {port}" if port else f"{core} on QEMU {chosen.machine}"
-    elif device == "native":
-        where = "the firmware's C runtime on this CPU"
-    else:
-        where = device
+    from .devices import device_class
+    where, core = device_class(device).runs_on(pte, target, described, board, port)
     return f"{target}: {where}", core
 
 
 # ── one device, one thread ───────────────────────────────────────────────────
 class DeviceFailed(UserError):
     """The device failed on a request (or could not be opened); answered as 503."""
+
+
+class ServerBusy(UserError):
+    """Too many moves waiting (for a tab, for a device or in all); answered as 503 with Retry-After."""
+
+
+# moves waiting for one device, the one it runs included (an emulated board's move takes ~0.2 s)
+MAX_DEVICE_QUEUE = 16
 
 
 class DeviceSlot:
@@ -183,6 +196,8 @@ class DeviceSlot:
         self.runs_on: Optional[str] = None
         self._jobs: queue.Queue = queue.Queue()
         self._closed = False
+        self._lock = threading.Lock()
+        self.waiting = 0                  # jobs submitted and not done (a cancelled one is done)
         self._thread = threading.Thread(target=self._serve, name=f"device {program.id}", daemon=True)
         self._thread.start()
 
@@ -192,9 +207,19 @@ class DeviceSlot:
         future = concurrent.futures.Future()
         if self._closed:
             future.set_exception(DeviceFailed("the server is stopping"))
-        else:
-            self._jobs.put((future, job))
+            return future
+        with self._lock:
+            if self.waiting >= MAX_DEVICE_QUEUE:
+                raise ServerBusy(f"{self.program.target} has {self.waiting} moves waiting already "
+                                 f"(at most {MAX_DEVICE_QUEUE}): play again in a moment")
+            self.waiting += 1
+        future.add_done_callback(self._done)
+        self._jobs.put((future, job))
         return future
+
+    def _done(self, future) -> None:
+        with self._lock:
+            self.waiting -= 1
 
     def _serve(self) -> None:
         while True:
@@ -223,6 +248,8 @@ class DeviceSlot:
             self._open()
         try:
             return job(self.device), notice
+        except ClientLeft:
+            raise                             # the job stopped itself: the device is well
         except Exception as e:
             if not self.device.out_of_process:
                 raise
@@ -286,11 +313,15 @@ class Classified:
     stats: dict                     # the device's own figures of the player's inference
 
 
-def classify_move(device, you: np.ndarray, opponent: Optional[np.ndarray]) -> Classified:
+def classify_move(device, you: np.ndarray, opponent: Optional[np.ndarray], gone=lambda: False) -> Classified:
+    """Both inferences of a move; the opponent's skipped when `gone()` says the client left
+    during the player's (on an emulated board each takes a good part of a second)."""
     start = time.perf_counter()
     you_logits = device.classify(you[None])[0]
     host_ms = (time.perf_counter() - start) * 1000
     stats = device.last_stats()
+    if gone():
+        raise ClientLeft()
     opp_logits = device.classify(opponent[None])[0] if opponent is not None else None
     return Classified(you_logits, opp_logits, host_ms, stats)
 
@@ -304,6 +335,10 @@ def _reader_worker_init() -> None:
 def _warm_reader() -> bool:
     import tinyrps.images  # noqa: F401
     return True
+
+
+READER_RESTARTED = ("the picture reader had stopped (its process ended, not because of this picture) "
+                    "and was started again for this move")
 
 
 class PictureReader:
@@ -321,18 +356,23 @@ class PictureReader:
             for _ in range(self.workers):
                 self._pool.submit(_warm_reader)
 
-    async def read(self, data: bytes, name: str):
+    async def read(self, data: bytes, name: str) -> tuple:
+        """(the reading, a notice or None). A worker that died (killed from outside, out of
+        memory, or on another picture) fails every picture it had: this one is read again by a
+        fresh pool, and only a picture that stops that one too is said to stop the reader."""
         from .images import read_image_bytes
         if self._pool is None:
             from starlette.concurrency import run_in_threadpool
-            return await run_in_threadpool(read_image_bytes, data, name)
-        pool = self._pool
-        try:
-            return await asyncio.wrap_future(pool.submit(read_image_bytes, data, name))
-        except concurrent.futures.process.BrokenProcessPool:
-            self._replace(pool)
-            raise UserError(f"{name} stopped the picture reader (it was started again): "
-                            "save the picture again, or try another") from None
+            return await run_in_threadpool(read_image_bytes, data, name), None
+        for attempt in range(2):
+            pool = self._pool
+            try:
+                return await asyncio.wrap_future(pool.submit(read_image_bytes, data, name)), \
+                    (READER_RESTARTED if attempt else None)
+            except concurrent.futures.process.BrokenProcessPool:
+                self._replace(pool)
+        raise UserError(f"{name} stopped the picture reader twice (it was started again): "
+                        "save the picture again, or try another")
 
     def _replace(self, broken) -> None:
         with self._lock:
@@ -371,6 +411,25 @@ class Game:
         self.slots = {p.id: DeviceSlot(p) for p in programs}
         self.reader = PictureReader(reader_workers)
         self.tabs: OrderedDict = OrderedDict()
+        self.moves = 0                    # moves in flight, and per tab id (touched only by the event loop)
+        self.tab_moves: dict = {}
+
+    @contextlib.contextmanager
+    def admitted(self, tab_id: str):
+        """A move counted in flight while it is read, waits and runs; ServerBusy beyond the bounds."""
+        if self.tab_moves.get(tab_id, 0) >= MAX_MOVES_PER_TAB:
+            raise ServerBusy(f"this tab has {MAX_MOVES_PER_TAB} moves in progress already: wait for their answers")
+        if self.moves >= MAX_MOVES:
+            raise ServerBusy(f"the server is busy ({MAX_MOVES} moves in progress): play again in a moment")
+        self.moves += 1
+        self.tab_moves[tab_id] = self.tab_moves.get(tab_id, 0) + 1
+        try:
+            yield
+        finally:
+            self.moves -= 1
+            self.tab_moves[tab_id] -= 1
+            if not self.tab_moves[tab_id]:
+                del self.tab_moves[tab_id]
 
     def start(self) -> None:
         """Start the picture readers, and open the devices one after the other (the default
@@ -410,12 +469,15 @@ class Game:
         self.tabs.move_to_end(tab_id)
         return self.tabs[tab_id]
 
-    async def play(self, program: Program, opponent: str, tab: Tab, data: bytes, name: str) -> dict:
+    async def play(self, program: Program, opponent: str, tab: Tab, data: bytes, name: str,
+                   gone=lambda: False) -> dict:
+        """The move, scored unless `gone()` says its client left while the device ran it (a move
+        cancelled before leaves the device's queue: the CancelledError reaches the awaits here)."""
         from .data import render
         from .game import outcome
         from .labels import softmax
         started = time.perf_counter()
-        reading = await self.reader.read(data, name)
+        reading, read_notice = await self.reader.read(data, name)
         read_ms = (time.perf_counter() - started) * 1000
         async with tab.lock:
             move = drawing = None
@@ -424,7 +486,9 @@ class Game:
                 drawing = render(np.array([LABELS.index(move)]), tab.rng)[0]
             slot = self.slots[program.id]
             result, notice = await asyncio.wrap_future(slot.submit(
-                lambda device: classify_move(device, reading.image, drawing)))
+                lambda device: classify_move(device, reading.image, drawing, gone)))
+            if gone():
+                raise asyncio.CancelledError("the client left")
             you = read_entry(softmax(result.you.astype(np.float64)), reading.letter_found, reading.image)
             answer = {"round": None, "outcome": None, "opponent": None}
             if reading.letter_found:
@@ -439,6 +503,7 @@ class Game:
             score = dict(tab.score)
         stats = {"host_ms": round(result.host_ms, 3), "read_ms": round(read_ms, 2), **result.stats,
                  "server_ms": round((time.perf_counter() - started) * 1000, 2)}
+        notice = "; ".join(n for n in (read_notice, notice) if n) or None
         return {**answer, "program": program.public(), "runs_on": slot.runs_on, "you": you, "score": score,
                 "stats": stats, "figures": device_figures(program, stats), "notice": notice}
 
@@ -460,50 +525,96 @@ def png_data_url(image: np.ndarray) -> str:
 
 def device_figures(program: Program, stats: dict) -> list:
     """The device's own figures for this move, each with what it is: {name, value, note}."""
-    figures = []
-    if program.device == "host":
-        figures.append({"name": "host latency", "value": f"{stats['host_ms']:.3f} ms",
-                        "note": "one inference in the ExecuTorch runtime on this server's CPU, timed around the call"})
-    elif program.device == "npu-ref":
-        accelerator = (stats.get("accelerator") or program.target).replace("ethos-u", "Ethos-U")
-        if stats.get("npu_estimate_ms") is not None:
-            clock = f" at {stats['clock_hz'] / 1e6:.0f} MHz" if stats.get("clock_hz") else ""
-            figures.append({"name": f"{accelerator} time (Vela estimate)",
-                            "value": f"{stats['npu_estimate_ms']:.3f} ms{clock}",
-                            "note": "Vela's estimate of the NPU's time for one inference, from `tinyrps measure`"})
-        else:
-            figures.append({"name": f"{accelerator} time (Vela estimate)", "value": "not measured",
-                            "note": f"run `tinyrps measure --model {program.pte.name}` to have Vela estimate it"})
-        figures.append({"name": "TOSA reference model on this CPU",
-                        "value": f"{stats.get('reference_ms', stats['host_ms']):.1f} ms",
-                        "note": "what the NPU computes, run on the host: not the NPU's speed"})
-    elif program.device == "mcu":
-        if "instructions" in stats:
-            figures.append({"name": f"instructions on the {program.core}", "value": f"{stats['instructions']:,}",
-                            "note": "counted by QEMU (-icount): instructions, not cycles"})
-        if "link_ms" in stats:
-            figures.append({"name": "serial round trip", "value": f"{stats['link_ms']:.1f} ms",
-                            "note": "the request and its reply over the board's UART, wall time"})
-    else:
-        figures.append({"name": f"{program.device} latency", "value": f"{stats['host_ms']:.3f} ms",
-                        "note": "one inference, timed around the call on this server"})
-    figures.append({"name": "picture read", "value": f"{stats['read_ms']:.1f} ms",
-                    "note": "your picture to the model's 28x28 input, as `tinyrps classify` reads it"})
-    return figures
+    from .devices import device_class
+    return device_class(program.device).figures(stats, program.pte, program.target, program.core) + [
+        {"name": "picture read", "value": f"{stats['read_ms']:.1f} ms",
+         "note": "your picture to the model's 28x28 input, as `tinyrps classify` reads it"}]
 
 
 # ── the web application ──────────────────────────────────────────────────────
-def error(status: int, message: str):
+def error(status: int, message: str, headers: dict = None):
     from starlette.responses import JSONResponse
-    return JSONResponse({"error": message}, status_code=status)
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
-def picture_name(header: Optional[str]) -> str:
-    """The name the page gives the picture, for messages: a file's name only, never a path."""
-    if not header:
+class CrossOrigin(UserError):
+    """A state-changing request sent by a page of another site; answered as 403."""
+
+
+def check_same_origin(request) -> None:
+    """Refuse a request that a browser says comes from another site. A browser names the page
+    that sent a POST in Sec-Fetch-Site (same-origin, same-site, cross-site; none: the user)
+    and Origin, even for a "simple" request that needs no preflight (Content-Type text/plain);
+    a client that is no browser (a script, curl) sends neither, and no other site's page
+    can make it send anything."""
+    site = request.headers.get("sec-fetch-site")
+    origin = request.headers.get("origin")
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
+    if site is not None and site not in ("same-origin", "none"):
+        raise CrossOrigin(f"this server plays only for its own page ({own}); a request from "
+                          f"{origin or 'another site'} ({site}) is refused")
+    if origin is not None and origin.lower() != own:
+        raise CrossOrigin(f"this server plays only for its own page ({own}); a request from {origin} is refused")
+
+
+class ClientLeft(Exception):
+    """The client closed its connection before the answer."""
+
+
+async def unless_client_leaves(request, work):
+    """await work(gone): cancelled when the client closes its connection (a move waiting for
+    its device leaves the queue), and `gone()` true from then on, for work that cannot stop."""
+    left = threading.Event()             # read by the device's thread too
+
+    async def watch():
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                left.set()
+                return
+    task = asyncio.ensure_future(work(left.is_set))
+    watcher = asyncio.ensure_future(watch())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:             # the server stops
+        task.cancel()
+        raise
+    finally:
+        watcher.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        raise ClientLeft()
+    if task.cancelled() and left.is_set():
+        raise ClientLeft()
+    return task.result()
+
+
+def picture_name(given: Optional[str]) -> str:
+    """The name the page gives the picture, for messages: a file's name only, never a path, in
+    any script (石头.png, ✌️.png), without markup, control or direction-changing characters."""
+    if not given:
         return DEFAULT_PICTURE_NAME
-    name = PICTURE_NAME_CHARS.sub("", header.replace("\\", "/").rsplit("/", 1)[-1])[:80].strip()
+    base = given.replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(c for c in base if name_character(c))[:80].strip()
     return name or DEFAULT_PICTURE_NAME
+
+
+def name_character(c: str) -> bool:
+    import unicodedata
+    kind = unicodedata.category(c)
+    return c in PICTURE_NAME_PUNCTUATION or kind[0] in "LNM" or kind in ("So", "Pd", "Sc")
+
+
+def given_picture_name(request) -> Optional[str]:
+    """The picture's name from the query (`name`, percent-encoded: any script), or from the
+    X-Picture-Name header of older clients (Latin-1 only, as every header; percent-decoded)."""
+    from urllib.parse import unquote
+    name = request.query_params.get("name")
+    if name is None and request.headers.get("x-picture-name"):
+        name = unquote(request.headers["x-picture-name"])
+    return name
 
 
 async def read_body(request, limit: int) -> bytes:
@@ -578,28 +689,43 @@ def create_app(game: Game, allowed_hosts=None):
     async def play(request):
         q = request.query_params
         try:
+            check_same_origin(request)
             program = game.program(q.get("program"))
             opponent = q.get("opponent") or "random"
             if opponent not in OPPONENTS:
                 raise UserError(f"unknown opponent '{opponent}'; valid: {', '.join(OPPONENTS)}")
-            tab = game.tab(q.get("tab"))
-            name = picture_name(request.headers.get("x-picture-name"))
-            data = await read_body(request, MAX_UPLOAD_BYTES)
+            tab_id = q.get("tab")
+            tab = game.tab(tab_id)
+            name = picture_name(given_picture_name(request))
+            try:
+                data = await asyncio.wait_for(read_body(request, MAX_UPLOAD_BYTES), BODY_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                return error(408, f"the picture did not arrive within {BODY_TIMEOUT_S:.0f} s: play again")
             if not data:
                 raise UserError("the request carries no picture: draw your move or choose a photo")
-            return JSONResponse(await game.play(program, opponent, tab, data, name))
+            # counted once its picture is here: a slow upload holds its connection, never a place in the queue
+            with game.admitted(tab_id):
+                return JSONResponse(await unless_client_leaves(
+                    request, lambda gone: game.play(program, opponent, tab, data, name, gone)))
         except (UploadTooLarge, ImageTooLarge) as e:
             return error(413, str(e))
+        except CrossOrigin as e:
+            return error(403, str(e))
+        except ServerBusy as e:
+            return error(503, str(e), {"retry-after": "1"})
         except DeviceFailed as e:
             return error(503, str(e))
         except UserError as e:
             return error(400, str(e))
-        except ClientDisconnect:
-            return error(400, "the upload stopped before its end")
+        except (ClientDisconnect, ClientLeft):
+            return error(400, "the client left before the answer")
 
     async def new_game(request):
         try:
+            check_same_origin(request)
             tab = game.tab(request.query_params.get("tab"))
+        except CrossOrigin as e:
+            return error(403, str(e))
         except UserError as e:
             return error(400, str(e))
         async with tab.lock:
@@ -631,6 +757,59 @@ def create_app(game: Game, allowed_hosts=None):
                      exception_handlers={Exception: server_error})
 
 
+# ── the connections ──────────────────────────────────────────────────────────
+def server_config(app, **options):
+    """uvicorn's settings: the timeouts of TimedConnection, the bound on connections."""
+    import uvicorn
+    return uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5,
+                          http=timed_connection_class(), timeout_keep_alive=IDLE_TIMEOUT_S,
+                          limit_concurrency=MAX_CONNECTIONS, **options)
+
+
+def timed_connection_class():
+    """uvicorn's HTTP/1.1 connection with a deadline for each request's head: HEAD_TIMEOUT_S from
+    the connection's opening, or from the previous answer. uvicorn times out only the wait after
+    an answer (IDLE_TIMEOUT_S): a client that connects and sends nothing, or its head a byte at
+    a time, would hold its connection for good."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class TimedConnection(H11Protocol):
+        head_timer = None
+
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self._head_deadline()
+
+        def handle_events(self):
+            cycle = self.cycle
+            super().handle_events()
+            if self.cycle is not cycle:           # a request's head arrived whole
+                self._no_deadline()
+
+        def on_response_complete(self):
+            self._head_deadline()                 # before: the next request may be waiting, and start now
+            super().on_response_complete()
+
+        def connection_lost(self, exc):
+            self._no_deadline()
+            super().connection_lost(exc)
+
+        def _head_deadline(self):
+            self._no_deadline()
+            self.head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._head_late)
+
+        def _no_deadline(self):
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+
+        def _head_late(self):
+            self.head_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+    return TimedConnection
+
+
 # ── the command ──────────────────────────────────────────────────────────────
 def is_loopback(host: str) -> bool:
     if host == "localhost":
@@ -656,10 +835,22 @@ def listen(host: str, port: int):
         sock.listen(128)
     except OSError as e:
         sock.close()
-        hint = "choose another --http-port" if port else "choose another --host"
-        raise UserError(f"cannot listen on {host}:{port} ({e.strerror}): {hint}") from None
+        raise UserError(listen_failure(host, port, e)) from None
     sock.set_inheritable(True)
     return sock
+
+
+def listen_failure(host: str, port: int, e: OSError) -> str:
+    """Why binding host:port failed, and what to change: the address, the port or the rights."""
+    import errno
+    if e.errno == errno.EADDRNOTAVAIL:
+        return (f"--host {host} is not an address of this machine: give one of its own "
+                "(127.0.0.1 for this machine only, 0.0.0.0 for every network it is on)")
+    if e.errno == errno.EADDRINUSE:
+        return f"cannot listen on {host}:{port}: the port is taken by another program: choose another --http-port"
+    if e.errno == errno.EACCES and 0 < port < 1024:
+        return f"cannot listen on {host}:{port}: ports below 1024 need root: choose a --http-port of 1024 or above"
+    return f"cannot listen on {host}:{port} ({e.strerror}): choose another --host or --http-port"
 
 
 def url_of(sock, host: str) -> str:
@@ -674,10 +865,10 @@ def serve(runs=(), models=(), device=None, board=None, port=None, host="127.0.0.
     """Run the server until Ctrl-C (which stops the devices and their QEMU processes, then raises
     KeyboardInterrupt)."""
     programs = collect_programs(runs, models, device=device, board=board, port=port)
+    sock = listen(host, http_port)
     if not is_loopback(host):
         print(f"tinyrps: warning: --host {host} lets other machines on the network play on this server "
               "(no authentication); the default 127.0.0.1 keeps it to this machine", file=sys.stderr, flush=True)
-    sock = listen(host, http_port)
     import uvicorn
     game = Game(programs, reader_workers=reader_workers)
     # only this machine's names: a site that points its own name at 127.0.0.1 (DNS rebinding) gets 400
@@ -695,7 +886,7 @@ def serve(runs=(), models=(), device=None, board=None, port=None, host="127.0.0.
                     import webbrowser
                     threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
 
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+    config = server_config(app)
     try:
         Server(config).run(sockets=[sock])
     finally:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from .artifacts import process_alive
+from .artifacts.staging import process_alive
 
 PREFIX = "tinyrps-"
 LEFT_BEHIND_AFTER_S = 3600.0
@@ -68,3 +69,23 @@ def left_behind(root: Path) -> list:
                 and now - info.st_mtime >= LEFT_BEHIND_AFTER_S and not process_alive(int(match.group(1)))):
             found.append((info.st_mtime, Path(entry.path)))
     return [path for _, path in sorted(found)]
+
+
+_cache: list = []
+
+
+def missing_home():
+    """The user's home folder if it does not exist (HOME names a folder that is not there), else None."""
+    home = os.path.expanduser("~")
+    return None if os.path.isdir(home) else home
+
+
+def temporary_cache() -> str:
+    """A cache folder for this process, removed at its end: where caches go when the home folder they
+    belong in does not exist (tinyrps never makes a user's home folder). Said once on stderr."""
+    if not _cache:
+        _cache.append(temp_dir("cache"))       # its finaliser removes it as the interpreter exits
+        print(f"tinyrps: note: the home folder {missing_home()} does not exist, so this command keeps its caches "
+              "(firmware builds, plot fonts) in a temporary folder it removes at its end: set HOME to a folder "
+              "to keep them", file=sys.stderr)
+    return _cache[0].name

@@ -11,7 +11,7 @@ Writes RUN/model.pt (a plain state_dict), RUN/config.json (how the run was made:
 settings, the identity of the data it was trained on, the checkpoint's sha256),
 RUN/metrics.json (per epoch), RUN/curves.png and RUN/confusion.png (test split). The run
 folder is built beside RUN and swapped in whole when training is done
-(tinyrps.artifacts.staged_folder): a failed or interrupted training leaves RUN as it was.
+(tinyrps.artifacts.staging.staged_folder): a failed or interrupted training leaves RUN as it was.
 Deterministic for a seed on a given machine: seeded init and shuffling, deterministic
 kernels, a fixed thread count.
 """
@@ -27,7 +27,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .artifacts import atomic_write_bytes, atomic_write_json, data_identity, data_info, sha256_file, staged_folder
+from .artifacts.files import atomic_write_bytes, atomic_write_json, sha256_file
+from .artifacts.records import data_identity, data_info
+from .artifacts.staging import staged_folder
 from .data import load_split
 from .errors import UserError
 from .arch import CHECKPOINT_RULE, DISTILL_ALPHA, DISTILL_TEMPERATURE, default_epochs, describe_arch, parse_arch
@@ -199,7 +201,7 @@ def open_teacher(run, data, info: dict) -> Teacher:
     records, a network of its recorded architecture) trained on this very data set (the same
     train, val and test splits: a teacher that saw other images could carry the test split's
     letters into the student). Anything else is one line (UserError)."""
-    from .artifacts import run_config
+    from .artifacts.records import run_config
     from .model import load_model
     run = Path(run)
     if not run.is_dir():

@@ -11,13 +11,18 @@
                    dtype's range)
 
 Every mistake (a missing file, a NAME that is not there or not a model, shapes the model
-does not take, a calibration file that does not match) is one line that says what to do.
+does not take or this machine cannot hold, a calibration file that does not match or whose
+values are not finite or quantize to nothing, a module that calls sys.exit or raises
+KeyboardInterrupt, a model torch.export cannot trace) is one line that says what to do,
+before any target's work starts.
 The cheap checks (`parse_*`) import nothing heavy, so the command line refuses bad
 arguments before torch is loaded.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import re
 import sys
 from pathlib import Path
@@ -68,11 +73,54 @@ def parse_inputs(shapes: list, dtypes: list) -> list:
     for dtype in dtypes:
         if dtype not in DTYPES:
             raise UserError(f"--input-dtype {dtype} is not one of {', '.join(DTYPES)}")
+    for text, shape, dtype in zip(shapes, parsed, dtypes):
+        check_size(text, shape, dtype)
     return list(zip(parsed, dtypes))
+
+
+MAX_SIZE = 2 ** 31 - 1         # a program records each size of a tensor as an int32
+ITEM_BYTES = {"float32": 4, "int8": 1, "uint8": 1, "int32": 4}
+
+
+def check_size(text: str, shape: tuple, dtype: str) -> None:
+    """An input a program can record and this machine can hold (its examples are made in memory)."""
+    from .artifacts.files import available_memory, human_bytes
+    if max(shape) > MAX_SIZE:
+        raise UserError(f"--input-shape {text}: a size above {MAX_SIZE:,} (a program records sizes as 32-bit "
+                        "integers): give a smaller shape")
+    nbytes, free = ITEM_BYTES[dtype], available_memory()
+    for size in shape:
+        nbytes *= size
+    if free is not None and nbytes > free:
+        raise UserError(f"--input-shape {text} is {human_bytes(nbytes)} of {dtype}, more than the "
+                        f"{human_bytes(free)} of memory free: give a smaller shape")
+
+
+@contextlib.contextmanager
+def no_exit(what: str):
+    """The user's code run in the block (`what`: "importing FILE.py", "FILE.py:NAME's forward") may not end
+    the command: a sys.exit() or a KeyboardInterrupt it raises itself is one line naming it. A Ctrl-C
+    pressed meanwhile still stops the command."""
+    from . import ctrl_c
+    try:
+        yield
+    except SystemExit as e:
+        raise UserError(f"--module: {what} called sys.exit({e.code!r}), which would end tinyrps: remove the call "
+                        "(a model's module is imported and run, never as a program)") from None
+    except KeyboardInterrupt:
+        if ctrl_c.received():
+            raise
+        raise UserError(f"--module: {what} raised KeyboardInterrupt itself (no Ctrl-C was pressed): remove the "
+                        "raise") from None
 
 
 def load_model(path: Path, name: str):
     """The nn.Module NAME of a user's Python file, in eval mode."""
+    with no_exit(f"importing {path}"):
+        return _load_model(path, name)
+
+
+def _load_model(path: Path, name: str):
     import torch
     module_name = f"tinyrps_user_model_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -110,14 +158,57 @@ def example_inputs(inputs: list) -> tuple:
 
 
 def check_model_takes(model, examples: tuple, path: Path, name: str) -> None:
+    """The model runs on the example inputs, and torch.export can trace it into a graph of the
+    operations ExecuTorch represents: checked before any target's work starts."""
     import torch
     try:
-        with torch.no_grad():
+        with no_exit(f"{path}:{name}'s forward"), torch.no_grad():
             model(*examples)
+    except UserError:
+        raise
     except Exception as e:
         shapes = ", ".join("x".join(map(str, x.shape)) for x in examples)
         raise UserError(f"--module: {path}:{name} does not take inputs of shape {shapes} "
                         f"({type(e).__name__}: {one_line(e, 200)}): check --input-shape") from None
+    check_traceable(model, examples, path, name)
+
+
+@contextlib.contextmanager
+def torch_logs_held():
+    """torch's own log lines and prints held back for the block: a model torch.export cannot trace makes it
+    print the graph it got so far, dozens of lines; the refusal's one line says what is wrong."""
+    import logging
+    loggers = [logger for name, logger in list(logging.root.manager.loggerDict.items())
+               if (name == "torch" or name.startswith("torch.")) and isinstance(logger, logging.Logger)
+               and not logger.disabled]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):   # torch.export prints the graph as well
+            yield
+    finally:
+        for logger in loggers:
+            logger.disabled = False
+
+
+def check_traceable(model, examples: tuple, path: Path, name: str) -> None:
+    """torch.export's graph of the model, and ExecuTorch's float program of it: what every target lowers.
+    A model whose operations depend on its input's values (an `if` on a tensor, a size from nonzero) or
+    that ExecuTorch cannot represent (complex numbers) is refused in one line."""
+    import torch
+    from executorch.exir import to_edge
+    step = "torch.export cannot trace"
+    try:
+        with no_exit(f"{path}:{name}'s forward"), torch_logs_held():
+            program = torch.export.export(model, examples)
+            step = "ExecuTorch cannot lower"
+            to_edge(program).to_executorch()      # the float program: its memory plan needs static sizes
+    except UserError:
+        raise
+    except Exception as e:
+        raise UserError(f"--module: {step} {path}:{name} ({type(e).__name__}: {one_line(e, 160)}): export a "
+                        "model whose operations do not depend on its input's values and use real numbers only"
+                        ) from None
 
 
 def random_calibration(inputs: list, count: int = RANDOM_EXAMPLES, seed: int = RANDOM_SEED) -> list:
@@ -162,6 +253,26 @@ def file_calibration(path: Path, inputs: list) -> list:
             raise UserError(f"--calibration {path}: {name} has no examples")
         if count is not None and len(rows) != count:
             raise UserError(f"--calibration {path}: the arrays hold different numbers of examples")
+        if a.dtype.kind == "f":
+            check_calibration_values(path, name, a)
         count = len(rows)
         per_input.append([torch.from_numpy(np.ascontiguousarray(r)) for r in rows])
     return [tuple(column) for column in zip(*per_input)]
+
+
+def check_calibration_values(path: Path, name: str, a) -> None:
+    """Float examples that calibrate an int8 quantization: finite, and spread so that most of them keep a
+    value at the int8 step their range gives (one value of 3e38 among values near 1 makes the step about
+    1e36, every other value 0, and every output of the program 0)."""
+    import numpy as np
+    values = a.astype(np.float64, copy=False).ravel()
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise UserError(f"--calibration {path}: {name} holds {int(bad.sum())} value(s) that are NaN or infinite: "
+                        "give finite examples")
+    low, high = min(values.min(), 0.0), max(values.max(), 0.0)
+    step = (high - low) / 255
+    nonzero = np.abs(values[values != 0])
+    if len(nonzero) and np.count_nonzero(nonzero < step / 2) * 2 > len(nonzero):
+        raise UserError(f"--calibration {path}: {name} spans {low:.3g} to {high:.3g}, so the int8 step is "
+                        f"{step:.3g} and most of its values would quantize to 0: remove the outliers")

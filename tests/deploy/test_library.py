@@ -300,6 +300,35 @@ def test_a_corrupt_or_foreign_program_is_refused(tmp_path, exported):
     assert (other / "keep.txt").read_text() == "mine"
 
 
+def test_writing_a_library_again_keeps_the_files_it_did_not_write(m55_library, exported, tmp_path):
+    """The manifest records what the command wrote; everything else in the folder (a user's notes, a
+    build folder, a source of their own) is carried into the new library, and the summary says so."""
+    out = tmp_path / NAME
+    shutil.copytree(m55_library, out, symlinks=True)
+    (out / "NOTES.md").write_text("mine")
+    (out / "build").mkdir()
+    (out / "build" / "app.o").write_bytes(b"object")
+    (out / "src" / "extra.c").write_text("int extra;\n")
+    manifest = lib.write_library(exported("cortex-m55"), out, NAME)
+    assert (out / "NOTES.md").read_text() == "mine" and (out / "build" / "app.o").read_bytes() == b"object"
+    assert (out / "src" / "extra.c").read_text() == "int extra;\n"
+    assert sorted(manifest["kept"]) == ["NOTES.md", "build/app.o", "src/extra.c"]
+    assert "kept 3 files not written by tinyrps" in "\n".join(lib.summary_lines(manifest, out))
+    written = json.loads((out / lib.MANIFEST).read_text())["files"]
+    assert "NOTES.md" not in written and lib.MANIFEST in written and "CMakeLists.txt" in written
+
+
+def test_a_library_without_a_record_of_its_files_is_not_replaced(tmp_path):
+    """A library folder whose manifest lists no files (an older tinyrps's): its own files cannot be told
+    from a user's, so it is refused rather than replaced."""
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / lib.MANIFEST).write_text(json.dumps({"kind": lib.MANIFEST_KIND}))
+    (old / "NOTES.md").write_text("mine")
+    with pytest.raises(UserError, match="recorded no list of the files it wrote"):
+        lib.check_out(old)
+
+
 def test_every_operator_of_the_list_has_its_files():
     """operators.def is the one list: each row's ops/ file is found by its TRT_DEFINE_OPERATOR, and the
     files it needs by the names they use, for either ISA; no Python lists them."""
@@ -423,10 +452,10 @@ def test_writing_again_replaces_the_folder_whole(exported, measured, tmp_path):
     out = tmp_path / "lib"
     measured(exported("cortex-m55"))        # the program's measurement, which the library reads
     lib.write_library(exported("cortex-m55"), out, "first")
-    (out / "stale.txt").write_text("from before")
+    (out / "notes.txt").write_text("from before")      # not the command's: kept (the manifest lists its own)
     lib.write_library(exported("cortex-m55"), out, "second")
-    assert not (out / "stale.txt").exists() and (out / "include" / "second.h").is_file()
-    assert not (out / "include" / "first.h").exists()
+    assert (out / "notes.txt").read_text() == "from before" and (out / "include" / "second.h").is_file()
+    assert not (out / "include" / "first.h").exists() and not (out / "src" / "first.c").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["lib"]     # no staging folder left behind
 
 

@@ -55,7 +55,7 @@ def test_npu_ref_computes_the_quantized_model_to_the_last_step(exported, trained
     """The Ethos-U recipe's own PT2E model on the CPU differs from the NPU graph by rounding only."""
     from executorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
     from tinyrps import descriptor
-    from tinyrps.artifacts import run_config
+    from tinyrps.artifacts.records import run_config
     from tinyrps.export.ethos_u import compile_spec
     from tinyrps.model import load_model
     from tinyrps.quantization import calibration_images, image_examples, pt2e_quantize

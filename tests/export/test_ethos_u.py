@@ -168,6 +168,22 @@ def test_a_stale_measurement_is_never_read(exported, tmp_path):
     assert measure.read(pte) is None
 
 
+def test_measuring_a_run_says_each_program_as_it_goes(cli, trained_run, exported):
+    """A measurement takes seconds (the Cortex-M ones a firmware build and QEMU): each program is
+    named as it starts and as it ends, on stderr even where stderr is no terminal (a log)."""
+    pte = exported("ethos-u85-128")
+    measure.path_of(pte).unlink(missing_ok=True)
+    res = cli("measure", "--run", trained_run, "--target", "ethos-u85-128")
+    assert res.returncode == 0, res.stderr
+    lines = [line.strip() for line in res.stderr.splitlines()]
+    assert "measuring ethos-u85-128 (1/1)" in lines, res.stderr
+    done = [line for line in lines if line.startswith("ethos-u85-128 measured in ")]
+    assert len(done) == 1 and "Vela:" in done[0], res.stderr
+    assert "ethos-u85-128: Vela:" in res.stdout
+    quiet = cli("measure", "--run", trained_run, "--target", "ethos-u85-128", "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+
+
 # ── per-layer profile and memory placement ───────────────────────────────────
 @slow
 @pytest.mark.parametrize("target", NPU_TARGETS)

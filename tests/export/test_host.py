@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from tinyrps.artifacts import sha256_file
+from tinyrps.artifacts.files import sha256_file
 from tinyrps.data import load_split
 from tinyrps.devices import open_device
 from tinyrps.errors import UserError

@@ -60,6 +60,10 @@ extern const link_tensors firmware_tensors;
 trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[FIRMWARE_MAX_LOGITS],
                           float logits[FIRMWARE_MAX_LOGITS], size_t *n_out, uint64_t *instructions);
 
+/* The board's NPU driver (npu_link.c): on when the boot descriptor asks for the NPU link
+ * (BOOT_FLAG_NPU_LINK) and the program loaded; hashes the program then, outside any count. */
+void npu_link_start(firmware_state *fw);
+
 /* The board's name (e.g. "mps3-an547"), as reported by `info` and the batch header. */
 const char *firmware_board_name(void);
 

@@ -26,6 +26,7 @@ int main(void)
     board_init();
     board_set_fault_reporter(report_fault);
     firmware_boot(&state);
+    npu_link_start(&state);
     if (state.model.mode == BOOT_MODE_BATCH)
         run_batch(&state);
     serve_forever(&state);

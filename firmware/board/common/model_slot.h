@@ -34,7 +34,10 @@
  * of the program (about 47 instructions a byte), many times what the boot costs. Serve mode hashes
  * on the first `info` request instead. */
 #define BOOT_FLAG_SHA256 1u
-#define BOOT_FLAGS_KNOWN BOOT_FLAG_SHA256
+/* The host serves the NPU link (protocol/npu_link.h) over semihosting, in either mode: the
+ * board's NPU driver may use it (npu_link.c). Set for programs with an Ethos-U delegate. */
+#define BOOT_FLAG_NPU_LINK 2u
+#define BOOT_FLAGS_KNOWN (BOOT_FLAG_SHA256 | BOOT_FLAG_NPU_LINK)
 
 /* The fields' offsets as BOOT_DESCRIPTOR_AT_<FIELD>. */
 #define BOOT_DESCRIPTOR_FIELD(f, o, t) BOOT_DESCRIPTOR_AT_##f = o,

@@ -92,7 +92,19 @@ def check_out(out_dir) -> Path:
     if out.is_dir() and any(out.iterdir()) and not _is_library(out):
         raise UserError(f"--out {out} is a folder with other files in it: give a new or empty folder "
                         f"(a library written here before is replaced)")
+    if out.is_dir() and _is_library(out) and _written(out) is None:
+        raise UserError(f"--out {out} holds a library of an older tinyrps, which recorded no list of the files it "
+                        "wrote, so files added since cannot be told from its own: move it away or give a new folder")
     return out
+
+
+def _written(folder: Path) -> Optional[set]:
+    """The files this command wrote into a library folder, as its manifest records them (None: no record)."""
+    try:
+        files = json.loads((folder / MANIFEST).read_text()).get("files")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return set(files) if isinstance(files, list) else None
 
 
 def _is_library(folder: Path) -> bool:
@@ -255,11 +267,57 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
         library_files.write_all(staging, spec)
         spec.code = code_sizes(staging, spec)
         library_files.write_documents(staging, spec)
+        _record_written(staging)
+        kept = _keep_others(out, staging)
         _replace(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return json.loads((out / MANIFEST).read_text())
+    return {**json.loads((out / MANIFEST).read_text()), "kept": kept}
+
+
+def _record_written(folder: Path) -> None:
+    """The manifest lists every file the command wrote, itself included: what a later write may replace."""
+    path = folder / MANIFEST
+    manifest = json.loads(path.read_text())
+    manifest["files"] = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def _keep_others(out: Path, staging: Path) -> list:
+    """Bring every entry of the old library folder that this command did not write (a user's notes, a build
+    folder) into the new one, linked or copied; returns their names. One where the new library writes a
+    file of its own is refused: it would be lost."""
+    if not out.is_dir():
+        return []
+    written, kept = _written(out) or set(), []
+    for root, dirs, files in os.walk(out):
+        here = Path(root).relative_to(out)
+        links = [d for d in dirs if os.path.islink(os.path.join(root, d))]
+        dirs[:] = sorted(d for d in dirs if d not in links)
+        entries = [(here / name).as_posix() for name in sorted(files + links)]
+        if not dirs and not entries and root != str(out):
+            entries = [here.as_posix() + "/"]           # an empty folder of the user's
+        for rel in entries:
+            if rel in written:
+                continue
+            dst = staging / rel
+            if os.path.lexists(dst) and not rel.endswith("/"):
+                raise UserError(f"{out / rel} was not written by tinyrps, and the new library writes a file of that "
+                                "name: move it out of the folder first")
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            source = out / rel
+            if rel.endswith("/"):
+                dst.mkdir(exist_ok=True)
+            elif source.is_symlink():
+                os.symlink(os.readlink(source), dst)
+            else:
+                try:
+                    os.link(source, dst)
+                except OSError:
+                    shutil.copy2(source, dst)
+            kept.append(rel)
+    return kept
 
 
 def without_portable_on_core(chosen, src: Path) -> list:
@@ -323,6 +381,10 @@ def summary_lines(manifest: dict, out) -> list:
     lines.append(f"  {board['instructions_per_inference']:,} instructions per inference on {board['name']} "
                  "(QEMU -icount shift=0: instructions, not cycles)")
     lines.append(f"  add it with CMake (add_subdirectory) or Make ({name}.mk): see {Path(out) / 'README.md'}")
+    kept = manifest.get("kept") or []
+    if kept:
+        lines.append(f"  kept {len(kept)} file{'s' if len(kept) != 1 else ''} not written by tinyrps: "
+                     + ", ".join(kept[:5]) + (", ..." if len(kept) > 5 else ""))
     return lines
 
 

@@ -6,6 +6,7 @@ nothing, opening `host` does not pay for QEMU, and `eager` not for the ExecuTorc
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,13 +15,25 @@ from ..errors import UserError, require_file
 if TYPE_CHECKING:        # the interface, for the annotation only: importing it here would cost every command
     from .base import Device
 
-# name -> (module, class, what it runs)
+@dataclass(frozen=True)
+class DeviceRow:
+    """What the commands know of a device before they open it (nothing here imports its module)."""
+    module: str              # its module in tinyrps.devices
+    cls: str                 # its Device class there
+    runs: str                # what it runs, for --help
+    profiles: bool = False   # it takes a per-layer profile of each inference (eval/run --etdump)
+    slow: bool = False       # an inference takes a tenth of a second or more: large splits are refused
+    tensors: bool = False    # it runs any program's tensors (`tinyrps run`), not only image classifiers
+
+
 DEVICES = {
-    "eager": ("eager", "EagerDevice", "the PyTorch checkpoint (model.pt)"),
-    "host": ("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU"),
-    "npu-ref": ("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model"),
-    "mcu": ("mcu", "McuDevice", "a Cortex-M .pte on the firmware of its board in QEMU (M55, M33, M4), over the serial link"),
-    "native": ("native", "NativeDevice", "a Cortex-M .pte on the firmware's C runtime built for this host"),
+    "eager": DeviceRow("eager", "EagerDevice", "the PyTorch checkpoint (model.pt)"),
+    "host": DeviceRow("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU", tensors=True),
+    "npu-ref": DeviceRow("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model"),
+    "mcu": DeviceRow("mcu", "McuDevice", "a Cortex-M .pte on the firmware of its board in QEMU (M55, M33, M4), over "
+                     "the serial link", profiles=True, slow=True, tensors=True),
+    "native": DeviceRow("native", "NativeDevice", "a Cortex-M .pte on the firmware's C runtime built for this host",
+                        profiles=True, tensors=True),
 }
 
 
@@ -28,11 +41,15 @@ def device_names() -> list:
     return list(DEVICES)
 
 
-def device_class(name: str) -> type:
+def device_row(name: str) -> DeviceRow:
     if name not in DEVICES:
         raise UserError(f"unknown device '{name}'; valid devices: {', '.join(DEVICES)}")
-    module, cls, _ = DEVICES[name]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    return DEVICES[name]
+
+
+def device_class(name: str) -> type:
+    row = device_row(name)
+    return getattr(importlib.import_module(f"{__name__}.{row.module}"), row.cls)
 
 
 def open_device(name: str, model, **options) -> Device:
@@ -60,8 +77,9 @@ def wrong_family(model_path, actual: str, device_name: str) -> UserError:
     from ..families import get_family
     article = "an" if actual[0] in "aeiou" else "a"
     other = get_family(actual)
+    devices = [d for d in other.devices if d != device_name]
     return UserError(f"{Path(model_path).name} is {article} {actual} program: it needs {other.needs}, which device "
-                     f"'{device_name}' does not have; run it with --device {' or --device '.join(other.devices)}")
+                     f"'{device_name}' does not have; run it with --device {' or --device '.join(devices)}")
 
 
 def check_device_runs(pte, device_name: str) -> None:
@@ -70,7 +88,8 @@ def check_device_runs(pte, device_name: str) -> None:
     from ..families import FAMILIES
     from ..pte import program_family
     family = program_family(pte)
-    if any(device_name in f.devices and f.name != family for f in FAMILIES):
+    runs = {f.name for f in FAMILIES if device_name in f.devices}    # the mcu runs two families
+    if runs and family not in runs:
         raise wrong_family(pte, family, device_name)
 
 
@@ -93,3 +112,22 @@ def require_board_device(device_name: str, board) -> None:
     """--board picks an emulated board: only the mcu device has one."""
     if board and device_name != "mcu":
         raise UserError(f"--board {board} is for --device mcu; device '{device_name}' has no board")
+
+
+def require_tensor_device(pte, device_name: str) -> None:
+    """Before `run` opens a device: one that gives the program's raw outputs, and advice that leads to
+    one (a program no device here runs tensors of is said to be so, not sent to another device)."""
+    from ..families import get_family
+    from ..pte import program_family
+    family = get_family(program_family(pte))
+    able = [d for d in family.devices if DEVICES[d].tensors]
+    name = Path(pte).name
+    if not able:
+        raise UserError(f"{name} is {'an' if family.name[0] in 'aeiou' else 'a'} {family.name} program, and no device "
+                        f"here gives its raw outputs ({', '.join(family.devices)} runs image classifiers only): "
+                        f"classify pictures with `tinyrps classify --model {pte} --device {family.devices[0]} "
+                        f"IMAGE`, or run it on the Corstone-320 FVP with `tinyrps deploy fvp --model {pte} "
+                        "--executorch-root DIR`")
+    if device_name not in able:
+        raise UserError(f"device '{device_name}' does not run {name}'s tensors: run it with --device "
+                        f"{' or --device '.join(able)}")

@@ -146,6 +146,17 @@ class Device:
         return (logits.reshape(rows, -1).astype(np.float32),
                 None if int8 is None else int8.reshape(rows, -1), result)
 
+    @classmethod
+    def runs_on(cls, pte, target: str, described, board=None, port=None) -> tuple:
+        """(what a program of `target` runs on here, as labels name it; the MCU core's display name or None)."""
+        return cls.name, None
+
+    @classmethod
+    def figures(cls, stats: dict, pte, target: str, core) -> list:
+        """The device's own figures of one inference (its last_stats), each with what it is: {name, value, note}."""
+        return [{"name": f"{cls.name} latency", "value": f"{stats['host_ms']:.3f} ms",
+                 "note": "one inference, timed around the call on this server"}]
+
     def describe(self) -> str:
         """One line for the game and tables, e.g. 'ExecuTorch runtime (XNNPACK)'."""
         return self.name

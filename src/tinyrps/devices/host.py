@@ -28,6 +28,15 @@ def runtime_extension():
 
 class HostDevice(Device):
     name = "host"
+
+    @classmethod
+    def runs_on(cls, pte, target, described, board=None, port=None) -> tuple:
+        return "host CPU, ExecuTorch runtime", None
+
+    @classmethod
+    def figures(cls, stats: dict, pte, target: str, core) -> list:
+        return [{"name": "host latency", "value": f"{stats['host_ms']:.3f} ms",
+                 "note": "one inference in the ExecuTorch runtime on this server's CPU, timed around the call"}]
     batch_size = 1  # the programs are exported with a static batch of one
 
     def __init__(self, model_path, **_):

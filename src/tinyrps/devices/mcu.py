@@ -69,7 +69,10 @@ class McuDevice(Device):
         self.transport = transport
         self.port = port
         program = read_program(self.model_path)
-        require_family(self.model_path, "cortex-m", self.name, program, descriptor_only=True)
+        # a Cortex-M program, or an Ethos-U one: the Cortex-M55 runs its CPU part, the NPU link its delegate
+        require_family(self.model_path, _family(self.model_path, program), self.name, program, descriptor_only=True)
+        from ..firmware.npu_host import has_ethos_u
+        self.family = "ethos-u" if has_ethos_u(program) else "cortex-m"   # by its contents
         self.board = program_board(self.model_path, board)
         self.model_sha256 = hashlib.sha256(program).hexdigest()
         self.server = self.link = self.elf = None
@@ -105,8 +108,10 @@ class McuDevice(Device):
             raise UserError(f"the firmware booted on QEMU's {self.board.machine} reports board '{info.board}': "
                             "rebuild the firmware")
         if not info.loaded:
+            hint = ("export it again with `tinyrps export`" if self.family == "ethos-u" else
+                    "export a Cortex-M program with `tinyrps export --target cortex-m55`")
             raise UserError(f"{self.model_path.name} does not run on the firmware ({info.load_detail or info.load_status_name}): "
-                            "export a Cortex-M program with `tinyrps export --target cortex-m55`")
+                            + hint)
 
     @property
     def int8_outputs(self) -> np.ndarray:
@@ -140,13 +145,23 @@ class McuDevice(Device):
     def _run_by_serial(self, arrays: list) -> RunResult:
         runs = []
         for n in range(len(arrays[0])):
-            result = self.link.run_tensors([a[n] for a in arrays], self.inputs, self.outputs)
+            result = self._run_one([a[n] for a in arrays])
             runs.append(result)
             self._stats = {"instructions": int(result.instructions), "link_ms": round(result.link_ms, 2),
                            "transport": "serial"}
         outputs = [np.stack([r.outputs[k] for r in runs]) for k in range(len(self.outputs))]
         int8 = [np.stack([r.int8[k] for r in runs]) if spec.has_int8 else None for k, spec in enumerate(self.outputs)]
         return RunResult(outputs, int8, np.array([r.instructions for r in runs], np.int64), dict(self._stats))
+
+    def _run_one(self, inputs: list):
+        try:
+            return self.link.run_tensors(inputs, self.inputs, self.outputs)
+        except UserError as error:
+            npu = self.server.npu_host if self.server is not None else None
+            said = npu.failure() if npu is not None else ""
+            if said:
+                raise UserError(f"{error} (NPU link: {said})") from None
+            raise
 
     def _run_by_batch(self, arrays: list) -> RunResult:
         from ..firmware.qemu import run_batch
@@ -175,16 +190,57 @@ class McuDevice(Device):
     def simulated_by(self):
         return None if self.port else "QEMU"
 
+    @classmethod
+    def runs_on(cls, pte, target, described, board=None, port=None) -> tuple:
+        chosen = program_board(pte, board)
+        core = display_name(chosen.core)
+        return (f"{core} on the board at {port}" if port else f"{core} on QEMU {chosen.machine}"), core
+
+    @classmethod
+    def figures(cls, stats: dict, pte, target: str, core) -> list:
+        figures = []
+        if "instructions" in stats:
+            figures.append({"name": f"instructions on the {core}", "value": f"{stats['instructions']:,}",
+                            "note": "counted by QEMU (-icount): instructions, not cycles"})
+        if "link_ms" in stats:
+            figures.append({"name": "serial round trip", "value": f"{stats['link_ms']:.1f} ms",
+                            "note": "the request and its reply over the board's UART, wall time"})
+        if str(target).startswith("ethos-u"):
+            figures.append(_npu_figure(pte, target))
+        return figures
+
     def describe(self) -> str:
         where = f"{self.info.board} on {self.port}" if self.port else \
             f"QEMU {self.info.board} ({display_name(self.board.core)})"
-        return f"tinyrps firmware {self.info.firmware} on {where}, {self.transport} link"
+        npu = " + the NPU model on this host" if self.family == "ethos-u" and not self.port else ""
+        return f"tinyrps firmware {self.info.firmware} on {where}{npu}, {self.transport} link"
 
     def close(self) -> None:
         if getattr(self, "server", None) is not None:
             self.server.close()
         elif getattr(self, "link", None) is not None:
             self.link.close()
+
+
+def _npu_figure(pte, target: str) -> dict:
+    """What ran the delegate of an Ethos-U program on the board, and Vela's estimate of the NPU's time."""
+    from .. import measure
+    vela = (measure.read(pte) or {}).get("vela") or {}
+    npu = target.replace("ethos-u", "Ethos-U")
+    value = f"{vela['inference_ms']:.3f} ms (Vela estimate)" if vela.get("inference_ms") is not None else "not measured"
+    return {"name": f"{npu} delegate", "value": value,
+            "note": "QEMU models no NPU: the board's NPU driver hands each job to tinyrps's NPU model on this host; "
+                    "the instructions are the Cortex-M55's part only (quantize, copies, dequantize)"}
+
+
+def _family(model_path: Path, program: bytes) -> str:
+    """The family the device takes a program as: ethos-u when its descriptor says so and it has an Ethos-U
+    delegate, else cortex-m."""
+    from .. import descriptor
+    from ..firmware.npu_host import has_ethos_u
+    described = descriptor.read(model_path, program)
+    ethos_u = described is not None and described.family == "ethos-u" and has_ethos_u(program)
+    return "ethos-u" if ethos_u else "cortex-m"
 
 
 def program_board(model_path: Path, board: str = None):

@@ -53,6 +53,10 @@ def read_profile(raw: bytes, samples: int, calls: int) -> tuple:
 
 class NativeDevice(Device):
     name = "native"
+
+    @classmethod
+    def runs_on(cls, pte, target, described, board=None, port=None) -> tuple:
+        return "the firmware's C runtime on this CPU", None
     out_of_process = True
     batch_size = 100_000   # one tool run per classify call
 

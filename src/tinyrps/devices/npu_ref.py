@@ -25,6 +25,26 @@ from .base import Device, require_family
 
 class NpuRefDevice(Device):
     name = "npu-ref"
+
+    @classmethod
+    def runs_on(cls, pte, target, described, board=None, port=None) -> tuple:
+        npu = getattr(getattr(described, "info", None), "accelerator", target).replace("ethos-u", "Ethos-U")
+        return f"{npu}, its TOSA graph in the reference model", None
+
+    @classmethod
+    def figures(cls, stats: dict, pte, target: str, core) -> list:
+        accelerator = (stats.get("accelerator") or target).replace("ethos-u", "Ethos-U")
+        name = f"{accelerator} time (Vela estimate)"
+        if stats.get("npu_estimate_ms") is not None:
+            clock = f" at {stats['clock_hz'] / 1e6:.0f} MHz" if stats.get("clock_hz") else ""
+            figures = [{"name": name, "value": f"{stats['npu_estimate_ms']:.3f} ms{clock}",
+                        "note": "Vela's estimate of the NPU's time for one inference, from `tinyrps measure`"}]
+        else:
+            figures = [{"name": name, "value": "not measured",
+                        "note": f"run `tinyrps measure --model {Path(pte).name}` to have Vela estimate it"}]
+        return figures + [{"name": "TOSA reference model on this CPU",
+                           "value": f"{stats.get('reference_ms', stats['host_ms']):.1f} ms",
+                           "note": "what the NPU computes, run on the host: not the NPU's speed"}]
     # The graph has a batch of one, so each image is one run; batches only amortise the output redirection.
     batch_size = 64
     simulated_by = "the TOSA reference model"

@@ -33,8 +33,10 @@ from typing import Optional
 
 from .. import ctrl_c
 from .. import descriptor as descriptors
-from ..artifacts import (check_run_data, folder_lock, fsync_dir, interrupts_deferred, remove_dead_entries,
-                         sha256_bytes, sha256_file, swap_in)
+from ..artifacts.files import check_replaceable_file, fsync_dir, sha256_bytes, sha256_file
+from ..artifacts.records import check_run_data
+from ..artifacts.locks import folder_lock, interrupts_deferred
+from ..artifacts.staging import remove_dead_entries, swap_in
 from ..descriptor import Origin, ProgramDescriptor, TensorSpec
 from ..errors import UserError
 from ..families import Target, family_of_target, get_family, get_target, targets  # noqa: F401 (re-exported)
@@ -124,11 +126,16 @@ def write_program(target: Target, model, example_inputs: tuple, calibration: lis
     """Run the target's recipe in a scratch folder and write the program, its descriptor and its kept files.
     The caller holds the lock of the folder `out_dir` is in (or of `out_dir` itself)."""
     name = name or target.name
+    if name != target.name and name in targets():
+        raise UserError(f"--name {name} is the name of another target than {target.name}: a program is shown by "
+                        "its name, so choose a name that is no target's")
+    pte = out_dir / f"{name}.pte"
+    for path in (pte, descriptors.path_of(pte)):       # refused before the work, not at the commit
+        check_replaceable_file(path)
     with interrupts_deferred():
         made = _make_folder(out_dir)
     remove_leftovers(out_dir, name)
     work = Path(tempfile.mkdtemp(prefix=f".{name}.export-{os.getpid()}-", dir=out_dir))
-    pte = out_dir / f"{name}.pte"
     try:
         ctx = BuildContext(target=target, model=model, example_inputs=example_inputs, calibration=calibration,
                            calibration_note=origin.calibration, workdir=work, options=options, source=source)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from ..errors import UserError
 from ..families import HostInfo
 from ..quantization import pt2e_quantize, xnnpack_quantizer
 from . import BuildContext, BuildResult
@@ -34,4 +35,20 @@ def build(target: str, ctx: BuildContext) -> BuildResult:
         quantization = {"scheme": "int8 symmetric per-channel weights, PT2E PTQ", "calibration": ctx.calibration_note}
     partitioners = [] if target == "fp32" else xnnpack_partitioners()
     program = lower(model, ctx.example_inputs, partitioners)
-    return BuildResult(program, HostInfo(delegation=delegation(program), quantization=quantization))
+    delegated = delegation(program)
+    check_runtime_has(target, delegated)
+    return BuildResult(program, HostInfo(delegation=delegated, quantization=quantization))
+
+
+def check_runtime_has(target: str, delegated: dict) -> None:
+    """Every operator left outside a delegate has a kernel in the ExecuTorch runtime that runs host
+    programs, and every delegate its backend: a program the runtime cannot load is refused here, before
+    it is written, not when it is run."""
+    from ..devices.host import runtime_extension
+    runtime = runtime_extension()
+    kernels, backends = set(runtime._get_operator_names()), set(runtime._get_registered_backend_names())
+    missing = [op for op in delegated["cpu_ops"] if op not in kernels]
+    missing += [f"the {b} delegate" for b in delegated["backends"] if b not in backends]
+    if missing:
+        raise UserError(f"the {target} program needs {', '.join(missing)}, which the ExecuTorch runtime has no "
+                        "kernel for: change the model to use other operators, or export it for another target")

@@ -153,8 +153,12 @@ def sources_fingerprint() -> str:
 
 
 def build_root() -> Path:
-    """Where firmware builds live: the user's cache, never a source tree."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    """Where firmware builds live: the user's cache, never a source tree. A home folder that does not
+    exist is not made: the builds then go into a temporary folder of this process."""
+    from ..tempdirs import missing_home, temporary_cache
+    cache = os.environ.get("XDG_CACHE_HOME")
+    if not cache:
+        cache = temporary_cache() if missing_home() else str(Path.home() / ".cache")
     return Path(cache) / "tinyrps" / "firmware"
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 # The headers that hold shared facts, relative to the firmware folder.
 HEADERS = ("include/tinyrps_runtime.h", "protocol/link_protocol.h", "protocol/tensor_desc.h",
-           "protocol/batch_format.h", "protocol/native_profile.h", "board/common/model_slot.h", "src/ops/operator_table.h")
+           "protocol/batch_format.h", "protocol/native_profile.h", "board/common/model_slot.h", "src/ops/operator_table.h",
+           "protocol/npu_link.h")
 
 
 class FirmwareFactError(RuntimeError):

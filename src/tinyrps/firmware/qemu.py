@@ -52,6 +52,8 @@ DESCRIPTOR_VERSION = c_facts.define("BOOT_DESCRIPTOR_VERSION")
 MODE_SERVE = c_facts.define("BOOT_MODE_SERVE")
 MODE_BATCH = c_facts.define("BOOT_MODE_BATCH")
 FLAG_SHA256 = c_facts.define("BOOT_FLAG_SHA256")                 # batch: hash the program, report the hash
+FLAG_NPU_LINK = c_facts.define("BOOT_FLAG_NPU_LINK")             # the host serves the NPU link (npu_host)
+SEMIHOSTING = ["-semihosting-config", "enable=on,target=native"]
 
 # Batch files (firmware/protocol/batch_format.h).
 BATCH_VERSION = c_facts.define("BATCH_VERSION")
@@ -66,6 +68,7 @@ BATCH_PROFILE_HEADER = c_facts.layout("BATCH_PROFILE_FIELDS", "BATCH_PROFILE_HEA
 BATCH_LAYER = c_facts.layout("BATCH_LAYER_FIELDS", "BATCH_LAYER_BYTES")
 BATCH_TRAILER = c_facts.layout("BATCH_TRAILER_FIELDS", "BATCH_TRAILER_BYTES")
 KERNEL_VARIANTS = c_facts.kernel_variants()                       # what trt_call_variant names
+DELEGATE_VARIANTS = ("npu",)     # ... of an Ethos-U delegate's call (firmware/src/ethos_u_delegate.c)
 BATCH_EXIT_CODES = {code: text for code, text in c_facts.named_values("BATCH_EXIT_LIST").items() if code}
 
 BOOT_TIMEOUT_S = 30.0
@@ -216,6 +219,7 @@ class FirmwareServer:
         self.link: Optional[DeviceLink] = None
         self.port: Optional[int] = None
         self._workdir: Optional[tempfile.TemporaryDirectory] = None
+        self.npu_host = None          # NpuHost, for a program with an Ethos-U delegate
 
     def start(self) -> "FirmwareServer":
         """Boot QEMU and connect (once: starting a started server does nothing)."""
@@ -230,8 +234,11 @@ class FirmwareServer:
 
     def _start(self) -> None:
         elf = self.elf or firmware_elf(self.board.name)
-        command = qemu_command(elf, self.pte, MODE_SERVE, self.board.name)
         self._workdir = temp_dir("qemu")
+        npu = _start_npu_host(self.pte, Path(self._workdir.name))
+        self.npu_host = npu
+        command = qemu_command(elf, self.pte, MODE_SERVE, self.board.name, FLAG_NPU_LINK if npu else 0) + \
+            (SEMIHOSTING if npu else [])
         # Python owns the listening socket and hands it to QEMU: no free-port race.
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -240,7 +247,7 @@ class FirmwareServer:
             self.port = listener.getsockname()[1]
             fd = listener.fileno()
             command += ["-chardev", f"socket,id=uart0,fd={fd},server=on,wait=on,nodelay=on", "-serial", "chardev:uart0"]
-            self.process = _start_process(command, self.stderr_path, pass_fds=(fd,))
+            self.process = _start_process(command, self.stderr_path, pass_fds=(fd,), cwd=self._workdir.name)
         finally:
             listener.close()
         self.link = DeviceLink.connect("127.0.0.1", self.port, timeout=self.timeout,
@@ -263,6 +270,8 @@ class FirmwareServer:
             self.link = None
         if self.process is not None:
             _stop_process(self.process)
+        if self.npu_host is not None:
+            self.npu_host.close()
         if self._workdir is not None:
             self._workdir.cleanup()
             self._workdir = None
@@ -279,6 +288,13 @@ class FirmwareServer:
                 _stop_process(self.process)
         except Exception:       # interpreter shutdown: the atexit hook and PDEATHSIG cover it
             pass
+
+
+def _start_npu_host(pte: Path, folder: Path):
+    """The NPU link's host end in `folder` (QEMU's working folder), for a program with an Ethos-U
+    delegate; None for any other program."""
+    from .npu_host import NpuHost, has_ethos_u
+    return NpuHost(pte, folder) if has_ethos_u(Path(pte).read_bytes()) else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,6 +387,9 @@ def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, t
     with temp_dir("batch") as work:
         work = Path(work)
         (work / "samples.bin").write_bytes(samples_file_bytes(list(specs), samples))
+        npu = _start_npu_host(pte, work)
+        if npu:   # the board hashes the program for the link at boot: the batch reports it
+            flags |= FLAG_NPU_LINK | FLAG_SHA256
         command = qemu_command(elf, pte, MODE_BATCH, board, flags) + [
             "-serial", "null",
             "-semihosting-config", "enable=on,target=native,arg=tinyrps_fw,arg=samples.bin,arg=results.bin"]
@@ -383,11 +402,19 @@ def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, t
                             "QEMU was stopped") from None
         finally:
             _stop_process(process)
+            npu_said = npu.failure() if npu else ""   # before it is stopped here
+            if npu:
+                npu.close()
         wall = time.perf_counter() - start
         output = work / "results.bin"
         raw = output.read_bytes() if output.is_file() else b""
         said = _stderr_summary(work / "qemu.log")
-    result = _parse_batch(raw, status, said, pte, count, wall)
+    try:
+        result = _parse_batch(raw, status, said, pte, count, wall)
+    except UserError as error:
+        if npu_said:
+            raise UserError(f"{error} (NPU link: {npu_said})") from None
+        raise
     if bool(flags & FLAG_SHA256) != (result.model_sha256 is not None):
         raise UserError(f"the firmware batch on {pte.name} " + ("did not hash the program it was asked to hash"
                         if flags & FLAG_SHA256 else "hashed the program unasked") + ": rebuild the firmware")
@@ -457,7 +484,7 @@ def _batch_profile(raw: bytes, count: int, mismatch: str, limits: dict) -> tuple
     layers = []
     for i in range(n_layers):
         layer = BATCH_LAYER.unpack(raw, BATCH_PROFILE_HEADER.size + i * BATCH_LAYER.size)
-        if layer["VARIANT"] not in KERNEL_VARIANTS:
+        if layer["VARIANT"] not in KERNEL_VARIANTS + DELEGATE_VARIANTS:
             raise UserError(f"{mismatch}: kernel call {i} ran an unknown kernel variant {layer['VARIANT']!r} "
                             f"(known: {', '.join(KERNEL_VARIANTS)}); rebuild the firmware")
         layers.append({"op": layer["OPERATOR"], "kernels": layer["VARIANT"], "variant": int(layer["VARIANT_INDEX"]),

@@ -8,6 +8,7 @@ from the firmware's headers (c_facts).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Optional
 
@@ -33,7 +34,7 @@ class TensorLayout:
         return self.numel * self.dtype.itemsize
 
     def describe(self) -> str:
-        return f"{self.dtype.name} [{', '.join(map(str, self.shape))}]"
+        return f"{dtype_text(self.dtype)} [{', '.join(map(str, self.shape))}]"
 
     def to_bytes(self, array: np.ndarray) -> bytes:
         """The bytes of an array of this spec's shape (and dtype), in memory order."""
@@ -90,6 +91,15 @@ def spec_from_json(entry: dict) -> TensorLayout:
                       bool(entry.get("int8", False)))
 
 
+def dtype_text(dtype: np.dtype) -> str:
+    """A dtype's name, with its byte order where it is not this machine's: two arrays told apart by
+    their byte order alone are described differently."""
+    dtype = np.dtype(dtype)
+    if dtype.byteorder in ("=", "|") or dtype.byteorder == ("<" if sys.byteorder == "little" else ">"):
+        return dtype.name
+    return f"{dtype.name} {'big' if dtype.byteorder == '>' else 'little'}-endian"
+
+
 def description_layout() -> c_facts.Layout:
     return c_facts.layout("TENSOR_DESC_FIELDS", "TENSOR_DESC_BYTES")
 
@@ -109,8 +119,8 @@ def check_inputs(specs: list, arrays, program: str, batched: bool) -> list:
         a = np.asarray(array)
         shape = tuple(a.shape[1:]) if batched else tuple(a.shape)
         if a.dtype != spec.dtype or shape != spec.shape or (batched and a.ndim == 0):
-            got = f"{a.dtype.name} [{', '.join(map(str, a.shape))}]"
-            want = f"{spec.dtype.name} [N, {', '.join(map(str, spec.shape))}]" if batched else spec.describe()
+            got = f"{dtype_text(a.dtype)} [{', '.join(map(str, a.shape))}]"
+            want = f"{dtype_text(spec.dtype)} [N, {', '.join(map(str, spec.shape))}]" if batched else spec.describe()
             raise UserError(f"input {i} of {program} is {want}; the array given is {got}")
         if batched:
             if count is not None and len(a) != count:

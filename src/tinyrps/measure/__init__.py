@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .. import descriptor as descriptors
-from ..artifacts import atomic_write_json
+from ..artifacts.files import atomic_write_json
 from ..errors import UserError
 
 MEASUREMENT_VERSION = 1
@@ -96,10 +96,11 @@ def path_of(pte) -> Path:
     return pte.with_name(pte.stem + SUFFIX)
 
 
-def measure(pte, quick: bool = False, only: Optional[tuple] = None) -> dict:
+def measure(pte, quick: bool = False, only: Optional[tuple] = None, step: Callable = None) -> dict:
     """Take every measurement of the program's family (or those named in `only`), write them to
     T.measure.json and return them. `quick`: only what a search needs (the firmware's instruction
-    count, one run of the fastest kernels), not the whole profile."""
+    count, one run of the fastest kernels), not the whole profile. `step(kind)` is called as each
+    kind of measurement starts (progress)."""
     from ..pte import read_program
     pte = Path(pte)
     program = read_program(pte)
@@ -115,6 +116,8 @@ def measure(pte, quick: bool = False, only: Optional[tuple] = None) -> dict:
     result = {VERSION_KEY: MEASUREMENT_VERSION, "program": pte.name,
               "program_sha256": hashlib.sha256(program).hexdigest(), "target": described.target}
     for m in kinds:
+        if step is not None:
+            step(m.name)
         figures = _resolve(m.function)(pte, described, quick=quick)
         if figures is None:         # nothing to take in this mode (a quick measurement)
             continue
@@ -132,8 +135,8 @@ def _resolve(reference: str):
 
 def read(pte) -> Optional[dict]:
     """The measurements of T.pte, or None when there are none for the program as it is now (none
-    taken, taken of other bytes, or with another firmware: a program exported again, or a firmware
-    changed, must be measured again)."""
+    taken, taken of other bytes or for another target, or with another firmware: a program exported
+    again, or a firmware changed, must be measured again)."""
     pte = Path(pte)
     path = path_of(pte)
     if not path.is_file() or not pte.is_file():
@@ -148,6 +151,9 @@ def read(pte) -> Optional[dict]:
                         f"`tinyrps measure --model {pte}`")
     if raw.get("program_sha256") != hashlib.sha256(pte.read_bytes()).hexdigest():
         return None
+    described = descriptors.read(pte)
+    if described is None or raw.get("target") != described.target:
+        return None     # identical bytes exported for another target (the M4's and M33's) run on another board
     for m in MEASUREMENTS:
         if m.name in raw and m.fingerprint and raw.get("fingerprints", {}).get(m.name) != _resolve(m.fingerprint)():
             return None            # taken with another firmware than today's
@@ -168,7 +174,6 @@ def _kinds_missing(raw: dict) -> bool:
 def measure_run(run_dir, quiet: bool = False, only_targets=None) -> dict:
     """Measure every exported program of a run whose family has measurements: target -> measurements."""
     from ..programs import exported
-    from ..progress import say
     results = {}
     for name, pte in exported(run_dir).items():
         if only_targets and name not in only_targets:
@@ -176,10 +181,33 @@ def measure_run(run_dir, quiet: bool = False, only_targets=None) -> dict:
         described = descriptors.read(pte)
         if described is None or not measurements_for(described.family):
             continue
-        from ..progress import console
-        with console.status(f"measuring {name}"):
-            results[name] = measure(pte)
-        say(f"  {name}: {summary_line(results[name])}", quiet)
+        results[name] = pte
+    return measure_programs(results, quiet)
+
+
+def measure_programs(programs: dict, quiet: bool = False) -> dict:
+    """Measure each program (name -> T.pte) with a progress bar of their measurements (each takes
+    seconds: a firmware built, QEMU run), and a line per program as it is done, whether or not
+    stderr is a terminal (a log shows the lines): name -> measurements."""
+    import time
+
+    from ..progress import progress_bar, say
+    kinds = {name: len(measurements_for(descriptors.read(pte).family)) for name, pte in programs.items()}
+    results = {}
+    with progress_bar(quiet) as bar:
+        task = bar.add_task("measure", total=sum(kinds.values()), status="")
+        for n, (name, pte) in enumerate(programs.items(), 1):
+            started = time.perf_counter()
+            say(f"  measuring {name} ({n}/{len(programs)})", quiet)
+
+            def step(kind, name=name, first=[True]):
+                if not first[0]:
+                    bar.advance(task)
+                first[0] = False
+                bar.update(task, status=f"{name}: {kind}")
+            results[name] = measure(pte, step=step)
+            bar.advance(task)
+            say(f"  {name} measured in {time.perf_counter() - started:.0f} s: {summary_line(results[name])}", quiet)
     return results
 
 

@@ -137,7 +137,8 @@ def int8_cpu_predictions(pte: Path, images: np.ndarray) -> np.ndarray:
     import torch
 
     from .. import descriptor as descriptors
-    from ..artifacts import run_config, sha256_file
+    from ..artifacts.records import run_config
+    from ..artifacts.files import sha256_file
     from ..model import images_to_tensor, load_model
     from ..quantization import calibration_images, image_examples, pt2e_quantize, xnnpack_quantizer
     run_dir = Path(pte).resolve().parent.parent

@@ -112,27 +112,42 @@ async function play(blob, name) {
   showError("");
   const program = $("program").value;
   say(`Playing on ${$("program").selectedOptions[0]?.textContent || program}…`);
-  const query = new URLSearchParams({ program, opponent: $("opponent").value, tab: tabId() });
+  // The file's name goes in the query, percent-encoded: a header carries Latin-1 only (石头.png).
+  const query = new URLSearchParams({ program, opponent: $("opponent").value, tab: tabId(), name });
   try {
     const response = await fetch(`/api/play?${query}`, {
-      method: "POST", body: blob,
-      headers: { "Content-Type": blob.type || "application/octet-stream", "X-Picture-Name": name },
+      method: "POST", body: blob, headers: { "Content-Type": blob.type || "application/octet-stream" },
     });
     let answer;
     try { answer = await response.json(); } catch { answer = { error: `the server answered ${response.status}` }; }
     if (!response.ok) {
-      showError(answer.error || `the server answered ${response.status}`);
-      say("That move was not played.");
+      notPlayed(answer.error || `the server answered ${response.status}`);
       return;
     }
     showAnswer(answer);
   } catch (e) {
-    showError(`The server could not be reached (${e.message}).`);
-    say("That move was not played.");
+    notPlayed(`The server could not be reached (${e.message}).`);
   } finally {
     setBusy(false);
     document.body.dataset.answers = String(++answers);
   }
+}
+
+// A move refused: its error, and none of the previous round's result beside the new picture.
+function notPlayed(text) {
+  clearResult();
+  showError(text);
+  say("That move was not played.");
+}
+
+function clearResult() {
+  $("players").hidden = true;
+  for (const id of ["you-image", "opponent-image"]) $(id).removeAttribute("src");
+  $("outcome").textContent = "";
+  $("outcome").className = "outcome";
+  $("notice").hidden = true;
+  $("notice").textContent = "";
+  $("figures").replaceChildren();
 }
 
 function playDrawing() {

@@ -10,22 +10,11 @@
  * C's fmaxf does: it loses every comparison and becomes quant_min. Every variant agrees.
  */
 #include "kernels_c.h"
-
-/* Round half to even without libm. |v| >= 2^23 is already an integer. */
-static float round_half_even(float v) {
-    const float two23 = 8388608.0f;
-    if (!(v < two23 && v > -two23)) return v;
-    float whole = (float)(int32_t)v;         /* truncated toward zero, exact */
-    float frac = v - whole;                  /* exact: both share v's binade or below */
-    int32_t odd = (int32_t)whole & 1;
-    if (frac > 0.5f || (frac == 0.5f && odd)) return whole + 1.0f;
-    if (frac < -0.5f || (frac == -0.5f && odd)) return whole - 1.0f;
-    return whole;
-}
+#include "../float_round.h"
 
 void trt_quantize_c(const trt_quantize_params *p) {
     for (uint32_t i = 0; i < p->count; i++) {
-        float v = round_half_even(p->input[i] * p->inv_scale) + p->zero_point;
+        float v = trt_round_half_even(p->input[i] * p->inv_scale) + p->zero_point;
         if (!(v >= p->quant_min)) v = p->quant_min;   /* NaN too */
         if (v > p->quant_max) v = p->quant_max;
         p->output[i] = (int8_t)(int32_t)v;
