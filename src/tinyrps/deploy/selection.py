@@ -23,6 +23,7 @@ from pathlib import Path
 from ..errors import UserError
 
 SELECTION_HEADER = "ops/operator_selection.h"   # relative to firmware/src
+LOADER = "runtime.c"                              # the runtime's API (tinyrps_runtime.h), the start of every build
 
 # The variant ISAs a firmware build of the ISA kernels compiles (src/kernels/isa.h: every core with Helium
 # has the DSP extension too), in the order of the operators' lists.
@@ -189,9 +190,31 @@ _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 _ATTRIBUTE = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
 
 
+# The firmware's build options a build for one program is made without (firmware/CMakeLists.txt): the
+# code under `#if` of one is not compiled there.
+OPTIONS_OFF = ("TRT_ETHOS_U",)
+
+
 def code_of(text: str) -> str:
-    """C text without comments, literals and preprocessor lines."""
-    return _DIRECTIVE.sub(" ", _COMMENTS_AND_LITERALS.sub(" ", text))
+    """C text without comments, literals, preprocessor lines and the code under `#if` of OPTIONS_OFF."""
+    return _DIRECTIVE.sub(" ", _without_options_off(_COMMENTS_AND_LITERALS.sub(" ", text)))
+
+
+def _without_options_off(text: str) -> str:
+    kept, depth, off = [], 0, None       # off: the depth of the #if being left out
+    for line in text.split("\n"):
+        directive = re.match(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b\s*(\w*)", line)
+        if directive and directive.group(1).startswith("if"):
+            depth += 1
+            if off is None and directive.group(1) in ("if", "ifdef") and directive.group(2) in OPTIONS_OFF:
+                off = depth
+        elif directive and directive.group(1) in ("elif", "else") and off == depth:
+            off = None
+        elif directive and directive.group(1) == "endif":
+            off = None if off == depth else off
+            depth -= 1
+        kept.append(line if off is None else "")
+    return "\n".join(kept)
 
 
 def external_definitions(text: str) -> set:
@@ -242,7 +265,8 @@ def candidate_files(src: Path, isa: str) -> list:
 
 
 def source_closure(src: Path, roots, isa: str, variants=None) -> list:
-    """The .c files a build needs (relative to src): the runtime's own (src/*.c) and `roots`, and every
+    """The .c files a build needs (relative to src): the runtime's own (runtime.c and the src/*.c it uses,
+    by name order) and `roots`, and every
     candidate that defines a name a needed file uses; in the order they are found (each root after
     what the ones before it need), the order the library links them in. An operator's
     ops/ file is taken only when named in roots or used by name (trt_op_<symbol>). With `variants`
@@ -256,7 +280,9 @@ def source_closure(src: Path, roots, isa: str, variants=None) -> list:
             definer[name] = rel
     defines_operator = set(operator_files(src).values())
     order = list(texts)
-    walk, pending, done = [rel for rel in texts if "/" not in rel], [r for r in roots if r in texts], 0
+    loader = set(_IDENTIFIER.findall(code_of(texts[LOADER])))
+    own = [rel for rel in texts if "/" not in rel and (rel == LOADER or external_definitions(texts[rel]) & loader)]
+    walk, pending, done = own, [r for r in roots if r in texts], 0
     while done < len(walk) or pending:
         if done == len(walk):
             root = pending.pop(0)
