@@ -254,7 +254,7 @@ def measured(tmp_path_factory):
     from tinyrps.firmware.sources import source_files
     firmware_key = fixture_cache.fixture_key("firmware", modules=fixture_cache.package_modules("tinyrps.firmware")
                                              + ["tinyrps.measure", "tinyrps.vela", "tinyrps.deploy.firmware_image",
-                                                "tinyrps.deploy.library"],
+                                                "tinyrps.deploy.library", "tinyrps.deploy.selection"],
                                              files=source_files(firmware_dir()))
     done = {}
 

@@ -85,6 +85,13 @@ def test_the_wheel_carries_the_page_of_serve(wheel):
     assert {"tinyrps/web/index.html", "tinyrps/web/app.js", "tinyrps/web/style.css"} <= names
 
 
+def test_the_wheel_carries_the_templates_of_deploy_library(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    templates = REPO / "src" / "tinyrps" / "deploy" / "templates"
+    assert {f"tinyrps/deploy/templates/{p.name}" for p in templates.iterdir()} <= names
+    assert "tinyrps/deploy/templates/operator_selection.h" in names
+
+
 def test_installed_package_runs_the_firmware_devices_from_anywhere(installed, exported, tmp_path):
     elsewhere, cache = tmp_path / "elsewhere", tmp_path / "cache"
     elsewhere.mkdir()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tinyrps.deploy.firmware_image import image_tree
-from tinyrps.deploy.library import variant_rows
+from tinyrps.deploy.selection import variant_rows
 from tinyrps.errors import UserError
 from tinyrps.measure.firmware import same_run
 from tinyrps.firmware.sources import firmware_dir
@@ -28,10 +28,16 @@ def tree():
     return image_tree(firmware_dir(), OPERATORS, layers, "mve")
 
 
+def selected(tree, kind):
+    """The operators (TRT_WITH_) or variants (TRT_USES_) the image's ops/operator_selection.h names."""
+    return re.findall(rf"^#define TRT_{kind}_(\w+) 1$", tree["src/ops/operator_selection.h"], re.M)
+
+
 def test_only_the_programs_operators_are_listed(tree):
-    rows = re.findall(r"^TRT_OPERATOR\(\s*(\w+)", tree["src/ops/operators.def"], re.M)
-    assert rows == ["quantize_per_tensor", "dequantize_per_tensor", "quantized_depthwise_conv2d",
-                    "quantized_depthwise_conv2d_nhwc", "quantized_linear"]
+    assert tree["src/ops/operators.def"] == (firmware_dir() / "src" / "ops" / "operators.def").read_text()
+    assert selected(tree, "WITH") == ["quantize_per_tensor", "dequantize_per_tensor", "quantized_depthwise_conv2d",
+                                      "quantized_depthwise_conv2d_nhwc", "quantized_linear"]
+    assert "#define TRT_SELECTION 1" in tree["src/ops/operator_selection.h"]
     assert "src/ops/softmax.c" not in tree and "src/ops/conv2d.c" not in tree
     assert "src/ops/conv_common.c" in tree and "src/ops/operator_table.c" in tree     # shared, no operator
     # the kernels and the board's code stay: the link (--gc-sections) drops what no variant list refers to
@@ -40,11 +46,15 @@ def test_only_the_programs_operators_are_listed(tree):
 
 def test_only_the_bound_variants_stay_in_the_lists(tree):
     source = firmware_dir() / "src" / "ops"
+    for rel in ("depthwise_conv2d.c", "linear.c", "quantize.c"):     # the sources as they are
+        assert tree[f"src/ops/{rel}"] == (source / rel).read_text()
     every = variant_rows((source / "depthwise_conv2d.c").read_text(), "quantized_depthwise_conv2d", "ops")
-    kept = variant_rows(tree["src/ops/depthwise_conv2d.c"], "quantized_depthwise_conv2d", "ops")
-    assert kept == [every[0], every[3]] and len(every) > 4
-    assert [isa for isa, _ in variant_rows(tree["src/ops/linear.c"], "quantized_linear", "ops")] == ["c"]
-    assert [isa for isa, _ in variant_rows(tree["src/ops/quantize.c"], "quantize_per_tensor", "ops")] == ["mve"]
+    linear = variant_rows((source / "linear.c").read_text(), "quantized_linear", "ops")
+    quantize = variant_rows((source / "quantize.c").read_text(), "quantize_per_tensor", "ops")
+    used = set(selected(tree, "USES"))
+    assert [row for row in every if row[1] in used] == [every[0], every[3]] and len(every) > 4
+    assert [isa for isa, name in linear if name in used] == ["c"]
+    assert [isa for isa, name in quantize if name in used] == ["mve"]
 
 
 def test_a_variant_the_sources_do_not_list_so_is_refused():

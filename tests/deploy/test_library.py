@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from tinyrps.deploy import library as lib
+from tinyrps.deploy import selection
 from tinyrps.errors import UserError
 
 APP = Path(__file__).parent / "library_app"
@@ -61,10 +62,14 @@ def libraries(exported, measured, tmp_path_factory):
         if key not in made:
             measured(pte)       # the measurement the library reads, beside the program before it is keyed
             # kept across runs: by the program and what lies beside it (its descriptor, its measurement),
-            # the name, the library writer's and the firmware's sources, and the compilers (its code sizes)
+            # the name, the library writer's modules and templates, the firmware's sources, and the
+            # compilers (its code sizes)
             beside = [fixture_cache.sha256(p) for p in sorted(pte.parent.glob(f"{pte.stem}.*")) if p.is_file()]
+            templates = sorted((Path(lib.__file__).parent / "templates").iterdir())
             stored = fixture_cache.fixture_key("library", name, *beside, *compilers,
-                                               modules=["tinyrps.deploy.library"], files=source_files(firmware_dir()))
+                                               modules=["tinyrps.deploy.library", "tinyrps.deploy.library_files",
+                                                        "tinyrps.deploy.selection"],
+                                               files=[*source_files(firmware_dir()), *templates])
             folder = fixture_cache.cached_folder(f"library-{name}", stored,
                                                  lambda dest: lib.write_library(pte, dest / name, name),
                                                  tmp_path_factory.mktemp("library"))
@@ -324,38 +329,71 @@ def test_a_library_without_a_record_of_its_files_is_not_replaced(tmp_path):
         lib.check_out(old)
 
 
-def test_the_operator_table_and_the_selection_agree():
+def test_every_operator_of_the_list_has_its_files():
+    """operators.def is the one list: each row's ops/ file is found by its TRT_DEFINE_OPERATOR, and the
+    files it needs by the names they use, for either ISA; no Python lists them."""
     from tinyrps.firmware import firmware_dir
     src = firmware_dir() / "src"
-    assert set(lib.runtime_operators(src).values()) == set(lib.OPERATOR_SOURCES)
-    for symbol, files in lib.OPERATOR_SOURCES.items():
-        for kind, names in files.items():
-            assert kind in ("ops", "c", "mve", "dsp"), (symbol, kind)
-            for rel in names:
-                assert (src / rel).is_file(), (symbol, rel)
+    files = selection.operator_files(src)
+    assert set(files) == {row.symbol for row in selection.runtime_rows(src)}
+    for isa in ("mve", "dsp"):
+        for symbol, rel in files.items():
+            needed = selection.source_closure(src, {rel}, isa)
+            assert rel in needed and "ops/operator_table.c" in needed and "ops/dequantize.c" in needed, symbol
+            assert all((src / f).is_file() and not f.startswith(f"kernels/{'dsp' if isa == 'mve' else 'mve'}/")
+                       for f in needed), symbol
+            kept = [s for s, f in files.items() if f in needed]
+            every = [name for rows in selection.file_rows(src, kept).values() for _, name in rows]
+            assert selection.source_closure(src, {rel}, isa, every) == needed, symbol   # all rows kept
+
+
+def test_the_files_are_those_a_linker_takes():
+    """A file is taken for a name it defines that a taken file uses (tinyrps.deploy.selection)."""
+    from tinyrps.firmware import firmware_dir
+    src = firmware_dir() / "src"
+    conv = selection.source_closure(src, {"ops/conv2d.c"}, "mve")
+    for rel in ("ops/conv_common.c", "kernels/weight_sums.c", "kernels/c/conv2d.c", "kernels/c/dot_s8.c",
+                "kernels/mve/conv2d.c", "kernels/mve/conv2d_pooled.c", "ops/bind_args.c"):
+        assert rel in conv, rel
+    assert "ops/linear.c" not in conv and "kernels/mve/linear.c" not in conv
+    # a variant left out takes the files only it needs with it
+    depthwise = selection.source_closure(src, {"ops/depthwise_conv2d.c"}, "mve",
+                                         ["trt_depthwise_conv2d_mve", "trt_depthwise_conv2d_c"])
+    assert "kernels/mve/depthwise_conv2d.c" in depthwise and "kernels/c/depthwise_conv2d.c" in depthwise
+    assert not {"kernels/mve/depthwise_one_channel.c", "kernels/mve/depthwise_channels.c"} & set(depthwise)
+    assert "kernels/mve/depthwise_one_channel.c" in selection.source_closure(src, {"ops/depthwise_conv2d.c"}, "mve")
+    assert selection.external_definitions("static int a(void) { return 0; }\nint b(int x) { return x; }\n"
+                                          "typedef struct { int y; } t;\nconst int c[2] = {1, 2};\nint d;\n"
+                                          "int e(void);\nTRT_ADAPTER void f_p(void) {}\n") == {"b", "c", "d"}
+
+
+ALL_SYMBOLS = [row.symbol for row in selection.runtime_rows(Path(__file__).parents[2] / "firmware" / "src")]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("symbol", sorted(lib.OPERATOR_SOURCES))
+@pytest.mark.parametrize("symbol", ALL_SYMBOLS)
 @pytest.mark.parametrize("kernels", ["c", "dsp"])
 def test_each_operator_alone_links(symbol, kernels, tmp_path):
-    """The files OPERATOR_SOURCES names for one operator (with the runtime's) are all it needs: a table
-    with that operator alone links on the host (plain C, or the DSP kernels on the C model of DSP)."""
+    """The files the selection finds for one operator (with the runtime's) are all it needs: its own
+    operator_selection.h keeping that operator alone (and what it brings) links on the host (plain C, or the
+    DSP kernels on the C model of DSP), the runtime's files as they are."""
     from tinyrps.firmware import firmware_dir
     fw = firmware_dir()
-    symbols = lib.with_siblings(list(dict.fromkeys([symbol, *lib.RUNTIME_OPERATORS])))
-    sources = lib.library_sources(symbols, "dsp")
-    shutil.copytree(fw / "src", tmp_path / "src", ignore=shutil.ignore_patterns("*.c"))   # every header
-    operator_list = tmp_path / "src" / lib.OPERATOR_LIST
-    operator_list.write_text(lib.library_operator_list(operator_list.read_text(), symbols))
+    src = fw / "src"
+    qualified = {row.symbol: row.qualified for row in selection.runtime_rows(src)}
+    symbols = selection.select_operators([qualified[symbol]], src, "dsp")
+    files = selection.operator_files(src)
+    sources = selection.source_closure(src, {files[s] for s in symbols}, "dsp")
+    variants = [name for rows in selection.file_rows(src, symbols).values() for _, name in rows]
+    shutil.copytree(src, tmp_path / "src", ignore=shutil.ignore_patterns("*.c"))   # every header
+    (tmp_path / "src" / selection.SELECTION_HEADER).write_text(
+        selection.selection_header(selection.Selection(tuple(symbols), tuple(variants), (), "dsp")))
     for rel in sources:
-        target = tmp_path / "src" / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text((fw / "src" / rel).read_text())
+        shutil.copyfile(src / rel, tmp_path / "src" / rel)
     (tmp_path / "main.c").write_text('#include "tinyrps_runtime.h"\nstatic trt_program_storage s;\n'
                                      'int main(void) { return trt_load(trt_program_init(&s), 0, 0, 0, 0, 0, 0); }\n')
     define = ["-DTRT_KERNELS_FORCE_DSP=1"] if kernels == "dsp" else ["-DTRT_KERNELS_PORTABLE_ONLY=1"]
-    result = subprocess.run(["gcc", "-O1", *define, f"-I{fw / 'include'}", str(tmp_path / "main.c"),
+    result = subprocess.run(["gcc", "-O1", "-Wall", "-Werror", *define, f"-I{fw / 'include'}", str(tmp_path / "main.c"),
                              *[str(tmp_path / "src" / s) for s in sources], "-o", str(tmp_path / "a.out")],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -384,11 +422,23 @@ def test_the_library_folder(m55_library, exported):
                    "const char *tinyrps_model_label(int index);", "void tinyrps_model_set_counter(",
                    f'#define TINYRPS_MODEL_SHA256 "{manifest["program"]["sha256"]}"'):
         assert needed in header, needed
-    # no heap, no stdio, no file I/O in anything the library compiles
+    # no heap, no stdio, no file I/O in anything the library compiles: its own files, and the runtime's
+    # sources its units compile, each as the firmware has it
+    from tinyrps.firmware import firmware_dir
+    compiled = []
     for rel in manifest["build"]["sources"]:
         text = (m55_library / rel).read_text()
+        compiled.append((rel, text))
+        if rel.startswith("src/units/"):
+            (runtime,) = re.findall(r'^#include "\.\./runtime/(\S+\.c)"$', text, re.M)
+            compiled.append((runtime, (m55_library / "src" / "runtime" / runtime).read_text()))
+            assert compiled[-1][1] == (firmware_dir() / "src" / runtime).read_text(), runtime
+    assert len(compiled) == 2 * len(manifest["build"]["sources"]) - 2
+    for rel, text in compiled:
         assert not re.search(r"\b(malloc|calloc|realloc|free|printf|fprintf|puts|fopen|fwrite)\s*\(", text), rel
         assert "<stdio.h>" not in text and "<stdlib.h>" not in text, rel
+    selected = (m55_library / "src" / "runtime" / "ops" / "operator_selection.h").read_text()
+    assert re.findall(r"^#define TRT_WITH_(\w+) 1$", selected, re.M) == manifest["runtime_operators"]
     program = (m55_library / "src" / f"{NAME}_program.c").read_text()
     assert '".rodata.tinyrps_model_program"' in program and "aligned(16)" in program
     readme = (m55_library / "README.md").read_text()
@@ -680,3 +730,91 @@ def test_code_size_of_the_library(exported, libraries):
         sizes[target] = {opt: manifest["code"][opt]["library_and_libc_bytes"] for opt in lib.SIZE_OPTIMISATIONS}
     print("\n" + json.dumps(sizes))
     assert sizes["cortex-m55"]["-O2"] <= 24 * 1024
+
+
+# --- a program of the user's own ----------------------------------------------------------------------------
+
+DEPTHWISE_MODULE = '''
+import torch
+from torch import nn
+
+
+class Depthwise(nn.Module):
+    """A convolution, then a depthwise one, and no max pool."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(5)
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1, groups=8),
+                                  nn.ReLU(), nn.Flatten(), nn.Linear(8 * 8 * 8, 4))
+
+    def forward(self, x):
+        return self.body(x)
+'''
+
+# Each sample through the library: its float outputs, then the int8 values the final dequantize read.
+RUN_SAMPLES = r'''
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dw.h"
+
+static uint8_t arena[DW_ARENA_BYTES] DW_ALIGN16;
+static DW_INPUT_TYPE input[DW_INPUT_NUMEL];
+static DW_OUTPUT_TYPE output[DW_OUTPUT_NUMEL];
+
+int main(int argc, char **argv) {
+    FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
+    const int8_t *values;
+    if (argc != 4 || !in || !out || dw_init(arena, sizeof arena) != DW_OK) return 2;
+    for (int i = 0; i < atoi(argv[3]); i++) {
+        if (fread(input, 1, DW_INPUT_BYTES, in) != DW_INPUT_BYTES || dw_run(input, output) != DW_OK) return 3;
+        int count = dw_output_int8(0, &values);
+        if (count < 0) return 4;
+        fwrite(output, 1, DW_OUTPUT_BYTES, out);
+        fwrite(values, 1, (size_t)count, out);
+    }
+    return fclose(out) == 0 ? 0 : 5;
+}
+'''
+
+
+@pytest.mark.slow     # lowers a network, measures it on the emulated board, builds the library
+def test_a_depthwise_program_without_max_pool_makes_a_library(cli, tmp_path):
+    """A Cortex-M55 program with a convolution and a depthwise one and no max pool: `deploy library`
+    makes its library (the fuse steps, which look for a max pool after the layer, build without one),
+    and the library built on the host gives `run --device native`'s outputs, bit for bit."""
+    module = tmp_path / "dw_model.py"
+    module.write_text(DEPTHWISE_MODULE)
+    rng = np.random.default_rng(11)
+    np.savez(tmp_path / "calibration.npz", input0=rng.standard_normal((16, 1, 3, 8, 8)).astype(np.float32)[:, 0])
+    res = cli("export", "--module", f"{module}:Depthwise", "--input-shape", "1,3,8,8", "--calibration",
+              tmp_path / "calibration.npz", "--target", "cortex-m55", "--out", tmp_path / "programs", "--name", "dw",
+              timeout=900)
+    assert res.returncode == 0, res.stderr
+    pte = tmp_path / "programs" / "dw.pte"
+    res = cli("deploy", "library", "--model", pte, "--out", tmp_path / "dw", "--name", "dw", timeout=900)
+    assert res.returncode == 0, res.stderr
+    manifest = json.loads((tmp_path / "dw" / "manifest.json").read_text())
+    assert "quantized_depthwise_conv2d" in manifest["runtime_operators"]
+    assert not [s for s in manifest["runtime_operators"] if "max_pool" in s]
+
+    (tmp_path / "run.c").write_text(RUN_SAMPLES)
+    sources = [str(tmp_path / "dw" / s) for s in manifest["build"]["sources"]]
+    subprocess.run(["gcc", *PEDANTIC.split(), "-O2", "-ffp-contract=off", f"-I{tmp_path / 'dw' / 'include'}",
+                    str(tmp_path / "run.c"), *sources, "-o", str(tmp_path / "run")], check=True, timeout=300)
+    samples = rng.standard_normal((5, 1, 3, 8, 8)).astype(np.float32)
+    order = manifest["inputs"][0]["dim_order"]        # the bytes of a tensor are in its dim order
+    np.ascontiguousarray(samples.transpose(0, *[1 + d for d in order])).tofile(tmp_path / "samples.f32")
+    subprocess.run([str(tmp_path / "run"), str(tmp_path / "samples.f32"), str(tmp_path / "library.out"), "5"],
+                   check=True, timeout=120)
+    record = np.dtype([("output", "<f4", (4,)), ("int8", "i1", (4,))])
+    library = np.fromfile(tmp_path / "library.out", record)
+
+    np.savez(tmp_path / "inputs.npz", input0=samples)
+    res = cli("run", "--model", pte, "--inputs", tmp_path / "inputs.npz", "--out", tmp_path / "native.npz",
+              "--device", "native")
+    assert res.returncode == 0, res.stderr
+    with np.load(tmp_path / "native.npz") as native:
+        assert np.array_equal(library["output"].view(np.uint32), native["output0"].reshape(5, 4).view(np.uint32))
+        assert np.array_equal(library["int8"], native["output0_int8"].reshape(5, 4))

@@ -170,9 +170,9 @@ def test_the_negated_program_negates_what_it_should(fusion_programs):
 
 def _conv_variants(result) -> list:
     """The variant name each convolution of a run bound (its run function: ops/conv2d.c's list)."""
-    from tinyrps.deploy.library import OPERATOR_SOURCES, FIRMWARE_ISAS, variant_rows
+    from tinyrps.deploy.selection import FIRMWARE_ISAS, operator_files, variant_rows
     from tinyrps.firmware.sources import firmware_dir
-    rel = OPERATOR_SOURCES["quantized_conv2d"]["ops"][0]
+    rel = operator_files(firmware_dir() / "src")["quantized_conv2d"]
     rows = [r for r in variant_rows((firmware_dir() / "src" / rel).read_text(), "quantized_conv2d", rel)
             if r[0] in FIRMWARE_ISAS["mve"]]
     return [rows[layer["variant"]][1] for layer in result.layers if layer["op"].endswith("quantized_conv2d")]

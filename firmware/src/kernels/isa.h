@@ -32,6 +32,16 @@
 #endif
 #endif
 
+/* A deploy library carries one ISA's kernels beside plain C, and its build header says which
+ * (TRT_LIBRARY_ISA_MVE or TRT_LIBRARY_ISA_DSP): the other one's are not compiled. */
+#if defined(TRT_LIBRARY_ISA_MVE)
+#undef TRT_HAVE_DSP
+#define TRT_HAVE_DSP 0
+#elif defined(TRT_LIBRARY_ISA_DSP)
+#undef TRT_HAVE_MVE
+#define TRT_HAVE_MVE 0
+#endif
+
 /* Helium's floating-point half (__ARM_FEATURE_MVE bit 1: the M55 and M85 with their FPU), for
  * the kernels that compute in float32 as the reference does. */
 #if TRT_HAVE_MVE && (__ARM_FEATURE_MVE & 2)

@@ -88,9 +88,9 @@ TRT_RUN(trt_avg_pool2d_c, quantized_avg_pool2d)
 /* Helium with its floating point (the kernel divides in float). */
 static const trt_kernel_variant VARIANTS[] = {
 #if TRT_HAVE_MVE_FLOAT
-    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_avg_pool2d_mve_p)
+    TRT_MVE_VARIANT(trt_avg_pool2d_mve, NULL, NULL, NULL, NULL)
 #endif
-    TRT_C_VARIANT(NULL, table_bytes, trt_avg_pool_prepare_table_p, trt_avg_pool2d_c_temp_bytes_p, trt_avg_pool2d_c_p)
+    TRT_C_VARIANT(trt_avg_pool2d_c, NULL, table_bytes, trt_avg_pool_prepare_table_p, trt_avg_pool2d_c_temp_bytes_p)
 };
 
 TRT_DEFINE_OPERATOR(quantized_avg_pool2d, bind_legacy, VARIANTS);

@@ -57,18 +57,18 @@ TRT_BYTES(trt_batch_matmul_sums_bytes, quantized_batch_matmul)
 
 /* Each variant runs its ISA's linear kernel per batch (trt_batch_matmul_run). */
 TRT_ADAPTER void linear_mve(const trt_linear_params *p, void *temp) { (void)temp; trt_linear_mve(p); }
-TRT_ADAPTER void run_mve(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, linear_mve); }
+TRT_ADAPTER void batch_matmul_mve_p(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, linear_mve); }
 TRT_ADAPTER size_t dsp_temp(const trt_params *p) {
     return trt_batch_matmul_sums_bytes_p(p) + trt_linear_dsp_temp_bytes(&p->quantized_batch_matmul.product);
 }
-TRT_ADAPTER void run_dsp(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, trt_linear_dsp); }
+TRT_ADAPTER void batch_matmul_dsp_p(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, trt_linear_dsp); }
 TRT_ADAPTER void linear_c(const trt_linear_params *p, void *temp) { (void)temp; trt_linear_c(p); }
-TRT_ADAPTER void run_c(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, linear_c); }
+TRT_ADAPTER void batch_matmul_c_p(const trt_params *p, void *temp) { trt_batch_matmul_run(&p->quantized_batch_matmul, temp, linear_c); }
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(NULL, trt_batch_matmul_scratch_bytes_p, trt_batch_matmul_prepare_p, trt_batch_matmul_sums_bytes_p, run_mve)
-    TRT_DSP_VARIANT(NULL, trt_batch_matmul_scratch_bytes_p, trt_batch_matmul_prepare_p, dsp_temp, run_dsp)
-    TRT_C_VARIANT(NULL, trt_batch_matmul_scratch_bytes_p, trt_batch_matmul_prepare_p, trt_batch_matmul_sums_bytes_p, run_c)
+    TRT_MVE_VARIANT(batch_matmul_mve, NULL, trt_batch_matmul_scratch_bytes_p, trt_batch_matmul_prepare_p, trt_batch_matmul_sums_bytes_p)
+    TRT_DSP_VARIANT(batch_matmul_dsp, NULL, trt_batch_matmul_scratch_bytes_p, trt_batch_matmul_prepare_p, dsp_temp)
+    TRT_C_VARIANT(batch_matmul_c, NULL, trt_batch_matmul_scratch_bytes_p, trt_batch_matmul_prepare_p, trt_batch_matmul_sums_bytes_p)
 };
 
 TRT_DEFINE_OPERATOR(quantized_batch_matmul, bind, VARIANTS);

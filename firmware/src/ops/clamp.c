@@ -39,8 +39,8 @@ TRT_RUN_ALONE(trt_clamp_mve, clamp)
 TRT_RUN_ALONE(trt_clamp_c, clamp)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_clamp_mve_p)
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_clamp_c_p)
+    TRT_MVE_VARIANT(trt_clamp_mve, NULL, NULL, NULL, NULL)
+    TRT_C_VARIANT(trt_clamp_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(clamp, bind, VARIANTS);

@@ -44,8 +44,8 @@ TRT_RUN_ALONE(trt_clone_dim_order_mve, clone_dim_order)
 TRT_RUN_ALONE(trt_clone_dim_order_c, clone_dim_order)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(trt_clone_dim_order_mve_accepts_p, NULL, NULL, NULL, trt_clone_dim_order_mve_p)
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_clone_dim_order_c_p)
+    TRT_MVE_VARIANT(trt_clone_dim_order_mve, trt_clone_dim_order_mve_accepts_p, NULL, NULL, NULL)
+    TRT_C_VARIANT(trt_clone_dim_order_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(clone_dim_order, bind, VARIANTS);

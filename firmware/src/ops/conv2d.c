@@ -58,18 +58,18 @@ TRT_RUN_ALONE(trt_conv2d_c, M)
  * fuse_next switches them to it, so it comes after the long windows' row, which binds them first (a
  * program's own image that keeps only the in-place row binds it directly). */
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(trt_conv2d_long_mve_accepts_p, trt_conv2d_long_mve_scratch_bytes_p, trt_conv2d_long_mve_prepare_p, trt_conv2d_mve_temp_bytes_p, trt_conv2d_long_mve_p)
-    TRT_MVE_VARIANT(trt_conv2d_pooled_mve_accepts_p, trt_conv2d_long_mve_scratch_bytes_p, trt_conv2d_long_mve_prepare_p, trt_conv2d_pooled_mve_temp_bytes_p, trt_conv2d_pooled_mve_p)
-    TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_conv2d_mve, trt_conv2d_mve))
-    TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_conv2d_dsp, trt_conv2d_dsp))
-    TRT_C_VARIANT(NULL, trt_conv_sums_bytes_p, trt_conv_prepare_sums_p, NULL, trt_conv2d_c_p)
+    TRT_MVE_VARIANT(trt_conv2d_long_mve, trt_conv2d_long_mve_accepts_p, trt_conv2d_long_mve_scratch_bytes_p, trt_conv2d_long_mve_prepare_p, trt_conv2d_mve_temp_bytes_p)
+    TRT_MVE_VARIANT(trt_conv2d_pooled_mve, trt_conv2d_pooled_mve_accepts_p, trt_conv2d_long_mve_scratch_bytes_p, trt_conv2d_long_mve_prepare_p, trt_conv2d_pooled_mve_temp_bytes_p)
+    TRT_MVE_VARIANT(trt_conv2d_mve, TRT_ENTRY_POINTS_OF(trt_conv2d_mve))
+    TRT_DSP_VARIANT(trt_conv2d_dsp, TRT_ENTRY_POINTS_OF(trt_conv2d_dsp))
+    TRT_C_VARIANT(trt_conv2d_c, NULL, trt_conv_sums_bytes_p, trt_conv_prepare_sums_p, NULL)
 };
 
 /* A max pool after the layer: the long windows' Helium kernel may pool its sums itself, and then runs
  * read in place when its in-place row takes the layer. The kernels are known by their functions, not
  * their places in VARIANTS: a program's own image leaves out the rows no call binds. */
 static int fuse_next(trt_params *p, const trt_kernel_variant **kernel, const trt_operator *next, trt_params *next_p) {
-#if TRT_HAVE_MVE
+#if TRT_HAVE_MVE && TRT_KEEPS(TRT_WITH_quantized_max_pool2d)   /* a build without max pools: none to fuse */
     const trt_kernel_variant *k = *kernel;
     if ((k->accepts == trt_conv2d_long_mve_accepts_p || k->accepts == trt_conv2d_pooled_mve_accepts_p) &&
         trt_is_max_pool(next)) {

@@ -47,20 +47,20 @@ TRT_RUN_ALONE(trt_depthwise_conv2d_c, M)
  * input channel as a convolution, then any depthwise layer; with DSP, one input channel with a
  * window over 10 taps, any other one-channel window, then any depthwise layer. */
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_mve, trt_depthwise_conv2d_mve))
-    TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_one_channel_mve, trt_depthwise_one_channel_mve))
-    TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_channels_mve, trt_depthwise_channels_mve))
-    TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_long_window_dsp, trt_depthwise_long_window_dsp))
-    TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_dsp, trt_depthwise_conv2d_dsp))
-    TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_depthwise_channels_dsp, trt_depthwise_channels_dsp))
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_depthwise_conv2d_c_p)
+    TRT_MVE_VARIANT(trt_depthwise_conv2d_mve, TRT_ENTRY_POINTS_OF(trt_depthwise_mve))
+    TRT_MVE_VARIANT(trt_depthwise_one_channel_mve, TRT_ENTRY_POINTS_OF(trt_depthwise_one_channel_mve))
+    TRT_MVE_VARIANT(trt_depthwise_channels_mve, TRT_ENTRY_POINTS_OF(trt_depthwise_channels_mve))
+    TRT_DSP_VARIANT(trt_depthwise_long_window_dsp, TRT_ENTRY_POINTS_OF(trt_depthwise_long_window_dsp))
+    TRT_DSP_VARIANT(trt_depthwise_conv2d_dsp, TRT_ENTRY_POINTS_OF(trt_depthwise_dsp))
+    TRT_DSP_VARIANT(trt_depthwise_channels_dsp, TRT_ENTRY_POINTS_OF(trt_depthwise_channels_dsp))
+    TRT_C_VARIANT(trt_depthwise_conv2d_c, NULL, NULL, NULL, NULL)
 };
 
 /* A max pool after the layer: the one-gather Helium kernel may pool its sums itself. It comes first,
  * so a call it accepts has bound it; asked so, not by its place in VARIANTS nor by its entry points,
  * which a program's own image leaves out when no call binds it. */
 static int fuse_next(trt_params *p, const trt_kernel_variant **kernel, const trt_operator *next, trt_params *next_p) {
-#if TRT_HAVE_MVE
+#if TRT_HAVE_MVE && TRT_KEEPS(TRT_WITH_quantized_max_pool2d)   /* a build without max pools: none to fuse */
     if (trt_depthwise_mve_accepts(&p->quantized_depthwise_conv2d) && trt_is_max_pool(next))
         return trt_depthwise_mve_fuse_pool(&p->quantized_depthwise_conv2d, trt_max_pool_params_of(next_p));
 #endif

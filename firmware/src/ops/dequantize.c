@@ -23,8 +23,8 @@ TRT_RUN_ALONE(trt_dequantize_mve, dequantize_per_tensor)
 TRT_RUN_ALONE(trt_dequantize_c, dequantize_per_tensor)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_dequantize_mve_p)
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_dequantize_c_p)
+    TRT_MVE_VARIANT(trt_dequantize_mve, NULL, NULL, NULL, NULL)
+    TRT_C_VARIANT(trt_dequantize_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(dequantize_per_tensor, bind, VARIANTS);

@@ -71,10 +71,10 @@ TRT_RUN_ALONE(trt_linear_c, quantized_linear)
 /* Helium: word-aligned rows, then any (the byte loop: a variant of its own, so that a build without it
  * links none of its code). */
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(trt_linear_words_mve_accepts_p, trt_linear_mve_scratch_bytes_p, trt_linear_mve_prepare_p, NULL, trt_linear_words_mve_p)
-    TRT_MVE_VARIANT(NULL, trt_linear_mve_scratch_bytes_p, trt_linear_mve_prepare_p, NULL, trt_linear_mve_p)
-    TRT_DSP_VARIANT(NULL, trt_linear_dsp_scratch_bytes_p, trt_linear_dsp_prepare_p, trt_linear_dsp_temp_bytes_p, trt_linear_dsp_p)
-    TRT_C_VARIANT(NULL, trt_linear_sums_bytes_p, trt_linear_prepare_sums_p, NULL, trt_linear_c_p)
+    TRT_MVE_VARIANT(trt_linear_words_mve, trt_linear_words_mve_accepts_p, trt_linear_mve_scratch_bytes_p, trt_linear_mve_prepare_p, NULL)
+    TRT_MVE_VARIANT(trt_linear_mve, NULL, trt_linear_mve_scratch_bytes_p, trt_linear_mve_prepare_p, NULL)
+    TRT_DSP_VARIANT(trt_linear_dsp, NULL, trt_linear_dsp_scratch_bytes_p, trt_linear_dsp_prepare_p, trt_linear_dsp_temp_bytes_p)
+    TRT_C_VARIANT(trt_linear_c, NULL, trt_linear_sums_bytes_p, trt_linear_prepare_sums_p, NULL)
 };
 
 TRT_DEFINE_OPERATOR(quantized_linear, bind, VARIANTS);

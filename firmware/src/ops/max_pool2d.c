@@ -56,9 +56,9 @@ TRT_RUN_ALONE(trt_max_pool2d_dsp, quantized_max_pool2d)
 TRT_RUN_ALONE(trt_max_pool2d_c, quantized_max_pool2d)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_max_pool2d_mve_p)
-    TRT_DSP_VARIANT(NULL, NULL, NULL, NULL, trt_max_pool2d_dsp_p)
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_max_pool2d_c_p)
+    TRT_MVE_VARIANT(trt_max_pool2d_mve, NULL, NULL, NULL, NULL)
+    TRT_DSP_VARIANT(trt_max_pool2d_dsp, NULL, NULL, NULL, NULL)
+    TRT_C_VARIANT(trt_max_pool2d_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(quantized_max_pool2d, bind_legacy, VARIANTS);

@@ -15,8 +15,8 @@ TRT_RUN_ALONE(trt_maximum_mve, maximum)
 TRT_RUN_ALONE(trt_maximum_c, maximum)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(trt_minmax_mve_accepts_p, NULL, NULL, NULL, trt_maximum_mve_p)
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_maximum_c_p)
+    TRT_MVE_VARIANT(trt_maximum_mve, trt_minmax_mve_accepts_p, NULL, NULL, NULL)
+    TRT_C_VARIANT(trt_maximum_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(maximum, bind, VARIANTS);

@@ -15,8 +15,8 @@ TRT_RUN_ALONE(trt_minimum_mve, minimum)
 TRT_RUN_ALONE(trt_minimum_c, minimum)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(trt_minmax_mve_accepts_p, NULL, NULL, NULL, trt_minimum_mve_p)
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_minimum_c_p)
+    TRT_MVE_VARIANT(trt_minimum_mve, trt_minmax_mve_accepts_p, NULL, NULL, NULL)
+    TRT_C_VARIANT(trt_minimum_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(minimum, bind, VARIANTS);

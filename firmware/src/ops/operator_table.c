@@ -1,13 +1,13 @@
-/* The operator table (operator_table.h): the rows of operators.def and the variant choice. */
+/* The operator table (operator_table.h): the rows of operators.def the build keeps and the variant choice. */
 #include "operator_table.h"
 
 #define TRT_OPERATOR(symbol, name, overload, parameters)                                      \
-    const char trt_op_name_##symbol[] = name, trt_op_overload_##symbol[] = overload;
+    TRT_IF_OPERATOR(symbol)(const char trt_op_name_##symbol[] = name, trt_op_overload_##symbol[] = overload;)
 #include "operators.def"
 #undef TRT_OPERATOR
 
 static const trt_operator *const OPERATORS[] = {
-#define TRT_OPERATOR(symbol, name, overload, parameters) &trt_op_##symbol,
+#define TRT_OPERATOR(symbol, name, overload, parameters) TRT_IF_OPERATOR(symbol)(&trt_op_##symbol,)
 #include "operators.def"
 #undef TRT_OPERATOR
 };

@@ -21,7 +21,8 @@
  *
  * The rows are operators.def: adding an operator is a row there and its own ops/ and kernels/
  * files. Adding a variant: a line in the operator's variant list (TRT_<ISA>_VARIANT below), the
- * adapters of its kernel's entry points (TRT_ACCEPTS ... TRT_RUN_ALONE), and its kernel file.
+ * adapters of its kernel's entry points (TRT_ACCEPTS ... TRT_RUN_ALONE), and its kernel file. A
+ * build for one program keeps what it needs of them by operator_selection.h alone.
  */
 #ifndef TINYRPS_OPERATOR_TABLE_H
 #define TINYRPS_OPERATOR_TABLE_H
@@ -32,11 +33,34 @@
 #include "../kernels/isa.h"
 #include "../kernels/kernels.h"
 #include "bind_args.h"
+#include "operator_selection.h"
+
+/* What a build compiles of operators.def and of the variant lists: everything in the firmware; in
+ * a build for one program (TRT_SELECTION, operator_selection.h), the operators it names
+ * (TRT_WITH_<symbol>) and the variants it names (TRT_USES_<variant>, a variant's name being the
+ * first argument of its row). TRT_KEEPS(flag) is 1 or 0, in #if and in macros alike;
+ * TRT_WHEN(bit)(text) is the text, or nothing. */
+#ifdef TRT_SELECTION
+#define TRT_KEEPS(flag) TRT_IS_ONE(flag)
+#else
+#define TRT_KEEPS(flag) 1
+#endif
+/* A flag defined as 1 makes the probe two arguments, which moves the 1 into second place. */
+#define TRT_IS_ONE(x) TRT_SECOND_OF(TRT_ONE_PROBE_##x, 0, ~)
+#define TRT_ONE_PROBE_1 ~, 1
+#define TRT_SECOND_OF(...) TRT_SECOND_OF_(__VA_ARGS__)
+#define TRT_SECOND_OF_(first, second, ...) second
+#define TRT_WHEN(bit) TRT_WHEN_(bit)
+#define TRT_WHEN_(bit) TRT_WHEN_##bit
+#define TRT_WHEN_1(...) __VA_ARGS__
+#define TRT_WHEN_0(...)
+/* The text of operator `symbol`: there if the build keeps the operator. */
+#define TRT_IF_OPERATOR(symbol) TRT_WHEN(TRT_KEEPS(TRT_WITH_##symbol))
 
 /* The parameters of one bound kernel call, whichever operator it is: trt_params.<symbol> is
  * the row's parameter struct. */
 typedef union {
-#define TRT_OPERATOR(symbol, name, overload, parameters) parameters symbol;
+#define TRT_OPERATOR(symbol, name, overload, parameters) TRT_IF_OPERATOR(symbol)(parameters symbol;)
 #include "operators.def"
 #undef TRT_OPERATOR
 } trt_params;
@@ -91,8 +115,8 @@ const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_p
 
 /* The operators (ops/<operator>.c) and their names (operator_table.c), from operators.def. */
 #define TRT_OPERATOR(symbol, name, overload, parameters)                                      \
-    extern const trt_operator trt_op_##symbol;                                                \
-    extern const char trt_op_name_##symbol[], trt_op_overload_##symbol[];
+    TRT_IF_OPERATOR(symbol)(extern const trt_operator trt_op_##symbol;                        \
+                            extern const char trt_op_name_##symbol[], trt_op_overload_##symbol[];)
 #include "operators.def"
 #undef TRT_OPERATOR
 
@@ -115,30 +139,33 @@ const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_p
     TRT_ADAPTER void fn##_p(const trt_params *p, void *temp) { (void)temp; fn(&p->member); }
 
 /* The five adapters of a kernel that has every entry point, named by its prefix: prefix_accepts,
- * prefix_scratch_bytes, prefix_prepare, prefix_temp_bytes, and `run`; TRT_ENTRY_POINTS_OF names them
- * in a row's order. `run` is pasted here, not handed on to TRT_RUN: an argument handed on is expanded
- * first, and a deploy library's names are macros (its header renames the runtime's functions). */
+ * prefix_scratch_bytes, prefix_prepare, prefix_temp_bytes, and `run`; TRT_ENTRY_POINTS_OF names the
+ * first four in a row's order. `run` is pasted here, not handed on to TRT_RUN: an argument handed on
+ * is expanded first, and a deploy library's names are macros (its header renames the runtime's
+ * functions). */
 #define TRT_ALL_ENTRY_POINTS(prefix, run, member)                                                \
     TRT_ACCEPTS(prefix##_accepts, member) TRT_BYTES(prefix##_scratch_bytes, member)             \
     TRT_PREPARE(prefix##_prepare, member) TRT_BYTES(prefix##_temp_bytes, member)                \
     TRT_ADAPTER void run##_p(const trt_params *p, void *temp) { run(&p->member, temp); }
-#define TRT_ENTRY_POINTS_OF(prefix, run)                                                         \
-    prefix##_accepts_p, prefix##_scratch_bytes_p, prefix##_prepare_p, prefix##_temp_bytes_p, run##_p
+#define TRT_ENTRY_POINTS_OF(prefix)                                                              \
+    prefix##_accepts_p, prefix##_scratch_bytes_p, prefix##_prepare_p, prefix##_temp_bytes_p
 
-/* A row of a variant list: accepts, scratch_bytes, prepare, temp_bytes, invoke (NULL where the
- * kernel has none). An ISA's row is there on the builds that have the ISA (kernels/isa.h), else it
- * is nothing; one line each, which the deploy tools read (tinyrps.deploy.library). */
+/* A row of a variant list: TRT_<ISA>_VARIANT(run, accepts, scratch_bytes, prepare, temp_bytes), NULL
+ * where the kernel has none; it invokes the adapter run_p. `run`, its kernel's run function, names
+ * the variant (its flag TRT_USES_<run>, tinyrps.firmware.operators). An ISA's row is there on the
+ * builds that have the ISA (kernels/isa.h) and keep the variant, else it is nothing. `run` is
+ * pasted, never handed on: a deploy library's names are macros. */
 #if TRT_HAVE_MVE
-#define TRT_MVE_VARIANT(...) {"mve", __VA_ARGS__},
+#define TRT_MVE_VARIANT(run, ...) TRT_WHEN(TRT_KEEPS(TRT_USES_##run))({"mve", __VA_ARGS__, run##_p},)
 #else
-#define TRT_MVE_VARIANT(...)
+#define TRT_MVE_VARIANT(run, ...)
 #endif
 #if TRT_HAVE_DSP
-#define TRT_DSP_VARIANT(...) {"dsp", __VA_ARGS__},
+#define TRT_DSP_VARIANT(run, ...) TRT_WHEN(TRT_KEEPS(TRT_USES_##run))({"dsp", __VA_ARGS__, run##_p},)
 #else
-#define TRT_DSP_VARIANT(...)
+#define TRT_DSP_VARIANT(run, ...)
 #endif
-#define TRT_C_VARIANT(...) {"c", __VA_ARGS__},
+#define TRT_C_VARIANT(run, ...) TRT_WHEN(TRT_KEEPS(TRT_USES_##run))({"c", __VA_ARGS__, run##_p},)
 
 /* In ops/<operator>.c: row `symbol` of operators.def, its bind step and its variant list. */
 #define TRT_DEFINE_OPERATOR(symbol, bind, variants) TRT_DEFINE_FUSING_OPERATOR(symbol, bind, variants, NULL)

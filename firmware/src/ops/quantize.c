@@ -27,9 +27,9 @@ TRT_RUN_ALONE(trt_quantize_dsp, quantize_per_tensor)
 TRT_RUN_ALONE(trt_quantize_c, quantize_per_tensor)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_quantize_mve_p)
-    TRT_DSP_VARIANT(NULL, NULL, NULL, NULL, trt_quantize_dsp_p)
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_quantize_c_p)
+    TRT_MVE_VARIANT(trt_quantize_mve, NULL, NULL, NULL, NULL)
+    TRT_DSP_VARIANT(trt_quantize_dsp, NULL, NULL, NULL, NULL)
+    TRT_C_VARIANT(trt_quantize_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(quantize_per_tensor, bind, VARIANTS);

@@ -26,8 +26,8 @@ TRT_RUN_ALONE(trt_quantized_activation_mve, quantized_activation)
 TRT_RUN_ALONE(trt_quantized_activation_c, quantized_activation)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(NULL, NULL, NULL, NULL, trt_quantized_activation_mve_p)
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_quantized_activation_c_p)
+    TRT_MVE_VARIANT(trt_quantized_activation_mve, NULL, NULL, NULL, NULL)
+    TRT_C_VARIANT(trt_quantized_activation_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(quantized_activation, bind, VARIANTS);

@@ -48,10 +48,10 @@ TRT_RUN_ALONE(trt_quantized_add_c, quantized_add)
 
 /* Fastest first: with Helium, operands of one layout through their tables, then any. */
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(trt_quantized_add_table_mve_accepts_p, NULL, NULL, trt_quantized_add_table_mve_temp_bytes_p, trt_quantized_add_table_mve_p)
-    TRT_MVE_VARIANT(trt_quantized_add_mve_accepts_p, NULL, NULL, NULL, trt_quantized_add_mve_p)
-    TRT_DSP_VARIANT(trt_quantized_add_dsp_accepts_p, NULL, NULL, trt_quantized_add_dsp_temp_bytes_p, trt_quantized_add_dsp_p)
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_quantized_add_c_p)
+    TRT_MVE_VARIANT(trt_quantized_add_table_mve, trt_quantized_add_table_mve_accepts_p, NULL, NULL, trt_quantized_add_table_mve_temp_bytes_p)
+    TRT_MVE_VARIANT(trt_quantized_add_mve, trt_quantized_add_mve_accepts_p, NULL, NULL, NULL)
+    TRT_DSP_VARIANT(trt_quantized_add_dsp, trt_quantized_add_dsp_accepts_p, NULL, NULL, trt_quantized_add_dsp_temp_bytes_p)
+    TRT_C_VARIANT(trt_quantized_add_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(quantized_add, bind, VARIANTS);

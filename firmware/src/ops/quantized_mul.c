@@ -38,9 +38,9 @@ TRT_RUN_ALONE(trt_quantized_mul_dsp, quantized_mul)
 TRT_RUN_ALONE(trt_quantized_mul_c, quantized_mul)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(trt_quantized_mul_mve_accepts_p, NULL, NULL, NULL, trt_quantized_mul_mve_p)
-    TRT_DSP_VARIANT(trt_quantized_mul_dsp_accepts_p, NULL, NULL, NULL, trt_quantized_mul_dsp_p)
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_quantized_mul_c_p)
+    TRT_MVE_VARIANT(trt_quantized_mul_mve, trt_quantized_mul_mve_accepts_p, NULL, NULL, NULL)
+    TRT_DSP_VARIANT(trt_quantized_mul_dsp, trt_quantized_mul_dsp_accepts_p, NULL, NULL, NULL)
+    TRT_C_VARIANT(trt_quantized_mul_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(quantized_mul, bind, VARIANTS);

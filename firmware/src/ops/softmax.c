@@ -59,7 +59,7 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 TRT_RUN_ALONE(trt_softmax_c, softmax)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_softmax_c_p)
+    TRT_C_VARIANT(trt_softmax_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(softmax, bind, VARIANTS);

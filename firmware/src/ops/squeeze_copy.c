@@ -34,7 +34,7 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 TRT_RUN_ALONE(trt_reshape_copy_c, squeeze_copy)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_reshape_copy_c_p)
+    TRT_C_VARIANT(trt_reshape_copy_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(squeeze_copy, bind, VARIANTS);

@@ -12,7 +12,7 @@ static trt_status bind(const trt_call *c, trt_params *params, uint64_t *macs) {
 TRT_RUN_ALONE(trt_transpose_c, transpose)
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_C_VARIANT(NULL, NULL, NULL, NULL, trt_transpose_c_p)
+    TRT_C_VARIANT(trt_transpose_c, NULL, NULL, NULL, NULL)
 };
 
 TRT_DEFINE_OPERATOR(transpose, bind, VARIANTS);

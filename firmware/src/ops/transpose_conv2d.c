@@ -72,9 +72,9 @@ TRT_RUN_ALONE(trt_transpose_conv2d_c, M)
 #undef M
 
 static const trt_kernel_variant VARIANTS[] = {
-    TRT_MVE_VARIANT(TRT_ENTRY_POINTS_OF(trt_transpose_conv2d_mve, trt_transpose_conv2d_mve))
-    TRT_DSP_VARIANT(TRT_ENTRY_POINTS_OF(trt_transpose_conv2d_dsp, trt_transpose_conv2d_dsp))
-    TRT_C_VARIANT(NULL, trt_conv_sums_bytes_p, trt_conv_prepare_sums_p, NULL, trt_transpose_conv2d_c_p)
+    TRT_MVE_VARIANT(trt_transpose_conv2d_mve, TRT_ENTRY_POINTS_OF(trt_transpose_conv2d_mve))
+    TRT_DSP_VARIANT(trt_transpose_conv2d_dsp, TRT_ENTRY_POINTS_OF(trt_transpose_conv2d_dsp))
+    TRT_C_VARIANT(trt_transpose_conv2d_c, NULL, trt_conv_sums_bytes_p, trt_conv_prepare_sums_p, NULL)
 };
 
 TRT_DEFINE_OPERATOR(quantized_transpose_conv2d, bind_legacy, VARIANTS);

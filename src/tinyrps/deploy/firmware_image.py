@@ -4,14 +4,14 @@ the program's operators and the kernel variants its calls bind, beside the gener
 
     program_image_elf(program, layers, board) -> Path of tinyrps_fw.elf
 
-The selection is the deploy library's (tinyrps.deploy.library): the program's operators and those
-the runtime refers to (select_operators), and per operator's ops/ file the variants the program's
-calls bound on the generic image (bound_variants, from the measured layers). The image's sources are
-the firmware's with
-- ops/operators.def holding only those operators' rows (the table, its declarations and the kernel
-  parameters follow from it), and the ops/ files of the other operators left out;
-- each selected ops/ file's variant list without the rows no call binds (of every ISA the build
-  compiles, plain C included), so that the linker (--gc-sections) drops their kernels.
+The selection is tinyrps.deploy.selection's, as a deploy library's: the program's operators and those
+their files need (select_operators), and per operator's ops/ file the variants the program's calls
+bound on the generic image (image_selection, from the measured layers). The image's sources are the
+firmware's with
+- ops/operator_selection.h naming those operators and variants (of every ISA the build compiles,
+  plain C included): the table, its declarations, the kernel parameters and the variant lists follow
+  from it, and the linker (--gc-sections) drops the kernels no kept row uses;
+- the ops/ files of the other operators left out.
 Every kept call binds the same variant as on the generic image: the rows before its variant did not
 accept it there, and those kept are still before it; a call the loader moved to another row when it
 fused the next call into it (ops/conv2d.c, fuse_next) ran that row, and the row it bound first, left
@@ -31,36 +31,22 @@ from ..errors import UserError
 
 def image_tree(fw: Path, operator_names: list, layers: list, isa_kernels: str) -> dict:
     """{path relative to fw: text} of the program's firmware image sources (see the module docstring)."""
-    from ..firmware.operators import DEFINE
     from ..firmware.sources import source_files
-    from .library import (FIRMWARE_ISAS, OPERATOR_LIST, OPERATOR_SOURCES, bound_variants, library_operator_list,
-                          runtime_rows, select_operators, variant_rows, without_unbound_variants)
+    from .selection import (SELECTION_HEADER, image_selection, operator_files, runtime_rows, select_operators,
+                            selection_header)
     src = fw / "src"
     names = set(operator_names)
-    symbols = select_operators([row.qualified for row in runtime_rows(src) if row.name in names], src)
-    bound = bound_variants(layers, symbols, src, isa_kernels)
-    kept_rows = {}
-    for symbol in symbols:
-        rel = OPERATOR_SOURCES[symbol]["ops"][0]
-        kept_rows.setdefault(rel, set()).update(bound[symbol])
+    symbols = select_operators([row.qualified for row in runtime_rows(src) if row.name in names], src, isa_kernels)
+    files = operator_files(src)
+    left_out = {rel for symbol, rel in files.items() if symbol not in symbols}
     tree = {}
     for path in source_files(fw):
         rel = path.relative_to(fw).as_posix()
-        text = path.read_text()
         in_src = rel[len("src/"):]
-        if in_src == OPERATOR_LIST:
-            text = library_operator_list(text, symbols)
-        elif rel.startswith("src/ops/") and rel.endswith(".c"):
-            defined = [symbol for symbol, _ in DEFINE.findall(text)]
-            if defined and not set(defined) & set(symbols):   # the shared bind steps' files define none: kept
-                continue                          # an operator the program does not use
-            used = kept_rows.get(in_src, set())
-            if used:                              # an operator no call runs (a sibling, dequantize) keeps its list
-                listed = {name for symbol in defined
-                          for isa, name in variant_rows(text, symbol, in_src) if isa in FIRMWARE_ISAS[isa_kernels]}
-                if listed - used:
-                    text = without_unbound_variants(text, listed - used, in_src)
-        tree[rel] = text
+        if in_src in left_out:
+            continue                              # an operator the program does not use
+        tree[rel] = path.read_text()
+    tree[f"src/{SELECTION_HEADER}"] = selection_header(image_selection(layers, symbols, src, isa_kernels))
     return tree
 
 

@@ -9,13 +9,15 @@ the program's own (include/NAME.h), CMake and Make build files, an example and a
 - the runtime's loader and reader, and only the operators the program uses, each with
   the ISA kernel variant of the program's core (Helium on the Cortex-M55/M85, the DSP
   extension on the M4/M33) and the portable C one, so the same folder builds and gives
-  the same bits with any C99 compiler, on the core and on a PC (OPERATOR_SOURCES says
-  which files an operator needs);
+  the same bits with any C99 compiler, on the core and on a PC. Which operators, variants
+  and files: tinyrps.deploy.selection, from the firmware's sources; the runtime's files
+  are copied as they are, and the library's own ops/operator_selection.h says what of
+  them is compiled;
 - the runtime's tables sized for this program (TRT_MAX_*), and the load's reasons left
   out (TRT_LOAD_DETAIL=0): NAME_init returns a status only;
-- every external name of the runtime renamed NAME_<name> by a generated header that
-  every library source includes first (src/NAME_build.h), so two libraries link into
-  one application;
+- every external name of the runtime renamed NAME_<name> by a generated header
+  (src/NAME_build.h) that each of the library's translation units (src/units/, one per
+  runtime source) includes before its source, so two libraries link into one application;
 - the program as a const, 16-byte aligned array in a section of its own.
 
 What the generator needs to know, and from where:
@@ -45,133 +47,13 @@ from typing import Optional
 from ..cores import core_names, find_core, get_core
 from ..errors import UserError
 from ..tempdirs import temp_dir
-from . import library_files
-from .library_files import MANIFEST, MANIFEST_KIND, build_header_include, isa_choice
+from . import library_files, selection
+from .library_files import MANIFEST, MANIFEST_KIND
 
 DEFAULT_NAME = "tinyrps_model"
 
 # Every external name of the runtime starts with one of these (checked with nm by the tests).
 RUNTIME_PREFIXES = ("trt", "pte", "fb")
-
-# The runtime's own sources (relative to firmware/src), in every library.
-RUNTIME_SOURCES = ("pte_reader.c", "load_detail.c", "runtime.c", "ops/operator_table.c", "ops/bind_args.c")
-# The runtime's list of operators (relative to firmware/src): the library's has the selected rows only.
-OPERATOR_LIST = "ops/operators.def"
-
-# Per operator of the runtime's list (its symbol: the row's TRT_OPERATOR(symbol, ...) in
-# ops/operators.def), the files it needs: "ops" for every build, then per kernel variant. This table
-# is the selection's one source; the operator list itself is read from operators.def
-# (runtime_operators), and a test checks that the two agree.
-OPERATOR_SOURCES = {
-    "quantize_per_tensor": {
-        "ops": ("ops/quantize.c",),
-        "c": ("kernels/c/quantize_per_tensor.c",), "dsp": ("kernels/dsp/quantize_per_tensor.c",),
-        "mve": ("kernels/mve/quantize.c",)},
-    "dequantize_per_tensor": {
-        "ops": ("ops/dequantize.c",),
-        "c": ("kernels/c/dequantize_per_tensor.c",), "mve": ("kernels/mve/dequantize.c",)},
-    "quantized_conv2d": {
-        "ops": ("ops/conv2d.c", "ops/conv_common.c", "kernels/weight_sums.c"),
-        "c": ("kernels/c/conv2d.c", "kernels/c/dot_s8.c"), "dsp": ("kernels/dsp/conv2d.c",),
-        "mve": ("kernels/mve/conv2d.c", "kernels/mve/conv2d_pooled.c")},
-    "quantized_depthwise_conv2d": {
-        "ops": ("ops/depthwise_conv2d.c", "ops/conv_common.c", "kernels/weight_sums.c"),
-        "c": ("kernels/c/depthwise_conv2d.c",),
-        "dsp": ("kernels/dsp/depthwise_conv2d.c", "kernels/dsp/depthwise_channels.c",
-                "kernels/dsp/depthwise_long_window.c"),
-        "mve": ("kernels/mve/depthwise_conv2d.c", "kernels/mve/depthwise_one_channel.c",
-                "kernels/mve/depthwise_channels.c", "kernels/mve/conv2d.c")},
-    "quantized_transpose_conv2d": {
-        "ops": ("ops/transpose_conv2d.c", "ops/conv_common.c", "kernels/weight_sums.c"),
-        "c": ("kernels/c/transpose_conv2d.c", "kernels/c/dot_s8.c"),
-        "dsp": ("kernels/dsp/transpose_conv2d.c", "kernels/dsp/conv2d.c"),
-        "mve": ("kernels/mve/transpose_conv2d.c", "kernels/mve/conv2d.c")},
-    "quantized_max_pool2d": {
-        "ops": ("ops/max_pool2d.c",),
-        "c": ("kernels/c/max_pool2d.c",), "dsp": ("kernels/dsp/max_pool2d.c",),
-        "mve": ("kernels/mve/max_pool2d.c",)},
-    "quantized_linear": {
-        "ops": ("ops/linear.c", "kernels/weight_sums.c"),
-        "c": ("kernels/c/linear.c", "kernels/c/dot_s8.c"), "dsp": ("kernels/dsp/linear.c",),
-        "mve": ("kernels/mve/linear.c",)},
-    "quantized_avg_pool2d": {
-        "ops": ("ops/avg_pool2d.c",),
-        "c": ("kernels/c/avg_pool2d.c",), "mve": ("kernels/mve/avg_pool2d.c",)},
-    "quantized_batch_matmul": {
-        "ops": ("ops/batch_matmul.c", "kernels/weight_sums.c"),
-        "c": ("kernels/c/linear.c", "kernels/c/dot_s8.c"), "dsp": ("kernels/dsp/linear.c",),
-        "mve": ("kernels/mve/linear.c",)},
-    "clone_dim_order": {
-        "ops": ("ops/clone_dim_order.c",),
-        "c": ("kernels/c/clone_dim_order.c",), "mve": ("kernels/mve/clone_dim_order.c",)},
-    "quantized_add": {
-        "ops": ("ops/quantized_add.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
-        "c": ("kernels/c/quantized_add.c",), "dsp": ("kernels/dsp/quantized_add.c",),
-        "mve": ("kernels/mve/quantized_add.c", "kernels/mve/quantized_add_table.c")},
-    "quantized_mul": {
-        "ops": ("ops/quantized_mul.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
-        "c": ("kernels/c/quantized_mul.c",), "dsp": ("kernels/dsp/quantized_mul.c",),
-        "mve": ("kernels/mve/quantized_mul.c",)},
-    "quantized_div": {
-        "ops": ("ops/quantized_div.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
-        "c": ("kernels/c/quantized_div.c",)},
-    "quantized_activation": {
-        "ops": ("ops/quantized_activation.c",),
-        "c": ("kernels/c/quantized_activation.c",), "mve": ("kernels/mve/quantized_activation.c",)},
-    "minimum": {
-        "ops": ("ops/minimum.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
-        "c": ("kernels/c/minimum.c",), "mve": ("kernels/mve/minimum.c", "kernels/mve/minmax_accepts.c")},
-    "maximum": {
-        "ops": ("ops/maximum.c", "ops/broadcast.c", "kernels/broadcast_walk.c"),
-        "c": ("kernels/c/maximum.c",), "mve": ("kernels/mve/maximum.c", "kernels/mve/minmax_accepts.c")},
-    "softmax": {
-        "ops": ("ops/softmax.c",),
-        "c": ("kernels/c/softmax.c",)},
-    "transpose": {
-        "ops": ("ops/transpose.c", "ops/permutation.c"),
-        "c": ("kernels/c/transpose.c",)},
-    "permute_copy": {
-        "ops": ("ops/permute_copy.c", "ops/permutation.c"),
-        "c": ("kernels/c/transpose.c",)},
-    "pad": {
-        "ops": ("ops/pad.c", "ops/broadcast.c"),
-        "c": ("kernels/c/pad.c",)},
-    "cat": {
-        "ops": ("ops/cat.c",),
-        "c": ("kernels/c/cat.c",)},
-    "clamp": {
-        "ops": ("ops/clamp.c",),
-        "c": ("kernels/c/clamp.c",), "mve": ("kernels/mve/clamp.c",)},
-    "squeeze_copy": {
-        "ops": ("ops/squeeze_copy.c", "ops/reshape.c"),
-        "c": ("kernels/c/reshape_copy.c",)},
-    "unsqueeze_copy": {
-        "ops": ("ops/unsqueeze_copy.c", "ops/reshape.c"),
-        "c": ("kernels/c/reshape_copy.c",)},
-}
-# Of an operator with several variants of one ISA, the files only one of them needs (by the variant's name in
-# its ops/ file's list: its kernel's run function, variant_rows): a library leaves them out when no call of its
-# program binds that variant (the others' files stay).
-VARIANT_SOURCES = {
-    "quantized_depthwise_conv2d": {
-        "trt_depthwise_conv2d_mve": ("kernels/mve/depthwise_conv2d.c", "kernels/mve/conv2d.c"),   # trt_mve_fuse_pool
-        "trt_depthwise_one_channel_mve": ("kernels/mve/depthwise_one_channel.c", "kernels/mve/conv2d.c"),
-        "trt_depthwise_channels_mve": ("kernels/mve/depthwise_channels.c",),
-        "trt_depthwise_conv2d_dsp": ("kernels/dsp/depthwise_conv2d.c",),
-        "trt_depthwise_channels_dsp": ("kernels/dsp/depthwise_channels.c",),
-        "trt_depthwise_long_window_dsp": ("kernels/dsp/depthwise_long_window.c",)},
-    "quantized_add": {
-        "trt_quantized_add_table_mve": ("kernels/mve/quantized_add_table.c",)},
-}
-
-# The _nhwc forms (ExecuTorch's explicit-layout flow) are defined in their legacy operator's ops/ file,
-# with its bind step and variants: the same files.
-for _legacy in ("quantized_conv2d", "quantized_depthwise_conv2d", "quantized_transpose_conv2d", "quantized_max_pool2d",
-                "quantized_avg_pool2d"):
-    OPERATOR_SOURCES[_legacy + "_nhwc"] = OPERATOR_SOURCES[_legacy]
-VARIANT_SOURCES["quantized_depthwise_conv2d_nhwc"] = VARIANT_SOURCES["quantized_depthwise_conv2d"]
-# Operators the runtime itself refers to (runtime.c keeps the raw int8 values a dequantize read).
-RUNTIME_OPERATORS = ("dequantize_per_tensor",)
 
 # C keywords of C99 (and C11's) that Python's keyword list lacks: not a library name.
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
@@ -294,169 +176,7 @@ def board_figures(pte: Path, core: str) -> dict:
     return measured["firmware"]
 
 
-# --- the selection ---------------------------------------------------------------------------------
-
-def runtime_rows(src: Path) -> list:
-    """The rows of the runtime's operator list (ops/operators.def: symbol, name, overload, parameters)."""
-    from ..firmware.operators import runtime_operators as rows
-    return rows(src.parent)
-
-
-def runtime_operators(src: Path) -> dict:
-    """{operator name ("cortex_m::quantized_conv2d"): symbol ("quantized_conv2d")} of the runtime's operator
-    list (ops/operators.def)."""
-    return {row.name: row.symbol for row in runtime_rows(src)}
-
-
-def select_operators(program_operators: list, src: Path) -> list:
-    """The symbols of the operators a library needs: the program's, and those the runtime refers to."""
-    rows = runtime_rows(src)
-    known = {row.qualified: row.symbol for row in rows}
-    symbols = []
-    for full in program_operators:
-        if full not in known:
-            raise UserError(f"the runtime has no operator {full}: this program cannot be made into a library")
-        symbols.append(known[full])
-    for symbol in RUNTIME_OPERATORS:
-        symbols.append(symbol)
-    unlisted = [s for s in symbols if s not in OPERATOR_SOURCES]
-    if unlisted:
-        raise RuntimeError(f"OPERATOR_SOURCES has no files for {unlisted}: add them to tinyrps.deploy.library")
-    symbols = with_siblings(symbols)
-    return [row.symbol for row in rows if row.symbol in symbols]   # in the list's order
-
-
-def with_siblings(symbols: list) -> list:
-    """These operators and every other one their ops/ files define (a legacy form and its _nhwc one):
-    the library's list must keep every operator its files define."""
-    files = {OPERATOR_SOURCES[s]["ops"][0] for s in symbols}
-    return list(dict.fromkeys([*symbols, *(s for s, f in OPERATOR_SOURCES.items() if f["ops"][0] in files)]))
-
-
-def library_sources(symbols: list, isa_kernels: str, unbound: Optional[dict] = None) -> list:
-    """The runtime's .c files (relative to firmware/src) of a library with these operators and kernels;
-    without the files of the variants `unbound` names ({symbol: {variant name}}) that nothing kept needs."""
-    files = list(RUNTIME_SOURCES)
-    for symbol in symbols:
-        dropped = set()
-        for variant in (unbound or {}).get(symbol, ()):
-            dropped.update(VARIANT_SOURCES.get(symbol, {}).get(variant, ()))
-        kept = set()
-        for variant, needs in VARIANT_SOURCES.get(symbol, {}).items():
-            if variant not in (unbound or {}).get(symbol, ()):
-                kept.update(needs)
-        for kind in ("ops", "c", isa_kernels):
-            files += [f for f in OPERATOR_SOURCES[symbol].get(kind, ()) if f not in dropped or f in kept]
-    return list(dict.fromkeys(files))
-
-
-def library_operator_list(list_source: str, symbols: list) -> str:
-    """The runtime's ops/operators.def with only these operators' rows (the table, its declarations and
-    the kernel parameters are made from it)."""
-    def keep(match):
-        return match.group(0) if match.group(1) in symbols else ""
-    return re.sub(r"^TRT_OPERATOR\(\s*(\w+)\s*,[^\n]*\n", keep, list_source, flags=re.M)
-
-
-def pasted_names(symbols: list) -> str:
-    """The runtime's names of these operators that the preprocessor pastes together from their rows
-    (operator_table.h): no source spells them, so runtime_names is given them to rename too."""
-    return " ".join(f"trt_op_{s} trt_op_name_{s} trt_op_overload_{s}" for s in symbols)
-
-
-def isa_only_operators(layers: list, symbols: list, src: Path, isa_kernels: str) -> list:
-    """The operators whose every call of the program binds the core's ISA variant (the firmware's measured
-    layers say which): on the core, the library leaves their plain-C kernels out."""
-    by_name = runtime_operators(src)
-    kernels = {}
-    for layer in layers:
-        kernels.setdefault(by_name.get(layer["op"]), set()).add(layer["kernels"])
-    return [s for s in symbols if isa_kernels in OPERATOR_SOURCES[s] and kernels.get(s) == {isa_kernels}]
-
-
-# The variant ISAs a firmware build of the ISA kernels compiles (src/kernels/isa.h: every core with
-# Helium has the DSP extension too), in the order of the operators' lists.
-FIRMWARE_ISAS = {"mve": ("mve", "dsp", "c"), "dsp": ("dsp", "c")}
-
-
-def variant_rows(ops_source: str, symbol: str, path: str) -> list:
-    """[(isa, name)] of operator `symbol`'s variant list in its ops/ file (tinyrps.firmware.operators)."""
-    from ..firmware.operators import variant_rows as rows
-    try:
-        return rows(ops_source, symbol, path)
-    except ValueError as e:
-        raise RuntimeError(f"{e}: update tinyrps.deploy.library") from None
-
-
-def bound_variants(layers: list, symbols: list, src: Path, isa_kernels: str) -> dict:
-    """{symbol: {variant name}} the program's calls bind on the firmware of its core, from the measured
-    layers: each names its variant's ISA and place in the operator's list as that firmware compiles it."""
-    by_name = runtime_operators(src)
-    bound = {s: set() for s in symbols}
-    for layer in layers:
-        symbol = by_name.get(layer["op"])
-        if symbol not in bound:
-            continue
-        if "variant" not in layer:
-            raise UserError("the measurement of the program names no kernel variant per layer: measure it again "
-                            "with `tinyrps measure`")
-        rel = OPERATOR_SOURCES[symbol]["ops"][0]
-        rows = [r for r in variant_rows((src / rel).read_text(), symbol, rel) if r[0] in FIRMWARE_ISAS[isa_kernels]]
-        index = layer["variant"]
-        if not 0 <= index < len(rows) or rows[index][0] != layer["kernels"]:
-            raise UserError(f"the firmware ran {layer['op']} with its variant {index} ('{layer['kernels']}'), which "
-                            f"its sources do not list so: measure the program again with `tinyrps measure`")
-        bound[symbol].add(rows[index][1])
-    return bound
-
-
-def unbound_isa_variants(bound: dict, symbols: list, src: Path, isa_kernels: str) -> dict:
-    """{symbol: {variant name}} of the core's ISA variants no call of the program binds (an ops/ file's
-    operators together: they share their list)."""
-    unbound = {}
-    for symbol in symbols:
-        rel = OPERATOR_SOURCES[symbol]["ops"][0]
-        sharing = [s for s in symbols if OPERATOR_SOURCES[s]["ops"][0] == rel]
-        used = set().union(*(bound.get(s, set()) for s in sharing))
-        names = {name for isa, name in variant_rows((src / rel).read_text(), symbol, rel) if isa == isa_kernels}
-        if names - used:
-            unbound[symbol] = names - used
-    return unbound
-
-
-def without_unbound_variants(ops_source: str, names: set, path: str) -> str:
-    """An operator's ops/ file without the variant rows `names` (their adapters stay, unused: TRT_ADAPTER)."""
-    from ..firmware.operators import VARIANT_ROW_OF
-    text = ops_source
-    for name in sorted(names):
-        row = re.compile(VARIANT_ROW_OF.format(re.escape(name)) + r"\n?", re.M)
-        text, n = row.subn("", text)
-        if n != 1:
-            raise RuntimeError(f"{path}: expected one variant row of {name}, found {n}: update tinyrps.deploy.library")
-    return text
-
-
-_PORTABLE_ROW = re.compile(r'^([ \t]*TRT_C_VARIANT\([^\n]*\)[ \t]*)$', re.M)
-
-
-def without_portable_on_core(ops_source: str, isa_kernels: str, path: str) -> str:
-    """An operator's ops/ file with its plain-C variant row compiled only where the ISA variant is not."""
-    rows = _PORTABLE_ROW.findall(ops_source)
-    if len(rows) != 1:
-        raise RuntimeError(f"{path}: expected one plain-C variant row (TRT_C_VARIANT(...)), found {len(rows)}: "
-                           "update tinyrps.deploy.library")
-    have = f"TRT_HAVE_{isa_kernels.upper()}"
-    text = _PORTABLE_ROW.sub(lambda m: f"#if !{have}   /* the program runs every call of this operator on the "
-                                       f"{isa_kernels} kernels */\n{m.group(1)}\n#endif", ops_source)
-    return text
-
-
-def for_size(ops_source: str, rel: str) -> str:
-    """A bind step's file (ops/) compiled for size whatever the integrator's optimisation, as the firmware's
-    build compiles src/ops/ (load_code.h): it runs once per program, at load."""
-    up = "../" * rel.count("/")
-    return f'#include "{up}load_code.h"\nTRT_LOAD_CODE_BEGIN\n\n' + ops_source.rstrip("\n") + "\n\nTRT_LOAD_CODE_END\n"
-
+# --- the tables -------------------------------------------------------------------------------------
 
 def table_limits(dump: dict) -> dict:
     """The runtime's TRT_MAX_* limits set to what this program has (at least 1 each)."""
@@ -526,23 +246,24 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     fw = firmware_dir()
     src = fw / "src"
     operators = [f"{n}.{o}" if o else n for n, o in dump["plans"][0]["operators"]]
-    symbols = select_operators(operators, src)
-    isa_only = isa_only_operators(figures["layers"], symbols, src, isa_kernels)
-    unbound = unbound_isa_variants(bound_variants(figures["layers"], symbols, src, isa_kernels), symbols, src, isa_kernels)
-    sources = library_sources(symbols, isa_kernels, unbound)
+    symbols = selection.select_operators(operators, src, isa_kernels)
+    chosen = selection.library_selection(figures["layers"], symbols, src, isa_kernels)
+    files = selection.operator_files(src)
+    sources = selection.source_closure(src, {files[s]: 1 for s in symbols}, isa_kernels,    # operators.def order
+                                       chosen.variants + chosen.portable_off_core)
     spec = library_files.LibrarySpec(
         name=name, facts=facts, program=program, program_name=pte.name, isa_kernels=isa_kernels, info=info,
         figures=figures, limits=table_limits(dump), operators=operators, symbols=symbols,
         arena={isa_kernels: figures["arena_bytes"], "c": info["arena_bytes"]}, version=tinyrps_version(),
-        isa_only=isa_only, unbound={s: sorted(v) for s, v in unbound.items()})
+        isa_only=without_portable_on_core(chosen, src), unbound=chosen.left_out(src))
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        runtime = staging / "src" / "runtime"
-        _copy_runtime(fw, runtime, sources, symbols, isa_only, unbound, isa_kernels, name)
-        texts = [p.read_text() for p in sorted(runtime.rglob("*")) if p.suffix in (".c", ".h")]
+        _copy_runtime(fw, staging / "src", sources, chosen, name)
+        texts = [p.read_text() for p in sorted((staging / "src" / "runtime").rglob("*")) if p.suffix in (".c", ".h")]
         spec.renamed = runtime_names(texts + [pasted_names(symbols)])
-        spec.sources = ["src/" + name + ".c", "src/" + name + "_program.c"] + [f"src/runtime/{s}" for s in sources]
+        units = [f"src/{library_files.unit_path(s)}" for s in sources]
+        spec.sources = [f"src/{name}.c", f"src/{name}_program.c", *units]
         library_files.write_all(staging, spec)
         spec.code = code_sizes(staging, spec)
         library_files.write_documents(staging, spec)
@@ -599,37 +320,37 @@ def _keep_others(out: Path, staging: Path) -> list:
     return kept
 
 
-def _copy_runtime(fw: Path, dest: Path, sources: list, symbols: list, isa_only: list, unbound: dict, isa_kernels: str,
-                  name: str) -> None:
-    """The runtime's headers (all of them: the ops files include every variant's header) and the selected
-    sources, each source with the library's build header first; the library's own operator table, and
-    variant lists without the ISA variants no call of the program binds, and without plain C on the core
-    where the program never binds it; isa.h with the library's kernel choice after the runtime's."""
-    own_files = {OPERATOR_SOURCES[s]["ops"][0]: s for s in isa_only}
-    left_out = {}
-    for symbol, names in unbound.items():
-        left_out.setdefault(OPERATOR_SOURCES[symbol]["ops"][0], set()).update(names)
+def without_portable_on_core(chosen, src: Path) -> list:
+    """The kept operators whose plain-C variant the library compiles only off the core."""
+    rows = selection.file_rows(src, list(chosen.symbols))
+    files = selection.operator_files(src)
+    return [s for s in chosen.symbols if any(n in chosen.portable_off_core for i, n in rows[files[s]] if i == "c")]
+
+
+def pasted_names(symbols: list) -> str:
+    """The runtime's names of these operators that the preprocessor pastes together from their rows
+    (operator_table.h): no source spells them, so runtime_names is given them to rename too."""
+    return " ".join(f"trt_op_{s} trt_op_name_{s} trt_op_overload_{s}" for s in symbols)
+
+
+def _copy_runtime(fw: Path, dest: Path, sources: list, chosen, name: str) -> None:
+    """The runtime as tinyrps has it under dest/runtime: its headers (all of them: the ops files include
+    every variant's header), its operator list and the selected sources, with the library's own
+    operator_selection.h; and under dest/units one translation unit per source, which compiles it after
+    the library's build header."""
     src = fw / "src"
-    for header in sorted(src.rglob("*.h")):
-        target = dest / header.relative_to(src)
+    runtime = dest / "runtime"
+    for header in sorted(p for p in src.rglob("*") if p.suffix in (".h", ".def")):
+        target = runtime / header.relative_to(src)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(header, target)
-    shutil.copyfile(fw / "include" / "tinyrps_runtime.h", dest / "tinyrps_runtime.h")
-    (dest / OPERATOR_LIST).write_text(library_operator_list((src / OPERATOR_LIST).read_text(), symbols))
+    shutil.copyfile(fw / "include" / "tinyrps_runtime.h", runtime / "tinyrps_runtime.h")
+    (runtime / selection.SELECTION_HEADER).write_text(selection.selection_header(chosen))
     for rel in sources:
-        text = (src / rel).read_text()
-        if rel in left_out:
-            text = without_unbound_variants(text, left_out[rel], rel)
-        if rel in own_files:
-            text = without_portable_on_core(text, isa_kernels, rel)
-        if rel.startswith("ops/"):
-            text = for_size(text, rel)
-        depth = rel.count("/") + 1      # below src/runtime/
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(build_header_include(name, depth) + text)
-    isa = dest / "kernels" / "isa.h"
-    isa.write_text(isa.read_text() + isa_choice(isa_kernels))
+        shutil.copyfile(src / rel, runtime / rel)
+        unit = dest / library_files.unit_path(rel)
+        unit.parent.mkdir(parents=True, exist_ok=True)
+        unit.write_text(library_files.unit_source(name, rel))
 
 
 def _replace(staging: Path, out: Path) -> None:

@@ -43,12 +43,12 @@ def runtime_operators(firmware_root: Path | None = None) -> list:
 
 
 # TRT_DEFINE_OPERATOR(symbol, bind, VARIANTS) in ops/<file>.c, and its variant array's rows, one line each:
-# TRT_<ISA>_VARIANT(accepts, ..., invoke) (ops/operator_table.h). A row's name is its kernel's run function:
-# the invoke adapter's name without its _p.
+# TRT_<ISA>_VARIANT(run, accepts, ...) (ops/operator_table.h). A row's name is its first argument, its
+# kernel's run function.
 DEFINE = re.compile(r"^TRT_DEFINE_(?:FUSING_)?OPERATOR\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)\s*(?:,\s*\w+\s*)?\)", re.M)
 VARIANT_ARRAY = r"static const trt_kernel_variant {}\[\] = \{{(.*?)\n\}};"
-VARIANT_ROW_OF = r"^[ \t]*TRT_(MVE|DSP|C)_VARIANT\([^\n]*?\b({})(?:_p)?\s*\)+[ \t]*$"   # {}: the row's name
-VARIANT_ROW = re.compile(VARIANT_ROW_OF.format(r"\w+?"), re.M)
+VARIANT_ROW_OF = r"^[ \t]*TRT_(MVE|DSP|C)_VARIANT\(\s*({})\s*,[^\n]*\)[ \t]*$"   # {}: the row's name
+VARIANT_ROW = re.compile(VARIANT_ROW_OF.format(r"\w+"), re.M)
 
 
 def variant_rows(ops_source: str, symbol: str, path: str) -> list:
