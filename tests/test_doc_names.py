@@ -21,7 +21,7 @@ SOURCE_SUFFIXES = (".py", ".c", ".h", ".def", ".cmake", ".ld", ".js", ".html", "
 ROOTS = (REPO, REPO / "firmware", PACKAGE, REPO / "firmware" / "src", REPO / "firmware" / "src" / "kernels",
          REPO / "firmware" / "board")
 # paths in ExecuTorch's, Arm's or the user's trees, or in a library `deploy library` writes, named as such
-FOREIGN = ("executorch/", "backends/", "examples/", "example/", "~", "/")
+FOREIGN = ("executorch/", "backends/", "examples/", "example/", "src/runtime/", "~", "/")
 # ExecuTorch's Arm example scripts (its source tree's, not in its wheel), which docs/fvp.md drives
 EXECUTORCH_SCRIPTS = ("setup.sh", "setup_path.sh", "run_fvp.sh", "build_executor_runner.sh")
 # the last part of a file name, not an attribute: `data.json` is a file
