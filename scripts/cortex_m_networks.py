@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """MLPerf Tiny's networks as ExecuTorch Cortex-M programs: the measured account and its tables.
 
-`--measure` lowers every network of tinyrps.zoo for every core of CORES, takes the account
-of each program (tinyrps.program_account), checks it against ExecuTorch's Python
+`--measure` lowers every network of tinyrps.devtools.zoo for every core of CORES, takes the account
+of each program (tinyrps.devtools.program_account), checks it against ExecuTorch's Python
 references and writes docs/cortex-m-networks.json. Every table of docs/cortex-m-networks.md
 sits between two markers,
 
@@ -47,8 +47,8 @@ def measure() -> dict:
     import executorch.version
     import numpy as np
     import torch
-    from tinyrps import zoo
-    from tinyrps import program_account
+    from tinyrps.devtools import zoo
+    from tinyrps.devtools import program_account
     networks = {}
     for name, entry in zoo.NETWORKS.items():
         model = zoo.build(name)
@@ -329,7 +329,7 @@ def _numel(t: dict) -> int:
 
 
 def block_forms(data: dict) -> str:
-    from tinyrps.program_account import argument_forms
+    from tinyrps.devtools.program_account import argument_forms
     accounts = list({acc["sha256"]: acc for n in data["networks"].values()
                      for acc in n["programs"].values()}.values())   # byte-identical programs once
     forms = argument_forms(accounts)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))      # this tree's tinyrps: its one form of an accuracy
-from tinyrps.stats import entry_accuracy  # noqa: E402
+from tinyrps.infra.stats import entry_accuracy  # noqa: E402
 FIGURES = REPO / "docs" / "figures"
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # The programs whose measurements hold the figures the documentation quotes.
@@ -149,7 +149,7 @@ def mlperf_boards(_figures: dict) -> str:
                   "official runtime, M55", "arena, M55", "flash, M55"], rows)
 
 
-# Networks measured on the Cortex-M55 beside MLPerf Tiny's (tinyrps.zoo.DEPLOYED; scripts/mlperf_tiny.py --network).
+# Networks measured on the Cortex-M55 beside MLPerf Tiny's (tinyrps.devtools.zoo.DEPLOYED; scripts/mlperf_tiny.py --network).
 DEPLOYED_NETWORKS = ("mobilenet-v2", "mobilenet-v3-small")
 
 

@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 FUZZ_DIR = REPO / "firmware" / "fuzz"
 sys.path.insert(0, str(REPO / "src"))
 
-from tinyrps.errors import UserError  # noqa: E402
+from tinyrps.infra.errors import UserError  # noqa: E402
 
 # target name -> executable in the fuzz build
 TARGETS = {"pte": "fuzz-pte", "link-frame": "fuzz-link-frame", "link-tensor-io": "fuzz-link-tensor-io",

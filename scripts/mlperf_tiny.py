@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """MLPerf Tiny's four reference networks on the three emulated boards: export, measure, keep the figures.
 
-Also the deployed networks of tinyrps.zoo.DEPLOYED (MobileNetV2, MobileNetV3-small), when named with
+Also the deployed networks of tinyrps.devtools.zoo.DEPLOYED (MobileNetV2, MobileNetV3-small), when named with
 --network (with --core cortex-m55: docs/cortex-m-networks.md quotes their Cortex-M55 figures).
 
-Each network of tinyrps.zoo is exported for the Cortex-M55, M33 and M4 (`zoo.export_network`, the
+Each network of tinyrps.devtools.zoo is exported for the Cortex-M55, M33 and M4 (`zoo.export_network`, the
 export driver with its replay check) and measured by the measure stage on its core's emulated board
 (flash, arena, instructions per inference and per kernel call, with the fastest kernels the core
 allows and with plain C; QEMU counts instructions, not cycles). The descriptors and measurements
@@ -30,7 +30,8 @@ CORES = ("cortex-m55", "cortex-m33", "cortex-m4")
 
 
 def main(argv=None) -> int:
-    from tinyrps import measure, zoo
+    from tinyrps import measure
+    from tinyrps.devtools import zoo
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--network", action="append", choices=[*zoo.NETWORKS, *zoo.DEPLOYED],
                         help="only this network (the deployed ones only when named)")

@@ -23,9 +23,9 @@ import json
 import sys
 from pathlib import Path
 
-from tinyrps.artifacts.files import atomic_write_json
-from tinyrps.library_noise import quiet_libraries
-from tinyrps.stats import format_accuracy
+from tinyrps.infra.artifacts.files import atomic_write_json
+from tinyrps.infra.library_noise import quiet_libraries
+from tinyrps.infra.stats import format_accuracy
 
 RANKING_JSON = "ranking.json"
 

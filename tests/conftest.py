@@ -72,7 +72,7 @@ def point_run_at_data(run: Path, data_dir: Path) -> None:
     """A stored run names the data folder of the session that trained it: name this session's copy
     (the same bytes, so the run's record of its data still holds) and record the change in the
     run's manifest."""
-    from tinyrps.artifacts.manifest import refresh_manifest
+    from tinyrps.infra.artifacts.manifest import refresh_manifest
     config = json.loads((run / "config.json").read_text())
     if config["data"] != str(data_dir):
         config["data"] = str(data_dir)
@@ -198,7 +198,7 @@ def firmware_elf_path():
 def test_images(trained_run):
     """The first 12 images (and labels) of the run's test split."""
     from tinyrps.data import load_split
-    from tinyrps.artifacts.records import run_config
+    from tinyrps.infra.artifacts.records import run_config
     images, labels = load_split(run_config(trained_run)["data"], "test")
     return images[:12], labels[:12]
 
@@ -249,11 +249,11 @@ def measured(tmp_path_factory):
     """measured(pte) -> the measure stage's figures of a program (T.measure.json beside it), taken once
     per program and firmware (kept across runs, keyed by the program's bytes and the firmware's sources)."""
     from tinyrps import measure
-    from tinyrps.artifacts.files import sha256_file
+    from tinyrps.infra.artifacts.files import sha256_file
     from tinyrps.firmware import firmware_dir
     from tinyrps.firmware.sources import source_files
     firmware_key = fixture_cache.fixture_key("firmware", modules=fixture_cache.package_modules("tinyrps.firmware")
-                                             + ["tinyrps.measure", "tinyrps.vela", "tinyrps.deploy.firmware_image",
+                                             + ["tinyrps.measure", "tinyrps.hardware.vela", "tinyrps.deploy.firmware_image",
                                                 "tinyrps.deploy.library", "tinyrps.deploy.selection"],
                                              files=source_files(firmware_dir()))
     done = {}

@@ -3,7 +3,7 @@
 Started once by tests/test_crash_consistency.py; it imports tinyrps and its libraries,
 then reads one JSON command per line on stdin and answers one JSON line on stdout. Each
 command runs in a child forked from this process (so it starts in milliseconds, with the
-libraries already imported), through tinyrps.cli.main as `tinyrps ARGS` would. An audit
+libraries already imported), through tinyrps.interfaces.cli.main as `tinyrps ARGS` would. An audit
 hook (sys.addaudithook) counts the child's changes to the file system (a file opened for
 writing, a rename, a removal, a new folder, a link, the renameat2 exchange of two folders) and,
 with "kill_at": K, sends the child a real signal just before its K-th change: SIGKILL
@@ -68,14 +68,14 @@ def child(command: dict, report, started) -> None:
         if count[0] == kill_at or (kill_on and args and isinstance(args[0], str) and kill_on.search(args[0])):
             stop()
 
-    import tinyrps.artifacts.staging
-    exchange = tinyrps.artifacts.staging.exchange
+    import tinyrps.infra.artifacts.staging
+    exchange = tinyrps.infra.artifacts.staging.exchange
 
     def audited_exchange(a, b):      # a foreign call raises no audit event of its own
         sys.audit("tinyrps.exchange", str(a), str(b))
         return False if command.get("no_exchange") else exchange(a, b)
-    tinyrps.artifacts.staging.exchange = audited_exchange
-    from tinyrps.cli import main
+    tinyrps.infra.artifacts.staging.exchange = audited_exchange
+    from tinyrps.interfaces.cli import main
     sys.addaudithook(hook)
     os.write(started, b"s")          # a timed stop counts from here: the command's own run
     os.close(started)
@@ -99,17 +99,17 @@ def serve() -> None:
 
     from executorch.backends.arm.ethosu import EthosUPartitioner  # noqa: F401 (what an Ethos-U export imports, 4 s)
 
-    import tinyrps.cli
+    import tinyrps.interfaces.cli
     import tinyrps.export.ethos_u  # noqa: F401
     import tinyrps.pipeline  # noqa: F401
-    import tinyrps.plots  # noqa: F401
+    import tinyrps.interfaces.plots  # noqa: F401
     import tinyrps.train  # noqa: F401
     # the pattern graphs XNNPACK's lowering builds once per process (torch.export of template
     # modules, 5 s), built here so that each XNNPACK export in a child does not build them again
     # (on one thread: torch's pool of workers is not started before the fork)
     from executorch.backends.xnnpack.partition.graphs import bilinear_2d, sdpa
 
-    from tinyrps.torch_settings import torch_threads
+    from tinyrps.infra.torch_settings import torch_threads
     with torch_threads(1):
         bilinear_2d.get_graphs_dict()
         sdpa.get_graphs()
@@ -117,7 +117,7 @@ def serve() -> None:
     if tqdm.monitor is not None:
         tqdm.monitor.exit()
         tqdm.monitor = None
-    tinyrps.cli.build_parser()
+    tinyrps.interfaces.cli.build_parser()
     threads = len(os.listdir("/proc/self/task"))
     print(json.dumps({"ready": True, "threads": threads}), flush=True)
     for line in sys.stdin:

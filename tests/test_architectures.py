@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tinyrps.model import ARCHITECTURES, count_macs
+from tinyrps.network.model import ARCHITECTURES, count_macs
 
 
 @pytest.mark.slow

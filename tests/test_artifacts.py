@@ -1,4 +1,4 @@
-"""The machinery of whole-folder stages (tinyrps.artifacts): staging and swapping, recovery of
+"""The machinery of whole-folder stages (tinyrps.infra.artifacts): staging and swapping, recovery of
 what an interrupted swap left, the lock per output folder, manifests, and a run's record of
 its data."""
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tinyrps.artifacts import files as single_files, locks, staging
-from tinyrps.artifacts.locks import FolderBusy, folder_lock
-from tinyrps.artifacts.manifest import check_manifest, read_manifest, write_manifest
-from tinyrps.artifacts.records import check_run_data
-from tinyrps.artifacts.staging import recover, recover_for_reading, staged_folder
-from tinyrps.errors import UserError
+from tinyrps.infra.artifacts import files as single_files, locks, staging
+from tinyrps.infra.artifacts.locks import FolderBusy, folder_lock
+from tinyrps.infra.artifacts.manifest import check_manifest, read_manifest, write_manifest
+from tinyrps.infra.artifacts.records import check_run_data
+from tinyrps.infra.artifacts.staging import recover, recover_for_reading, staged_folder
+from tinyrps.infra.errors import UserError
 
 
 def files(folder: Path) -> dict:
@@ -174,7 +174,7 @@ def test_a_reader_puts_back_a_folder_an_interrupted_swap_left_aside(tmp_path):
 # ── the lock ─────────────────────────────────────────────────────────────────
 HOLD = textwrap.dedent("""
     import sys, time
-    from tinyrps.artifacts.locks import folder_lock
+    from tinyrps.infra.artifacts.locks import folder_lock
     with folder_lock(sys.argv[1]):
         print("locked", flush=True)
         time.sleep(60)
@@ -259,7 +259,7 @@ def test_artifacts_imports_only_the_standard_library():
                 imported.add("." * node.level + (node.module or "") if node.level else node.module.split(".")[0])
     assert imported - set(sys.stdlib_module_names) - {"__future__"} == \
         {"..errors", ".files", ".locks", ".manifest", ".staging"}
-    out = subprocess.run([sys.executable, "-c", "import sys, tinyrps.artifacts; "
+    out = subprocess.run([sys.executable, "-c", "import sys, tinyrps.infra.artifacts; "
                           "print(sorted(m for m in ('numpy', 'torch', 'PIL', 'matplotlib') if m in sys.modules))"],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -23,7 +23,7 @@ def test_a_device_given_no_images(monkeypatch):
 
 def test_evaluation_given_no_images(monkeypatch):
     from tinyrps import evaluate
-    from tinyrps.progress import progress_bar
+    from tinyrps.infra.progress import progress_bar
     monkeypatch.setattr(evaluate, "LABELS", FOUR)
     with progress_bar(True) as bar:
         assert evaluate.classify_with_progress(Empty(), np.zeros((0, 28, 28), np.uint8), bar, "x").shape == (0, 4)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from tinyrps.model import LABELS
+from tinyrps.network.model import LABELS
 
 
 def bold_letter(letter: str, path, transparent: bool = False) -> None:

@@ -73,7 +73,7 @@ def all_options():
     """(command, action) for every option of every subcommand."""
     import argparse
 
-    from tinyrps.cli import build_parser
+    from tinyrps.interfaces.cli import build_parser
 
     def walk(parser, name):
         for action in parser._actions:
@@ -117,7 +117,7 @@ def test_numbers_are_checked_before_any_work(cli, tmp_path, args, option):
 
 
 def test_make_data_refuses_a_negative_seed_and_leaves_no_folder(tmp_path):
-    from tinyrps.errors import UserError
+    from tinyrps.infra.errors import UserError
     from tinyrps.data import make_data
     with pytest.raises(UserError, match="--seed"):
         make_data(tmp_path / "data", seed=-1, per_class=1, quiet=True)
@@ -131,7 +131,7 @@ def test_eval_limit_takes_exactly_that_many_images(cli, trained_run):
 
 
 def test_eval_limit_is_checked_in_the_api_too(trained_run):
-    from tinyrps.errors import UserError
+    from tinyrps.infra.errors import UserError
     from tinyrps.evaluate import evaluate
     for limit in (0, -3):
         with pytest.raises(UserError, match="--limit"):
@@ -146,8 +146,8 @@ def test_bench_refuses_an_unknown_program(cli, trained_run, exported):
 
 @pytest.mark.parametrize("command", ["eval", "bench"])
 def test_the_old_spelling_of_program_still_works_and_help_says_so(command):
-    from tinyrps.cli import build_parser
-    from tinyrps.cli.options import OLD_PROGRAM_OPTION
+    from tinyrps.interfaces.cli import build_parser
+    from tinyrps.interfaces.cli.options import OLD_PROGRAM_OPTION
     parser = build_parser()
     old = parser.parse_args([command, "--run", "RUN", "--variant", "fp32", "--program", "cortex-m55"])
     assert old.program == ["fp32", "cortex-m55"]
@@ -183,9 +183,9 @@ def test_port_is_for_the_mcu_only(cli, exported):
 
 # ── errors: what the user can fix is one line, a bug is a traceback ────────────
 def run_main(monkeypatch, capsys, error, argv=("data", "--out", "somewhere")):
-    """tinyrps.cli.main with the data stage replaced by one that raises `error`."""
+    """tinyrps.interfaces.cli.main with the data stage replaced by one that raises `error`."""
     import tinyrps.data
-    from tinyrps.cli import main
+    from tinyrps.interfaces.cli import main
 
     def fail(*_, **__):
         raise error
@@ -257,7 +257,7 @@ def test_a_full_disk_during_data_leaves_nothing_behind(tmp_path):
 def test_the_cli_silences_only_known_warnings():
     import warnings
 
-    from tinyrps.library_noise import quiet_libraries
+    from tinyrps.infra.library_noise import quiet_libraries
     with warnings.catch_warnings(record=True) as caught:
         warnings.resetwarnings()
         quiet_libraries()

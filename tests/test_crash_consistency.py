@@ -247,9 +247,9 @@ def export_scenarios(drivers, work, shared_data) -> dict:
 # ── one stopped run and what must hold after it ──────────────────────────────
 def read_result(stage: str, target: Path) -> None:
     """Read the target through the readers the later stages use: everything, checked."""
-    from tinyrps.artifacts.records import check_run_data, data_info, run_config
+    from tinyrps.infra.artifacts.records import check_run_data, data_info, run_config
     from tinyrps.data import PROBES, SPLITS, load_split, probe_dir
-    from tinyrps.model import load_model
+    from tinyrps.network.model import load_model
     if stage == "data":
         info, _ = data_info(target)
         for split in SPLITS:
@@ -271,8 +271,8 @@ def program_part(snapshot: dict) -> dict:
 def read_program(run: Path, target: str = EXPORT_TARGET) -> bool:
     """Read the run's program as every later stage does (its descriptor, checked against the
     program and each kept file): True if it is whole, False if it is refused for export again."""
-    from tinyrps import descriptor
-    from tinyrps.errors import UserError
+    from tinyrps.hardware import descriptor
+    from tinyrps.infra.errors import UserError
     pte = run / "export" / f"{target}.pte"
     try:
         described = descriptor.read(pte, pte.read_bytes())
@@ -289,7 +289,7 @@ def stopped_export(scenario: Scenario, driver: Driver, area: Path, where: str) -
     """After a killed export: the old program, the new one, or a refused one, all else untouched;
     the next export leaves the run as a clean one does."""
     from tinyrps.export import remove_leftovers
-    from tinyrps.artifacts.locks import folder_lock
+    from tinyrps.infra.artifacts.locks import folder_lock
     run = area / scenario.target
     before, clean = scenario.part(scenario.before), scenario.part(scenario.clean)
     found = tree(run)
@@ -311,9 +311,9 @@ def stopped_export(scenario: Scenario, driver: Driver, area: Path, where: str) -
 
 def stopped_run(scenario: Scenario, driver: Driver, work: Path, name: str, sig: str, kill_at=None,
                 after_s=None, no_exchange=False) -> str:
-    from tinyrps.artifacts.locks import folder_lock
-    from tinyrps.artifacts.staging import recover
-    from tinyrps.errors import UserError
+    from tinyrps.infra.artifacts.locks import folder_lock
+    from tinyrps.infra.artifacts.staging import recover
+    from tinyrps.infra.errors import UserError
     area = scenario.area(work, name)
     result = driver.run(scenario.command(area), signal=sig, kill_at=kill_at, after_s=after_s, no_exchange=no_exchange)
     where = f"{scenario.stage} {name} ({sig} {'at change ' + str(kill_at) if kill_at else f'after {after_s} s'})"
@@ -505,8 +505,8 @@ def test_two_data_runs_into_one_folder(tmp_path, delay):
     results = two_at_once(["data", "--out", out, "--per-class", "30", "--seed", seeds[0], "--quiet"],
                           ["data", "--out", out, "--per-class", "30", "--seed", seeds[1], "--quiet"], delay)
     check_two_writers(results)
-    from tinyrps.artifacts.manifest import check_manifest
-    from tinyrps.artifacts.records import data_info
+    from tinyrps.infra.artifacts.manifest import check_manifest
+    from tinyrps.infra.artifacts.records import data_info
     check_manifest(out, "data")
     info, _ = data_info(out)
     winners = [seed for seed, (rc, _) in zip(seeds, results) if rc == 0]
@@ -520,9 +520,9 @@ def test_two_trainings_into_one_folder(tmp_path, data_dir):
     results = two_at_once(["train", "--data", data_dir, "--out", run, "--epochs", "1", "--seed", "1", "--quiet"],
                           ["train", "--data", data_dir, "--out", run, "--epochs", "1", "--seed", "2", "--quiet"], 0.5)
     check_two_writers(results)
-    from tinyrps.artifacts.manifest import check_manifest
-    from tinyrps.artifacts.records import run_config
-    from tinyrps.model import load_model
+    from tinyrps.infra.artifacts.manifest import check_manifest
+    from tinyrps.infra.artifacts.records import run_config
+    from tinyrps.network.model import load_model
     check_manifest(run, "run")
     assert run_config(run)["seed"] in (1, 2)
     load_model(run / "model.pt")
@@ -547,7 +547,7 @@ def test_a_writer_that_was_killed_leaves_a_lock_the_next_one_takes_over(tmp_path
 
 
 def test_a_second_writer_is_told_who_holds_the_folder(tmp_path, cli):
-    from tinyrps.artifacts.locks import folder_lock
+    from tinyrps.infra.artifacts.locks import folder_lock
     out = tmp_path / "data"
     with folder_lock(out):
         res = cli("data", "--out", out, "--per-class", "4")

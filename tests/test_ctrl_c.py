@@ -1,4 +1,4 @@
-"""A Ctrl-C that lands in a weakref callback still stops the command (tinyrps.ctrl_c)."""
+"""A Ctrl-C that lands in a weakref callback still stops the command (tinyrps.infra.ctrl_c)."""
 from __future__ import annotations
 
 import subprocess
@@ -12,7 +12,7 @@ SCRIPT = r"""
 import os, signal, sys, time, weakref
 signal.signal(signal.SIGINT, signal.default_int_handler)
 if sys.argv[1] == "installed":
-    from tinyrps import ctrl_c
+    from tinyrps.infra import ctrl_c
     ctrl_c.install()
 
 class Thing:
@@ -56,7 +56,7 @@ def test_installed_the_dropped_ctrl_c_stops_the_work_that_follows():
 
 
 def test_other_dropped_exceptions_are_reported_as_before(monkeypatch):
-    from tinyrps import ctrl_c
+    from tinyrps.infra import ctrl_c
     seen = []
     monkeypatch.setattr(sys, "unraisablehook", seen.append)
     ctrl_c.install()
@@ -68,7 +68,7 @@ def test_other_dropped_exceptions_are_reported_as_before(monkeypatch):
 
 
 def test_the_command_line_installs_it(monkeypatch):
-    from tinyrps import cli
+    from tinyrps.interfaces import cli
     monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
     with pytest.raises(SystemExit):
         cli.main(["--version"])
@@ -80,7 +80,7 @@ def test_the_command_line_installs_it(monkeypatch):
 HELD = r"""
 import contextlib, os, signal, sys
 import torch
-from tinyrps import ctrl_c
+from tinyrps.infra import ctrl_c
 
 class Net(torch.nn.Module):
     presses = 0
@@ -124,7 +124,7 @@ def test_a_ctrl_c_in_a_held_block_stops_the_command_once_the_block_is_done():
 
 
 def test_an_error_raised_while_a_ctrl_c_unwinds_is_the_ctrl_c():
-    from tinyrps import ctrl_c
+    from tinyrps.infra import ctrl_c
     try:
         try:
             raise KeyboardInterrupt
@@ -139,7 +139,7 @@ def test_an_error_raised_while_a_ctrl_c_unwinds_is_the_ctrl_c():
 # trace of the interrupt (matplotlib's renderer: "ValueError: Invalid affine transformation matrix").
 SWALLOWED = r"""
 import os, signal, sys
-from tinyrps import cli
+from tinyrps.interfaces import cli
 
 def command(_args):
     if sys.argv[1] == "ctrl-c":
@@ -170,7 +170,7 @@ def test_an_error_a_library_made_of_a_ctrl_c_is_the_ctrl_c():
 # ended a pool's worker, and the pool reports it), then what the interpreter's shutdown would meet.
 ENDED_BEFORE_IT_IS_SENT_AGAIN = r"""
 import os, signal, sys, time
-from tinyrps import cli
+from tinyrps.interfaces import cli
 
 class Finalized:
     def __del__(self):
@@ -208,7 +208,7 @@ def test_a_dropped_ctrl_c_is_not_sent_again_once_the_command_has_ended():
 # torch is imported; run as `python -m`, the way the process ends by SIGINT when the flag is left set.
 IN_EXECUTED_TEXT = r"""
 import ctypes, os, signal, sys
-from tinyrps import cli
+from tinyrps.interfaces import cli
 
 def command(_args):
     exec("os.kill(os.getpid(), signal.SIGINT)\nfor _ in range(100000): pass", {"os": os, "signal": signal})

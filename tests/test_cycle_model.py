@@ -81,6 +81,6 @@ def test_the_kernel_calls_are_the_counter_reads_that_match_the_firmwares_counts(
     pairs = [{"instructions": 99, "cycles": 1}, {"instructions": 7, "cycles": 0}, {"instructions": 4999, "cycles": 2},
              {"instructions": 7, "cycles": 0}]
     assert layer_estimates(pairs, reference) == [pairs[0], pairs[2]]
-    from tinyrps.errors import UserError
+    from tinyrps.infra.errors import UserError
     with pytest.raises(UserError, match="rebuild the firmware"):
         layer_estimates(chain[:1], reference)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tinyrps import data
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 
 
 def digest(arr) -> str:
@@ -125,7 +125,7 @@ def test_letters_are_7_to_26_px_tall_and_anywhere_in_the_frame():
 
 
 def test_stroke_letters_are_drawn_with_a_pen_of_1_5_to_4_px():
-    from tinyrps.images import stroke_width
+    from tinyrps.network.images import stroke_width
     rng = np.random.default_rng(6)
     strokes = data.render(np.repeat(np.arange(3), 40), rng, data.Jitter(**CLEAN, stroke_prob=1.0,
                                                                        height_px=(18.0, 24.0)))
@@ -228,7 +228,7 @@ def test_the_benchmark_split_is_rendered_beside_the_others(tmp_path):
 
 
 def test_a_data_set_made_before_the_benchmark_split_works_except_for_it(tmp_path):
-    from tinyrps.artifacts.manifest import write_manifest
+    from tinyrps.infra.artifacts.manifest import write_manifest
     folder = tmp_path / "data"
     data.make_data(folder, seed=5, per_class=4, quiet=True)
     info = json.loads((folder / "data.json").read_text())

@@ -36,7 +36,7 @@ def test_a_stale_block_is_rewritten_from_the_figures():
 
 
 def test_the_figures_are_of_one_run_and_each_measurement_of_its_program():
-    from tinyrps import descriptor
+    from tinyrps.hardware import descriptor
     loaded = doc_figures().load_figures(REPO / "docs" / "figures")
     described = {name: descriptor.from_json(f["descriptor"], REPO / "docs" / "figures" / f"{name}.json")
                  for name, f in loaded.items()}

@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from tinyrps.errors import UserError
-from tinyrps.etdump import (RUN_EVENT, RUN_NAME, etdump_bytes, etdump_runs, kernel_event_name, open_inspector,
+from tinyrps.infra.errors import UserError
+from tinyrps.hardware.etdump import (RUN_EVENT, RUN_NAME, etdump_bytes, etdump_runs, kernel_event_name, open_inspector,
                             program_kernel_calls, write_etdump)
 
 # A profile of the shape measure.py and run_batch give (counts made up: the writer's own checks).
@@ -82,7 +82,7 @@ def test_the_file_is_what_executorchs_serializer_writes(tmp_path):
 
 
 def test_writing_imports_neither_torch_nor_executorch(tmp_path):
-    probe = (f"import json, sys\nfrom tinyrps.etdump import write_etdump\n"
+    probe = (f"import json, sys\nfrom tinyrps.hardware.etdump import write_etdump\n"
              f"write_etdump({str(tmp_path / 'p.etdp')!r}, {PROFILE!r})\n"
              "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'executorch'})))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
@@ -194,13 +194,13 @@ def test_per_image_profiles_from_qemu(cortex_m_pte, per_image_profiles, tmp_path
 @pytest.mark.slow     # lowers the model for the Cortex-M55 again, boots QEMU
 def test_the_etrecord_maps_each_event_to_its_graph_node(trained_run, data_dir, cortex_m_pte, per_image_profiles,
                                                         tmp_path):
-    from tinyrps.etdump import to_executorch_with_etrecord, write_etrecord
+    from tinyrps.hardware.etdump import to_executorch_with_etrecord, write_etrecord
     import torch
 
     from tinyrps.export.cortex_m import lower_to_edge
-    from tinyrps.model import INPUT_SHAPE, load_model
-    from tinyrps.quantization import calibration_images, image_examples
-    from tinyrps.torch_settings import torch_threads
+    from tinyrps.network.model import INPUT_SHAPE, load_model
+    from tinyrps.network.quantization import calibration_images, image_examples
+    from tinyrps.infra.torch_settings import torch_threads
 
     with torch_threads(1):
         edge = lower_to_edge(load_model(trained_run / "model.pt"), (torch.zeros(INPUT_SHAPE),),
@@ -222,7 +222,7 @@ def test_the_etrecord_maps_each_event_to_its_graph_node(trained_run, data_dir, c
         assert f"{namespace}.{name}.default" in event.op_types, (event.name, event.op_types)
         if name in layer_types:      # a layer of the model: its source line and module
             node = next(n for n in event.stack_traces if name in n)
-            assert "tinyrps/model.py" in event.stack_traces[node]
+            assert "tinyrps/network/model.py" in event.stack_traces[node]
             assert list(event.module_hierarchy[node].values())[-1][1].endswith("." + layer_types[name])
     assert events[-1].name == RUN_EVENT and events[-1].op_types == []
 

@@ -39,7 +39,7 @@ def test_a_program_of_another_checkpoint_is_refused(trained_run, exported, tmp_p
     """After a retrain, the old programs are not the run's: eval and bench say which and how to fix it."""
     import shutil
 
-    from tinyrps.errors import UserError
+    from tinyrps.infra.errors import UserError
     from tinyrps.programs import selected
     run = tmp_path / "run"
     shutil.copytree(trained_run, run, ignore=shutil.ignore_patterns("export"))
@@ -56,7 +56,7 @@ def test_a_program_of_another_checkpoint_is_refused(trained_run, exported, tmp_p
 
 @pytest.mark.slow     # evaluates programs on the test and benchmark splits
 def test_eval_records_the_counts_and_the_split(cli, trained_run, exported, data_dir):
-    from tinyrps.artifacts.files import sha256_file
+    from tinyrps.infra.artifacts.files import sha256_file
     exported("int8-xnnpack")
     res = cli("eval", "--run", trained_run, "--json", "--program", "int8-xnnpack")
     assert res.returncode == 0, res.stderr
@@ -92,7 +92,7 @@ def test_eval_of_data_made_before_the_benchmark_split(cli, trained_run, exported
     """Such data still evaluates on test; --split benchmark says in one line how to make it."""
     import shutil
 
-    from tinyrps.artifacts.manifest import write_manifest
+    from tinyrps.infra.artifacts.manifest import write_manifest
     old = tmp_path / "old-data"
     shutil.copytree(data_dir, old)
     info = json.loads((old / "data.json").read_text())
@@ -125,7 +125,7 @@ def test_programs_computing_the_same_function_are_computed_once(trained_run, exp
     with open_device("host", exported("int8-xnnpack")) as host:
         assert host.computation() is None       # not known to be shared: always computed
     result = evaluate(trained_run, only=["ethos-u55-128", "ethos-u85-128", "int8-xnnpack"], limit=20, quiet=True)
-    from tinyrps.report import eval_notes
+    from tinyrps.interfaces.report import eval_notes
     assert "ethos-u85-128 has ethos-u55-128's outputs" in eval_notes(result)
     shared, computed = dict(result["programs"]["ethos-u85-128"]), dict(result["programs"]["ethos-u55-128"])
     assert shared.pop("outputs_of") == "ethos-u55-128" and "outputs_of" not in computed

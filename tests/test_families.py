@@ -6,8 +6,8 @@ import importlib
 
 import pytest
 
-from tinyrps.errors import UserError
-from tinyrps.families import FAMILIES, family_names, get_family, get_target, targets
+from tinyrps.infra.errors import UserError
+from tinyrps.hardware.families import FAMILIES, family_names, get_family, get_target, targets
 
 
 def test_target_names_are_unique_and_each_belongs_to_its_family():
@@ -40,14 +40,14 @@ def test_families_are_found_by_name_and_targets_in_table_order():
 def test_the_ethos_u_accelerators_are_vela_s():
     from ethosu.vela.architecture_features import Accelerator
 
-    from tinyrps.families import ACCELERATORS
+    from tinyrps.hardware.families import ACCELERATORS
     assert set(ACCELERATORS) == {a.value for a in Accelerator}
 
 
 def test_availability_checks_import_nothing_heavy():
     import subprocess
     import sys
-    code = ("import sys; from tinyrps.families import FAMILIES; [f.available() for f in FAMILIES]; "
+    code = ("import sys; from tinyrps.hardware.families import FAMILIES; [f.available() for f in FAMILIES]; "
             "print([m for m in ('torch', 'executorch.exir', 'ethosu.vela', 'executorch.backends') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -13,9 +13,10 @@ def test_a_fixture_depends_on_the_modules_its_code_imports():
     files = {p.relative_to(fixture_cache.PACKAGE).as_posix() for p in fixture_cache.module_closure(["tinyrps.train"])}
     # train imports data, model, the atomic writes of artifacts.py, torch_settings, progress and, inside a
     # function, plots; not the export driver
-    assert {"__init__.py", "train.py", "data.py", "model.py", "torch_settings.py", "progress.py", "plots.py",
-            "artifacts/files.py", "artifacts/records.py", "errors.py"} <= files
-    assert "cli/__init__.py" not in files and "game.py" not in files and "export/__init__.py" not in files
+    assert {"__init__.py", "train.py", "data.py", "network/model.py", "infra/torch_settings.py", "infra/progress.py",
+            "interfaces/plots.py", "infra/artifacts/files.py", "infra/artifacts/records.py", "infra/errors.py"} <= files
+    assert "interfaces/cli/__init__.py" not in files and "interfaces/game.py" not in files and \
+        "export/__init__.py" not in files
 
 
 @pytest.fixture
@@ -32,10 +33,10 @@ def test_a_changed_source_gives_a_new_key(package_copy):
     key = fixture_cache.fixture_key("run", 2, modules=["tinyrps.train"])
     assert fixture_cache.fixture_key("run", 2, modules=["tinyrps.train"]) == key
     assert fixture_cache.fixture_key("run", 3, modules=["tinyrps.train"]) != key      # a parameter
-    game = package_copy / "game.py"
+    game = package_copy / "interfaces" / "game.py"
     game.write_text(game.read_text() + "\n# edited\n")                              # not a dependency
     assert fixture_cache.fixture_key("run", 2, modules=["tinyrps.train"]) == key
-    model = package_copy / "model.py"
+    model = package_copy / "network" / "model.py"
     model.write_text(model.read_text() + "\n# edited\n")                            # a dependency
     assert fixture_cache.fixture_key("run", 2, modules=["tinyrps.train"]) != key
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from tinyrps.game import outcome, parse_move, parse_moves
-from tinyrps.errors import UserError
+from tinyrps.interfaces.game import outcome, parse_move, parse_moves
+from tinyrps.infra.errors import UserError
 
 
 def test_rules():
@@ -230,6 +230,6 @@ def test_a_long_game_keeps_its_memory_flat(exported, mode):
 
 
 def test_an_unmeasured_npu_program_says_so():
-    from tinyrps.game import describe_stats
+    from tinyrps.interfaces.game import describe_stats
     assert describe_stats({"npu_estimate_ms": None}) == "Ethos-U estimate: not measured (tinyrps measure --model X.pte)"
     assert describe_stats({"npu_estimate_ms": 0.2071}) == "Ethos-U estimate (Vela) 0.207 ms"

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from tinyrps import images
-from tinyrps.errors import UserError
+from tinyrps.network import images
+from tinyrps.infra.errors import UserError
 
 
 def font(size: int, name: str = "DejaVuSans.ttf") -> ImageFont.FreeTypeFont:

@@ -2,8 +2,8 @@
 names the file, says what is wrong with it and what to do; exit code 2; no traceback.
 
 Each file is checked in one place: a split by tinyrps.data.load_split, a data set's record by
-tinyrps.artifacts.records.data_info, a run's config.json by tinyrps.artifacts.records.run_config, a checkpoint
-by tinyrps.model.load_model. A file changed after tinyrps wrote it does not match the checksum
+tinyrps.infra.artifacts.records.data_info, a run's config.json by tinyrps.infra.artifacts.records.run_config, a checkpoint
+by tinyrps.network.model.load_model. A file changed after tinyrps wrote it does not match the checksum
 recorded for it (data.json, config.json, the manifest): that is the first thing said. To
 reach the checks of the contents, most cases here also record the broken file's checksum,
 as a hand-made or buggy folder would.
@@ -19,16 +19,16 @@ import numpy as np
 import pytest
 import torch
 
-from tinyrps.artifacts.manifest import refresh_manifest
-from tinyrps.artifacts.files import sha256_file
+from tinyrps.infra.artifacts.manifest import refresh_manifest
+from tinyrps.infra.artifacts.files import sha256_file
 
 BAD_LINE = "tinyrps: error: "
 
 
 @pytest.fixture
 def main(capsys):
-    """tinyrps.cli.main in this process: (exit code, stderr)."""
-    from tinyrps.cli import main as cli_main
+    """tinyrps.interfaces.cli.main in this process: (exit code, stderr)."""
+    from tinyrps.interfaces.cli import main as cli_main
 
     def run(*args):
         code = cli_main([str(a) for a in args])
@@ -267,7 +267,7 @@ BROKEN_CHECKPOINTS = {
     "a list": (lambda good: saved([1, 2, 3]), "holds a list, not a network's weights"),
     "not tensors": (lambda good: saved({"body.0.weight": 1.5}), "holds a dict, not a network's weights"),
     "an object": (lambda good: saved(NotWeights()), "is not a PyTorch checkpoint tinyrps can read"),
-    "another network": (lambda good: saved(__import__("tinyrps.model").model.TinyRPS("fast").state_dict()),
+    "another network": (lambda good: saved(__import__("tinyrps.network.model").network.model.TinyRPS("fast").state_dict()),
                         "does not hold a 'tinyrps' network (its weights have other names or shapes): check `arch` in"),
 }
 
@@ -298,7 +298,7 @@ def test_eval_export_and_classify_refuse_a_broken_checkpoint(main, trained_run, 
 
 def test_a_checkpoint_changed_after_training_is_refused(main, trained_run, tmp_path):
     """The finding: an old model.pt beside a new config.json (or the reverse)."""
-    run = broken_checkpoint(trained_run, tmp_path, saved(__import__("tinyrps.model").model.TinyRPS().state_dict()),
+    run = broken_checkpoint(trained_run, tmp_path, saved(__import__("tinyrps.network.model").network.model.TinyRPS().state_dict()),
                             record=False)
     assert_one_line(main("eval", "--run", run, "--program", "eager", "--quiet"),
                     str(run / "model.pt"), "is not the checkpoint", "config.json was written with")

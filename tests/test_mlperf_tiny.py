@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixture_cache  # noqa: E402
 
-from tinyrps import zoo  # noqa: E402
+from tinyrps.devtools import zoo  # noqa: E402
 
 pytestmark = pytest.mark.slow     # exports four networks for three cores, QEMU runs over 64 inputs
 CORES = ("cortex-m55", "cortex-m33", "cortex-m4")
@@ -26,7 +26,7 @@ CASES = [(name, core) for name in zoo.NETWORKS for core in CORES]
 def network_program(tmp_path_factory):
     """network_program(name, core) -> the exported .pte (and its descriptor), kept across runs."""
     key = fixture_cache.fixture_key("zoo-export", zoo.DEFAULT_SEED,
-                                    modules=["tinyrps.zoo", *fixture_cache.package_modules("tinyrps.export")])
+                                    modules=["tinyrps.devtools.zoo", *fixture_cache.package_modules("tinyrps.export")])
     done = {}
 
     def get(name: str, core: str) -> Path:
@@ -44,7 +44,7 @@ def network_program(tmp_path_factory):
 def reference_outputs(tmp_path_factory):
     """reference_outputs(pte, name) -> (outputs, int8) of the .pte replay on the network's 64 inputs,
     kept across runs by the program's bytes (the M33 and M4 programs are the same bytes)."""
-    from tinyrps.artifacts.files import sha256_file
+    from tinyrps.infra.artifacts.files import sha256_file
     from tinyrps.reference.cortex_m import replay_many_with_int8
     done = {}
 
@@ -52,7 +52,7 @@ def reference_outputs(tmp_path_factory):
         digest = sha256_file(pte)
         if digest not in done:
             key = fixture_cache.fixture_key("zoo-reference", digest, zoo.BIT_EXACT_INPUTS, zoo.BIT_EXACT_SEED,
-                                            modules=["tinyrps.reference.cortex_m", "tinyrps.zoo"])
+                                            modules=["tinyrps.reference.cortex_m", "tinyrps.devtools.zoo"])
 
             def build(out: Path) -> None:
                 outputs, int8 = replay_many_with_int8(pte, zoo.bit_exact_inputs(name))

@@ -2,7 +2,7 @@ import io
 
 import torch
 
-from tinyrps.model import INPUT_SHAPE, LABELS, TinyRPS, count_macs, images_to_tensor
+from tinyrps.network.model import INPUT_SHAPE, LABELS, TinyRPS, count_macs, images_to_tensor
 
 
 def test_output_shape_for_batches():
@@ -47,8 +47,8 @@ import json  # noqa: E402
 
 import pytest  # noqa: E402
 
-from tinyrps.errors import UserError  # noqa: E402
-from tinyrps.model import (ARCHITECTURES, count_params, describe_arch, feature_shape, load_model,  # noqa: E402
+from tinyrps.infra.errors import UserError  # noqa: E402
+from tinyrps.network.model import (ARCHITECTURES, count_params, describe_arch, feature_shape, load_model,  # noqa: E402
                            parse_arch)
 
 
@@ -100,7 +100,7 @@ def test_bad_specs_are_refused_in_one_line(spec, words):
 
 def write_run_files(folder, state, **config) -> None:
     """model.pt and the config.json `tinyrps train` writes beside it (with the checkpoint's sha256)."""
-    from tinyrps.artifacts.files import sha256_file
+    from tinyrps.infra.artifacts.files import sha256_file
     torch.save(state, folder / "model.pt")
     config = {"data": "somewhere", "arch": "tinyrps", "epochs": 1, "seed": 0, "data_identity": {},
               "checkpoint_sha256": sha256_file(folder / "model.pt"), **config}

@@ -4,9 +4,11 @@ import shutil
 
 import pytest
 
-from tinyrps import descriptor, measure, npu_sweep
-from tinyrps.families import ACCELERATORS
-from tinyrps.vela import vela_config_names
+from tinyrps.hardware import descriptor
+from tinyrps import measure
+from tinyrps.measure import npu_sweep
+from tinyrps.hardware.families import ACCELERATORS
+from tinyrps.hardware.vela import vela_config_names
 
 TWO = ("ethos-u55-128", "ethos-u85-128")
 

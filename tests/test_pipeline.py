@@ -135,7 +135,7 @@ def test_all_after_an_interruption_redoes_exactly_what_is_stale(main_job, cli):
 
 
 def test_a_second_job_into_the_same_folder_is_refused(main_job, tmp_path):
-    from tinyrps.artifacts.locks import folder_lock
+    from tinyrps.infra.artifacts.locks import folder_lock
     with folder_lock(main_job):
         res = subprocess.run([sys.executable, "-m", "tinyrps", "all", "--out", str(main_job), *ALL],
                              capture_output=True, text=True, timeout=120)

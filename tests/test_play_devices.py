@@ -76,7 +76,7 @@ def test_eval_lists_npu_and_mcu_programs_by_contract(cli, trained_run, exported)
 
 
 def test_cortex_m55_measurement_has_the_firmware_figures(exported, measured):
-    from tinyrps import descriptor
+    from tinyrps.hardware import descriptor
     pte = exported("cortex-m55")
     described = descriptor.read(pte)
     fw = measured(pte)["firmware"]

@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 from tinyrps.devices import default_device, open_device
-from tinyrps.errors import UserError
-from tinyrps.pte import program_family, read_program
+from tinyrps.infra.errors import UserError
+from tinyrps.hardware.pte import program_family, read_program
 
 
 def test_only_the_format_the_firmware_reads_is_a_program(exported, tmp_path):
@@ -89,8 +89,8 @@ def test_the_cli_reports_a_stale_descriptor_in_one_line(cli, exported, tmp_path,
 # Read a program and its raw in a fresh interpreter, then list the heavy packages that came with it.
 READ_WITHOUT_TORCH = """
 import json, sys
-from tinyrps import descriptor
-from tinyrps.pte import program_contents, program_family, read_program
+from tinyrps.hardware import descriptor
+from tinyrps.hardware.pte import program_contents, program_family, read_program
 path = sys.argv[1]
 program = read_program(path)
 program_contents(program, path)
@@ -114,8 +114,8 @@ def test_reading_a_program_and_its_descriptor_imports_no_torch(exported, target,
 
 
 def test_a_descriptor_round_trips_and_is_typed(exported):
-    from tinyrps import descriptor
-    from tinyrps.families import CortexMInfo
+    from tinyrps.hardware import descriptor
+    from tinyrps.hardware.families import CortexMInfo
     pte = exported("cortex-m55")
     d = descriptor.read(pte, pte.read_bytes())
     assert isinstance(d.info, CortexMInfo) and d.labels == ("rock", "paper", "scissors") and d.is_classifier
@@ -145,7 +145,7 @@ def test_a_damaged_program_is_read_whole_or_refused_in_one_line(exported, monkey
 
     import numpy as np
 
-    from tinyrps import pte
+    from tinyrps.hardware import pte
     data = bytearray(exported("ethos-u85-128").read_bytes())
     read = set()
     plain_read = pte._Flatbuffer._read

@@ -1,7 +1,7 @@
 """The Markdown report and the latency plot: tables that render, text that reads as text."""
 import pytest
 
-from tinyrps.report import markdown_table, write_report
+from tinyrps.interfaces.report import markdown_table, write_report
 
 VELA = {"accelerator": "ethos-u85-128", "inference_ms": 0.215, "inferences_per_s": 4660, "sram_bytes": 43110,
         "utilisation": 0.454}
@@ -83,7 +83,7 @@ def test_bit_exact_names_its_reference(report):
 
 
 def test_latency_labels_stay_inside_the_plot():
-    from tinyrps.plots import latency_figure
+    from tinyrps.interfaces.plots import latency_figure
     rows = [{"name": "eager (eager)", "latency_ms": 0.45},
             {"name": "int8-xnnpack (host)", "latency_ms": 0.01, "ratio_to_eager": 0.022},
             {"name": "a-very-long-program-name (mcu, simulated)", "latency_ms": 9870.0, "ratio_to_eager": 21933.0}]
@@ -117,7 +117,7 @@ def screen_text(show) -> str:
 
     from rich.console import Console
 
-    from tinyrps import report
+    from tinyrps.interfaces import report
     console, report.out_console = report.out_console, Console(width=80, file=io.StringIO(), highlight=False)
     try:
         show()
@@ -135,7 +135,7 @@ BENCHMARK_EVAL = {"split": "benchmark", "images": 3000, "programs": {
 
 
 def test_the_eval_table_shows_count_and_interval_within_80_columns():
-    from tinyrps.report import eval_table
+    from tinyrps.interfaces.report import eval_table
     text = screen_text(lambda: eval_table(BENCHMARK_EVAL))
     words = " ".join(text.split())
     assert "evaluation on 3,000 benchmark images" in words and "every benchmark image" in words
@@ -147,7 +147,7 @@ def test_the_eval_table_shows_count_and_interval_within_80_columns():
 def test_the_tuners_table_and_lines_show_count_and_interval():
     from types import SimpleNamespace
 
-    from tinyrps.report import tune_table
+    from tinyrps.interfaces.report import tune_table
     from tinyrps.tune.trials import candidate_line
     candidate = {"number": 0, "state": "COMPLETE", "arch": "c16-p-c32-p-c64-p3-f128", "val_accuracy": 893 / 900,
                  "val_correct": 893, "val_images": 900, "npu_ms": 0.0574, "sram_bytes": 21000,
@@ -199,7 +199,7 @@ def test_the_bench_tables_keep_every_figure_whole_and_say_what_each_column_means
 
     from rich.console import Console
 
-    from tinyrps import report
+    from tinyrps.interfaces import report
     console, report.out_console = report.out_console, Console(width=width, file=io.StringIO(), highlight=False)
     try:
         report.bench_table(a_benchmark())

@@ -1,7 +1,7 @@
 """The NPU parts of the report and the tables of npu-sweep and tune, on figures made up here."""
 from pathlib import Path
 
-from tinyrps.report import npu_layers_section, npu_sweep_table, tune_table
+from tinyrps.interfaces.report import npu_layers_section, npu_sweep_table, tune_table
 
 LAYERS = [{"name": "conv", "op": "Conv2D", "npu_cycles": 40_000, "total_cycles": 40_000, "macs": 3_600_000,
            "utilisation": 0.7},
@@ -64,7 +64,7 @@ def test_tune_table_keeps_every_figure_whole_in_80_columns(capsys, tmp_path, mon
     longest = "c16-p-c16s2-c32-p3-p3-f128"   # the longest spec of the search space
     candidate = {"number": 123, "arch": longest, "state": "COMPLETE", "val_accuracy": 0.9756, "npu_ms": 0.0689,
                  "sram_bytes": 44_000, "program_bytes": 154_176, "mcu_instructions": 1_886_875}
-    from tinyrps.report import out_console
+    from tinyrps.interfaces.report import out_console
     monkeypatch.setattr(out_console, "width", 80)
     tune_table({"candidates": [candidate], "pareto": [candidate], "best": candidate}, tmp_path)
     row = next(line for line in capsys.readouterr().out.splitlines() if "#123" in line)
@@ -74,7 +74,7 @@ def test_tune_table_keeps_every_figure_whole_in_80_columns(capsys, tmp_path, mon
 def test_the_tune_plot_takes_candidates_not_trained(tmp_path):
     """A candidate not trained has an NPU estimate and a program size but no accuracy: the plot shows it
     on the size panel only, without failing on the missing accuracy."""
-    from tinyrps.plots import plot_tune
+    from tinyrps.interfaces.plots import plot_tune
     done = {"state": "COMPLETE", "val_accuracy": 0.99, "sram_bytes": 40_000, "program_bytes": 30_000}
     candidates = [{"number": 0, "arch": "c16-p-c32-p-c64-p-p3-f64", **done, "npu_ms": 0.04},
                   {"number": 1, "arch": "c8-p-c16-p-c32-p-p3", **done, "npu_ms": 0.02, "val_accuracy": 0.97},

@@ -60,9 +60,9 @@ class Served:
     def __init__(self, models=(), runs=(), reader_workers=0, warm=False, **options):
         from starlette.testclient import TestClient
 
-        from tinyrps.serve.game import WebGame
-        from tinyrps.serve.programs import collect_programs
-        from tinyrps.serve.app import create_app
+        from tinyrps.interfaces.serve.game import WebGame
+        from tinyrps.interfaces.serve.programs import collect_programs
+        from tinyrps.interfaces.serve.app import create_app
         self.programs = collect_programs(runs, models, **options)
         self.game = WebGame(self.programs, reader_workers=reader_workers, warm=warm)
         self.client = TestClient(create_app(self.game, allowed_hosts=["testserver"]))
@@ -120,9 +120,9 @@ def test_programs_lists_every_program_with_its_device(trained_run, exported):
 
 
 def test_a_drawn_move_answers_every_field(host_server, host_pte):
-    from tinyrps.game import outcome
-    from tinyrps.images import read_image_bytes
-    from tinyrps.labels import LABELS
+    from tinyrps.interfaces.game import outcome
+    from tinyrps.network.images import read_image_bytes
+    from tinyrps.network.labels import LABELS
     answer = host_server.play(tab="fields-tab-1", opponent="random")
     assert answer.status_code == 200, answer.text
     a = answer.json()
@@ -165,8 +165,8 @@ def test_the_score_is_kept_per_tab_and_a_new_game_resets_it(host_server):
 
 
 def test_a_non_image_gets_400_with_the_message_of_classify(host_server, tmp_path):
-    from tinyrps.errors import UserError
-    from tinyrps.images import read_image
+    from tinyrps.infra.errors import UserError
+    from tinyrps.network.images import read_image
     for name, data in (("notes.png", b"these are words, not pixels"), ("cut.png", R_PNG[:len(R_PNG) // 2])):
         answer = host_server.client.post("/api/play", params={"tab": "errors-tab-1"}, content=data,
                                          headers={"x-picture-name": name})
@@ -180,8 +180,8 @@ def test_a_non_image_gets_400_with_the_message_of_classify(host_server, tmp_path
 
 
 def test_too_large_uploads_get_413_with_the_readers_message(host_server):
-    from tinyrps.images import MAX_PIXELS
-    from tinyrps.serve.app import MAX_UPLOAD_BYTES
+    from tinyrps.network.images import MAX_PIXELS
+    from tinyrps.interfaces.serve.app import MAX_UPLOAD_BYTES
     answer = host_server.play(huge_png(), tab="large-tab-1")
     assert answer.status_code == 413
     assert answer.json()["error"] == (f"drawing.png is too large (12000x9000 pixels; at most {MAX_PIXELS:,} pixels): "
@@ -205,7 +205,7 @@ def test_bad_requests_get_400_in_one_line(host_server):
 
 
 def test_a_picture_name_is_a_name_never_a_path():
-    from tinyrps.serve.app import picture_name
+    from tinyrps.interfaces.serve.app import picture_name
     assert picture_name("../../home/me/photo.jpg") == "photo.jpg"
     assert picture_name("C:\\Users\\me\\pic.png") == "pic.png"
     assert picture_name(None) == picture_name("") == picture_name("////") == "the picture"
@@ -277,14 +277,14 @@ def test_pictures_are_read_in_worker_processes_the_same_way(host_pte):
         a = served.play(tab="workers-tab-1").json()
         assert served.play(b"words", tab="workers-tab-1").status_code == 400
         assert served.play(huge_png(), tab="workers-tab-1").status_code == 413
-    from tinyrps.images import read_image_bytes
+    from tinyrps.network.images import read_image_bytes
     assert np.array_equal(decoded(a["you"]["image"]), read_image_bytes(R_PNG, "x").image)
 
 
 def test_a_reader_killed_from_outside_is_restarted_and_the_next_move_is_not_blamed(host_pte):
     import os
     import signal
-    from tinyrps.serve.reader import READER_RESTARTED
+    from tinyrps.interfaces.serve.reader import READER_RESTARTED
     with Served([host_pte], reader_workers=1) as served:
         assert served.play(tab="reader-tab-1").status_code == 200
         (worker,) = served.game.reader._pool._processes.values()
@@ -303,11 +303,11 @@ class Live:
     loopback port, in a thread of this process: its WebGame and devices are at hand."""
 
     def __init__(self, models):
-        from tinyrps.serve.game import WebGame
-        from tinyrps.serve.programs import collect_programs
-        from tinyrps.serve.app import create_app
-        from tinyrps.serve import listen
-        from tinyrps.serve.connections import server_config
+        from tinyrps.interfaces.serve.game import WebGame
+        from tinyrps.interfaces.serve.programs import collect_programs
+        from tinyrps.interfaces.serve.app import create_app
+        from tinyrps.interfaces.serve import listen
+        from tinyrps.interfaces.serve.connections import server_config
         import uvicorn
         self.game = WebGame(collect_programs([], models), reader_workers=0, warm=True)
         self.sock = listen("127.0.0.1", 0)
@@ -420,8 +420,8 @@ def test_a_move_whose_client_leaves_during_its_inference_skips_the_opponents_and
 
 def test_moves_are_bounded_per_tab_in_all_and_per_device_with_a_503(host_pte, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
-    import tinyrps.serve as serve
-    import tinyrps.serve.app, tinyrps.serve.connections, tinyrps.serve.game, tinyrps.serve.slots  # noqa: E401,F401
+    import tinyrps.interfaces.serve as serve
+    import tinyrps.interfaces.serve.app, tinyrps.interfaces.serve.connections, tinyrps.interfaces.serve.game, tinyrps.interfaces.serve.slots  # noqa: E401,F401
     monkeypatch.setattr(serve.game, "MAX_MOVES", 3)
     with Live([host_pte]) as live, ThreadPoolExecutor(8) as pool:
         slot = live.game.slots["int8-xnnpack"]
@@ -447,8 +447,8 @@ def test_moves_are_bounded_per_tab_in_all_and_per_device_with_a_503(host_pte, mo
 @pytest.mark.slow       # waits for the timeouts, shortened to 1 s
 def test_silent_slow_and_idle_connections_are_closed(host_pte, monkeypatch):
     import time
-    import tinyrps.serve as serve
-    import tinyrps.serve.app, tinyrps.serve.connections, tinyrps.serve.game, tinyrps.serve.slots  # noqa: E401,F401
+    import tinyrps.interfaces.serve as serve
+    import tinyrps.interfaces.serve.app, tinyrps.interfaces.serve.connections, tinyrps.interfaces.serve.game, tinyrps.interfaces.serve.slots  # noqa: E401,F401
     monkeypatch.setattr(serve.connections, "HEAD_TIMEOUT_S", 1.0)
     monkeypatch.setattr(serve.connections, "IDLE_TIMEOUT_S", 1.0)
     with Live([host_pte]) as live:
@@ -529,8 +529,8 @@ def test_listening_beyond_this_machine_warns_in_one_line(host_pte):
 
 # ── the opponents ─────────────────────────────────────────────────────────────
 def play_against(strategy: str, player, rounds: int, seed: int) -> dict:
-    from tinyrps.game import outcome
-    from tinyrps.opponents import make_opponent
+    from tinyrps.interfaces.game import outcome
+    from tinyrps.interfaces.opponents import make_opponent
     opponent = make_opponent(strategy, np.random.default_rng(seed))
     tally = {"win": 0, "lose": 0, "tie": 0}                      # the opponent's results
     for i in range(rounds):
@@ -551,7 +551,7 @@ def test_the_adaptive_opponent_does_no_worse_than_even_against_a_random_player()
     """Against uniform moves every strategy wins and loses a third each; wins - losses over n
     rounds then has mean 0 and standard deviation sqrt(2n/3). A strategy that gave moves away
     would fall below -3 standard deviations (a fair one does so with probability 0.13 %)."""
-    from tinyrps.labels import LABELS
+    from tinyrps.network.labels import LABELS
     rounds = 3000
     for seed in range(3):
         player = np.random.default_rng(1000 + seed)
@@ -561,7 +561,7 @@ def test_the_adaptive_opponent_does_no_worse_than_even_against_a_random_player()
 
 
 def test_the_adaptive_opponent_never_sees_the_move_it_answers():
-    from tinyrps.opponents import make_opponent
+    from tinyrps.interfaces.opponents import make_opponent
     opponent = make_opponent("adaptive", np.random.default_rng(0))
     for move in ["rock", "paper"] * 5:
         opponent.observe(move)
@@ -578,8 +578,8 @@ def test_play_takes_the_adaptive_opponent(cli, host_pte):
               "--json")
     assert res.returncode == 0, res.stderr
     rounds = [json.loads(line) for line in res.stdout.splitlines()]
-    from tinyrps.opponents import BEATEN_BY
-    from tinyrps.labels import LABELS
+    from tinyrps.interfaces.opponents import BEATEN_BY
+    from tinyrps.network.labels import LABELS
     answered = [r["opponent"] == LABELS[BEATEN_BY[LABELS.index(r["you"])]] for r in rounds[9:]]
     assert sum(answered) >= 0.7 * len(answered), rounds
     bad = cli("play", "--model", host_pte, "--moves", "r", "--opponent", "psychic")
@@ -689,7 +689,7 @@ SENT_PNG = "return window.tinyrpsLastUpload"
 
 def check_preview(browser, seen: dict) -> None:
     """The preview is the 28x28 image the model saw of the drawing sent, shown upscaled with sharp pixels."""
-    from tinyrps.images import read_image_bytes
+    from tinyrps.network.images import read_image_bytes
     sent = base64.b64decode(browser.execute_script(SENT_PNG).split(",", 1)[1])
     assert Image.open(io.BytesIO(sent)).size == (sb.UPLOAD_SIDE, sb.UPLOAD_SIDE)
     expected = read_image_bytes(sent, "drawing.png").image
@@ -828,7 +828,7 @@ def test_honest_players_are_answered_beside_slow_abandoning_and_cross_origin_cli
     """scripts/load_serve.py at a small scale: every honest move answered, every cross-origin request
     refused and no score changed by one, every slow connection closed by the server. (Its times are a
     benchmark, in docs/benchmarks.md, not asserted here.)"""
-    from tinyrps.serve.connections import HEAD_TIMEOUT_S
+    from tinyrps.interfaces.serve.connections import HEAD_TIMEOUT_S
     load = load_script("load_serve")
     r = load.load_test(host_pte, seconds=HEAD_TIMEOUT_S + 4, clients=7, misbehaving=4, utilisation=0.25)
     assert r["misbehaving"] == {"slow": 2, "abandoning": 1, "cross-origin": 1}

@@ -10,13 +10,13 @@ import tempfile
 
 from script_module import load_script
 
-# A process that has imported tinyrps.cli, and nothing else a command brings, forks a child per
-# command: the child runs tinyrps.cli.main with the command's arguments, then lists the heavy
-# packages it imported. Its modules are a fresh interpreter's after `from tinyrps.cli import
+# A process that has imported tinyrps.interfaces.cli, and nothing else a command brings, forks a child per
+# command: the child runs tinyrps.interfaces.cli.main with the command's arguments, then lists the heavy
+# packages it imported. Its modules are a fresh interpreter's after `from tinyrps.interfaces.cli import
 # main` (the first thing `python -m tinyrps` does), without that interpreter's start-up each time.
 SERVER = """
 import json, os, sys
-from tinyrps.cli import main
+from tinyrps.interfaces.cli import main
 HEAVY = ("torch", "torchao", "executorch.exir", "matplotlib", "tosa_reference_model", "ethosu")
 for line in sys.stdin:
     request = json.loads(line)
@@ -86,7 +86,7 @@ def startup_script():
 
 
 def test_the_user_errors_cover_every_command():
-    from tinyrps.cli import build_parser
+    from tinyrps.interfaces.cli import build_parser
     commands = set()
     for action in build_parser()._subparsers._group_actions:
         for name, parser in action.choices.items():
@@ -142,7 +142,7 @@ def test_the_program_reader_agrees_with_executorch(exported):
     from executorch.exir._serialize._program import deserialize_pte_binary
     from executorch.exir.schema import Double, Int, KernelCall
 
-    from tinyrps.pte import kernel_calls, program_contents
+    from tinyrps.hardware.pte import kernel_calls, program_contents
 
     def scalar(value):
         return value.int_val if isinstance(value, Int) else value.double_val if isinstance(value, Double) else None
@@ -171,8 +171,8 @@ def test_playing_on_the_npu_reference_needs_neither_torch_nor_the_compiler(expor
 def test_a_corrupted_program_is_a_user_error(exported):
     import pytest
 
-    from tinyrps.errors import UserError
-    from tinyrps.pte import program_contents
+    from tinyrps.infra.errors import UserError
+    from tinyrps.hardware.pte import program_contents
     data = bytearray(exported("fp32").read_bytes())
     for broken in (bytes(data[:4096]), bytes(data[:16]), bytes(data[:4]) + b"\xff" * 60):
         with pytest.raises(UserError, match="corrupted"):

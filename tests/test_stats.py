@@ -4,9 +4,9 @@ import sys
 
 import pytest
 
-from tinyrps.stats import Z95, count_of, entry_accuracy, format_accuracy, wilson
+from tinyrps.infra.stats import Z95, count_of, entry_accuracy, format_accuracy, wilson
 
-# Worked out apart from tinyrps.stats: the roots in p of (1 + z^2/n) p^2 - (2 k/n + z^2/n) p + (k/n)^2 = 0,
+# Worked out apart from tinyrps.infra.stats: the roots in p of (1 + z^2/n) p^2 - (2 k/n + z^2/n) p + (k/n)^2 = 0,
 # i.e. (k/n - p)^2 = z^2 p (1 - p) / n, solved with 40-digit arithmetic (mpmath), z = 1.959964.
 REFERENCE = {
     (597, 600): (0.985403793542766, 0.998298122354946),
@@ -74,6 +74,6 @@ def test_a_result_without_counts_is_shown_from_its_image_count():
 
 
 def test_the_module_imports_neither_numpy_nor_torch():
-    code = "import sys, tinyrps.stats; print(sorted(m for m in ('numpy', 'torch') if m in sys.modules))"
+    code = "import sys, tinyrps.infra.stats; print(sorted(m for m in ('numpy', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

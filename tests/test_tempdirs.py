@@ -1,4 +1,4 @@
-"""Temporary folders: a killed command's are removed by the next command (tinyrps.tempdirs)."""
+"""Temporary folders: a killed command's are removed by the next command (tinyrps.infra.tempdirs)."""
 import os
 import signal
 import subprocess
@@ -8,7 +8,7 @@ import time
 import pytest
 from PIL import Image
 
-from tinyrps import tempdirs
+from tinyrps.infra import tempdirs
 
 HOURS_AGO = 2 * 3600
 

@@ -15,8 +15,8 @@ def test_run_writes_checkpoint_metrics_and_plots(trained_run):
     metrics = json.loads((trained_run / "metrics.json").read_text())
     assert len(metrics["epochs"]) == EPOCHS and metrics["test_accuracy"] > 0.8
     # what decides the bits besides the seed: this machine's CPU and torch's kernels for it
-    from tinyrps.machine import cpu_model
-    from tinyrps.torch_settings import TRAINING_THREADS
+    from tinyrps.infra.machine import cpu_model
+    from tinyrps.infra.torch_settings import TRAINING_THREADS
     assert metrics["machine"] == {"cpu": cpu_model(), "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
                                   "torch": torch.__version__, "threads": TRAINING_THREADS}
     assert metrics["machine"]["cpu"] and metrics["machine"]["torch_cpu_capability"]
@@ -29,7 +29,7 @@ def test_the_last_epochs_weights_are_kept(trained_run, data_dir):
     """model.pt holds the last epoch's weights (arch.CHECKPOINT_RULE), recorded in the run's config:
     its validation loss is the last epoch's, not that of the epoch with the best accuracy."""
     from tinyrps.data import load_split
-    from tinyrps.model import load_model
+    from tinyrps.network.model import load_model
     from tinyrps.train import evaluate_split
     config = json.loads((trained_run / "config.json").read_text())
     assert config["checkpoint_rule"] == "last-epoch"
@@ -77,7 +77,7 @@ def distilled(tmp_path_factory, data_dir, trained_run):
 
 
 def test_distillation_is_recorded_and_changes_the_model(distilled, trained_run):
-    from tinyrps.arch import DISTILL_ALPHA, DISTILL_TEMPERATURE
+    from tinyrps.network.arch import DISTILL_ALPHA, DISTILL_TEMPERATURE
     out, plain, taught = distilled
     teacher_sha = json.loads((trained_run / "config.json").read_text())["checkpoint_sha256"]
     config = json.loads((out / "taught" / "config.json").read_text())

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from script_module import load_script
 
-from tinyrps.arch import feature_shape
-from tinyrps.model import ARCHITECTURES, parse_arch
+from tinyrps.network.arch import feature_shape
+from tinyrps.network.model import ARCHITECTURES, parse_arch
 from tinyrps.tune import search
 from tinyrps.tune.budget import next_trial_fits, own_retraining
 from tinyrps.tune.selection import choose_finalist, finalists_of, pick_best, pick_within, retraining_estimate
@@ -195,7 +195,7 @@ def run_search(tmp_path, stretch: float, minutes: float, dear_first: bool = Fals
     `dear_first`, the first candidate trains for 60 s, and is the most accurate)."""
     import optuna
 
-    from tinyrps.arch import describe_arch
+    from tinyrps.network.arch import describe_arch
     clock, measured = clock or SlowClock(stretch), []
 
     def evaluate(arch, run_dir, settings, status, meter):
@@ -225,7 +225,7 @@ def run_probed_search(tmp_path, anchor: bool = True, max_npu_ms=None, trials: in
     architectures probed, what the search spent)."""
     import optuna
 
-    from tinyrps.arch import describe_arch
+    from tinyrps.network.arch import describe_arch
     clock, probed = SlowClock(1.0), []
 
     def evaluate(arch, run_dir, settings, status, meter):
@@ -327,7 +327,7 @@ def test_the_budget_still_holds_when_wall_and_cpu_time_agree(tmp_path):
 
 def test_a_busy_machines_clock_charges_training_per_thread(monkeypatch):
     from tinyrps.tune import budget
-    from tinyrps.torch_settings import TRAINING_THREADS
+    from tinyrps.infra.torch_settings import TRAINING_THREADS
     now = {"times": os.times_result((30.0, 10.0, 5.0, 1.0, 0.0))}     # user, system, children's user and system
     monkeypatch.setattr(budget.os, "times", lambda: now["times"])
     idle, busy = budget.Clock(), budget.Clock(threads=2)
@@ -356,7 +356,7 @@ def test_a_load_that_comes_after_the_start_is_followed_from_the_next_candidate(t
     """The 1-minute load average finds a load a minute or two after it came: from then on candidates are
     charged as on a busy machine. The tune's own training threads are counted out of it."""
     from tinyrps.tune import budget
-    from tinyrps.torch_settings import TRAINING_THREADS
+    from tinyrps.infra.torch_settings import TRAINING_THREADS
 
     class FollowingClock(SlowClock):
         follow_load = budget.Clock.follow_load
@@ -560,7 +560,7 @@ def test_the_ranking_check_without_a_tune_is_one_line(tmp_path, capsys):
 
 
 def test_three_pick_seeds_by_default():
-    from tinyrps.cli import build_parser
+    from tinyrps.interfaces.cli import build_parser
     assert build_parser().parse_args(["tune", "--data", "d", "--out", "o"]).pick_seeds == 3
     assert TuneSettings(data="d", out="o").pick_seeds == 3
 
@@ -637,7 +637,7 @@ def test_bad_settings_are_one_line_on_a_busy_machine_too(data_dir, tmp_path):
     probe = f"""
 import os, sys
 from tinyrps.tune import budget
-from tinyrps.cli import main
+from tinyrps.interfaces.cli import main
 budget.os.getloadavg = lambda: (float(os.cpu_count()) + 1.0, 0.0, 0.0)
 sys.exit(main(["tune", "--data", {str(data_dir)!r}, "--out", {str(tmp_path / "t")!r}, "--storage", "nowhere"]))
 """

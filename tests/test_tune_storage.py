@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tinyrps.errors import UserError
-from tinyrps.model import ARCHITECTURES
+from tinyrps.infra.errors import UserError
+from tinyrps.network.model import ARCHITECTURES
 from tinyrps.tune import search
 from tinyrps.tune.budget import Clock
 from tinyrps.tune.settings import GRACE_SECONDS, STUDY_NAME, TuneSettings

@@ -205,8 +205,8 @@ def test_out_the_same_as_the_inputs_is_named(cli, exported, tmp_path):
 
 def test_only_a_regular_file_or_nothing_is_replaced(tmp_path):
     """The rule itself, on the system's own device nodes (checked, never written) and a pipe."""
-    from tinyrps.artifacts.files import atomic_write_bytes, check_replaceable_file
-    from tinyrps.errors import UserError
+    from tinyrps.infra.artifacts.files import atomic_write_bytes, check_replaceable_file
+    from tinyrps.infra.errors import UserError
     for path, what in (("/dev/null", "a character device"), ("/dev/full", "a character device"),
                        (fifo(tmp_path / "pipe"), "a named pipe"), (tmp_path, "a folder")):
         with pytest.raises(UserError, match=what):
@@ -249,7 +249,7 @@ def test_a_missing_home_folder_is_not_made(tmp_path):
     """The caches that belong in it (firmware builds, matplotlib's) go into a temporary folder, said once."""
     import subprocess
     import sys
-    code = ("import tinyrps.plots, matplotlib.pyplot as plt\n"
+    code = ("import tinyrps.interfaces.plots, matplotlib.pyplot as plt\n"
             "from tinyrps.firmware.build import build_root\n"
             "plt.figure(); print(build_root())\n")
     res = subprocess.run([sys.executable, "-c", code], env=without_home(tmp_path), capture_output=True, text=True,

@@ -128,7 +128,7 @@ def test_your_model_exported_run_and_benchmarked(cli, model_file, tmp_path):
     assert res.returncode == 0, res.stderr
     pte = out / "mine.pte"
     assert res.stdout.strip() == str(pte)
-    from tinyrps import descriptor
+    from tinyrps.hardware import descriptor
     d = descriptor.read(pte, pte.read_bytes())
     assert d.origin.module == "mine.py:build" and d.labels is None and d.info.core == "cortex-m55"
     assert [(t.dtype, t.shape) for t in d.inputs] == [("float32", (1, 3, 12, 12))]

@@ -1,4 +1,4 @@
-"""MLPerf Tiny's networks (tinyrps.zoo) and their lowering to Cortex-M programs."""
+"""MLPerf Tiny's networks (tinyrps.devtools.zoo) and their lowering to Cortex-M programs."""
 from __future__ import annotations
 
 import io
@@ -9,8 +9,8 @@ import pytest
 import torch
 from script_module import load_script
 
-from tinyrps import zoo
-from tinyrps.errors import UserError
+from tinyrps.devtools import zoo
+from tinyrps.infra.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENTED = json.loads((REPO / "docs" / "cortex-m-networks.json").read_text())
@@ -118,7 +118,7 @@ def test_a_stale_table_is_rewritten_from_the_account():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_each_network_lowers_for_cortex_m55_to_the_documented_program(name):
-    from tinyrps.program_account import account
+    from tinyrps.devtools.program_account import account
     lowered = zoo.lower_network(name, "cortex-m55")
     documented = DOCUMENTED["networks"][name]["programs"]["cortex-m55"]
     assert list(lowered.not_lowered) == []
@@ -165,7 +165,7 @@ class TwoInputs(torch.nn.Module):
 @pytest.mark.slow
 def test_a_module_with_two_inputs_of_different_ranks_lowers():
     from tinyrps.export.cortex_m import lower
-    from tinyrps.program_account import account
+    from tinyrps.devtools.program_account import account
     torch.manual_seed(0)
     model = TwoInputs().eval()
     example = (torch.zeros(1, 3, 8, 8), torch.zeros(1, 6))

@@ -23,8 +23,8 @@ import numpy as np
 from . import measure
 from .data import make_split
 from .devices import check_program_devices, default_device, open_device
-from .errors import UserError
-from .progress import progress_bar
+from .infra.errors import UserError
+from .infra.progress import progress_bar
 
 # Untimed, once per device: each block warms up again before it is timed. 0.2 s is thousands of calls
 # of a host program and five of an emulated board; with 0.5 s the medians were the same (eager 0.0702
@@ -109,10 +109,10 @@ def bench(run_dir, runs: int = RUNS, only=None, device_override=None, quiet=Fals
     device_options = device_options or {}
     image = make_split("test", 1, 1234)[0][:1]
     entries = [("eager", "eager", ckpt)] + [(n, device_override or default_device(p), p) for n, p in programs.items()]
-    from .artifacts.files import sha256_file
+    from .infra.artifacts.files import sha256_file
     result = {"runs": runs, "rounds": ROUNDS, "block_s": BLOCK_SECONDS, "programs": {},
               "checkpoint_sha256": sha256_file(ckpt)}
-    from .torch_settings import torch_threads
+    from .infra.torch_settings import torch_threads
     with contextlib.ExitStack() as stack, progress_bar(quiet) as bar, torch_threads(1):
         devices, counts, times, tasks = {}, {}, {}, {}
         for name, device_name, path in entries:
@@ -159,10 +159,10 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
     timed call, "totals": each call's whole inference} -- or None where it takes none."""
     from pathlib import Path
 
-    from . import descriptor
+    from .hardware import descriptor
     from .measure.firmware import measurement_inputs
     from .measure import measure as take, measurements_for
-    from .torch_settings import torch_threads
+    from .infra.torch_settings import torch_threads
     if runs < 1:
         raise UserError(f"--runs must be at least 1, got {runs}")
     pte = Path(pte)

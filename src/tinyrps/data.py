@@ -28,14 +28,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-from .artifacts.files import (atomic_write_bytes, atomic_write_json, available_memory, free_disk, human_bytes,
+from .infra.artifacts.files import (atomic_write_bytes, atomic_write_json, available_memory, free_disk, human_bytes,
                               sha256_bytes, sha256_file)
-from .artifacts.records import data_info
-from .artifacts.locks import interrupts_deferred
-from .artifacts.manifest import mismatch, write_manifest
-from .artifacts.staging import staged_folder
-from .errors import UserError
-from .labels import DEFAULT_PER_CLASS, IMAGE_SIZE, LABELS  # noqa: F401 (DEFAULT_PER_CLASS: read from here too)
+from .infra.artifacts.records import data_info
+from .infra.artifacts.locks import interrupts_deferred
+from .infra.artifacts.manifest import mismatch, write_manifest
+from .infra.artifacts.staging import staged_folder
+from .infra.errors import UserError
+from .network.labels import DEFAULT_PER_CLASS, IMAGE_SIZE, LABELS  # noqa: F401 (DEFAULT_PER_CLASS: read from here too)
 
 LETTERS = ("R", "P", "S")
 # benchmark: held out like test and larger (by default 1,000 a class, five times test), so that the
@@ -593,7 +593,7 @@ def check_seed(seed: int) -> None:
 
 def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
     """Render the data set into OUT, whole: built in a folder of its own and swapped in with
-    its manifest (tinyrps.artifacts.staging.staged_folder), so that OUT holds the previous data set or
+    its manifest (tinyrps.infra.artifacts.staging.staged_folder), so that OUT holds the previous data set or
     this one, never a mix. OUT/data.json records each split's sha256."""
     out = Path(out)
     check_seed(seed)
@@ -614,6 +614,6 @@ def make_data(out, seed: int = 0, per_class=None, quiet: bool = False) -> dict:
                 "fonts": [Path(f).name if f else "Pillow built-in" for f in font_files()]}
         atomic_write_json(folder / "data.json", info)
     seconds = time.perf_counter() - start
-    from .progress import say
+    from .infra.progress import say
     say(f"data: {info['images']} images in {seconds:.1f} s -> {out}", quiet)
     return info

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts.records import check_run_data
-from .artifacts.files import sha256_file
+from .infra.artifacts.records import check_run_data
+from .infra.artifacts.files import sha256_file
 from .data import load_split
 from .devices import check_program_devices, default_device, device_class, device_row, open_device
-from .errors import UserError
-from .families import get_family, targets
-from .labels import EVAL_SPLITS, LABELS
-from .progress import progress_bar
-from .pte import program_family
-from .torch_settings import torch_threads
+from .infra.errors import UserError
+from .hardware.families import get_family, targets
+from .network.labels import EVAL_SPLITS, LABELS
+from .infra.progress import progress_bar
+from .hardware.pte import program_family
+from .infra.torch_settings import torch_threads
 
 CHUNK = 50
 OUT_OF_PROCESS_WORKERS = 3
@@ -67,7 +67,7 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
     programs on device mcu; `device_options`: device name -> more options to open it with.
 
     Each program's entry holds its accuracy and the counts behind it (`correct` of `images`), so
-    that a reader can give its interval (tinyrps.stats); the result names the split and its sha256.
+    that a reader can give its interval (tinyrps.infra.stats); the result names the split and its sha256.
 
     etdump: a path to write the per-layer profile of the evaluation to, as an ETDump file for
     ExecuTorch's Inspector (one Cortex-M program on mcu or native; see profiled_program): one run
@@ -160,7 +160,7 @@ def shared_or_classified(device, images, bar, description, name, computed) -> tu
 
 def profiled_program(programs: dict, device_override, device_options: dict) -> tuple:
     """(name, device) of the one program eval --etdump profiles; one line when it cannot."""
-    from .families import get_family
+    from .hardware.families import get_family
     if len(programs) != 1:
         raise UserError(f"--etdump profiles one program and {len(programs)} are selected "
                         f"({', '.join(programs) or 'none'}): name one Cortex-M program with --program T")
@@ -176,7 +176,7 @@ def profiled_program(programs: dict, device_override, device_options: dict) -> t
 
 def write_eval_profile(path, pte, name: str, device_name: str, profiles: list) -> dict:
     """The ETDump of eval --etdump: one run per batch the device ran (its mean per image)."""
-    from .etdump import mean_total, write_etdump
+    from .hardware.etdump import mean_total, write_etdump
     if not profiles:
         raise UserError(f"{name} on {device_name} took no per-layer profile: the device sent none")
     counter = profiles[0].counter
@@ -226,7 +226,7 @@ def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
 
 
 def scored(logits: np.ndarray, labels: np.ndarray) -> dict:
-    """accuracy, and the counts it is made of (an interval needs them: tinyrps.stats)."""
+    """accuracy, and the counts it is made of (an interval needs them: tinyrps.infra.stats)."""
     return {"accuracy": accuracy(logits, labels), "correct": int((logits.argmax(1) == labels).sum()),
             "images": int(len(labels))}
 

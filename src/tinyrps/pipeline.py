@@ -32,15 +32,15 @@ import sys
 import time
 from pathlib import Path
 
-from .artifacts.files import atomic_write_json, sha256_file
-from .artifacts.records import data_info, run_config
-from .artifacts.locks import folder_lock, real_target
-from .artifacts.staging import parents_made, remove_dead_temporaries, tidy
+from .infra.artifacts.files import atomic_write_json, sha256_file
+from .infra.artifacts.records import data_info, run_config
+from .infra.artifacts.locks import folder_lock, real_target
+from .infra.artifacts.staging import parents_made, remove_dead_temporaries, tidy
 from .data import check_seed, make_data, split_sizes
-from .errors import UserError
+from .infra.errors import UserError
 from .export import export_target, remove_leftovers
-from .families import family_of_target, targets
-from .progress import console, say
+from .hardware.families import family_of_target, targets
+from .infra.progress import console, say
 
 # The targets the main job exports (every other Ethos-U configuration and Cortex-M
 # core is one `tinyrps export --target T` away).
@@ -92,7 +92,7 @@ def export_all(run_dir: Path, checkpoint: str, quiet: bool) -> tuple:
 
 def play_demo(artifacts: dict, seed: int, quiet: bool) -> list:
     from .devices import open_device
-    from .game import Game, play_scripted
+    from .interfaces.game import Game, play_scripted
     rounds = []
     for target, device_name in GAME_PROGRAMS:
         if target not in artifacts:
@@ -124,7 +124,7 @@ def check_epochs(epochs) -> None:
 
 
 def run_all(out, seed: int = 0, epochs=None, per_class=None, quiet: bool = False, arch: str = "tinyrps") -> dict:
-    from .arch import parse_arch
+    from .network.arch import parse_arch
     parse_arch(arch)   # a bad spec is refused before any work
     out = Path(out)
     check_seed(seed)
@@ -146,7 +146,7 @@ def retire_results(out: Path) -> None:
 def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) -> dict:
     from .evaluate import evaluate
     from .measure import measure_programs, read as read_measurement
-    from .report import bench_table, eval_table, write_report
+    from .interfaces.report import bench_table, eval_table, write_report
     from .train import TrainConfig, train
     data_dir, run_dir = out / "data", out / "run"
     timings, reused, start = {}, [], time.perf_counter()
@@ -247,7 +247,7 @@ def current_run(run_dir: Path, config):
     model.pt is the checkpoint its config.json records; else None."""
     from dataclasses import asdict
 
-    from .arch import default_epochs, parse_arch
+    from .network.arch import default_epochs, parse_arch
     if not (run_dir / "config.json").is_file() or not (run_dir / "metrics.json").is_file():
         return None
     try:
@@ -269,7 +269,7 @@ def current_run(run_dir: Path, config):
 
 def current_program(pte: Path, checkpoint: str) -> bool:
     """Whether RUN/export/T.pte was exported from this checkpoint with the installed libraries."""
-    from . import descriptor
+    from .hardware import descriptor
     from .export import versions
     if not pte.is_file():
         return False
@@ -282,7 +282,7 @@ def current_program(pte: Path, checkpoint: str) -> bool:
 
 
 def measure_kinds(pte: Path) -> tuple:
-    from . import descriptor
+    from .hardware import descriptor
     from .measure import measurements_for
     return measurements_for(descriptor.read(pte).family)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import UserError
+from .infra.errors import UserError
 
 
 def checkpoint(run_dir) -> Path:
@@ -20,7 +20,7 @@ def checkpoint(run_dir) -> Path:
 
 def exported(run_dir) -> dict:
     """target name -> .pte path, for each program exported in RUN/export, host programs first."""
-    from .families import targets
+    from .hardware.families import targets
     export_dir = Path(run_dir) / "export"
     found = {p.stem: p for p in sorted(export_dir.glob("*.pte"))} if export_dir.is_dir() else {}
     order = list(targets())
@@ -40,8 +40,8 @@ def selected(run_dir, only=None) -> dict:
 
 def check_exported_from_checkpoint(run_dir, programs: dict) -> None:
     """Refuse, in one line, a program exported from another checkpoint than RUN/model.pt."""
-    from . import descriptor
-    from .artifacts.files import sha256_file
+    from .hardware import descriptor
+    from .infra.artifacts.files import sha256_file
     current = sha256_file(checkpoint(run_dir))
     for name, pte in programs.items():
         described = descriptor.read(pte, pte.read_bytes())
@@ -55,7 +55,7 @@ def check_exported_from_checkpoint(run_dir, programs: dict) -> None:
 def named(run_dir, programs: dict, only) -> dict:
     unknown = [name for name in only if name != "eager" and name not in programs]
     if unknown:
-        from .families import targets
+        from .hardware.families import targets
         name = unknown[0]
         if name in targets():
             raise UserError(f"no exported program for {name} in {Path(run_dir) / 'export'}: "

@@ -11,7 +11,7 @@ Writes RUN/model.pt (a plain state_dict), RUN/config.json (how the run was made:
 settings, the identity of the data it was trained on, the checkpoint's sha256),
 RUN/metrics.json (per epoch), RUN/curves.png and RUN/confusion.png (test split). The run
 folder is built beside RUN and swapped in whole when training is done
-(tinyrps.artifacts.staging.staged_folder): a failed or interrupted training leaves RUN as it was.
+(tinyrps.infra.artifacts.staging.staged_folder): a failed or interrupted training leaves RUN as it was.
 Deterministic for a seed on a given machine: seeded init and shuffling, deterministic
 kernels, a fixed thread count.
 """
@@ -27,26 +27,27 @@ import numpy as np
 import torch
 from torch import nn
 
-from .artifacts.files import atomic_write_bytes, atomic_write_json, sha256_file
-from .artifacts.records import data_identity, data_info
-from .artifacts.staging import staged_folder
+from .infra.artifacts.files import atomic_write_bytes, atomic_write_json, sha256_file
+from .infra.artifacts.records import data_identity, data_info
+from .infra.artifacts.staging import staged_folder
 from .data import load_split
-from .errors import UserError
-from .arch import CHECKPOINT_RULE, DISTILL_ALPHA, DISTILL_TEMPERATURE, default_epochs, describe_arch, parse_arch
-from .model import TinyRPS, images_to_tensor
-from .machine import torch_record
-from .progress import progress_bar, say
-from .torch_settings import TRAINING_THREADS, deterministic
+from .infra.errors import UserError
+from .network.arch import (CHECKPOINT_RULE, DISTILL_ALPHA, DISTILL_TEMPERATURE, default_epochs, describe_arch,
+                           parse_arch)
+from .network.model import TinyRPS, images_to_tensor
+from .infra.machine import torch_record
+from .infra.progress import progress_bar, say
+from .infra.torch_settings import TRAINING_THREADS, deterministic
 
 
 @dataclass
 class TrainConfig:
     data: str
-    epochs: Optional[int] = None     # None: the architecture's (tinyrps.arch.default_epochs)
+    epochs: Optional[int] = None     # None: the architecture's (tinyrps.network.arch.default_epochs)
     batch_size: int = 64
     lr: float = 2e-3
     seed: int = 0
-    arch: str = "tinyrps"     # a name or spec of tinyrps.model (recorded, so later stages rebuild it)
+    arch: str = "tinyrps"     # a name or spec of tinyrps.network.model (recorded, so later stages rebuild it)
     warmup_epochs: float = 0.25     # the learning rate ramps up over this much of the first epoch
     teacher: Optional[str] = None   # a run folder to distil from (None: plain cross-entropy)
     distill_alpha: Optional[float] = None        # weight a of the distillation term (None: DISTILL_ALPHA)
@@ -168,7 +169,7 @@ def train(config: TrainConfig, out_dir, quiet: bool = False, test_split: bool = 
             recorded["teacher_checkpoint_sha256"] = teacher.checkpoint_sha256
         atomic_write_json(folder / "config.json", recorded)
         atomic_write_json(folder / "metrics.json", metrics)
-        from .plots import plot_confusion, plot_curves
+        from .interfaces.plots import plot_confusion, plot_curves
         plot_curves(history, folder / "curves.png")
         if test_split:
             plot_confusion(test_y, test_logits.argmax(1), folder / "confusion.png",
@@ -201,8 +202,8 @@ def open_teacher(run, data, info: dict) -> Teacher:
     records, a network of its recorded architecture) trained on this very data set (the same
     train, val and test splits: a teacher that saw other images could carry the test split's
     letters into the student). Anything else is one line (UserError)."""
-    from .artifacts.records import run_config
-    from .model import load_model
+    from .infra.artifacts.records import run_config
+    from .network.model import load_model
     run = Path(run)
     if not run.is_dir():
         raise UserError(f"--teacher {run} is not a folder: give a run made by `tinyrps train`")

@@ -9,7 +9,7 @@ import pytest
 
 from tinyrps.deploy.firmware_image import image_tree
 from tinyrps.deploy.selection import variant_rows
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.measure.firmware import same_run
 from tinyrps.firmware.sources import firmware_dir
 

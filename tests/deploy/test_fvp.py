@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tinyrps.images import read_image
+from tinyrps.network.images import read_image
 from tinyrps.deploy import fvp
 from tinyrps.deploy.runner_build import flatc_path
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 
 
 @pytest.fixture

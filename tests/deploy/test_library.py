@@ -26,7 +26,7 @@ import pytest
 
 from tinyrps.deploy import library as lib
 from tinyrps.deploy import selection
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 
 APP = Path(__file__).parent / "library_app"
 IMAGES_SEED = 2027

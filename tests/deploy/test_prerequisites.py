@@ -2,7 +2,7 @@
 import pytest
 
 from tinyrps.deploy import fvp, prerequisites
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 
 
 def check_named(checks, prefix):

@@ -9,7 +9,7 @@ import pytest
 
 from tinyrps.deploy.runner_build import (build_command, build_environment, flatc_path, python_build_flags,
                                          refuse_paths_with_spaces)
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 
 SETTINGS = {"accelerator": "ethos-u85-128", "system_config": "Ethos_U85_SYS_DRAM_Mid", "memory_mode": "Dedicated_Sram"}
 

@@ -13,7 +13,7 @@ import pytest
 
 from tinyrps.deploy.runner_output import (cycle_counts, output_file, parse_runner_output, problems,
                                           read_output_tensor)
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 
 
 def test_cycle_counts_are_read_from_the_performance_report(semihosting_log):

@@ -7,7 +7,7 @@ import pytest
 
 from tinyrps.deploy.simulate import (SEMIHOSTING_CMD_LINE_LIMIT, fvp_command, refuse_unsafe_folder,
                                      semihosting_cmd_line, semihosting_parameters)
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 
 
 def parameters(cmd):

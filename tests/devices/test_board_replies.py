@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tinyrps.devices import open_device
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.firmware import link
 from tinyrps.firmware.link import DeviceLink, FrameDecoder, encode_frame
 from tinyrps.firmware.tensors import description_layout

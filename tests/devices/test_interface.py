@@ -6,8 +6,8 @@ import pytest
 
 from tinyrps.devices import DEVICES, device_class
 from tinyrps.devices.base import Device
-from tinyrps.errors import UserError
-from tinyrps.families import FAMILIES
+from tinyrps.infra.errors import UserError
+from tinyrps.hardware.families import FAMILIES
 
 
 class Plain(Device):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tinyrps.devices import open_device
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.firmware import qemu
 
 pytestmark = pytest.mark.slow     # builds the firmware, boots QEMU

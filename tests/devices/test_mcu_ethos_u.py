@@ -13,10 +13,10 @@ import pytest
 
 from tinyrps import npu
 from tinyrps.devices import open_device
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.firmware import qemu
 from tinyrps.firmware.npu_host import NpuHost
-from tinyrps.pte import read_program
+from tinyrps.hardware.pte import read_program
 from tinyrps.reference import ethos_u
 
 pytestmark = pytest.mark.slow     # builds the firmware, boots QEMU
@@ -26,7 +26,7 @@ TARGETS = ("ethos-u55-128", "ethos-u85-128")
 
 def host_int8(pte, images) -> tuple:
     """(the NPU model's int8 outputs, the TOSA reference model's) for the images, quantized on the host."""
-    from tinyrps import descriptor
+    from tinyrps.hardware import descriptor
     program = read_program(pte)
     q = ethos_u.io_quantization(program)["input"]
     inputs = ethos_u.quantize(ethos_u.images_to_float(images), q)
@@ -41,7 +41,7 @@ def host_int8(pte, images) -> tuple:
 @pytest.mark.parametrize("target", TARGETS)
 def test_bit_exact_with_the_npu_model_and_the_tosa_reference(exported, exported_fast, trained_run, target, network):
     from tinyrps.data import load_split
-    from tinyrps.artifacts import run_config
+    from tinyrps.infra.artifacts import run_config
     images, _ = load_split(run_config(trained_run)["data"], "test")
     pte = (exported if network == "default" else exported_fast)(target)
     try:

@@ -8,8 +8,8 @@ import torch
 from tinyrps.data import load_split
 from tinyrps.devices import open_device
 from tinyrps.reference.ethos_u import quantize
-from tinyrps.errors import UserError
-from tinyrps.model import images_to_tensor
+from tinyrps.infra.errors import UserError
+from tinyrps.network.model import images_to_tensor
 
 pytestmark = pytest.mark.slow     # the TOSA reference model on the test split, PT2E quantization
 
@@ -54,11 +54,11 @@ def test_eval_agreement_without_an_evaluated_int8_program(exported, test_set, np
 def test_npu_ref_computes_the_quantized_model_to_the_last_step(exported, trained_run, test_set, npu_logits):
     """The Ethos-U recipe's own PT2E model on the CPU differs from the NPU graph by rounding only."""
     from executorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
-    from tinyrps import descriptor
-    from tinyrps.artifacts.records import run_config
+    from tinyrps.hardware import descriptor
+    from tinyrps.infra.artifacts.records import run_config
     from tinyrps.export.ethos_u import compile_spec
-    from tinyrps.model import load_model
-    from tinyrps.quantization import calibration_images, image_examples, pt2e_quantize
+    from tinyrps.network.model import load_model
+    from tinyrps.network.quantization import calibration_images, image_examples, pt2e_quantize
     pte = exported("ethos-u85-128")
     output_scale = descriptor.read(pte).info.quantization["output"]["scale"]
     spec = compile_spec("ethos-u85-128", "Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram", trained_run / "unused")

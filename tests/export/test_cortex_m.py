@@ -6,13 +6,13 @@ import json
 import numpy as np
 import pytest
 
-from tinyrps import descriptor
+from tinyrps.hardware import descriptor
 from tinyrps.data import load_split
 from tinyrps.devices.base import Device
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.evaluate import EvalContext, family_check
 from tinyrps.export import BuildContext, cortex_m
-from tinyrps.families import get_family, targets
+from tinyrps.hardware.families import get_family, targets
 from tinyrps.firmware.operators import runtime_operators
 from tinyrps.reference import cortex_m as reference
 
@@ -59,7 +59,7 @@ def test_export_checks_its_reference_against_the_edge_program(monkeypatch, tmp_p
     from torch import nn
 
     from tinyrps.data import make_split
-    from tinyrps.quantization import image_examples
+    from tinyrps.network.quantization import image_examples
     examples = image_examples(make_split("test", 3, 1)[0])
     model = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 13 * 13, 3)).eval()
     ctx = BuildContext(target=targets()["cortex-m55"], model=model, example_inputs=(torch.zeros(1, 1, 28, 28),),
@@ -82,7 +82,7 @@ def test_a_second_core_of_the_same_isa_reuses_the_lowering_of_the_same_source(mo
     from torch import nn
 
     from tinyrps.data import make_split
-    from tinyrps.quantization import image_examples
+    from tinyrps.network.quantization import image_examples
     examples = image_examples(make_split("test", 3, 1)[0])
     model = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 13 * 13, 3)).eval()
     lowerings = []
@@ -134,7 +134,7 @@ def test_eval_hook_compares_the_devices_last_outputs(exported, data_dir):
 
 
 def test_reference_refuses_a_corrupted_program(tmp_path):
-    from tinyrps.errors import UserError
+    from tinyrps.infra.errors import UserError
     bad = tmp_path / "bad.pte"
     bad.write_bytes(b"\x10\0\0\0ET12" + b"\xff" * 40)
     with pytest.raises(UserError, match="corrupted ExecuTorch .pte"):
@@ -190,7 +190,7 @@ def test_the_replay_takes_any_inputs_and_gives_every_output(exported, test_image
     described = descriptor.read(pte)
     assert described.outputs[0].shape == (1, 3)
     assert not np.array_equal(logits.reshape(3, 3), int8.astype(np.float32))   # dequantized, not raw
-    from tinyrps.errors import UserError
+    from tinyrps.infra.errors import UserError
     with pytest.raises(UserError, match="takes 1 inputs, 2 were given"):
         reference.replay(pte, [np.zeros((1, 1, 28, 28), np.float32)] * 2)
 

@@ -7,12 +7,13 @@ import shutil
 import numpy as np
 import pytest
 
-from tinyrps import descriptor, measure, vela as vela_module
-from tinyrps.errors import UserError
+from tinyrps.hardware import descriptor, vela as vela_module
+from tinyrps import measure
+from tinyrps.infra.errors import UserError
 from tinyrps.evaluate import EvalContext, family_check
 from tinyrps.export import ethos_u, export_target
-from tinyrps.families import ACCELERATORS, get_family, get_target, targets
-from tinyrps.model import count_macs
+from tinyrps.hardware.families import ACCELERATORS, get_family, get_target, targets
+from tinyrps.network.model import count_macs
 from tinyrps.reference import ethos_u as reference
 
 NPU_TARGETS = ("ethos-u85-128", "ethos-u55-128")

@@ -3,10 +3,10 @@ import json
 import numpy as np
 import pytest
 
-from tinyrps.artifacts.files import sha256_file
+from tinyrps.infra.artifacts.files import sha256_file
 from tinyrps.data import load_split
 from tinyrps.devices import open_device
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.export import export_target
 
 HOST_TARGETS = ("fp32", "fp32-xnnpack", "int8-xnnpack")
@@ -39,7 +39,7 @@ def test_program_round_trips_through_the_runtime_and_agrees_with_eager(target, e
 
 @pytest.mark.parametrize("target", HOST_TARGETS)
 def test_the_descriptor_describes_the_program(target, exported, trained_run):
-    from tinyrps import descriptor
+    from tinyrps.hardware import descriptor
     pte = exported(target)
     d = descriptor.read(pte, pte.read_bytes())
     assert (d.target, d.family) == (target, "host")
@@ -53,7 +53,7 @@ def test_the_descriptor_describes_the_program(target, exported, trained_run):
 
 
 def test_int8_program_is_small_and_fully_delegated(exported):
-    from tinyrps import descriptor
+    from tinyrps.hardware import descriptor
     d = descriptor.read(exported("int8-xnnpack"))
     assert d.size_bytes <= 450_000
     assert d.info.delegation["subgraphs"] == 1 and d.info.delegation["cpu_ops"] == []

@@ -281,7 +281,7 @@ def lower_explicit(model, calibration, core: str):
     from executorch.exir import to_edge_transform_and_lower
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    from tinyrps.model import images_to_tensor
+    from tinyrps.network.model import images_to_tensor
 
     example = (torch.zeros(1, 1, 28, 28),)
     prepared = prepare_pt2e(torch.export.export(model, example).module(check_guards=False),
@@ -305,8 +305,8 @@ def export_probe(builder, name: str, core: str, calibration, folder, explicit: b
     import numpy as np
 
     from tinyrps.export import cortex_m
-    from tinyrps.model import INPUT_SHAPE
-    from tinyrps.quantization import image_examples
+    from tinyrps.network.model import INPUT_SHAPE
+    from tinyrps.network.quantization import image_examples
     from tinyrps.reference.cortex_m import reference_int8
     torch.manual_seed(sum(map(ord, name + core)))
     model = (pool_head(builder()) if explicit else builder()).eval()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tinyrps.devices import open_device
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.firmware import boards
 from tinyrps.measure.firmware import elf_sections
 
@@ -59,8 +59,8 @@ def test_a_firmware_image_of_another_board_is_refused(cortex_m_pte, test_images)
 
 
 def test_every_core_with_a_target_has_a_board():
-    from tinyrps.cores import CORES
-    from tinyrps.families import get_family
+    from tinyrps.hardware.cores import CORES
+    from tinyrps.hardware.families import get_family
     assert {c.name for c in CORES} == {t.name for t in get_family("cortex-m").targets}
     assert all(c.board in boards.BOARDS for c in CORES)
     assert boards.board_for_core("cortex-m85").name == "mps3-an547"      # no M85 machine in QEMU 7.2

@@ -79,7 +79,7 @@ def probe_programs(probe_images, tmp_path_factory):
     """(name, core, explicit) -> exported .pte, built once (and kept across runs, keyed by the probes, this
     module and the export's sources)."""
     key = fixture_cache.fixture_key("conv-probes", files=[Path(probes_conv.__file__), Path(__file__)],
-                                    modules=["tinyrps.export.cortex_m", "tinyrps.model", "tinyrps.quantization",
+                                    modules=["tinyrps.export.cortex_m", "tinyrps.network.model", "tinyrps.network.quantization",
                                              "tinyrps.reference.cortex_m", "tinyrps.data"])
     cache = {}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tinyrps import descriptor
+from tinyrps.hardware import descriptor
 from tinyrps.measure.cycles import ESTIMATE_NOTE, TIMINGS, measure_program
 
 pytestmark = pytest.mark.slow     # builds the firmware, boots QEMU with its trace on

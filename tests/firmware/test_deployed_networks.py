@@ -1,5 +1,5 @@
 """Programs larger than MLPerf Tiny's: MobileNetV2 (67 kernel calls) and MobileNetV3-small (120) at 96x96x3
-(tinyrps.zoo.DEPLOYED), bit-exact with ExecuTorch's Python operators natively and on the Cortex-M55's board;
+(tinyrps.devtools.zoo.DEPLOYED), bit-exact with ExecuTorch's Python operators natively and on the Cortex-M55's board;
 a hardswish whose input range collapsed to one value (its shifted zero point far beyond 2^24); the tables of a
 program's own firmware image sized to the program; and a program the board's RAM cannot hold, refused with
 how much it needs against how much the board has."""
@@ -17,9 +17,9 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generic_programs import replay, sample_inputs  # noqa: E402
 
-from tinyrps import zoo  # noqa: E402
+from tinyrps.devtools import zoo  # noqa: E402
 from tinyrps.devices import open_device  # noqa: E402
-from tinyrps.errors import UserError  # noqa: E402
+from tinyrps.infra.errors import UserError  # noqa: E402
 
 NETWORKS = tuple(zoo.DEPLOYED)
 
@@ -60,7 +60,7 @@ def programs(tmp_path_factory) -> dict:
     (some 3 minutes; kept across runs)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import fixture_cache
-    key = fixture_cache.fixture_key("deployed-networks", NETWORKS, modules=["tinyrps.zoo", "tinyrps.export.cortex_m"],
+    key = fixture_cache.fixture_key("deployed-networks", NETWORKS, modules=["tinyrps.devtools.zoo", "tinyrps.export.cortex_m"],
                                     files=[Path(__file__)])
 
     def build(out: Path) -> None:

@@ -35,8 +35,8 @@ from probes_elementwise import PROBES  # noqa: E402
 from tinyrps.data import make_split  # noqa: E402
 from tinyrps.export import cortex_m  # noqa: E402
 from tinyrps.firmware.operators import runtime_operators  # noqa: E402
-from tinyrps.model import INPUT_SHAPE  # noqa: E402
-from tinyrps.quantization import image_examples  # noqa: E402
+from tinyrps.network.model import INPUT_SHAPE  # noqa: E402
+from tinyrps.network.quantization import image_examples  # noqa: E402
 from tinyrps.reference.cortex_m import register_operators  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def probe_programs(probe_images, tmp_path_factory):
     """(name, core) -> exported .pte of that probe, built once (and kept across runs, keyed by the probes,
     this module and the export's sources)."""
     key = fixture_cache.fixture_key("elementwise-probes", files=[Path(probes_elementwise.__file__), Path(__file__)],
-                                    modules=["tinyrps.export.cortex_m", "tinyrps.model", "tinyrps.quantization",
+                                    modules=["tinyrps.export.cortex_m", "tinyrps.network.model", "tinyrps.network.quantization",
                                              "tinyrps.data"])
     cache = {}
 

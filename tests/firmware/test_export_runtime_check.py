@@ -18,7 +18,7 @@ from generic_programs import replay, sample_inputs  # noqa: E402
 from test_generic_io import longer_program, more_outputs_program  # noqa: E402
 
 from tinyrps.devices import open_device  # noqa: E402
-from tinyrps.errors import UserError  # noqa: E402
+from tinyrps.infra.errors import UserError  # noqa: E402
 from tinyrps.export.runtime_check import runtime_refusal  # noqa: E402
 
 ACTIVATIONS = {"relu": nn.ReLU(), "hardtanh": nn.Hardtanh(-0.5, 0.5), "clamp": None}
@@ -37,7 +37,7 @@ class Standalone(nn.Module):
 
 @pytest.mark.parametrize("name", list(ACTIVATIONS))
 def test_a_standalone_activation_exports_and_runs_bit_exact(name, tmp_path):
-    from tinyrps.descriptor import Origin
+    from tinyrps.hardware.descriptor import Origin
     from tinyrps.export import export_model
     generator = torch.Generator().manual_seed(2)
     calibration = [(torch.randn(1, 4, 8, 8, generator=generator) * 2,) for _ in range(8)]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.firmware import build, build_firmware
 
 

@@ -32,7 +32,7 @@ def test_layers_add_up_to_the_inference(measured):
     assert abs(total_c - measured["instructions_per_inference_plain_c"]) \
         <= 0.05 * measured["instructions_per_inference_plain_c"]
     # the MACs are the program's own (the runtime's count), and they are the model's
-    from tinyrps.model import count_macs
+    from tinyrps.network.model import count_macs
     assert measured["macs"] == sum(layer["macs"] for layer in layers) == count_macs()
     assert all(layer["macs"] > 0 for layer in layers if "conv" in layer["op"] or "linear" in layer["op"])
 
@@ -67,7 +67,7 @@ def test_the_boot_meets_the_target_and_the_hash_is_counted_apart(measured):
 def test_a_measurement_of_a_slot_holding_another_program_is_refused(cortex_m_pte, exported_fast, monkeypatch):
     """The measurement asks the firmware for the hash of what it ran: figures of other bytes than the program's
     are never recorded as its own."""
-    from tinyrps.errors import UserError
+    from tinyrps.infra.errors import UserError
     from tinyrps.firmware import qemu
     other, plain = exported_fast("cortex-m55"), qemu.qemu_command
     monkeypatch.setattr(qemu, "qemu_command", lambda elf, pte, *rest: plain(elf, other, *rest))
@@ -83,7 +83,7 @@ def test_measurement_is_repeatable(measured, cortex_m_pte):
 
 def test_a_layer_on_other_kernels_than_the_build_is_refused():
     """The runtime's variant choice and the build's flags must agree; a disagreement is a bug, not a figure."""
-    from tinyrps.errors import UserError
+    from tinyrps.infra.errors import UserError
     from tinyrps.firmware.boards import get_board
     from tinyrps.measure.firmware import bound_kernels
 

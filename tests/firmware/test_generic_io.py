@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generic_programs import PROGRAMS, program_io, replay, sample_inputs  # noqa: E402
 
 from tinyrps.devices import open_device  # noqa: E402
-from tinyrps.errors import UserError  # noqa: E402
+from tinyrps.infra.errors import UserError  # noqa: E402
 
 CORES = {"cortex-m55": "mps3-an547", "cortex-m33": "mps2-an505", "cortex-m4": "mps2-an386"}
 

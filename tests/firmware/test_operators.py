@@ -16,7 +16,7 @@ from torch import nn
 from tinyrps.data import make_split
 from tinyrps.export import cortex_m
 from tinyrps.firmware.operators import runtime_operators
-from tinyrps.quantization import image_examples
+from tinyrps.network.quantization import image_examples
 from tinyrps.reference import cortex_m as reference
 
 

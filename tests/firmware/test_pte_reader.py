@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tinyrps.devices import open_device
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 
 REJECTED = 3
 
@@ -80,7 +80,7 @@ def test_a_tensor_list_is_parsed_like_executorchs_deserializer(native, native_to
 
 
 def test_runtime_reports_the_memory_plan_and_every_kernel_call(m55_pte, native, native_tool):
-    from tinyrps.model import count_macs
+    from tinyrps.network.model import count_macs
     info = json.loads(native.tool(native_tool, "info", m55_pte).stdout)
     dump = json.loads(native.tool(native_tool, "dump", m55_pte).stdout)
     planned = sum(-(-size // 16) * 16 for size in dump["plans"][0]["memory_sizes"])

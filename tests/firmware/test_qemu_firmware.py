@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.firmware import qemu
 from tinyrps.firmware.link import LinkError
 

@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.npu import blob
 from tinyrps.npu.program import Program
 

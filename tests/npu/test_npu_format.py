@@ -5,7 +5,7 @@ import struct
 import numpy as np
 import pytest
 
-from tinyrps.errors import UserError
+from tinyrps.infra.errors import UserError
 from tinyrps.npu import NpuCorrupt, NpuUnsupported, blob, output_stage, weights_u55
 from tinyrps.npu.program import Program
 

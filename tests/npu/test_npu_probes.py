@@ -33,7 +33,7 @@ def probe_program(name: str, target: str, tmp_path_factory) -> Path:
 
     def build(out: Path) -> None:
         import torch
-        from tinyrps.descriptor import Origin
+        from tinyrps.hardware.descriptor import Origin
         from tinyrps.export import export_model
         module, shape = {**PROBES, **U85_PROBES}[name]
         generator = torch.Generator().manual_seed(0)

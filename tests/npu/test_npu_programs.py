@@ -5,11 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from tinyrps import descriptor
+from tinyrps.hardware import descriptor
 from tinyrps.data import load_split
 from tinyrps.devices import default_device, open_device
-from tinyrps.pte import read_program
-from tinyrps.reference.ethos_u import graph_input_shape, images_to_float, io_quantization, quantize, read_tosa, run_graph
+from tinyrps.hardware.pte import read_program
+from tinyrps.reference.ethos_u import (graph_input_shape, images_to_float, io_quantization, quantize, read_tosa,
+                                       run_graph)
 
 pytestmark = pytest.mark.slow     # the TOSA reference model on the test split
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import fixture_cache
-from tinyrps import descriptor
-from tinyrps.errors import UserError
+from tinyrps.hardware import descriptor
+from tinyrps.infra.errors import UserError
 from tinyrps.npu import mlw_stream as mlw, weights_u85 as w85
 from tinyrps.reference.ethos_u import read_tosa
 
@@ -63,7 +63,7 @@ def layers_program(cli_session, tmp_path_factory):
     """get(config) -> the Layers network's program for that configuration, exported once (and kept)."""
     key_of = {name: fixture_cache.fixture_key("u85-layers", target, *memory, INPUT_SHAPE,
                                               modules=fixture_cache.package_modules("tinyrps.export")
-                                              + ["tinyrps.user_model", "tinyrps.cli"], files=[MODULES])
+                                              + ["tinyrps.network.user_model", "tinyrps.interfaces.cli"], files=[MODULES])
               for name, (target, memory) in CONFIGS.items()}
 
     def get(name: str) -> Path:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
+from ..infra.errors import UserError
 
 
 def image_tree(fw: Path, operator_names: list, layers: list, isa_kernels: str) -> dict:
@@ -57,7 +57,7 @@ def program_image_elf(program: bytes, layers: list, board: str) -> Path:
     from ..firmware.build import build_firmware
     from ..firmware.qemu import FIRMWARE_EXECUTABLE
     from ..firmware.sources import firmware_dir
-    from ..pte import program_contents
+    from ..hardware.pte import program_contents
     spec = get_board(board)
     operators = program_contents(program).operators
     if not layers:
@@ -73,7 +73,7 @@ def program_limits(program: bytes) -> dict:
     import json
     import subprocess
     from ..firmware.build import build_firmware
-    from ..tempdirs import temp_dir
+    from ..infra.tempdirs import temp_dir
     from .library import table_limits
     tool = build_firmware("native").tool("tinyrps-native")
     with temp_dir("limits") as work:

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
-from ..labels import IMAGE_SIZE, LABELS
-from ..families import npu_family
-from ..tempdirs import temp_dir
+from ..infra.errors import UserError
+from ..network.labels import IMAGE_SIZE, LABELS
+from ..hardware.families import npu_family
+from ..infra.tempdirs import temp_dir
 from .prerequisites import FVPS, check_all, find_fvp, find_toolchain, missing_prerequisites_message
 from .runner_build import build_environment, build_runner, flatc_path, refuse_paths_with_spaces
 from .runner_output import cycle_counts, output_file, parse_runner_output, problems, read_output_tensor
@@ -52,8 +52,8 @@ FvpSetup = namedtuple("FvpSetup", "model root settings fvp workdir env")
 def program_settings(model) -> dict:
     """Accelerator, system config and memory mode of an Ethos-U program, from its descriptor, and
     the SRAM Vela plans for it (the measure stage's figure, taken here if it was not yet)."""
-    from .. import descriptor
-    from ..pte import family_of_program, read_program
+    from ..hardware import descriptor
+    from ..hardware.pte import family_of_program, read_program
     model = Path(model)
     program = read_program(model)
     family = family_of_program(program, model)
@@ -89,13 +89,13 @@ def check_memory_fits(model: Path, settings: dict) -> None:
 def input_tensor_bytes(image: np.ndarray) -> bytes:
     """The program's input tensor for one uint8 [28,28] image: float32 [1,1,28,28] = image / 255,
     the same conversion as every other device."""
-    from ..model import images_to_tensor
+    from ..network.model import images_to_tensor
     return images_to_tensor(np.asarray(image)[None]).numpy().tobytes()
 
 
 def prepare_images(paths) -> list:
     """[(path, uint8 [28,28])] through the project's image loader (a bad file fails here, before any build)."""
-    from ..images import read_image
+    from ..network.images import read_image
     return [(Path(p), read_image(p).image) for p in paths]
 
 
@@ -199,7 +199,7 @@ def npu_ref_logits(model: Path, images: np.ndarray) -> np.ndarray:
 
 def output_step(model: Path) -> float:
     """One step of the program's output quantization: how far two NPU results may differ."""
-    from .. import descriptor
+    from ..hardware import descriptor
     described = descriptor.read(model)
     return described.info.quantization["output"]["scale"] if described is not None else 0.0
 
@@ -212,7 +212,7 @@ def agreement(logits: np.ndarray, expected: np.ndarray, step: float) -> dict:
 
 def image_entry(path: Path, logits: np.ndarray, counts: dict, log: Path, expected: np.ndarray, step: float) -> dict:
     """One image's result in the form `classify --json` uses, with the FVP's cycle counts."""
-    from ..labels import softmax
+    from ..network.labels import softmax
     probs = softmax(np.asarray(logits, np.float32))
     return {"path": str(path), "label": LABELS[int(probs.argmax())], "confidence": float(probs.max()),
             "probabilities": {label: float(v) for label, v in zip(LABELS, probs)},

@@ -22,7 +22,7 @@ the program's own (include/NAME.h), CMake and Make build files, an example and a
 
 What the generator needs to know, and from where:
 - the program's core and labels: its descriptor (program_facts; the one place to switch
-  to tinyrps.descriptor);
+  to tinyrps.hardware.descriptor);
 - its inputs, outputs, tables and the plain-C arena: the runtime itself, through the
   native build's `tinyrps-native info` and `dump`;
 - the arena with the core's ISA kernels, the kernels each layer binds there and the
@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..cores import core_names, find_core, get_core
-from ..errors import UserError
-from ..tempdirs import temp_dir
+from ..hardware.cores import core_names, find_core, get_core
+from ..infra.errors import UserError
+from ..infra.tempdirs import temp_dir
 from . import library_files, selection
 from .library_files import MANIFEST, MANIFEST_KIND
 
@@ -126,9 +126,9 @@ class ProgramFacts:
 
 
 def program_facts(pte: Path, program: bytes) -> ProgramFacts:
-    """Family, core and labels from the program's descriptor (T.json, tinyrps.descriptor)."""
-    from .. import descriptor
-    from ..pte import family_of_program
+    """Family, core and labels from the program's descriptor (T.json, tinyrps.hardware.descriptor)."""
+    from ..hardware import descriptor
+    from ..hardware.pte import family_of_program
     described = descriptor.read(pte, program)
     if described is None:
         family = family_of_program(program, pte)
@@ -231,7 +231,7 @@ def tinyrps_version() -> str:
 def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     """Write the library of a Cortex-M program to out_dir (see the module docstring); returns its manifest."""
     from ..firmware import firmware_dir
-    from ..pte import read_program
+    from ..hardware.pte import read_program
     name = check_name(name)
     out = check_out(out_dir)
     pte = Path(pte)

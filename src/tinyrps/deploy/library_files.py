@@ -293,7 +293,7 @@ def example_picture(spec: LibrarySpec) -> dict:
 
     from ..data import render
     from ..firmware import build_firmware
-    from ..tempdirs import temp_dir
+    from ..infra.tempdirs import temp_dir
     tool = build_firmware("native").tool("tinyrps-native")
     labels = np.arange(len(spec.facts.labels))
     images = render(labels, np.random.default_rng(EXAMPLE_SEED))

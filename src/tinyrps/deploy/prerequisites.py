@@ -14,7 +14,7 @@ from collections import namedtuple
 from pathlib import Path
 from typing import Optional
 
-from ..families import npu_family
+from ..hardware.families import npu_family
 
 Check = namedtuple("Check", "name ok detail")
 

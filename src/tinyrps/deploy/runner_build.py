@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ..errors import UserError
+from ..infra.errors import UserError
 from .prerequisites import BUILD_RUNNER, executorch_release
 
 SEMIHOSTING = "semihosting"

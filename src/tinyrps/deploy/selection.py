@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from ..infra.errors import UserError
 
 SELECTION_HEADER = "ops/operator_selection.h"   # relative to firmware/src
 LOADER = "runtime.c"                              # the runtime's API (tinyrps_runtime.h), the start of every build

@@ -11,8 +11,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..errors import UserError
-from ..families import npu_family
+from ..infra.errors import UserError
+from ..hardware.families import npu_family
 from .prerequisites import FVPS
 
 # The FVP truncates a longer semihosting command line.

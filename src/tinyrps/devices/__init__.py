@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import UserError, require_file
+from ..infra.errors import UserError, require_file
 
 if TYPE_CHECKING:        # the interface, for the annotation only: importing it here would cost every command
     from .base import Device
@@ -68,8 +68,8 @@ def open_device(name: str, model, **options) -> Device:
 
 def default_device(pte) -> str:
     """The device that runs this program by default, from its descriptor or its contents."""
-    from ..families import get_family
-    from ..pte import program_family
+    from ..hardware.families import get_family
+    from ..hardware.pte import program_family
     if Path(pte).suffix == ".pt":
         return "eager"
     return get_family(program_family(pte)).default_device
@@ -77,7 +77,7 @@ def default_device(pte) -> str:
 
 def wrong_family(model_path, actual: str, device_name: str) -> UserError:
     """The one line for a program of family `actual` given to a device of another family."""
-    from ..families import get_family
+    from ..hardware.families import get_family
     article = "an" if actual[0] in "aeiou" else "a"
     other = get_family(actual)
     devices = [d for d in other.devices if d != device_name]
@@ -88,8 +88,8 @@ def wrong_family(model_path, actual: str, device_name: str) -> UserError:
 def check_device_runs(pte, device_name: str) -> None:
     """Refuse, before any work, a device of one family named for a program of another (from the
     program's contents; the device checks the rest when it opens)."""
-    from ..families import FAMILIES
-    from ..pte import program_family
+    from ..hardware.families import FAMILIES
+    from ..hardware.pte import program_family
     family = program_family(pte)
     runs = {f.name for f in FAMILIES if device_name in f.devices}    # the mcu runs two families
     if runs and family not in runs:
@@ -120,8 +120,8 @@ def require_board_device(device_name: str, board) -> None:
 def require_tensor_device(pte, device_name: str) -> None:
     """Before `run` opens a device: one that gives the program's raw outputs, and advice that leads to
     one (a program no device here runs tensors of is said to be so, not sent to another device)."""
-    from ..families import get_family
-    from ..pte import program_family
+    from ..hardware.families import get_family
+    from ..hardware.pte import program_family
     family = get_family(program_family(pte))
     able = [d for d in family.devices if DEVICES[d].tensors]
     name = Path(pte).name

@@ -20,10 +20,10 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import UserError
-from ..labels import IMAGE_SIZE, LABELS
+from ..infra.errors import UserError
+from ..network.labels import IMAGE_SIZE, LABELS
 from . import wrong_family
-from ..pte import family_of_program
+from ..hardware.pte import family_of_program
 
 
 @dataclass
@@ -179,7 +179,7 @@ def require_family(model_path, family: str, device_name: str, program: bytes, de
     A descriptor that does not describe `program` (the program's bytes) is refused first, on
     every device. The family comes from the program's contents; with descriptor_only, from
     the descriptor alone, and a program without one is left to the device to judge."""
-    from .. import descriptor
+    from ..hardware import descriptor
     described = descriptor.read(model_path, program)
     if descriptor_only:
         actual = described.family if described is not None else family

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..errors import UserError
-from ..model import images_to_tensor, load_model
+from ..infra.errors import UserError
+from ..network.model import images_to_tensor, load_model
 from .base import Device
 
 

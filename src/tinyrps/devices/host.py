@@ -14,8 +14,8 @@ import sys
 
 import numpy as np
 
-from ..errors import UserError
-from ..pte import program_contents, read_program
+from ..infra.errors import UserError
+from ..hardware.pte import program_contents, read_program
 from .base import Device, RunResult, require_family
 
 
@@ -61,7 +61,7 @@ class HostDevice(Device):
         self._describe = "ExecuTorch runtime" + (f" ({', '.join(backends)})" if backends else " (portable kernels)")
 
     def _classify_batch(self, images: np.ndarray) -> np.ndarray:
-        from ..model import images_to_tensor
+        from ..network.model import images_to_tensor
         return self.method(images_to_tensor(images))[0].numpy()
 
     def _run_batch(self, arrays: list) -> RunResult:

@@ -39,10 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cores import display_name, find_core
-from ..errors import UserError
-from ..labels import LABELS
-from ..pte import read_program
+from ..hardware.cores import display_name, find_core
+from ..infra.errors import UserError
+from ..network.labels import LABELS
+from ..hardware.pte import read_program
 from .base import Device, RunResult, check_images, require_family
 
 TRANSPORTS = ("serial", "batch", "auto")
@@ -235,7 +235,7 @@ def _npu_figure(pte, target: str) -> dict:
 def _family(model_path: Path, program: bytes) -> str:
     """The family the device takes a program as: ethos-u when its descriptor says so and it has an Ethos-U
     delegate, else cortex-m."""
-    from .. import descriptor
+    from ..hardware import descriptor
     from ..firmware.npu_host import has_ethos_u
     described = descriptor.read(model_path, program)
     ethos_u = described is not None and described.family == "ethos-u" and has_ethos_u(program)
@@ -245,7 +245,7 @@ def _family(model_path: Path, program: bytes) -> str:
 def program_board(model_path: Path, board: str = None):
     """The board to run a program on: `board` if given, else the board of the core its descriptor
     names, else the default board."""
-    from .. import descriptor
+    from ..hardware import descriptor
     from ..firmware.boards import DEFAULT_BOARD, get_board
     if board:
         return get_board(board)

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from ..infra.errors import UserError
 from ..firmware import c_facts
-from ..labels import LABELS
-from ..pte import read_program
-from ..tempdirs import temp_dir
+from ..network.labels import LABELS
+from ..hardware.pte import read_program
+from ..infra.tempdirs import temp_dir
 from .base import Device, RunResult, require_family
 
 # exit status of tinyrps-native when it rejects the program

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import measure
-from ..errors import UserError
-from ..pte import read_program
+from ..infra.errors import UserError
+from ..hardware.pte import read_program
 from ..reference.ethos_u import dequantize, images_to_float, io_quantization, quantize
 from .base import Device, RunResult, require_family
 from .host import io_layouts

@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import measure
-from ..errors import UserError
-from ..pte import read_program
-from ..reference.ethos_u import dequantize, graph_input_shape, images_to_float, io_quantization, quantize, read_tosa, run_graph
+from ..infra.errors import UserError
+from ..hardware.pte import read_program
+from ..reference.ethos_u import (dequantize, graph_input_shape, images_to_float, io_quantization, quantize, read_tosa,
+                                 run_graph)
 from .base import Device, RunResult, require_family
 from .host import io_layouts
 

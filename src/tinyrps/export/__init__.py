@@ -4,14 +4,14 @@ The export quantizes, lowers and serialises, nothing else: it needs neither a cr
 toolchain nor an emulator, and what a program's figures are (footprint, instructions,
 Vela's estimate) is the measure stage's (tinyrps.measure).
 
-The targets and their families are the records of tinyrps.families; each family's
+The targets and their families are the records of tinyrps.hardware.families; each family's
 recipes module here (`host`, `ethos_u`, `cortex_m`) has `build(target, ctx) -> BuildResult`.
 Two drivers share one writer:
 
     export_target(run, target)        a training run's checkpoint -> RUN/export/T.pte
     export_model(model, inputs, ...)  any nn.Module with example inputs (`tinyrps export --module`)
 
-Each writes T.pte, its descriptor T.json (tinyrps.descriptor) and any kept intermediates in
+Each writes T.pte, its descriptor T.json (tinyrps.hardware.descriptor) and any kept intermediates in
 T/. Everything is built under temporary names first; then, with Ctrl-C held back, T/ is
 swapped in, T.pte renamed over the old one and T.json last, as the commit: a stop at any
 instant (Ctrl-C, a kill, a full disk) leaves the old program, the new one, or (a kill
@@ -31,16 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .. import ctrl_c
-from .. import descriptor as descriptors
-from ..artifacts.files import check_replaceable_file, fsync_dir, sha256_bytes, sha256_file
-from ..artifacts.records import check_run_data
-from ..artifacts.locks import folder_lock, interrupts_deferred
-from ..artifacts.staging import remove_dead_entries, swap_in
-from ..descriptor import Origin, ProgramDescriptor, TensorSpec
-from ..errors import UserError
-from ..families import Target, family_of_target, get_family, get_target, targets  # noqa: F401 (re-exported)
-from ..labels import LABELS, RPS_INPUT_CONVENTION, RPS_OUTPUT_CONVENTION
+from ..infra import ctrl_c
+from ..hardware import descriptor as descriptors
+from ..infra.artifacts.files import check_replaceable_file, fsync_dir, sha256_bytes, sha256_file
+from ..infra.artifacts.records import check_run_data
+from ..infra.artifacts.locks import folder_lock, interrupts_deferred
+from ..infra.artifacts.staging import remove_dead_entries, swap_in
+from ..hardware.descriptor import Origin, ProgramDescriptor, TensorSpec
+from ..infra.errors import UserError
+from ..hardware.families import Target, family_of_target, get_family, get_target, targets  # noqa: F401 (re-exported)
+from ..network.labels import LABELS, RPS_INPUT_CONVENTION, RPS_OUTPUT_CONVENTION
 
 
 @dataclass
@@ -59,7 +59,7 @@ class BuildContext:
 @dataclass
 class BuildResult:
     program: bytes                               # the .pte
-    info: object                                 # the family's descriptor record (tinyrps.families)
+    info: object                                 # the family's descriptor record (tinyrps.hardware.families)
     keep: dict = field(default_factory=dict)     # name -> file in workdir, kept in T/
 
 
@@ -84,9 +84,9 @@ def check_options(target: Target, options: dict) -> dict:
 
 def export_target(run_dir, target_name: str, data_dir=None, **options) -> Path:
     """Build one target from RUN/model.pt and write RUN/export/T.{pte,json}; return the .pte path."""
-    from ..arch import describe_arch
-    from ..model import INPUT_SHAPE, load_model
-    from ..quantization import calibration_images, image_examples, rps_calibration_note
+    from ..network.arch import describe_arch
+    from ..network.model import INPUT_SHAPE, load_model
+    from ..network.quantization import calibration_images, image_examples, rps_calibration_note
     import torch
 
     run_dir = Path(run_dir)

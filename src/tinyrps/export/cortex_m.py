@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..errors import UserError, one_line
-from ..families import CortexMInfo
+from ..infra.errors import UserError, one_line
+from ..hardware.families import CortexMInfo
 from ..reference.cortex_m import register_operators, replay
-from ..torch_settings import torch_threads
+from ..infra.torch_settings import torch_threads
 from . import BuildContext, BuildResult
 
 # Calibration examples on which an export checks the .pte replay against the edge program.
@@ -179,8 +179,8 @@ def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = T
 def lower_images(model, images, core: str) -> CortexMProgram:
     """`lower` with the RPS programs' input (float32 [1,1,28,28] = uint8 image / 255), calibrated on
     uint8 images [N,28,28]."""
-    from ..model import INPUT_SHAPE
-    from ..quantization import image_examples
+    from ..network.model import INPUT_SHAPE
+    from ..network.quantization import image_examples
     return lower(model, (torch.zeros(INPUT_SHAPE),), image_examples(images), core)
 
 

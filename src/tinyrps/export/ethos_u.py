@@ -1,12 +1,12 @@
 """Recipes for Arm Ethos-U NPUs: int8 PTQ, lowered to TOSA, compiled by Vela into one delegate.
 
 One target per accelerator configuration that Vela knows (`ethos-u55-128`,
-`ethos-u85-256`, ...; tinyrps.families.ACCELERATORS). The recipe quantizes with Arm's
+`ethos-u85-256`, ...; tinyrps.hardware.families.ACCELERATORS). The recipe quantizes with Arm's
 Ethos-U quantizer, lowers the whole graph to TOSA, lets Vela compile it into an NPU
 command stream and embeds that stream in the .pte. Only the input quantize and the output
 dequantize are left to the CPU; anything else falling back is an error.
 
-The descriptor's `ethos_u` record (tinyrps.families.EthosUInfo) holds the compiler
+The descriptor's `ethos_u` record (tinyrps.hardware.families.EthosUInfo) holds the compiler
 settings, the delegation, the program's input/output quantization and the sha256 of the
 TOSA graph Vela compiled. The graph is kept as T/out.tosa (the `npu-ref` device runs it
 through the TOSA reference model), with Vela's summary and per-layer tables and its log,
@@ -23,12 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError, one_line
-from ..families import NPU_DEFAULT_CONFIG, EthosUInfo, macs_per_cycle, npu_family
-from ..library_noise import output_to
-from ..quantization import pt2e_quantize
+from ..infra.errors import UserError, one_line
+from ..hardware.families import NPU_DEFAULT_CONFIG, EthosUInfo, macs_per_cycle, npu_family
+from ..infra.library_noise import output_to
+from ..network.quantization import pt2e_quantize
 from ..reference.ethos_u import io_quantization
-from ..vela import LOG_NAME, PER_LAYER_NAME, SUMMARY_NAME, TOSA_NAME, VELA_EXTRA_FLAGS, vela_config_names, vela_version
+from ..hardware.vela import (LOG_NAME, PER_LAYER_NAME, SUMMARY_NAME, TOSA_NAME, VELA_EXTRA_FLAGS, vela_config_names,
+                             vela_version)
 from . import BuildContext, BuildResult
 
 # Operators that may stay on the CPU: the float<->int8 conversion at the program's boundary.

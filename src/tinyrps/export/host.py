@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import UserError
-from ..families import HostInfo
-from ..quantization import pt2e_quantize, xnnpack_quantizer
+from ..infra.errors import UserError
+from ..hardware.families import HostInfo
+from ..network.quantization import pt2e_quantize, xnnpack_quantizer
 from . import BuildContext, BuildResult
 
 

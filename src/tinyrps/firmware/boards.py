@@ -4,15 +4,15 @@ Each board is one QEMU machine and one core. What the port's sources say -- the 
 (port.cmake), the SysTick clock (port.h), where the program and the boot descriptor go and
 how much RAM there is (the linker script) -- is read from them (c_facts.port), so it is
 written once; this table adds what only the host needs: the QEMU machine and the reduced-ISA
-builds. The core's own facts (its kernel variant, which board runs it) are its tinyrps.cores
+builds. The core's own facts (its kernel variant, which board runs it) are its tinyrps.hardware.cores
 record. `tests/firmware/test_boards.py` checks the port facts against the built firmware.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cores import core_names, find_core, get_core
-from ..errors import UserError
+from ..hardware.cores import core_names, find_core, get_core
+from ..infra.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Board:
 
     @property
     def isa_kernels(self) -> str:
-        """The kernel variant the core's ISA allows: "mve" or "dsp" (its tinyrps.cores record)."""
+        """The kernel variant the core's ISA allows: "mve" or "dsp" (its tinyrps.hardware.cores record)."""
         return get_core(self.core).isa
 
     @property
@@ -86,7 +86,7 @@ def get_board(name: str) -> Board:
 
 
 def board_for_core(core: str) -> Board:
-    """The board that runs a program exported for `core` (its tinyrps.cores record names it)."""
+    """The board that runs a program exported for `core` (its tinyrps.hardware.cores record names it)."""
     record = find_core(core)
     if record is None:
         raise UserError(f"no emulated board runs a {core} program; cores with a board: {', '.join(core_names())}")

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from ..infra.errors import UserError
 from .c_facts import limit_names
 from .sources import firmware_dir, source_files
 
@@ -155,7 +155,7 @@ def sources_fingerprint() -> str:
 def build_root() -> Path:
     """Where firmware builds live: the user's cache, never a source tree. A home folder that does not
     exist is not made: the builds then go into a temporary folder of this process."""
-    from ..tempdirs import missing_home, temporary_cache
+    from ..infra.tempdirs import missing_home, temporary_cache
     cache = os.environ.get("XDG_CACHE_HOME")
     if not cache:
         cache = temporary_cache() if missing_home() else str(Path.home() / ".cache")

@@ -24,7 +24,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..errors import UserError
+from ..infra.errors import UserError
 from . import c_facts
 from .tensors import TensorLayout, parse_description
 

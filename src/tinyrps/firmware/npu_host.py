@@ -38,7 +38,7 @@ LOG = "npu-host.log"
 
 def has_ethos_u(program: bytes) -> bool:
     """Whether a program has an Ethos-U delegate (and so needs the NPU link on a board)."""
-    from ..errors import UserError
+    from ..infra.errors import UserError
     from ..npu.blob import ethos_u_blobs
     try:
         return bool(ethos_u_blobs(program, "program"))

@@ -33,8 +33,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import UserError
-from ..tempdirs import temp_dir
+from ..infra.errors import UserError
+from ..infra.tempdirs import temp_dir
 from . import c_facts
 from .boards import DEFAULT_BOARD, firmware_kind, get_board
 from .build import APT_ARM

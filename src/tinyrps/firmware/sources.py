@@ -35,6 +35,6 @@ def firmware_dir() -> Path:
     for root in candidates:
         if (root / "CMakeLists.txt").is_file():
             return root
-    from ..errors import UserError     # here: setup.py loads this file on its own, outside the package
+    from ..infra.errors import UserError     # here: setup.py loads this file on its own, outside the package
     raise UserError(f"firmware sources not found (looked in {' and '.join(map(str, candidates))}): "
                     f"reinstall tinyrps from its wheel, or run it from a checkout of the repository")

@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import UserError
+from ..infra.errors import UserError
 from . import c_facts
 
 

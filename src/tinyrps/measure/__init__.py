@@ -20,7 +20,7 @@ takes it. Today:
               core, from one traced inference's executed instructions and a per-core timing
               model (tinyrps.measure.cycles): an estimate, never a measurement
     vela      (ethos-u)  Vela's performance estimate, read from the summary and per-layer
-              tables the export kept beside the program (tinyrps.vela)
+              tables the export kept beside the program (tinyrps.hardware.vela)
 
 Adding a measurement is one row and its function, here.
 """
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from .. import descriptor as descriptors
-from ..artifacts.files import atomic_write_json
-from ..errors import UserError
+from ..hardware import descriptor as descriptors
+from ..infra.artifacts.files import atomic_write_json
+from ..infra.errors import UserError
 
 MEASUREMENT_VERSION = 1
 VERSION_KEY = "measurement_version"
@@ -83,7 +83,7 @@ MEASUREMENTS = (
                 "tinyrps.measure.cycles:measure_program", _trace_tools_missing,
                 fingerprint="tinyrps.measure.cycles:fingerprint"),
     Measurement("vela", ("ethos-u",), "Vela's estimate of the NPU's time and memory",
-                "tinyrps.vela:measure_program"),
+                "tinyrps.hardware.vela:measure_program"),
 )
 
 
@@ -103,7 +103,7 @@ def measure(pte, quick: bool = False, only: Optional[tuple] = None, step: Callab
     count, one run of the fastest kernels), not the whole profile. `step(kind)` is called as each
     kind of measurement starts (progress). `core`: the core of a Cortex-M program that has no
     descriptor (written by ExecuTorch's own flow); the result says it was assumed."""
-    from ..pte import read_program
+    from ..hardware.pte import read_program
     pte = Path(pte)
     program = read_program(pte)
     described = descriptors.read(pte, program)
@@ -169,7 +169,7 @@ def read(pte) -> Optional[dict]:
 
 
 def _kinds_missing(raw: dict) -> bool:
-    from ..families import family_of_target
+    from ..hardware.families import family_of_target
     try:
         family = family_of_target(raw.get("target", "")).name
     except UserError:               # a program of no target of today (a user's module): what it has is all
@@ -197,7 +197,7 @@ def measure_programs(programs: dict, quiet: bool = False) -> dict:
     stderr is a terminal (a log shows the lines): name -> measurements."""
     import time
 
-    from ..progress import progress_bar, say
+    from ..infra.progress import progress_bar, say
     kinds = {name: len(measurements_for(descriptors.read(pte).family)) for name, pte in programs.items()}
     results = {}
     with progress_bar(quiet) as bar:

@@ -9,7 +9,7 @@ turns one inference's executed instructions into cycles with a timing model per 
    turn. The blocks are mapped onto the firmware's own disassembly (objdump), so every executed
    instruction is known by its mnemonic and operands; a conditional branch at a block's end was
    taken when the next block run is not the one that follows it.
-2. Each instruction is given cycles from its core's timing row (tinyrps.cores) (its class: alu, mul, div, load,
+2. Each instruction is given cycles from its core's timing row (tinyrps.hardware.cores) (its class: alu, mul, div, load,
    store, ... or one of the three MVE pipes) and the class of the instruction before it (a load
    after a load or store pipelines on the M4/M33; an MVE instruction issued while the one before
    it, of another pipe, is still in its second beat costs one cycle instead of two).
@@ -44,15 +44,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
-from ..cores import CoreTiming, timings
-from ..errors import UserError
-from ..tempdirs import temp_dir
+from ..hardware.cores import CoreTiming, timings
+from ..infra.errors import UserError
+from ..infra.tempdirs import temp_dir
 
 MODEL_VERSION = 1
 ESTIMATE_NOTE = "an estimate from the executed instructions and a per-core timing model, not a measurement"
 
 
-# core -> its cycle-model row (tinyrps.cores)
+# core -> its cycle-model row (tinyrps.hardware.cores)
 TIMINGS = timings()
 
 # ── instruction classes ──────────────────────────────────────────────────────

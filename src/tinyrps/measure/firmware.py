@@ -52,9 +52,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from ..infra.errors import UserError
 from ..firmware.boards import DEFAULT_BOARD, KERNEL_SET_NAMES, Board, get_board, kernels_name
-from ..tempdirs import temp_dir
+from ..infra.tempdirs import temp_dir
 
 # ELF32 section header flags and types
 SHF_ALLOC = 0x2
@@ -274,7 +274,7 @@ def measurement_inputs(described):
     """What the instruction count runs on: the RPS measurement images for the RPS classifiers (their
     input is a uint8 image / 255), else MEASURE_SAMPLES seeded samples of each declared input
     (floats standard normal, integers uniform over the dtype's range)."""
-    from ..labels import RPS_INPUT_CONVENTION
+    from ..network.labels import RPS_INPUT_CONVENTION
     if [t.convention for t in described.inputs] == [RPS_INPUT_CONVENTION]:
         return measurement_images()
     rng = np.random.default_rng(MEASURE_SEED)

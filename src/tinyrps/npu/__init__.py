@@ -14,7 +14,7 @@ anything malformed is a NpuCorrupt: both are UserErrors (one line, never a guess
 """
 from __future__ import annotations
 
-from ..errors import UserError
+from ..infra.errors import UserError
 
 
 class NpuError(UserError):

@@ -52,7 +52,7 @@ class Delegate:
 
 def ethos_u_blobs(program: bytes, name: str) -> list:
     """The processed bytes of every Ethos-U delegate of the first execution plan, in plan order."""
-    from ..pte import _Flatbuffer, _read_whole
+    from ..hardware.pte import _Flatbuffer, _read_whole
     with _read_whole(name):
         fb = _Flatbuffer(program)
         root = fb.root()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UserError
+from ..infra.errors import UserError
 
 ZDIV_NONE, END = 6, 7
 WDIV_RAW = 7

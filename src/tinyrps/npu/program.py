@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UserError
+from ..infra.errors import UserError
 from . import NpuCorrupt, blob, commands, machine
 
 

@@ -38,7 +38,7 @@ from typing import Sequence, Union
 
 import numpy as np
 
-from ..errors import UserError
+from ..infra.errors import UserError
 from .mlw_stream import mlw_decode
 
 # ACC_FORMAT.microblock -> the micro-block's (height, width).

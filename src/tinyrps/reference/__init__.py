@@ -7,6 +7,6 @@ bit), `ethos_u` runs an Ethos-U program's TOSA graph in Arm's TOSA reference mod
 the NPU computes). Devices and the evaluation use them; the export only checks, once,
 that the Cortex-M replay agrees with the graph it lowered.
 
-Each module's `evaluate(ctx)` is its family's check in an evaluation (tinyrps.families:
+Each module's `evaluate(ctx)` is its family's check in an evaluation (tinyrps.hardware.families:
 `Family.reference`).
 """

@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import UserError
+from ..infra.errors import UserError
 from ..firmware.c_facts import dtypes
-from ..labels import LABELS
-from ..torch_settings import torch_threads
+from ..network.labels import LABELS
+from ..infra.torch_settings import torch_threads
 
 # ExecuTorch ScalarType codes -> numpy / torch dtypes, from the runtime's dtype list (c_facts.dtypes).
 NP_DTYPES = {code: np.dtype(name).type for code, (name, _) in dtypes().items()}
@@ -278,7 +278,7 @@ def replays_in_background(pte_paths, images_uint8: np.ndarray):
         return
     images = np.ascontiguousarray(images_uint8)
     key_of_images = _images_digest(images)
-    from ..ctrl_c import worker_init, workers_start_blocked
+    from ..infra.ctrl_c import worker_init, workers_start_blocked
     pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
                                                   initializer=worker_init)
     try:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
-from ..library_noise import output_to
-from ..pte import kernel_calls
+from ..infra.errors import UserError
+from ..infra.library_noise import output_to
+from ..hardware.pte import kernel_calls
 
 QUANTIZE = "quantized_decomposed::quantize_per_tensor"
 DEQUANTIZE = "quantized_decomposed::dequantize_per_tensor"
@@ -91,7 +91,7 @@ def run_graph(tosa: bytes, inputs: list) -> np.ndarray:
 
 
 def images_to_float(images: np.ndarray) -> np.ndarray:
-    """uint8 [N,28,28] -> float32 [N,1,28,28] in [0,1], as tinyrps.model.images_to_tensor."""
+    """uint8 [N,28,28] -> float32 [N,1,28,28] in [0,1], as tinyrps.network.model.images_to_tensor."""
     return (images.astype(np.float32) / np.float32(255.0))[:, None]
 
 
@@ -139,8 +139,8 @@ def evaluate(ctx) -> dict:
 def npu_bit_exact(pte: Path, images: np.ndarray, npu_int8: np.ndarray) -> dict:
     """The npu device's int8 outputs (the command stream in tinyrps.npu) against the TOSA reference
     model's on the same images (the npu-ref device's computation)."""
-    from .. import descriptor as descriptors
-    from ..pte import read_program
+    from ..hardware import descriptor as descriptors
+    from ..hardware.pte import read_program
     program = read_program(pte)
     described = descriptors.read(pte, program)
     if described is None:
@@ -159,11 +159,11 @@ def int8_cpu_predictions(pte: Path, images: np.ndarray) -> np.ndarray:
     """Predicted labels of the int8-xnnpack recipe (PT2E, XNNPACK quantizer) for the run that made `pte`."""
     import torch
 
-    from .. import descriptor as descriptors
-    from ..artifacts.records import run_config
-    from ..artifacts.files import sha256_file
-    from ..model import images_to_tensor, load_model
-    from ..quantization import calibration_images, image_examples, pt2e_quantize, xnnpack_quantizer
+    from ..hardware import descriptor as descriptors
+    from ..infra.artifacts.records import run_config
+    from ..infra.artifacts.files import sha256_file
+    from ..network.model import images_to_tensor, load_model
+    from ..network.quantization import calibration_images, image_examples, pt2e_quantize, xnnpack_quantizer
     run_dir = Path(pte).resolve().parent.parent
     checkpoint = run_dir / "model.pt"
     described = descriptors.read(pte)

@@ -33,10 +33,10 @@ import statistics
 from pathlib import Path
 from typing import Optional
 
-from ..artifacts.files import atomic_write_json
-from ..errors import UserError
-from ..progress import progress_bar, say
-from ..torch_settings import TRAINING_THREADS
+from ..infra.artifacts.files import atomic_write_json
+from ..infra.errors import UserError
+from ..infra.progress import progress_bar, say
+from ..infra.torch_settings import TRAINING_THREADS
 from .budget import Clock, Meter, clock_for_this_machine, measured_costs, next_trial_fits, say_machine, trial_costs
 from .candidates import benchmark_images, evaluate_candidate, objective, probe_candidate
 from .final import retrain_best, run_finalists
@@ -78,7 +78,7 @@ def tune(settings: TuneSettings, quiet: bool = False) -> dict:
 
 
 def check_settings(settings: TuneSettings) -> None:
-    from ..families import family_of_target
+    from ..hardware.families import family_of_target
     from ..measure import measurements_for
     if not family_of_target(settings.target).tunable:
         raise UserError(f"--target must be an Ethos-U target (e.g. ethos-u85-128), not {settings.target}")
@@ -107,7 +107,7 @@ def check_settings(settings: TuneSettings) -> None:
 
 def check_teacher(settings: TuneSettings) -> None:
     """A bad --teacher (or a and T without one) is one line before any candidate trains."""
-    from ..artifacts.records import data_info
+    from ..infra.artifacts.records import data_info
     from ..train import check_distillation, open_teacher
     config = settings.train_config("tinyrps", 1, settings.seed)
     check_distillation(config, settings.out / "finalists")
@@ -191,6 +191,6 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
 
 
 def write_outputs(result: dict, out: Path) -> None:
-    from ..plots import plot_tune
+    from ..interfaces.plots import plot_tune
     atomic_write_json(out / TUNE_JSON, result)
     plot_tune(result["candidates"], result["pareto"], result.get("best"), out / TUNE_PLOT, result.get("finalists"))

@@ -17,8 +17,8 @@ import os
 import time
 from typing import Optional
 
-from ..progress import say
-from ..torch_settings import TRAINING_THREADS
+from ..infra.progress import say
+from ..infra.torch_settings import TRAINING_THREADS
 from .settings import TuneSettings
 
 

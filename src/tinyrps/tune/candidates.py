@@ -9,7 +9,7 @@ import socket
 from pathlib import Path
 from typing import Optional
 
-from ..errors import UserError
+from ..infra.errors import UserError
 from .budget import Clock, Meter
 from .selection import pick_best
 from .settings import ACCURACY_MARGIN, ANCHOR, LATENCY_SLACK, OBJECTIVES, PROBE_ERROR, PROBE_IMAGES, TuneSettings
@@ -23,7 +23,7 @@ def export_program(run_dir: Path, target: str) -> Path:
     operation (the same bytes; measured for c24-p-c48-p-c48-p-p3 at a load average of 2.6-3.6 on
     2 cores: 9.5-9.9 s of wall and CPU time on one thread against 22-37 s on two)."""
     from ..export import export_target
-    from ..torch_settings import torch_threads
+    from ..infra.torch_settings import torch_threads
     with torch_threads(1):
         return export_target(run_dir, target)
 
@@ -57,7 +57,7 @@ def benchmark_images(data_dir: Path) -> int:
 
 def npu_counts(pte: Path, data_dir: Path, split: str) -> dict:
     """How many images of a split an Ethos-U program reads right on the NPU reference (its TOSA
-    graph): {"correct", "images"}, the counts an accuracy's interval needs (tinyrps.stats)."""
+    graph): {"correct", "images"}, the counts an accuracy's interval needs (tinyrps.infra.stats)."""
     from ..data import load_split
     return read_right(pte, *load_split(data_dir, split))
 
@@ -79,7 +79,7 @@ def candidate_figures(arch: str, npu_pte: Path, mcu_pte: Optional[Path], val_acc
     """A candidate's figures from the measure stage: Vela's estimate of the NPU program, and, with
     a Cortex-M55 program (the pick's), its instructions per inference (one QEMU run, the quick
     measurement)."""
-    from ..arch import describe_arch
+    from ..network.arch import describe_arch
     from ..measure import measure
     vela = measure(npu_pte)["vela"]
     described = describe_arch(arch)
@@ -99,14 +99,14 @@ def probe_candidate(arch: str, settings: TuneSettings, status) -> dict:
     About 3 s on one thread, against 15-70 s for a candidate."""
     import torch
 
-    from ..arch import describe_arch
-    from ..descriptor import Origin
+    from ..network.arch import describe_arch
+    from ..hardware.descriptor import Origin
     from ..export import export_model
     from ..measure import measure
-    from ..model import INPUT_SHAPE, TinyRPS
-    from ..quantization import calibration_images, image_examples
-    from ..tempdirs import temp_dir
-    from ..torch_settings import torch_threads
+    from ..network.model import INPUT_SHAPE, TinyRPS
+    from ..network.quantization import calibration_images, image_examples
+    from ..infra.tempdirs import temp_dir
+    from ..infra.torch_settings import torch_threads
     status(f"NPU estimate of the untrained network on {settings.target}")
     torch.manual_seed(settings.seed)
     images = calibration_images(settings.data, PROBE_IMAGES)
@@ -126,7 +126,7 @@ def probe_limit(study, settings: TuneSettings) -> Optional[tuple]:
     limits = []
     if settings.max_npu_ms is not None:
         limits.append((settings.max_npu_ms * PROBE_ERROR, f"--max-npu-ms {settings.max_npu_ms:g}"))
-    from ..arch import ARCHITECTURES
+    from ..network.arch import ARCHITECTURES
     pick, anchor = pick_best(front_of(study), settings.pick_accuracy), measured_before(study, ARCHITECTURES[ANCHOR])
     if pick is not None and anchor is not None and \
             pick["val_accuracy"] >= min(settings.pick_accuracy, anchor["val_accuracy"] - ACCURACY_MARGIN) - 1e-12:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..progress import console, say
+from ..infra.progress import console, say
 from .budget import Clock, Meter
 from .candidates import candidate_figures, export_program, npu_accuracy, npu_counts, read_right
 from .settings import MCU_TARGET, TuneSettings
@@ -18,7 +18,7 @@ def run_finalists(finalists: list, settings: TuneSettings, quiet: bool, clock: O
     for the target and read on the selection split on the NPU reference: its candidate figures, with
     select_correct, select_images, select_accuracy, its run, its program and seconds."""
     from ..data import select_split
-    from ..stats import entry_accuracy
+    from ..infra.stats import entry_accuracy
     clock = clock or Clock()
     images, labels = select_split(settings.data)
     taught = f", taught by {settings.teacher}" if settings.teacher else ""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..arch import ARCH_EPOCHS
+from ..network.arch import ARCH_EPOCHS
 
 # The tuner retrains its pick this long: the small networks it finds learn like `fast`
 # (measured: its default search's pick reads 98.67 % after 4 epochs, 99.33 % after 10).
@@ -37,7 +37,7 @@ TUNE_PLOT = "tune.png"
 MCU_TARGET = "cortex-m55"
 
 # The pick is the fastest candidate of the front whose validation accuracy (int8, on the NPU reference,
-# after the candidates' short training) reaches PICK_ACCURACY (tinyrps.arch, `--pick-accuracy`): a bar,
+# after the candidates' short training) reaches PICK_ACCURACY (tinyrps.network.arch, `--pick-accuracy`): a bar,
 # not a ranking, because the short training favours the large networks, which learn faster, over the
 # small ones the full training brings as far. When no candidate reaches the bar, the candidates within
 # ACCURACY_MARGIN (a few images of the validation split) of the front's best count as equally accurate.

@@ -1,11 +1,11 @@
 """The search space (settings.SPACE): Optuna's categorical parameters, and the architecture spec
-(tinyrps.model, `--arch`) each point of the space stands for.
+(tinyrps.network.model, `--arch`) each point of the space stands for.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from ..arch import Layer, feature_shape, parse_arch, pooled
+from ..network.arch import Layer, feature_shape, parse_arch, pooled
 from .settings import SPACE
 
 

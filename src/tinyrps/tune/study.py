@@ -12,8 +12,8 @@ import os
 import time
 from pathlib import Path
 
-from ..arch import CHECKPOINT_RULE
-from ..errors import UserError, one_line
+from ..network.arch import CHECKPOINT_RULE
+from ..infra.errors import UserError, one_line
 from .settings import (ANCHOR, DIRECTIONS, GRACE_SECONDS, HEARTBEAT_SECONDS, STALE_RETRIES, STUDY_DB, STUDY_NAME,
                        TuneSettings)
 from .space import params_of
@@ -200,7 +200,7 @@ def enqueue_anchor(study, made: bool = True) -> None:
     enqueue it once. Each point of SPACE is one architecture."""
     from optuna.trial import TrialState
 
-    from ..arch import ARCHITECTURES
+    from ..network.arch import ARCHITECTURES
     params = params_of(ARCHITECTURES[ANCHOR])
     if params is None:
         return

@@ -91,7 +91,7 @@ def candidate_line(trial) -> str:
         return f"  #{trial.number} {attrs['arch']}: not trained: {attrs['pruned']} ({attrs['seconds']:.0f} s)"
     if "val_accuracy" not in attrs:
         return f"  #{trial.number} {attrs.get('arch', '?')}: {trial.state.name.lower()}"
-    from ..stats import entry_accuracy
+    from ..infra.stats import entry_accuracy
     repeat = f", as #{attrs['repeat_of']}" if "repeat_of" in attrs else ""
     val = entry_accuracy(attrs, key="val_accuracy", prefix="val_")
     return (f"  #{trial.number} {attrs['arch']}: val {val}, NPU {attrs['npu_ms']:.4f} ms, "
