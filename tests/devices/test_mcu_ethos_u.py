@@ -41,7 +41,7 @@ def host_int8(pte, images) -> tuple:
 @pytest.mark.parametrize("target", TARGETS)
 def test_bit_exact_with_the_npu_model_and_the_tosa_reference(exported, exported_fast, trained_run, target, network):
     from tinyrps.data import load_split
-    from tinyrps.infra.artifacts import run_config
+    from tinyrps.infra.artifacts.records import run_config
     images, _ = load_split(run_config(trained_run)["data"], "test")
     pte = (exported if network == "default" else exported_fast)(target)
     try:

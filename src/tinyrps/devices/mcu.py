@@ -108,9 +108,11 @@ class McuDevice(Device):
             raise UserError(f"the firmware booted on QEMU's {self.board.machine} reports board '{info.board}': "
                             "rebuild the firmware")
         if not info.loaded:
-            from ..firmware.qemu import load_refusal
+            from ..firmware.qemu import CORTEX_M_HINT, load_refusal
+            # an Ethos-U program's delegate the runtime refused: its blob is damaged, not the program's kind
+            hint = "export it again with `tinyrps export`" if self.family == "ethos-u" else CORTEX_M_HINT
             raise UserError(load_refusal(self.model_path.name, info.load_status, info.load_detail, info.arena_needed,
-                                         info.arena_capacity, info.board))
+                                         info.arena_capacity, info.board, hint))
 
     @property
     def int8_outputs(self) -> np.ndarray:

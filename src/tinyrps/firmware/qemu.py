@@ -424,7 +424,11 @@ def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, t
     return result
 
 
-def load_refusal(name: str, status: int, detail: str, needed: int, capacity: int, board: str) -> str:
+CORTEX_M_HINT = "export a Cortex-M program with `tinyrps export --target cortex-m55` (or another cortex-m target)"
+
+
+def load_refusal(name: str, status: int, detail: str, needed: int, capacity: int, board: str,
+                 hint: str = CORTEX_M_HINT) -> str:
     """The one line that says why the firmware of `board` did not load program `name`, and what to do: a
     program that does not fit says how much it needs against how much the board has."""
     statuses = {text: value for value, text in c_facts.status_names().items()}
@@ -435,8 +439,7 @@ def load_refusal(name: str, status: int, detail: str, needed: int, capacity: int
     if status == statuses["over runtime limit"]:
         return (f"{name} does not run on the {board} firmware ({detail}): that build's tables hold fewer; a program's "
                 "own image and library are sized to it (tinyrps.deploy)")
-    return (f"{name} does not run on the firmware ({detail}): export a Cortex-M program "
-            "with `tinyrps export --target cortex-m55` (or another cortex-m target)")
+    return f"{name} does not run on the firmware ({detail}): {hint}"
 
 
 def _parse_batch(raw: bytes, status: int, said: str, pte: Path, count: int, wall: float) -> BatchResult:
