@@ -29,8 +29,8 @@ class NpuDevice(Device):
 
     @classmethod
     def runs_on(cls, pte, target, described, board=None, port=None) -> tuple:
-        npu = getattr(getattr(described, "info", None), "accelerator", target).replace("ethos-u", "Ethos-U")
-        return f"{npu}, its command stream in tinyrps's NPU model", None
+        from .npu_ref import accelerator_name
+        return f"{accelerator_name(described, target)}, its command stream in tinyrps's NPU model", None
 
     @classmethod
     def figures(cls, stats: dict, pte, target: str, core) -> list:

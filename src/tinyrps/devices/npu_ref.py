@@ -30,8 +30,7 @@ class NpuRefDevice(Device):
 
     @classmethod
     def runs_on(cls, pte, target, described, board=None, port=None) -> tuple:
-        npu = getattr(getattr(described, "info", None), "accelerator", target).replace("ethos-u", "Ethos-U")
-        return f"{npu}, its TOSA graph in the reference model", None
+        return f"{accelerator_name(described, target)}, its TOSA graph in the reference model", None
 
     @classmethod
     def figures(cls, stats: dict, pte, target: str, core) -> list:
@@ -117,3 +116,8 @@ def vela_figure(stats: dict, pte, target: str) -> dict:
     clock = f" at {stats['clock_hz'] / 1e6:.0f} MHz" if stats.get("clock_hz") else ""
     return {"name": name, "value": f"{stats['npu_estimate_ms']:.3f} ms{clock}",
             "note": "Vela's estimate of the NPU's time for one inference, from `tinyrps measure`"}
+
+
+def accelerator_name(described, target: str) -> str:
+    """"Ethos-U85-128": the program's accelerator as labels name it (its descriptor's, else the target's)."""
+    return getattr(getattr(described, "info", None), "accelerator", target).replace("ethos-u", "Ethos-U")
