@@ -20,7 +20,7 @@ class DeviceRow:
     """What the commands know of a device before they open it (nothing here imports its module)."""
     module: str              # its module in tinyrps.devices
     cls: str                 # its Device class there
-    runs: str                # what it runs, for --help
+    runs: str                # what it runs (documentation of the table; no message reads it)
     profiles: bool = False   # it takes a per-layer profile of each inference (eval/run --etdump)
     slow: bool = False       # an inference takes a tenth of a second or more: large splits are refused
     tensors: bool = False    # it runs any program's tensors (`tinyrps run`), not only image classifiers

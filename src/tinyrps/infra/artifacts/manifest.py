@@ -153,7 +153,7 @@ def check_manifest(folder, kind: Optional[str] = None, files: Optional[Iterable[
     return manifest
 
 
-def _complete(folder: Path) -> bool:
+def manifest_complete(folder: Path) -> bool:
     """A folder whose manifest is there and whose listed files all match it."""
     try:
         check_manifest(folder)

@@ -26,7 +26,8 @@ from typing import Optional
 
 from .files import fsync_dir
 from .locks import folder_lock, interrupts_deferred, lock_path, real_target
-from .manifest import MANIFEST, _complete, describe_kind, folder_files, kind_text, read_manifest, write_manifest
+from .manifest import (MANIFEST, describe_kind, folder_files, kind_text, manifest_complete, read_manifest,
+                       write_manifest)
 from ..errors import UserError
 
 
@@ -75,7 +76,7 @@ def recover(target) -> None:
         return
     with interrupts_deferred():
         if not os.path.lexists(target):
-            complete = [s for s in stages if _complete(s)]
+            complete = [s for s in stages if manifest_complete(s)]
             pick = max(complete or olds, key=lambda p: p.stat().st_ctime, default=None)
             if pick is not None:
                 os.rename(pick, target)
