@@ -63,9 +63,9 @@ def run_user_errors(run: Path, scratch: Path) -> dict:
     return {
         "eval, a Cortex-M program on npu-ref": ["eval", "--run", str(run), "--program", "cortex-m55",
                                                 "--device", "npu-ref"],
-        "eval, --board for a host program": ["eval", "--run", str(run), "--program", "fp32", "--board", "mps2-an505"],
-        "bench, a Cortex-M program on host": ["bench", "--run", str(run), "--program", "cortex-m55", "--device", "host"],
-        "bench --model, --board for a host program": ["bench", "--model", str(fp32), "--board", "mps2-an505"],
+        "eval, --board for a cpu program": ["eval", "--run", str(run), "--program", "fp32", "--board", "mps2-an505"],
+        "bench, a Cortex-M program on executorch": ["bench", "--run", str(run), "--program", "cortex-m55", "--device", "executorch"],
+        "bench --model, --board for a cpu program": ["bench", "--model", str(fp32), "--board", "mps2-an505"],
         "bench --model, a Cortex-M program on npu-ref": ["bench", "--model", str(m55), "--device", "npu-ref"],
         "export, an option of another family": ["export", "--run", str(run), "--target", "cortex-m55",
                                                 "--system-config", "Ethos_U85_SYS_DRAM_Mid"],

@@ -56,7 +56,7 @@ def test_the_chart_shows_each_programs_time_on_its_hardware():
     cycles = {"estimated_ms": 84.4, "uncertainty": 0.3, "clock_hz": 32_000_000}
     bench = {"programs": {
         "eager": {"device": "eager", "latency_ms": 0.8},
-        "int8-xnnpack": {"device": "host", "latency_ms": 0.12, "ratio_to_eager": 0.15},
+        "int8-xnnpack": {"device": "executorch", "latency_ms": 0.12, "ratio_to_eager": 0.15},
         "ethos-u85-128": {"device": "npu-ref", "latency_ms": 13.3, "simulated_by": "the TOSA reference model",
                           "vela": {"inference_ms": 0.207}},
         "cortex-m55": {"device": "mcu", "latency_ms": 102.4, "simulated_by": "QEMU", "cycles": cycles},

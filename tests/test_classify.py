@@ -36,7 +36,7 @@ def test_json_contract(cli, exported, pictures):
     res = cli("classify", "--model", model, pictures / "a-rock.png", pictures / "b-paper.png", "--json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert out["model"] == str(model) and out["device"] == "host" and "xnnpack" in out["runs_on"].lower()
+    assert out["model"] == str(model) and out["device"] == "executorch" and "xnnpack" in out["runs_on"].lower()
     assert [r["path"] for r in out["results"]] == [str(pictures / "a-rock.png"), str(pictures / "b-paper.png")]
     for r in out["results"]:
         assert r["letter_found"] is True

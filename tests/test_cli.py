@@ -51,7 +51,15 @@ def test_unknown_target(cli, trained_run):
 
 
 def test_unknown_device(cli, exported):
-    assert_user_error(cli("play", "--model", exported("fp32"), "--device", "tpu"), "tpu", "host")
+    assert_user_error(cli("play", "--model", exported("fp32"), "--device", "tpu"), "tpu", "executorch")
+
+
+def test_the_old_name_of_the_executorch_device_still_works_and_help_hides_it():
+    from tinyrps.interfaces.cli import build_parser
+    parser = build_parser()
+    assert parser.parse_args(["play", "--model", "m.pte", "--device", "host"]).device == "executorch"
+    sub = next(a for a in parser._actions if a.dest == "command").choices["play"]
+    assert "executorch" in sub.format_help() and "host," not in sub.format_help()
 
 
 def test_bad_moves(cli, exported):
@@ -177,7 +185,7 @@ def test_program_family_takes_its_article(cli, exported, descriptor_like, tmp_pa
 
 
 def test_port_is_for_the_mcu_only(cli, exported):
-    assert_user_error(cli("play", "--model", exported("fp32"), "--device", "host", "--port", "/dev/ttyACM0",
+    assert_user_error(cli("play", "--model", exported("fp32"), "--device", "executorch", "--port", "/dev/ttyACM0",
                           "--moves", "r"), "--port is for --device mcu")
 
 

@@ -245,9 +245,9 @@ def test_run_writes_the_boards_profile_for_inspector(cli, cortex_m_pte, test_ima
 
 
 @pytest.mark.parametrize("extra, message", [
-    (("--device", "host"), "--etdump needs --device mcu"),
+    (("--device", "executorch"), "--etdump needs --device mcu"),
     (("--device", "mcu", "--port", "socket://127.0.0.1:1"), "--etdump needs --device mcu"),
-], ids=["host", "serial-port"])
+], ids=["executorch", "serial-port"])
 def test_run_etdump_without_the_board_is_one_line(cli, exported, tmp_path, extra, message):
     np.savez(tmp_path / "in.npz", input0=np.zeros((1, 1, 28, 28), np.float32))
     res = cli("run", "--model", exported("cortex-m55"), "--inputs", tmp_path / "in.npz", "--out", tmp_path / "out.npz",
@@ -337,9 +337,9 @@ def test_eval_on_native_writes_one_run_per_batch(cli, trained_run, exported, tmp
 @pytest.mark.parametrize("extra, message", [
     (("--program", "cortex-m55", "--program", "int8-xnnpack"), "--etdump profiles one program and 2 are selected"),
     (("--program", "int8-xnnpack",), "--etdump needs a Cortex-M program on --device mcu or native"),
-    (("--program", "cortex-m55", "--device", "host"), "not cortex-m55 on host"),
+    (("--program", "cortex-m55", "--device", "executorch"), "not cortex-m55 on executorch"),
     (("--program", "cortex-m55", "--port", "socket://127.0.0.1:1"), "a board on a serial port sends no"),
-], ids=["two-programs", "not-cortex-m", "host", "serial-port"])
+], ids=["two-programs", "not-cortex-m", "executorch", "serial-port"])
 def test_eval_etdump_refusals_are_one_line(cli, trained_run, exported, tmp_path, extra, message):
     exported("cortex-m55"), exported("int8-xnnpack")
     res = cli("eval", "--run", trained_run, "--limit", "5", "--etdump", tmp_path / "p.etdp", *extra)

@@ -15,7 +15,7 @@ def test_eval_json_contract(cli, trained_run, exported):
     assert 0.8 < programs["eager"]["accuracy"] <= 1
     for name in ("fp32", "int8-xnnpack"):
         v = programs[name]
-        assert v["device"] == "host"
+        assert v["device"] == "executorch"
         assert 0 <= v["accuracy"] <= 1 and 0.95 <= v["agreement"] <= 1
     assert programs["fp32"]["agreement"] == 1.0
     assert programs["fp32"]["accuracy"] == programs["eager"]["accuracy"]
@@ -122,7 +122,7 @@ def test_programs_computing_the_same_function_are_computed_once(trained_run, exp
     with open_device("npu-ref", u55) as first, open_device("npu-ref", u85) as second:
         assert first.computation() == second.computation()
         np.testing.assert_array_equal(first.classify(images), second.classify(images))
-    with open_device("host", exported("int8-xnnpack")) as host:
+    with open_device("executorch", exported("int8-xnnpack")) as host:
         assert host.computation() is None       # not known to be shared: always computed
     result = evaluate(trained_run, only=["ethos-u55-128", "ethos-u85-128"], limit=20, quiet=True,
                       device_override="npu-ref")

@@ -33,7 +33,7 @@ def copy_with_descriptor(program, descriptor_of, folder, name="model.pte"):
 
 
 def test_a_descriptor_describing_another_program_is_refused(exported, tmp_path):
-    """A host program beside a Cortex-M program's descriptor (the .pte was replaced after
+    """A cpu program beside a Cortex-M program's descriptor (the .pte was replaced after
     the export): its family must not come from that descriptor."""
     stale = copy_with_descriptor(exported("fp32"), exported("cortex-m55"), tmp_path)
     for family_of in (program_family, default_device):
@@ -41,10 +41,10 @@ def test_a_descriptor_describing_another_program_is_refused(exported, tmp_path):
             family_of(stale)
 
 
-@pytest.mark.parametrize("device", ["host", "native", "mcu"])
+@pytest.mark.parametrize("device", ["executorch", "native", "mcu"])
 def test_every_device_refuses_a_stale_descriptor(exported, tmp_path, device):
-    program = exported("fp32") if device == "host" else exported("cortex-m55")
-    other = exported("int8-xnnpack") if device == "host" else exported("cortex-m4")
+    program = exported("fp32") if device == "executorch" else exported("cortex-m55")
+    other = exported("int8-xnnpack") if device == "executorch" else exported("cortex-m4")
     stale = copy_with_descriptor(program, other, tmp_path)
     with pytest.raises(UserError, match="does not match its descriptor"):
         open_device(device, stale)
@@ -101,7 +101,7 @@ print(json.dumps({"family": family, "loaded": sorted(h for h in heavy if h in sy
 """
 
 
-@pytest.mark.parametrize("target,family", [("fp32", "host"), ("cortex-m55", "cortex-m")])
+@pytest.mark.parametrize("target,family", [("fp32", "cpu"), ("cortex-m55", "cortex-m")])
 def test_reading_a_program_and_its_descriptor_imports_no_torch(exported, target, family):
     import subprocess
     import sys
@@ -167,3 +167,14 @@ def test_a_damaged_program_is_read_whole_or_refused_in_one_line(exported, monkey
             outcomes["refused"] += 1
         data[at] ^= int(flip)
     assert outcomes["refused"] and outcomes["other calls"], outcomes
+
+
+def test_a_descriptor_of_the_family_s_old_name_is_read_as_the_cpu_family(exported, tmp_path):
+    """0.1.0 called the cpu family "host": its descriptors stay readable for one release."""
+    from tinyrps.hardware import descriptor
+    program = copy_with_descriptor(exported("fp32"), exported("fp32"), tmp_path)
+    raw = json.loads(program.with_suffix(".json").read_text())
+    assert raw["family"] == "cpu"
+    raw["family"], raw["host"] = "host", raw.pop("cpu")
+    program.with_suffix(".json").write_text(json.dumps(raw))
+    assert descriptor.read(program).family == "cpu" and default_device(program) == "executorch"

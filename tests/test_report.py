@@ -18,7 +18,7 @@ def summary_of_a_run() -> dict:
         "training": {"epochs": [{"epoch": 1}, {"epoch": 2}], "val_accuracy": 0.995},
         "eval": {"test_images": 600, "programs": {
             "eager": {"accuracy": 0.9967, "device": "eager"},
-            "int8-xnnpack": {"accuracy": 0.9983, "device": "host", "agreement": 0.9983, "max_abs_logit_diff": 8.8},
+            "int8-xnnpack": {"accuracy": 0.9983, "device": "executorch", "agreement": 0.9983, "max_abs_logit_diff": 8.8},
             "ethos-u85-128": {"accuracy": 0.9983, "device": "npu-ref", "agreement": 1.0,
                               "agreement_with": "int8-xnnpack", "max_abs_logit_diff": 8.8},
             "cortex-m55": {"accuracy": 0.9967, "device": "mcu", "agreement": 1.0, "max_abs_logit_diff": 8.9,
@@ -27,14 +27,14 @@ def summary_of_a_run() -> dict:
         "bench": {"rounds": 10, "runs": 200, "block_s": 0.1, "render_images_per_s": 8140.0,
                   "eager_size_bytes": 120000, "programs": {
                       "eager": {"device": "eager", "latency_ms": 0.45, "runs": 200},
-                      "int8-xnnpack": {"device": "host", "latency_ms": 0.052, "runs": 2000, "ratio_to_eager": 0.114,
+                      "int8-xnnpack": {"device": "executorch", "latency_ms": 0.052, "runs": 2000, "ratio_to_eager": 0.114,
                                        "size_bytes": 437260},
                       "ethos-u85-128": {"device": "npu-ref", "latency_ms": 14.8, "runs": 200, "ratio_to_eager": 32.9,
                                         "size_bytes": 405696, "simulated_by": "the TOSA reference model",
                                         "vela": VELA},
                       "cortex-m55": {"device": "mcu", "latency_ms": 97.0, "runs": 20, "ratio_to_eager": 216.0,
                                      "size_bytes": 437820, "simulated_by": "QEMU", "firmware": FIRMWARE}}},
-        "game": [{"target": "int8-xnnpack", "device": "host", "you": "rock", "you_pred": "rock", "you_conf": 0.99,
+        "game": [{"target": "int8-xnnpack", "device": "executorch", "you": "rock", "you_pred": "rock", "you_conf": 0.99,
                   "opponent": "paper", "opp_pred": "paper", "opp_conf": 0.98, "outcome": "lose"}],
         "skipped": {},
     }

@@ -81,21 +81,21 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def host_pte(exported):
+def cpu_pte(exported):
     return exported("int8-xnnpack")
 
 
 @pytest.fixture(scope="module")
-def host_server(host_pte):
-    with Served([host_pte]) as served:
+def cpu_server(cpu_pte):
+    with Served([cpu_pte]) as served:
         yield served
 
 
-def test_the_page_and_its_files_are_served_from_the_package_with_no_outside_address(host_server):
-    page = host_server.client.get("/")
+def test_the_page_and_its_files_are_served_from_the_package_with_no_outside_address(cpu_server):
+    page = cpu_server.client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     for name, kind in (("app.js", "text/javascript"), ("style.css", "text/css")):
-        asset = host_server.client.get(f"/{name}")
+        asset = cpu_server.client.get(f"/{name}")
         assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind)
         assert "http://" not in asset.text and "https://" not in asset.text, name
     assert "http://" not in page.text and "https://" not in page.text
@@ -111,7 +111,7 @@ def test_programs_lists_every_program_with_its_device(trained_run, exported):
     with Served(runs=[trained_run]) as served:
         info = served.client.get("/api/programs").json()
     devices = {p["target"]: p["device"] for p in info["programs"]}
-    assert devices["int8-xnnpack"] == "host" and devices["ethos-u85-128"] == "npu"
+    assert devices["int8-xnnpack"] == "executorch" and devices["ethos-u85-128"] == "npu"
     assert devices["cortex-m55"] == "mcu"
     assert info["default"] == "int8-xnnpack" and info["opponents"] == ["random", "adaptive"]
     assert {"upload_bytes", "pixels"} <= set(info["limits"])
@@ -119,11 +119,11 @@ def test_programs_lists_every_program_with_its_device(trained_run, exported):
     assert "Cortex-M55" in label and "mps3-an547" in label
 
 
-def test_a_drawn_move_answers_every_field(host_server, host_pte):
+def test_a_drawn_move_answers_every_field(cpu_server, cpu_pte):
     from tinyrps.interfaces.game import outcome
     from tinyrps.network.images import read_image_bytes
     from tinyrps.network.labels import LABELS
-    answer = host_server.play(tab="fields-tab-1", opponent="random")
+    answer = cpu_server.play(tab="fields-tab-1", opponent="random")
     assert answer.status_code == 200, answer.text
     a = answer.json()
     seen = read_image_bytes(R_PNG, "drawing.png")
@@ -137,71 +137,71 @@ def test_a_drawn_move_answers_every_field(host_server, host_pte):
     assert decoded(theirs["image"]).shape == (28, 28)
     assert a["outcome"] == outcome(you["label"], theirs["label"])
     assert a["round"] == 1 and sum(a["score"].values()) == 1 and a["score"][a["outcome"]] == 1
-    assert a["program"]["id"] == "int8-xnnpack" and a["program"]["device"] == "host"
+    assert a["program"]["id"] == "int8-xnnpack" and a["program"]["device"] == "executorch"
     assert a["runs_on"].startswith("ExecuTorch runtime")
     assert a["stats"]["host_ms"] > 0 and a["stats"]["read_ms"] > 0 and a["notice"] is None
     names = [f["name"] for f in a["figures"]]
     assert names == ["host latency", "picture read"] and all(f["note"] for f in a["figures"])
-    second = host_server.play(tab="fields-tab-1").json()
+    second = cpu_server.play(tab="fields-tab-1").json()
     assert second["round"] == 2 and sum(second["score"].values()) == 2
 
 
-def test_no_letter_found_plays_no_round(host_server):
-    a = host_server.play(blank_png(), tab="blank-tab-1").json()
+def test_no_letter_found_plays_no_round(cpu_server):
+    a = cpu_server.play(blank_png(), tab="blank-tab-1").json()
     assert a["you"]["letter_found"] is False and a["you"]["label"] is None and a["you"]["confidence"] is None
     assert a["opponent"] is None and a["outcome"] is None and a["round"] is None
     assert a["score"] == {"win": 0, "lose": 0, "tie": 0}
     assert decoded(a["you"]["image"]).shape == (28, 28)
 
 
-def test_the_score_is_kept_per_tab_and_a_new_game_resets_it(host_server):
+def test_the_score_is_kept_per_tab_and_a_new_game_resets_it(cpu_server):
     for _ in range(2):
-        host_server.play(tab="tab-a-0001")
-    other = host_server.play(tab="tab-b-0001").json()
+        cpu_server.play(tab="tab-a-0001")
+    other = cpu_server.play(tab="tab-b-0001").json()
     assert other["round"] == 1 and sum(other["score"].values()) == 1
-    reset = host_server.client.post("/api/new-game", params={"tab": "tab-a-0001"})
+    reset = cpu_server.client.post("/api/new-game", params={"tab": "tab-a-0001"})
     assert reset.json()["score"] == {"win": 0, "lose": 0, "tie": 0}
-    assert host_server.play(tab="tab-a-0001").json()["round"] == 1
+    assert cpu_server.play(tab="tab-a-0001").json()["round"] == 1
 
 
-def test_a_non_image_gets_400_with_the_message_of_classify(host_server, tmp_path):
+def test_a_non_image_gets_400_with_the_message_of_classify(cpu_server, tmp_path):
     from tinyrps.infra.errors import UserError
     from tinyrps.network.images import read_image
     for name, data in (("notes.png", b"these are words, not pixels"), ("cut.png", R_PNG[:len(R_PNG) // 2])):
-        answer = host_server.client.post("/api/play", params={"tab": "errors-tab-1"}, content=data,
+        answer = cpu_server.client.post("/api/play", params={"tab": "errors-tab-1"}, content=data,
                                          headers={"x-picture-name": name})
         assert answer.status_code == 400, answer.text
         (tmp_path / name).write_bytes(data)
         with pytest.raises(UserError) as classify_said:
             read_image(tmp_path / name)
         assert answer.json()["error"] == str(classify_said.value).replace(str(tmp_path / name), name)
-    assert "not an image Pillow can read" in host_server.client.post(
+    assert "not an image Pillow can read" in cpu_server.client.post(
         "/api/play", params={"tab": "errors-tab-1"}, content=b"words").json()["error"]
 
 
-def test_too_large_uploads_get_413_with_the_readers_message(host_server):
+def test_too_large_uploads_get_413_with_the_readers_message(cpu_server):
     from tinyrps.network.images import MAX_PIXELS
     from tinyrps.interfaces.serve.app import MAX_UPLOAD_BYTES
-    answer = host_server.play(huge_png(), tab="large-tab-1")
+    answer = cpu_server.play(huge_png(), tab="large-tab-1")
     assert answer.status_code == 413
     assert answer.json()["error"] == (f"drawing.png is too large (12000x9000 pixels; at most {MAX_PIXELS:,} pixels): "
                                       "scale it down first")
-    answer = host_server.play(b"\0" * (MAX_UPLOAD_BYTES + 1), tab="large-tab-1")
+    answer = cpu_server.play(b"\0" * (MAX_UPLOAD_BYTES + 1), tab="large-tab-1")
     assert answer.status_code == 413 and "too large" in answer.json()["error"]
     assert f"at most {MAX_UPLOAD_BYTES:,} bytes" in answer.json()["error"]
 
 
-def test_bad_requests_get_400_in_one_line(host_server):
+def test_bad_requests_get_400_in_one_line(cpu_server):
     cases = {"unknown program 'tpu'": dict(program="tpu"), "unknown opponent 'psychic'": dict(opponent="psychic"),
              "tab must be": dict(tab="../../etc")}
     for needle, query in cases.items():
-        answer = host_server.play(**query)
+        answer = cpu_server.play(**query)
         assert answer.status_code == 400 and needle in answer.json()["error"], (query, answer.text)
         assert "\n" not in answer.json()["error"]
-    empty = host_server.play(b"", tab="empty-tab-1")
+    empty = cpu_server.play(b"", tab="empty-tab-1")
     assert empty.status_code == 400 and "no picture" in empty.json()["error"]
-    assert host_server.client.get("/api/play").status_code == 405
-    assert host_server.client.get("/", headers={"host": "evil.example"}).status_code == 400
+    assert cpu_server.client.get("/api/play").status_code == 405
+    assert cpu_server.client.get("/", headers={"host": "evil.example"}).status_code == 400
 
 
 def test_a_picture_name_is_a_name_never_a_path():
@@ -215,31 +215,31 @@ def test_a_picture_name_is_a_name_never_a_path():
     assert picture_name("a\u202eb\x00c.png") == "abc.png"          # no direction override, no control
 
 
-def test_a_picture_name_in_any_script_reaches_the_message_through_the_query(host_server):
+def test_a_picture_name_in_any_script_reaches_the_message_through_the_query(cpu_server):
     """A header carries Latin-1 only: the page sends the name in the query, percent-encoded."""
     name = "石头 — ✌️.png"
-    answer = host_server.client.post("/api/play", params={"tab": "name-tab-01", "name": name}, content=b"words")
+    answer = cpu_server.client.post("/api/play", params={"tab": "name-tab-01", "name": name}, content=b"words")
     assert answer.status_code == 400 and answer.json()["error"].startswith(f"{name} is not an image"), answer.text
-    good = host_server.client.post("/api/play", params={"tab": "name-tab-01", "name": name}, content=R_PNG)
+    good = cpu_server.client.post("/api/play", params={"tab": "name-tab-01", "name": name}, content=R_PNG)
     assert good.status_code == 200 and good.json()["you"]["label"] == "rock"
 
 
-def test_only_the_pages_own_origin_changes_a_score(host_server):
+def test_only_the_pages_own_origin_changes_a_score(cpu_server):
     """A page of another site can POST text/plain with no preflight: Origin and Sec-Fetch-Site say
     where it comes from, and such a request is refused before it plays or resets anything."""
     tab = "origin-tab-01"
-    assert host_server.play(tab=tab).json()["round"] == 1
+    assert cpu_server.play(tab=tab).json()["round"] == 1
     foreign = [{"origin": "http://evil.example", "content-type": "text/plain"},
                {"origin": "null", "content-type": "text/plain"},
                {"sec-fetch-site": "cross-site", "content-type": "text/plain"},
                {"sec-fetch-site": "same-site", "origin": "http://other.testserver"}]
     for headers in foreign:
         for path in ("/api/play", "/api/new-game"):
-            answer = host_server.client.post(path, params={"tab": tab}, content=R_PNG, headers=headers)
+            answer = cpu_server.client.post(path, params={"tab": tab}, content=R_PNG, headers=headers)
             assert answer.status_code == 403, (path, headers, answer.text)
             assert "plays only for its own page" in answer.json()["error"]
     own = {"origin": "http://testserver", "sec-fetch-site": "same-origin", "content-type": "image/png"}
-    answer = host_server.client.post("/api/play", params={"tab": tab}, content=R_PNG, headers=own)
+    answer = cpu_server.client.post("/api/play", params={"tab": tab}, content=R_PNG, headers=own)
     assert answer.status_code == 200 and answer.json()["round"] == 2, "a refused request changed the score"
 
 
@@ -272,8 +272,8 @@ def test_the_npu_reference_reports_vela_estimate_from_the_measurement(exported):
     assert {f["name"]: f for f in a["figures"]}["Ethos-U85-128 time (Vela estimate)"]["value"].startswith(f"{ms:.3f} ms")
 
 
-def test_pictures_are_read_in_worker_processes_the_same_way(host_pte):
-    with Served([host_pte], reader_workers=2) as served:
+def test_pictures_are_read_in_worker_processes_the_same_way(cpu_pte):
+    with Served([cpu_pte], reader_workers=2) as served:
         a = served.play(tab="workers-tab-1").json()
         assert served.play(b"words", tab="workers-tab-1").status_code == 400
         assert served.play(huge_png(), tab="workers-tab-1").status_code == 413
@@ -281,11 +281,11 @@ def test_pictures_are_read_in_worker_processes_the_same_way(host_pte):
     assert np.array_equal(decoded(a["you"]["image"]), read_image_bytes(R_PNG, "x").image)
 
 
-def test_a_reader_killed_from_outside_is_restarted_and_the_next_move_is_not_blamed(host_pte):
+def test_a_reader_killed_from_outside_is_restarted_and_the_next_move_is_not_blamed(cpu_pte):
     import os
     import signal
     from tinyrps.interfaces.serve.reader import READER_RESTARTED
-    with Served([host_pte], reader_workers=1) as served:
+    with Served([cpu_pte], reader_workers=1) as served:
         assert served.play(tab="reader-tab-1").status_code == 200
         (worker,) = served.game.reader._pool._processes.values()
         os.kill(worker.pid, signal.SIGKILL)
@@ -375,8 +375,8 @@ def wait_until(condition, timeout=30.0, what="the condition"):
         time.sleep(0.02)
 
 
-def test_a_move_whose_client_left_leaves_the_queue_and_is_not_scored(host_pte):
-    with Live([host_pte]) as live:
+def test_a_move_whose_client_left_leaves_the_queue_and_is_not_scored(cpu_pte):
+    with Live([cpu_pte]) as live:
         slot = live.game.slots["int8-xnnpack"]
         release = live.block_device("int8-xnnpack")
         client = live.raw(play_request("gone-tab-0001"))
@@ -390,9 +390,9 @@ def test_a_move_whose_client_left_leaves_the_queue_and_is_not_scored(host_pte):
         assert live.game.moves == 0 and not live.game.tab_moves
 
 
-def test_a_move_whose_client_leaves_during_its_inference_skips_the_opponents_and_is_not_scored(host_pte):
+def test_a_move_whose_client_leaves_during_its_inference_skips_the_opponents_and_is_not_scored(cpu_pte):
     import time
-    with Live([host_pte]) as live:
+    with Live([cpu_pte]) as live:
         slot = live.game.slots["int8-xnnpack"]
         slot.warm().result(60)
         device, calls = slot.device, []
@@ -418,12 +418,12 @@ def test_a_move_whose_client_leaves_during_its_inference_skips_the_opponents_and
         assert answer["notice"] is None and slot.device is device
 
 
-def test_moves_are_bounded_per_tab_in_all_and_per_device_with_a_503(host_pte, monkeypatch):
+def test_moves_are_bounded_per_tab_in_all_and_per_device_with_a_503(cpu_pte, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
     import tinyrps.interfaces.serve as serve
     import tinyrps.interfaces.serve.app, tinyrps.interfaces.serve.connections, tinyrps.interfaces.serve.game, tinyrps.interfaces.serve.slots  # noqa: E401,F401
     monkeypatch.setattr(serve.game, "MAX_MOVES", 3)
-    with Live([host_pte]) as live, ThreadPoolExecutor(8) as pool:
+    with Live([cpu_pte]) as live, ThreadPoolExecutor(8) as pool:
         slot = live.game.slots["int8-xnnpack"]
         release = live.block_device("int8-xnnpack")
         kept = [pool.submit(live.post, "/api/play?tab=busy-tab-0001", R_PNG) for _ in range(2)]
@@ -445,13 +445,13 @@ def test_moves_are_bounded_per_tab_in_all_and_per_device_with_a_503(host_pte, mo
 
 
 @pytest.mark.slow       # waits for the timeouts, shortened to 1 s
-def test_silent_slow_and_idle_connections_are_closed(host_pte, monkeypatch):
+def test_silent_slow_and_idle_connections_are_closed(cpu_pte, monkeypatch):
     import time
     import tinyrps.interfaces.serve as serve
     import tinyrps.interfaces.serve.app, tinyrps.interfaces.serve.connections, tinyrps.interfaces.serve.game, tinyrps.interfaces.serve.slots  # noqa: E401,F401
     monkeypatch.setattr(serve.connections, "HEAD_TIMEOUT_S", 1.0)
     monkeypatch.setattr(serve.connections, "IDLE_TIMEOUT_S", 1.0)
-    with Live([host_pte]) as live:
+    with Live([cpu_pte]) as live:
         silent = live.raw()
         slow = live.raw(b"POST /api/play?tab=slow-tab-0001 HTTP/1.1\r\n")
         served = live.raw(play_request("idle-tab-0001"))
@@ -486,15 +486,15 @@ def test_silent_slow_and_idle_connections_are_closed(host_pte, monkeypatch):
 
 
 # ── the command ───────────────────────────────────────────────────────────────
-def test_serve_refuses_bad_arguments_in_one_line(cli, trained_run, exported, host_pte):
+def test_serve_refuses_bad_arguments_in_one_line(cli, trained_run, exported, cpu_pte):
     exported("cortex-m55")
     exported("cortex-m33")
-    cases = {("--model", host_pte, "--device", "native"): "no program served here runs on --device native",
-             ("--model", host_pte, "--port", "/dev/ttyACM0"): "--port is for the mcu device",
-             ("--model", host_pte, "--board", "mps2-an505"): "--board is for the mcu device",
+    cases = {("--model", cpu_pte, "--device", "native"): "no program served here runs on --device native",
+             ("--model", cpu_pte, "--port", "/dev/ttyACM0"): "--port is for the mcu device",
+             ("--model", cpu_pte, "--board", "mps2-an505"): "--board is for the mcu device",
              ("--run", trained_run, "--port", "/dev/ttyACM0"): "one board with one program",
-             ("--model", host_pte, "--device", "eager"): "--device eager runs a checkpoint",
-             ("--model", host_pte, "--host", "8.8.8.8"): "--host 8.8.8.8 is not an address of this machine",
+             ("--model", cpu_pte, "--device", "eager"): "--device eager runs a checkpoint",
+             ("--model", cpu_pte, "--host", "8.8.8.8"): "--host 8.8.8.8 is not an address of this machine",
              (): "serve needs --run RUN"}
     for args, needle in cases.items():
         res = cli("serve", *args)
@@ -502,15 +502,15 @@ def test_serve_refuses_bad_arguments_in_one_line(cli, trained_run, exported, hos
         assert res.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, res.stderr)
 
 
-def test_the_server_starts_answers_and_stops_on_ctrl_c(host_pte):
-    with sb.ServerProcess("--model", host_pte) as server:
+def test_the_server_starts_answers_and_stops_on_ctrl_c(cpu_pte):
+    with sb.ServerProcess("--model", cpu_pte) as server:
         assert server.url.startswith("http://127.0.0.1:")
         with urllib.request.urlopen(server.url + "api/programs", timeout=30) as r:
             assert json.load(r)["programs"][0]["id"] == "int8-xnnpack"
         request = urllib.request.Request(server.url + "api/play?tab=process-tab-1", data=R_PNG, method="POST")
         with urllib.request.urlopen(request, timeout=60) as r:
             assert json.load(r)["you"]["label"] == "rock"
-        busy = sb.ServerProcess("--model", host_pte)
+        busy = sb.ServerProcess("--model", cpu_pte)
         busy.args[-1] = server.url.rsplit(":", 1)[1].strip("/")          # the port already taken
         res = __import__("subprocess").run(busy.args, capture_output=True, text=True, timeout=120)
         assert res.returncode == 2 and "cannot listen on 127.0.0.1" in res.stderr, res.stderr
@@ -519,8 +519,8 @@ def test_the_server_starts_answers_and_stops_on_ctrl_c(host_pte):
     assert not any("Traceback" in line for line in server.stderr_lines)
 
 
-def test_listening_beyond_this_machine_warns_in_one_line(host_pte):
-    with sb.ServerProcess("--model", host_pte, "--host", "0.0.0.0") as server:
+def test_listening_beyond_this_machine_warns_in_one_line(cpu_pte):
+    with sb.ServerProcess("--model", cpu_pte, "--host", "0.0.0.0") as server:
         with urllib.request.urlopen(server.url + "api/programs", timeout=30) as r:
             assert r.status == 200
     warnings = [line for line in server.stderr_lines if "warning" in line]
@@ -572,9 +572,9 @@ def test_the_adaptive_opponent_never_sees_the_move_it_answers():
                        for k, t in opponent.counts.items()}) == state, "move() changed what it learned"
 
 
-def test_play_takes_the_adaptive_opponent(cli, host_pte):
+def test_play_takes_the_adaptive_opponent(cli, cpu_pte):
     moves = ["rock", "rock", "paper"] * 10
-    res = cli("play", "--model", host_pte, "--moves", ",".join(moves), "--opponent", "adaptive", "--seed", "0",
+    res = cli("play", "--model", cpu_pte, "--moves", ",".join(moves), "--opponent", "adaptive", "--seed", "0",
               "--json")
     assert res.returncode == 0, res.stderr
     rounds = [json.loads(line) for line in res.stdout.splitlines()]
@@ -582,7 +582,7 @@ def test_play_takes_the_adaptive_opponent(cli, host_pte):
     from tinyrps.network.labels import LABELS
     answered = [r["opponent"] == LABELS[BEATEN_BY[LABELS.index(r["you"])]] for r in rounds[9:]]
     assert sum(answered) >= 0.7 * len(answered), rounds
-    bad = cli("play", "--model", host_pte, "--moves", "r", "--opponent", "psychic")
+    bad = cli("play", "--model", cpu_pte, "--moves", "r", "--opponent", "psychic")
     assert bad.returncode == 2 and "psychic" in bad.stderr
 
 
@@ -700,9 +700,9 @@ def check_preview(browser, seen: dict) -> None:
 
 
 @pytest.mark.slow
-def test_a_letter_drawn_in_the_browser_is_played_on_the_host_and_the_emulated_m55(browser, host_pte, cortex_m_pte,
+def test_a_letter_drawn_in_the_browser_is_played_on_executorch_and_the_emulated_m55(browser, cpu_pte, cortex_m_pte,
                                                                                    tmp_path):
-    with sb.ServerProcess("--model", host_pte, "--model", cortex_m_pte) as server:
+    with sb.ServerProcess("--model", cpu_pte, "--model", cortex_m_pte) as server:
         sb.open_page(browser, server.url)
         sb.draw_on_canvas(browser, "R")
         seen = sb.play(browser)
@@ -730,8 +730,8 @@ def test_a_letter_drawn_in_the_browser_is_played_on_the_host_and_the_emulated_m5
 
 
 @pytest.mark.slow
-def test_the_page_works_by_keyboard_at_360_px(browser, host_pte):
-    with sb.ServerProcess("--model", host_pte) as server:
+def test_the_page_works_by_keyboard_at_360_px(browser, cpu_pte):
+    with sb.ServerProcess("--model", cpu_pte) as server:
         # a phone's viewport (a desktop window has a minimum width above 360 px)
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                 {"width": 360, "height": 800, "deviceScaleFactor": 1, "mobile": True})
@@ -773,13 +773,13 @@ def choose_file(browser, path: Path, timeout: float = 60.0) -> dict:
 
 
 @pytest.mark.slow
-def test_a_photo_named_in_any_script_is_played_and_a_failed_move_clears_the_last_result(browser, host_pte,
+def test_a_photo_named_in_any_script_is_played_and_a_failed_move_clears_the_last_result(browser, cpu_pte,
                                                                                          tmp_path):
     stone = tmp_path / "石头 — ✌️.png"
     stone.write_bytes(R_PNG)
     broken = tmp_path / "剪刀.png"
     broken.write_bytes(b"these are words, not pixels")
-    with sb.ServerProcess("--model", host_pte) as server:
+    with sb.ServerProcess("--model", cpu_pte) as server:
         sb.open_page(browser, server.url)
         seen = choose_file(browser, stone)
         assert not seen["error"], seen["error"]
@@ -792,7 +792,7 @@ def test_a_photo_named_in_any_script_is_played_and_a_failed_move_clears_the_last
 
 
 @pytest.mark.slow
-def test_a_page_of_another_origin_cannot_play_or_reset_the_score(browser, host_pte, tmp_path):
+def test_a_page_of_another_origin_cannot_play_or_reset_the_score(browser, cpu_pte, tmp_path):
     """Another site's page POSTs text/plain with mode no-cors (no preflight, the answer unread):
     the server must refuse it, since the browser sends the player's own requests alike."""
     import functools
@@ -803,7 +803,7 @@ def test_a_page_of_another_origin_cannot_play_or_reset_the_score(browser, host_p
     threading.Thread(target=other.serve_forever, daemon=True).start()
     tab = "foreign-tab-0001"
     try:
-        with sb.ServerProcess("--model", host_pte) as server:
+        with sb.ServerProcess("--model", cpu_pte) as server:
             def play():
                 request = urllib.request.Request(f"{server.url}api/play?tab={tab}", data=R_PNG, method="POST")
                 with urllib.request.urlopen(request, timeout=60) as r:
@@ -824,13 +824,13 @@ def test_a_page_of_another_origin_cannot_play_or_reset_the_score(browser, host_p
 
 
 @pytest.mark.slow
-def test_honest_players_are_answered_beside_slow_abandoning_and_cross_origin_clients(host_pte):
+def test_honest_players_are_answered_beside_slow_abandoning_and_cross_origin_clients(cpu_pte):
     """scripts/load_serve.py at a small scale: every honest move answered, every cross-origin request
     refused and no score changed by one, every slow connection closed by the server. (Its times are a
     benchmark, in docs/benchmarks.md, not asserted here.)"""
     from tinyrps.interfaces.serve.connections import HEAD_TIMEOUT_S
     load = load_script("load_serve")
-    r = load.load_test(host_pte, seconds=HEAD_TIMEOUT_S + 4, clients=7, misbehaving=4, utilisation=0.25)
+    r = load.load_test(cpu_pte, seconds=HEAD_TIMEOUT_S + 4, clients=7, misbehaving=4, utilisation=0.25)
     assert r["misbehaving"] == {"slow": 2, "abandoning": 1, "cross-origin": 1}
     assert set(r["answers"]["honest"]) == {"200"} and r["loaded"]["moves"] >= 3, r["answers"]
     assert set(r["answers"]["cross-origin"]) == {"403"} and r["foreign_tab_rounds"] == [1], r

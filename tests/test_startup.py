@@ -119,7 +119,7 @@ def test_a_runs_programs_are_checked_against_the_options_before_any_work(exporte
         lines = told[name]
         assert len(lines) == 1 and lines[0].startswith("tinyrps") and "Traceback" not in lines[0], (name, lines)
     assert "--device mcu or --device native" in told["eval, a Cortex-M program on npu-ref"][0]
-    assert "leave --board out" in told["eval, --board for a host program"][0]
+    assert "leave --board out" in told["eval, --board for a cpu program"][0]
 
 
 def test_listing_the_targets_imports_nothing_heavy():

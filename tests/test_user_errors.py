@@ -68,7 +68,7 @@ def calibration(tmp: Path, value: float) -> str:
     return str(npz(tmp / "calibration.npz", input0=examples))
 
 
-def run(tmp: Path, program: Path, *extra, inputs=None, out=None, device: str = "host") -> tuple:
+def run(tmp: Path, program: Path, *extra, inputs=None, out=None, device: str = "executorch") -> tuple:
     inputs = inputs if inputs is not None else npz(tmp / "in.npz", input0=IMAGE)
     return ("run", "--model", program, "--inputs", inputs, "--out", out if out is not None else tmp / "out.npz",
             "--device", device, *extra)
@@ -99,7 +99,7 @@ CASES = [
     ("program-copied-to-another-target", lambda t, e: run(t, copied_as(t, e("int8-xnnpack"), "fp32")),
      "named for the target fp32, but its descriptor records int8-xnnpack"),
     ("bench-of-a-copied-program", lambda t, e: ("bench", "--model", copied_as(t, e("int8-xnnpack"), "fp32"),
-                                                "--device", "host", "--runs", "1"), "named for the target fp32"),
+                                                "--device", "executorch", "--runs", "1"), "named for the target fp32"),
     ("export-named-for-another-target", lambda t, e: export_module(t, LINEAR, "--name", "fp32"),
      "--name fp32 is the name of another target"),
     # 6: operators the runtime has no kernel for
@@ -168,7 +168,7 @@ CASES = [
     # an Ethos-U program's tensors run on the NPU model, the TOSA reference and the emulated Cortex-M55
     ("ethos-u-tensors-on-native", lambda t, e: run(t, e("ethos-u55-128"), device="native"),
      "run it with --device npu or --device npu-ref or --device mcu"),
-    ("ethos-u-tensors-on-host", lambda t, e: run(t, e("ethos-u55-128"), device="host"),
+    ("ethos-u-tensors-on-executorch", lambda t, e: run(t, e("ethos-u55-128"), device="executorch"),
      "run it with --device npu or --device npu-ref or --device mcu"),
 ]
 

@@ -27,7 +27,7 @@ from .infra.errors import UserError
 from .infra.progress import progress_bar
 
 # Untimed, once per device: each block warms up again before it is timed. 0.2 s is thousands of calls
-# of a host program and five of an emulated board; with 0.5 s the medians were the same (eager 0.0702
+# of a cpu program and five of an emulated board; with 0.5 s the medians were the same (eager 0.0702
 # and 0.0710 ms against 0.0708 and 0.0710, two runs each) and the benchmark 2.6 s longer.
 FIRST_WARMUP_SECONDS = 0.2
 WARMUP_SECONDS = 0.03        # before each block: caches and thread pools after the other programs
@@ -182,7 +182,7 @@ def bench_program(pte, runs: int = RUNS, device_name=None, quiet=False, board=No
     with torch_threads(1), open_device(device_name, pte, board=board, **(options or {})) as device:
         if device.inputs is None:
             raise UserError(f"device '{device_name}' runs image classifiers only: benchmark {pte.name} "
-                            "with --device native, mcu or host")
+                            "with --device native, mcu or executorch")
         count = runs_for(device, runs)
         one = [a[:1] for a in samples]
         device.run_batch(one)                       # warm up

@@ -241,6 +241,6 @@ def check_split_devices(split: str, programs: dict, device_override) -> None:
         return
     slow = [name for name, pte in programs.items() if device_row(device_override or default_device(pte)).slow]
     if slow:
-        raise UserError(f"--split {split} is for eager, host, npu-ref and native, not the emulated boards "
+        raise UserError(f"--split {split} is for eager, executorch, npu-ref and native, not the emulated boards "
                         f"({', '.join(slow)} on mcu): give --device native for the Cortex-M programs, or "
                         f"leave them out with --program T")

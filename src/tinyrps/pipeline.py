@@ -47,7 +47,7 @@ from .infra.progress import console, say
 MAIN_TARGETS = ("fp32", "fp32-xnnpack", "int8-xnnpack", "ethos-u55-128", "ethos-u85-128",
                 "cortex-m55", "cortex-m33", "cortex-m4")
 # Which program plays the demo rounds on each device, in order of preference.
-GAME_PROGRAMS = (("int8-xnnpack", "host"), ("ethos-u85-128", "npu"), ("cortex-m55", "mcu"))
+GAME_PROGRAMS = (("int8-xnnpack", "executorch"), ("ethos-u85-128", "npu"), ("cortex-m55", "mcu"))
 GAME_MOVES = ("rock", "paper", "scissors")
 
 

@@ -19,7 +19,7 @@ def checkpoint(run_dir) -> Path:
 
 
 def exported(run_dir) -> dict:
-    """target name -> .pte path, for each program exported in RUN/export, host programs first."""
+    """target name -> .pte path, for each program exported in RUN/export, cpu programs first."""
     from .hardware.families import targets
     export_dir = Path(run_dir) / "export"
     found = {p.stem: p for p in sorted(export_dir.glob("*.pte"))} if export_dir.is_dir() else {}

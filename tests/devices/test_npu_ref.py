@@ -27,7 +27,7 @@ def npu_logits(exported, test_set):
 
 def test_npu_ref_agrees_with_the_int8_cpu_program(exported, trained_run, test_set, npu_logits):
     images, labels = test_set
-    with open_device("host", exported("int8-xnnpack")) as cpu:
+    with open_device("executorch", exported("int8-xnnpack")) as cpu:
         cpu_predictions = cpu.classify(images).argmax(1)
     with open_device("eager", trained_run / "model.pt") as eager:
         eager_accuracy = (eager.classify(images).argmax(1) == labels).mean()
@@ -46,7 +46,7 @@ def test_eval_agreement_without_an_evaluated_int8_program(exported, test_set, np
     result = evaluate(EvalContext("ethos-u85-128", pte, images, labels, npu_logits, None, {}))
     assert result["agreement_with"].startswith("int8-xnnpack recipe") and result["agreement"] >= 0.99
     # the stand-in predicts what the int8-xnnpack program predicts
-    with open_device("host", exported("int8-xnnpack")) as cpu:
+    with open_device("executorch", exported("int8-xnnpack")) as cpu:
         program_predictions = cpu.classify(images).argmax(1)
     assert (int8_cpu_predictions(pte, images) == program_predictions).mean() >= 0.99
 
@@ -94,7 +94,7 @@ def test_input_quantization_matches_executorch_kernel(test_set):
 
 def test_host_device_refuses_an_ethos_u_program(exported):
     with pytest.raises(UserError) as e:
-        open_device("host", exported("ethos-u85-128"))
+        open_device("executorch", exported("ethos-u85-128"))
     assert "NPU" in str(e.value) and "npu-ref" in str(e.value)
 
 

@@ -124,7 +124,7 @@ def test_devices_without_tensors_say_which_do(exported, trained_run):
         with open_device(name, exported("ethos-u85-128")) as device:
             (logits,) = device.run([np.zeros((1, 1, 28, 28), np.float32)]).outputs
             assert logits.shape == (1, 3)
-    with open_device("host", exported("fp32")) as device:      # the host runtime takes any program's tensors
+    with open_device("executorch", exported("fp32")) as device:      # the host runtime takes any program's tensors
         (logits,) = device.run([np.zeros((1, 1, 28, 28), np.float32)]).outputs
         assert logits.shape == (1, 3)
 

@@ -147,7 +147,7 @@ def test_native_device_refuses_corrupted_and_foreign_programs(m55_pte, exported,
     truncated.write_bytes(m55_pte.read_bytes()[:5000])
     with pytest.raises(UserError, match=r"cut.pte cannot run on the firmware runtime \(truncated: .*\): export"):
         open_device("native", truncated)
-    with pytest.raises(UserError, match=r"fp32.pte is a host program.*--device host"):
+    with pytest.raises(UserError, match=r"fp32.pte is a cpu program.*--device executorch"):
         open_device("native", exported("fp32"))
     not_pte = tmp_path / "noise.pte"
     not_pte.write_bytes(b"\0" * 100)

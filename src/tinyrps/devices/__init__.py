@@ -1,7 +1,7 @@
 """Inference devices, chosen by `--device`. See base.Device for the interface.
 
 Modules are imported lazily: listing the device names (for `tinyrps --help`) imports
-nothing, opening `host` does not pay for QEMU, and `eager` not for the ExecuTorch runtime.
+nothing, opening `executorch` does not pay for QEMU, and `eager` not for the ExecuTorch runtime.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class DeviceRow:
 
 DEVICES = {
     "eager": DeviceRow("eager", "EagerDevice", "the PyTorch checkpoint (model.pt)"),
-    "host": DeviceRow("host", "HostDevice", "a .pte in the ExecuTorch runtime on this CPU", tensors=True),
+    "executorch": DeviceRow("executorch", "ExecuTorchDevice", "a .pte in the ExecuTorch runtime on this CPU", tensors=True),
     "npu": DeviceRow("npu", "NpuDevice", "an Ethos-U .pte's command stream in tinyrps's functional model of the NPU",
                      tensors=True),
     "npu-ref": DeviceRow("npu_ref", "NpuRefDevice", "an Ethos-U .pte's TOSA graph in the TOSA reference model",
@@ -40,11 +40,21 @@ DEVICES = {
 }
 
 
+# A device renamed after 0.1.0: its old name stays accepted, hidden, for one release.
+OLD_DEVICE_NAMES = {"host": "executorch"}
+
+
+def device_name(text: str) -> str:
+    """The device a name means: the name itself, or the new name of an old one (`--device host`)."""
+    return OLD_DEVICE_NAMES.get(text, text)
+
+
 def device_names() -> list:
     return list(DEVICES)
 
 
 def device_row(name: str) -> DeviceRow:
+    name = device_name(name)
     if name not in DEVICES:
         raise UserError(f"unknown device '{name}'; valid devices: {', '.join(DEVICES)}")
     return DEVICES[name]

@@ -45,7 +45,7 @@ class RunResult:
 
 
 class Device:
-    #: registry name, e.g. "host"
+    #: registry name, e.g. "executorch"
     name = "?"
     #: the program's inputs and outputs (tinyrps.firmware.tensors.TensorLayout), on devices that run tensors
     inputs: Optional[tuple] = None
@@ -126,7 +126,7 @@ class Device:
         if self.inputs is None:
             raise UserError(f"device '{self.name}' runs image classifiers only (classify); run a program's tensors "
                             "with --device native or --device mcu (Cortex-M programs), --device npu or npu-ref "
-                            "(Ethos-U programs) or --device host")
+                            "(Ethos-U programs) or --device executorch")
         return self.inputs
 
     def _program_name(self) -> str:

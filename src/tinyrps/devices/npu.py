@@ -21,7 +21,7 @@ from ..infra.errors import UserError
 from ..hardware.pte import read_program
 from ..reference.ethos_u import dequantize, images_to_float, io_quantization, quantize
 from .base import Device, RunResult, require_family
-from .host import io_layouts
+from .executorch import io_layouts
 
 
 class NpuDevice(Device):

@@ -22,7 +22,7 @@ from ..hardware.pte import read_program
 from ..reference.ethos_u import (dequantize, graph_input_shape, images_to_float, io_quantization, quantize, read_tosa,
                                  run_graph)
 from .base import Device, RunResult, require_family
-from .host import io_layouts
+from .executorch import io_layouts
 
 
 class NpuRefDevice(Device):

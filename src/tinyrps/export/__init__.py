@@ -5,7 +5,7 @@ toolchain nor an emulator, and what a program's figures are (footprint, instruct
 Vela's estimate) is the measure stage's (tinyrps.measure).
 
 The targets and their families are the records of tinyrps.hardware.families; each family's
-recipes module here (`host`, `ethos_u`, `cortex_m`) has `build(target, ctx) -> BuildResult`.
+recipes module here (`cpu`, `ethos_u`, `cortex_m`) has `build(target, ctx) -> BuildResult`.
 Two drivers share one writer:
 
     export_target(run, target)        a training run's checkpoint -> RUN/export/T.pte

@@ -176,7 +176,7 @@ def plan_of(program: bytes):
 
 
 def delegation_of(program: bytes) -> dict:
-    from .host import delegation
+    from .cpu import delegation
     return delegation(program)
 
 

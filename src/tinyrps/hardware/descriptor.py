@@ -23,7 +23,7 @@ from typing import Optional
 
 from ..infra.artifacts.files import atomic_write_json, check_replaceable_file, fsync_dir, sha256_file
 from ..infra.errors import UserError
-from .families import family_names, get_family
+from .families import OLD_FAMILY_NAMES, family_names, get_family
 
 DESCRIPTOR_VERSION = 3
 VERSION_KEY = "descriptor_version"
@@ -69,7 +69,7 @@ class ProgramDescriptor:
     versions: dict          # {"torch": ..., "executorch": ...}
     files: dict             # kept intermediates: name -> path relative to the program's folder
     files_sha256: dict      # name -> the kept file's sha256, checked by kept_file()
-    info: object            # the family's dataclass (tinyrps.hardware.families: HostInfo, EthosUInfo, CortexMInfo)
+    info: object            # the family's dataclass (tinyrps.hardware.families: CpuInfo, EthosUInfo, CortexMInfo)
 
     @property
     def is_classifier(self) -> bool:
@@ -167,15 +167,17 @@ def check_named_for(pte, descriptor: ProgramDescriptor) -> None:
 
 
 def from_json(raw: dict, path: Path) -> ProgramDescriptor:
-    family = raw.get("family")
+    written = raw.get("family")
+    family = OLD_FAMILY_NAMES.get(written, written) if isinstance(written, str) else written
     if family not in family_names():
-        raise UserError(f"{path} names an unknown family '{family}' (valid: {', '.join(family_names())}): "
+        raise UserError(f"{path} names an unknown family '{written}' (valid: {', '.join(family_names())}): "
                         f"{EXPORT_AGAIN}")
     try:
-        info = _record(get_family(family).info, raw[family_key(family)])
+        info = _record(get_family(family).info, raw[family_key(written)])
         origin = _record(Origin, raw["origin"])
         fields = {f.name: raw[f.name] for f in dataclasses.fields(ProgramDescriptor)
                   if f.name not in ("info", "origin", "inputs", "outputs", "labels")}
+        fields["family"] = family
         return ProgramDescriptor(
             **fields, info=info, origin=origin,
             inputs=tuple(_tensor(t) for t in raw["inputs"]), outputs=tuple(_tensor(t) for t in raw["outputs"]),

@@ -4,7 +4,7 @@ A record says everything the stages need to know about a family, and nothing her
 imports torch or ExecuTorch: listing targets, choosing a device, reading a program's
 descriptor and refusing a bad command all stay fast.
 
-    name        "host", "ethos-u" or "cortex-m": what descriptors and messages call it
+    name        "cpu", "ethos-u" or "cortex-m": what descriptors and messages call it
     targets     the export targets of the family (name, description, options)
     devices     the devices that run its programs, the default first (tinyrps.devices)
     needs       what hardware its programs need, for the message to a user who picked
@@ -16,7 +16,7 @@ descriptor and refusing a bad command all stay fast.
                 fields (tinyrps.hardware.descriptor writes and reads it)
     delegate    the ExecuTorch backend whose delegate marks its programs ("EthosUBackend"), or None
     operators   the operator namespace that marks its programs ("cortex_m::"), or None; a program
-                marked by neither is the family's with no mark (host)
+                marked by neither is the family's with no mark (cpu)
     tunable     the tuner can search networks for its targets: a program's latency has an
                 estimate without hardware (Vela's, for the NPU)
     available   a cheap check: None when its targets can be built here, else the line
@@ -40,8 +40,8 @@ from ..infra.errors import UserError
 
 
 @dataclass(frozen=True)
-class HostInfo:
-    """A program for the host CPU: its delegates and the operators left outside them."""
+class CpuInfo:
+    """A program for an application CPU in the ExecuTorch runtime: its delegates and the operators left outside them."""
     delegation: dict                       # {"subgraphs", "backends", "cpu_ops"}
     quantization: Optional[dict] = None    # {"scheme", "calibration"} for int8 programs
 
@@ -117,7 +117,7 @@ def _executorch_has(*parts: str) -> bool:
 EXECUTORCH_INSTALL = "pip install 'executorch[ethos-u]==1.5.1'"
 
 
-def _host_available() -> Optional[str]:
+def _cpu_available() -> Optional[str]:
     return None if _executorch_has("exir") else f"ExecuTorch is not installed: {EXECUTORCH_INSTALL}"
 
 
@@ -167,12 +167,12 @@ def _ethos_u_description(accelerator: str) -> str:
 
 
 FAMILIES = (
-    Family("host",
-           targets=(Target("fp32", "host", "float32, ExecuTorch portable kernels"),
-                    Target("fp32-xnnpack", "host", "float32, XNNPACK delegate"),
-                    Target("int8-xnnpack", "host", "int8 PTQ, XNNPACK delegate")),
-           devices=("host",), needs="the ExecuTorch runtime on a CPU", recipes="host", info=HostInfo,
-           available=_host_available),
+    Family("cpu",
+           targets=(Target("fp32", "cpu", "float32, ExecuTorch portable kernels"),
+                    Target("fp32-xnnpack", "cpu", "float32, XNNPACK delegate"),
+                    Target("int8-xnnpack", "cpu", "int8 PTQ, XNNPACK delegate")),
+           devices=("executorch",), needs="the ExecuTorch runtime on an application CPU", recipes="cpu",
+           info=CpuInfo, available=_cpu_available),
     Family("ethos-u",
            targets=tuple(Target(a, "ethos-u", _ethos_u_description(a), ("system_config", "memory_mode"))
                          for a in ACCELERATORS),
@@ -187,6 +187,9 @@ FAMILIES = (
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}
+# A family renamed after 0.1.0: descriptors written before name it so, and are read as the new name for one
+# release ("host" was also a device, the HTTP address and the machine; the family is an application CPU).
+OLD_FAMILY_NAMES = {"host": "cpu"}
 
 
 def family_names() -> tuple:

@@ -61,7 +61,7 @@ def run_file(model, inputs_path, out_path, device_name: str, board=None, options
     with open_device(device_name, model, board=board, **(options or {})) as device:
         if device.inputs is None:
             raise UserError(f"device '{device_name}' runs image classifiers only; run {model.name}'s tensors with "
-                            "--device native, mcu or host")
+                            "--device native, mcu or executorch")
         samples, single = read_inputs(Path(inputs_path), device.inputs, model.name)
         result = device.run_batch(samples)
         described = device.describe()

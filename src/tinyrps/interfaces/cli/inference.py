@@ -15,7 +15,7 @@ def eval_arguments(s) -> None:
     s.add_argument("--run", required=True, type=Path, metavar="RUN", help="a run folder made by `tinyrps train`")
     s.add_argument("--data", type=Path, metavar="DIR", help="data folder (default: the one the run was trained on)")
     s.add_argument("--split", choices=EVAL_SPLITS, default="test", help="the held-out split to read: test, or "
-                   "benchmark (larger; on eager, host, npu-ref and native, not on the emulated boards)")
+                   "benchmark (larger; on eager, executorch, npu-ref and native, not on the emulated boards)")
     add_program(s)
     add_device(s, "every program")
     add_board(s)
@@ -231,6 +231,6 @@ COMMANDS = (
             classify_arguments, cmd_classify),
     Command("bench", "median latency of one inference per program, side by side; or one program's latency and "
             "per-layer instructions", bench_arguments, cmd_bench),
-    Command("run", "any program's raw outputs for inputs from a .npz file (native, mcu or host)", run_arguments,
+    Command("run", "any program's raw outputs for inputs from a .npz file (native, mcu or executorch)", run_arguments,
             cmd_run),
 )

@@ -160,9 +160,11 @@ def _same_file(a, b) -> bool:
 
 # ── the device options ──────────────────────────────────────────────────────
 def add_device(s, what: str) -> None:
-    from ...devices import device_names
-    s.add_argument("--device", choices=device_names(), help=f"run {what} on this device "
-                   "(default: the device of the program's family: host, npu or mcu)")
+    from ...devices import device_name, device_names
+    # type= maps an old name (--device host) to its new one before choices= checks it: the help lists only
+    # today's names
+    s.add_argument("--device", type=device_name, choices=device_names(), help=f"run {what} on this device "
+                   "(default: the device of the program's family: executorch, npu or mcu)")
     s.add_argument("--port", metavar="DEV", help="for the mcu device: a board running the tinyrps firmware on "
                    "this serial port, e.g. /dev/ttyACM0 (default: the firmware in QEMU)")
 

@@ -1,10 +1,10 @@
-"""Recipes for the host CPU: portable fp32, XNNPACK fp32 and XNNPACK int8 (PT2E PTQ)."""
+"""Recipes for an application CPU (the cpu family): portable fp32, XNNPACK fp32 and XNNPACK int8 (PT2E PTQ)."""
 from __future__ import annotations
 
 import torch
 
 from ..infra.errors import UserError
-from ..hardware.families import HostInfo
+from ..hardware.families import CpuInfo
 from ..network.quantization import pt2e_quantize, xnnpack_quantizer
 from . import BuildContext, BuildResult
 
@@ -37,14 +37,14 @@ def build(target: str, ctx: BuildContext) -> BuildResult:
     program = lower(model, ctx.example_inputs, partitioners)
     delegated = delegation(program)
     check_runtime_has(target, delegated)
-    return BuildResult(program, HostInfo(delegation=delegated, quantization=quantization))
+    return BuildResult(program, CpuInfo(delegation=delegated, quantization=quantization))
 
 
 def check_runtime_has(target: str, delegated: dict) -> None:
-    """Every operator left outside a delegate has a kernel in the ExecuTorch runtime that runs host
-    programs, and every delegate its backend: a program the runtime cannot load is refused here, before
+    """Every operator left outside a delegate has a kernel in the ExecuTorch runtime that runs
+    the cpu family's programs, and every delegate its backend: a program the runtime cannot load is refused here, before
     it is written, not when it is run."""
-    from ..devices.host import runtime_extension
+    from ..devices.executorch import runtime_extension
     runtime = runtime_extension()
     kernels, backends = set(runtime._get_operator_names()), set(runtime._get_registered_backend_names())
     missing = [op for op in delegated["cpu_ops"] if op not in kernels]

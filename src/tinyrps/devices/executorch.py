@@ -26,16 +26,16 @@ def runtime_extension():
     return _C
 
 
-class HostDevice(Device):
-    name = "host"
+class ExecuTorchDevice(Device):
+    name = "executorch"
 
     @classmethod
     def runs_on(cls, pte, target, described, board=None, port=None) -> tuple:
-        return "host CPU, ExecuTorch runtime", None
+        return "this CPU, ExecuTorch runtime", None
 
     @classmethod
     def figures(cls, stats: dict, pte, target: str, core) -> list:
-        return [{"name": "host latency", "value": f"{stats['host_ms']:.3f} ms",
+        return [{"name": "ExecuTorch latency", "value": f"{stats['host_ms']:.3f} ms",
                  "note": "one inference in the ExecuTorch runtime on this server's CPU, timed around the call"}]
     batch_size = 1  # the programs are exported with a static batch of one
 
@@ -43,7 +43,7 @@ class HostDevice(Device):
         from pathlib import Path
         self.model_path = Path(model_path)
         program = read_program(model_path)
-        described = require_family(self.model_path, "host", self.name, program)
+        described = require_family(self.model_path, "cpu", self.name, program)
         self.inputs, self.outputs = io_layouts(described)
         runtime = runtime_extension()
         # The runtime uses the program's bytes in place: keep them (and the Program) alive with the method.

@@ -26,7 +26,7 @@ def eager_logits(trained_run, test_split):
 @pytest.mark.parametrize("target", HOST_TARGETS)
 def test_program_round_trips_through_the_runtime_and_agrees_with_eager(target, exported, test_split, eager_logits):
     pte = exported(target)
-    with open_device("host", pte) as device:
+    with open_device("executorch", pte) as device:
         logits = device.classify(test_split[0])
     assert logits.shape == eager_logits.shape and logits.dtype == np.float32
     agreement = (logits.argmax(1) == eager_logits.argmax(1)).mean()
@@ -42,7 +42,7 @@ def test_the_descriptor_describes_the_program(target, exported, trained_run):
     from tinyrps.hardware import descriptor
     pte = exported(target)
     d = descriptor.read(pte, pte.read_bytes())
-    assert (d.target, d.family) == (target, "host")
+    assert (d.target, d.family) == (target, "cpu")
     assert d.labels == ("rock", "paper", "scissors")
     assert [(t.dtype, t.shape, t.convention) for t in d.inputs] == [("float32", (1, 1, 28, 28), "uint8 image / 255")]
     assert [(t.dtype, t.shape) for t in d.outputs] == [("float32", (1, 3))]
@@ -77,11 +77,11 @@ def test_export_without_checkpoint_says_how_to_train(tmp_path):
 def test_failed_build_keeps_the_previous_program(trained_run, exported, monkeypatch):
     pte = exported("fp32-xnnpack")
     before = pte.read_bytes()
-    from tinyrps.export import host
+    from tinyrps.export import cpu
 
     def broken(target, ctx):
         raise RuntimeError("lowering failed")
-    monkeypatch.setattr(host, "build", broken)
+    monkeypatch.setattr(cpu, "build", broken)
     with pytest.raises(RuntimeError):
         export_target(trained_run, "fp32-xnnpack")
     assert pte.read_bytes() == before
