@@ -376,10 +376,10 @@ def layer_tables(result: dict) -> list:
         rows = []
         estimates = (v.get("cycles") or {}).get("layers") or []
         for i, layer in enumerate(fw["layers"]):
-            macs, fast, plain = layer["macs"], layer["instructions"], layer.get("instructions_plain_c")
+            macs, counted, plain = layer["macs"], layer["instructions"], layer.get("instructions_plain_c")
             estimated = estimates[i]["estimated_cycles"] if i < len(estimates) else None
             rows.append([_layer_name(layer["op"]), layer.get("kernels", ""), f"{macs:,}" if macs else "",
-                         f"{fast:,}", f"{fast / macs:.2f}" if macs else "", "" if plain is None else f"{plain:,}",
+                         f"{counted:,}", f"{counted / macs:.2f}" if macs else "", "" if plain is None else f"{plain:,}",
                          f"{plain / macs:.2f}" if macs and plain is not None else "",
                          "" if estimated is None else f"{estimated:,}"])
         tables.append((f"{name} on {fw['board']}: per layer, the {fw.get('kernels', '?')} build (kernels: the "

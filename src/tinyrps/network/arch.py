@@ -47,7 +47,7 @@ ARCH_EPOCHS = {"tinyrps": DEFAULT_EPOCHS, "fast": 10}
 # Which weights a training keeps: the last epoch's, where the cosine schedule has brought the learning
 # rate to zero. The validation split used to choose the epoch (its best accuracy, the first on a tie); 900
 # images tell epochs apart by a few images, and the choice often fell on a mid-training epoch. Measured on
-# the tuner's fast candidates (10 epochs, the benchmark split's 3,000 images, docs/benchmarks.md, "Which
+# the tuner's quickly trained candidates (10 epochs, the benchmark split's 3,000 images, docs/benchmarks.md, "Which
 # epoch's weights"): the last epoch read more images right in 13 trainings of 25, as many in 8 and 1-3
 # fewer in 4 (67 more in all); `fast` read 2,994 with each of seeds 0-2 (2,995, 2,988, 2,990 before).
 # Recorded in the run's config, so a run trained under the old rule is not reused for a new one.

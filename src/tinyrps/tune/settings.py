@@ -21,7 +21,7 @@ PICK_ACCURACY = 0.99
 # The tuner's finalists (`tune --finalists`; see tinyrps.tune): the pick, and the front candidates faster
 # than it with the best validation accuracy, up to FINALISTS in all. Each is trained like the pick
 # (--epochs, the tune's seed) and read on the selection split (tinyrps.data.SELECT: as large as the benchmark split, held out like it), which tells
-# networks apart where the short training and 900 validation images do not: over three pools of fast
+# networks apart where the short training and 900 validation images do not: over three pools of
 # candidates trained 10 epochs, the validation count ranked them against the benchmark count with a
 # Spearman rho of 0.22-0.84, the 3-epoch count with 0.41-0.64 (docs/benchmarks.md).
 FINALISTS = 2
