@@ -70,7 +70,7 @@ _TOKEN = re.compile(r"^(?:c(\d+)(s2)?|p(3)?|f(\d+))$")
 
 @dataclass(frozen=True)
 class Layer:
-    kind: str        # "conv", "pool" or "fc"
+    op: str          # "conv", "pool" or "fc"
     width: int = 0   # output channels (conv) or units (fc)
     stride: int = 1  # conv only
     kernel: int = 3  # conv: 3x3; pool: 2x2 or 3x3 (stride 2 either way)
@@ -84,11 +84,11 @@ class Arch:
 
     @property
     def feature_layers(self) -> tuple:
-        return tuple(layer for layer in self.layers if layer.kind != "fc")
+        return tuple(layer for layer in self.layers if layer.op != "fc")
 
     @property
     def hidden_units(self) -> tuple:
-        return tuple(layer.width for layer in self.layers if layer.kind == "fc")
+        return tuple(layer.width for layer in self.layers if layer.op == "fc")
 
 
 def default_epochs(arch: str) -> int:
@@ -144,18 +144,18 @@ def _bounded(value: int, limit: int, token: str, spec: str) -> int:
 def _check_order(layers: tuple, spec: str) -> None:
     if len(layers) > MAX_LAYERS:
         raise UserError(f"architecture '{spec}' has {len(layers)} layers; at most {MAX_LAYERS}")
-    if not layers or layers[0].kind != "conv":
+    if not layers or layers[0].op != "conv":
         raise UserError(f"architecture '{spec}' must start with a convolution (cN)")
-    kinds = [layer.kind for layer in layers]
-    first_fc = kinds.index("fc") if "fc" in kinds else len(kinds)
-    if any(kind != "fc" for kind in kinds[first_fc:]):
+    ops = [layer.op for layer in layers]
+    first_fc = ops.index("fc") if "fc" in ops else len(ops)
+    if any(op != "fc" for op in ops[first_fc:]):
         raise UserError(f"architecture '{spec}': fully connected layers (fN) must come after every conv and pool")
 
 
 def _format(layer: Layer) -> str:
-    if layer.kind == "conv":
+    if layer.op == "conv":
         return f"c{layer.width}" + ("s2" if layer.stride == 2 else "")
-    if layer.kind == "pool":
+    if layer.op == "pool":
         return "p3" if layer.kernel == 3 else "p"
     return f"f{layer.width}"
 
@@ -164,7 +164,7 @@ def feature_shape(arch: Arch) -> tuple:
     """(channels, height, width) of the last conv/pool output, which the classifier flattens."""
     channels, size = 1, IMAGE_SIZE
     for layer in arch.feature_layers:
-        if layer.kind == "conv":
+        if layer.op == "conv":
             channels, size = layer.width, (size + 1) // 2 if layer.stride == 2 else size
         else:
             size = pooled(size, layer)
@@ -181,7 +181,7 @@ def count_macs(arch="tinyrps") -> int:
     arch = arch if isinstance(arch, Arch) else parse_arch(arch)
     macs, channels, size = 0, 1, IMAGE_SIZE
     for layer in arch.feature_layers:
-        if layer.kind == "conv":
+        if layer.op == "conv":
             size = (size + 1) // 2 if layer.stride == 2 else size
             macs += size * size * layer.width * channels * 9
             channels = layer.width
@@ -199,7 +199,7 @@ def count_params(arch="tinyrps") -> int:
     arch = arch if isinstance(arch, Arch) else parse_arch(arch)
     params, channels = 0, 1
     for layer in arch.feature_layers:
-        if layer.kind == "conv":
+        if layer.op == "conv":
             params += layer.width * channels * 9 + layer.width
             channels = layer.width
     features = int(np.prod(feature_shape(arch)))

@@ -30,7 +30,7 @@ class TinyRPS(nn.Module):
         self.arch = arch if isinstance(arch, Arch) else parse_arch(arch)
         body, channels = [], 1
         for layer in self.arch.feature_layers:
-            if layer.kind == "conv":
+            if layer.op == "conv":
                 body += [nn.Conv2d(channels, layer.width, 3, stride=layer.stride, padding=1), nn.ReLU()]
                 channels = layer.width
             else:
