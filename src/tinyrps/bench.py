@@ -75,7 +75,7 @@ def runs_for(device, runs: int) -> int:
     return runs if device.bench_runs is None else min(runs, device.bench_runs)
 
 
-# The measure stage's kinds a benchmark shows beside its latencies (tinyrps.measure.MEASUREMENTS).
+# The measurements a benchmark shows beside its latencies (tinyrps.measure.MEASUREMENTS).
 SHOWN_MEASUREMENTS = ("vela", "firmware", "cycles")
 
 

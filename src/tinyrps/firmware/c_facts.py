@@ -134,9 +134,9 @@ def _literal(argument: str, known: dict):
     return argument if number is None else number
 
 
-def _find(kind: str, name: str):
+def _find(table: str, name: str):
     for relative in HEADERS:
-        found = getattr(header(relative), kind)
+        found = getattr(header(relative), table)
         if name in found:
             return found[name]
     raise FirmwareFactError(f"no firmware header ({', '.join(HEADERS)}) defines {name}")
@@ -173,21 +173,21 @@ _SCALARS = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h"
             "f32": "f"}
 
 
-def _field_format(kind: str) -> tuple:
+def _field_format(ctype: str) -> tuple:
     """(struct code, bytes, how to turn the unpacked value into a Python one) of a field type."""
-    if kind in _SCALARS:
-        code = _SCALARS[kind]
+    if ctype in _SCALARS:
+        code = _SCALARS[ctype]
         return code, struct.calcsize("<" + code), None
-    match = re.fullmatch(r"(text|bytes)(\d+)", kind)
+    match = re.fullmatch(r"(text|bytes)(\d+)", ctype)
     if match:
         n = int(match.group(2))
         return f"{n}s", n, (lambda raw: raw.split(b"\0", 1)[0].decode("ascii", "replace")) \
             if match.group(1) == "text" else None
-    match = re.fullmatch(r"([ui]\d+)x(\d+)", kind)
+    match = re.fullmatch(r"([ui]\d+)x(\d+)", ctype)
     if match and match.group(1) in _SCALARS:
         n, code = int(match.group(2)), _SCALARS[match.group(1)]
         return f"{n}{code}", struct.calcsize(f"<{n}{code}"), "array"
-    raise FirmwareFactError(f"unknown field type {kind!r}")
+    raise FirmwareFactError(f"unknown field type {ctype!r}")
 
 
 class Layout:
@@ -196,11 +196,11 @@ class Layout:
     def __init__(self, name: str, rows: list, size: int):
         self.name, self.size = name, size
         self.fields, codes, self._decode, offset = [], [], {}, 0
-        for field, at, kind in rows:
-            code, width, decode = _field_format(kind)
+        for field, at, ctype in rows:
+            code, width, decode = _field_format(ctype)
             if at != offset:
                 raise FirmwareFactError(f"{name}: field {field} is at {at}, the fields before it end at {offset}")
-            self.fields.append((field, at, kind))
+            self.fields.append((field, at, ctype))
             codes.append(code)
             self._decode[field] = decode
             offset += width
@@ -224,12 +224,12 @@ class Layout:
     def pack(self, **values) -> bytes:
         """Fields not given are zero; text fields take str, array fields a list."""
         flat = []
-        for (field, _, kind), count in zip(self.fields, self._counts):
+        for (field, _, ctype), count in zip(self.fields, self._counts):
             value = values.pop(field, None)
             if self._decode[field] == "array":
                 items = list(value or [])
                 flat += items + [0] * (count - len(items))
-            elif kind.startswith(("text", "bytes")):
+            elif ctype.startswith(("text", "bytes")):
                 flat.append(value.encode() if isinstance(value, str) else bytes(value or b""))
             else:
                 flat.append(value or 0)

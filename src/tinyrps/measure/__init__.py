@@ -5,9 +5,9 @@ in T.measure.json beside it, recording the sha256 of the program it measured, so
 never shown for another program than the one it was taken of:
 
     {"measurement_version": 1, "program": "T.pte", "program_sha256": "...", "target": "T",
-     "<kind>": {...}, ...}
+     "<measurement>": {...}, ...}
 
-Each kind of measurement is one row of MEASUREMENTS: the families it applies to, what it
+Each measurement is one row of MEASUREMENTS: the families it applies to, what it
 needs on this machine (a cheap check that says what to install) and the function that
 takes it. Today:
 
@@ -100,8 +100,8 @@ def measure(pte, quick: bool = False, only: Optional[tuple] = None, step: Callab
             core: Optional[str] = None) -> dict:
     """Take every measurement of the program's family (or those named in `only`), write them to
     T.measure.json and return them. `quick`: only what a search needs (the firmware's instruction
-    count, one run of the fastest kernels), not the whole profile. `step(kind)` is called as each
-    kind of measurement starts (progress). `core`: the core of a Cortex-M program that has no
+    count, one run of the fastest kernels), not the whole profile. `step(name)` is called as each
+    measurement starts (progress). `core`: the core of a Cortex-M program that has no
     descriptor (written by ExecuTorch's own flow); the result says it was assumed."""
     from ..hardware.pte import read_program
     pte = Path(pte)
@@ -112,8 +112,8 @@ def measure(pte, quick: bool = False, only: Optional[tuple] = None, step: Callab
     if described is None:
         raise UserError(f"{pte.name} has no descriptor ({descriptors.path_of(pte).name}): give the core it was "
                         "lowered for with --target (e.g. --target cortex-m55), or export it with `tinyrps export`")
-    kinds = [m for m in measurements_for(described.family) if only is None or m.name in only]
-    for m in kinds:
+    rows = [m for m in measurements_for(described.family) if only is None or m.name in only]
+    for m in rows:
         missing = m.missing()
         if missing:
             raise UserError(missing)
@@ -121,7 +121,7 @@ def measure(pte, quick: bool = False, only: Optional[tuple] = None, step: Callab
               "program_sha256": hashlib.sha256(program).hexdigest(), "target": described.target}
     if not descriptors.path_of(pte).is_file():
         result["note"] = descriptors.assumed_note(described.target)
-    for m in kinds:
+    for m in rows:
         if step is not None:
             step(m.name)
         figures = _resolve(m.function)(pte, described, quick=quick)
@@ -163,12 +163,12 @@ def read(pte) -> Optional[dict]:
     for m in MEASUREMENTS:
         if m.name in raw and m.fingerprint and raw.get("fingerprints", {}).get(m.name) != _resolve(m.fingerprint)():
             return None            # taken with another firmware than today's
-    if not raw.get("firmware", {}).get("quick") and _kinds_missing(raw):
-        return None                # taken before a kind of measurement its family has now
+    if not raw.get("firmware", {}).get("quick") and _measurements_missing(raw):
+        return None                # taken before a measurement its family has now
     return raw
 
 
-def _kinds_missing(raw: dict) -> bool:
+def _measurements_missing(raw: dict) -> bool:
     from ..hardware.families import family_of_target
     try:
         family = family_of_target(raw.get("target", "")).name
@@ -198,19 +198,19 @@ def measure_programs(programs: dict, quiet: bool = False) -> dict:
     import time
 
     from ..infra.progress import progress_bar, say
-    kinds = {name: len(measurements_for(descriptors.read(pte).family)) for name, pte in programs.items()}
+    counts = {name: len(measurements_for(descriptors.read(pte).family)) for name, pte in programs.items()}
     results = {}
     with progress_bar(quiet) as bar:
-        task = bar.add_task("measure", total=sum(kinds.values()), status="")
+        task = bar.add_task("measure", total=sum(counts.values()), status="")
         for n, (name, pte) in enumerate(programs.items(), 1):
             started = time.perf_counter()
             say(f"  measuring {name} ({n}/{len(programs)})", quiet)
 
-            def step(kind, name=name, first=[True]):
+            def step(measurement, name=name, first=[True]):
                 if not first[0]:
                     bar.advance(task)
                 first[0] = False
-                bar.update(task, status=f"{name}: {kind}")
+                bar.update(task, status=f"{name}: {measurement}")
             results[name] = measure(pte, step=step)
             bar.advance(task)
             say(f"  {name} measured in {time.perf_counter() - started:.0f} s: {summary_line(results[name])}", quiet)

@@ -237,7 +237,7 @@ def merge_layers(isa_layers: list, plain_c: list) -> list:
 
 def is_heavy(op: str) -> bool:
     name = op.split("::")[-1]
-    return any(kind in name for kind in HEAVY_OPERATORS)
+    return any(heavy in name for heavy in HEAVY_OPERATORS)
 
 
 def bound_kernels(board: Board, isa_layers: list, plain_c: list) -> str:
@@ -305,8 +305,8 @@ def memory_footprint(sections: dict) -> dict:
     def size_of(*names):
         return sum(sections[n][1] for n in names if n in sections)
 
-    stored = sum(size for addr, size, flags, kind in sections.values()
-                 if flags & SHF_ALLOC and kind != SHT_NOBITS)
+    stored = sum(size for addr, size, flags, stype in sections.values()
+                 if flags & SHF_ALLOC and stype != SHT_NOBITS)
     return {
         "code": size_of(".vectors", ".text", ".ARM.exidx", ".init_array"),
         "rodata": size_of(".rodata"),

@@ -370,26 +370,26 @@ class _Replay:
 
     def _value(self, index: int):
         val = self.prog.values[index].val
-        kind = type(val).__name__
-        if kind == "Tensor":
+        tag = type(val).__name__
+        if tag == "Tensor":
             return self._tensor(val)
-        if kind == "Int":
+        if tag == "Int":
             return val.int_val
-        if kind == "Double":
+        if tag == "Double":
             return val.double_val
-        if kind == "Bool":
+        if tag == "Bool":
             return val.bool_val
-        if kind == "Null":
+        if tag == "Null":
             return None
-        if kind == "IntList":
+        if tag == "IntList":
             return [self.prog.values[i].val.int_val for i in val.items]
-        if kind == "BoolList":
+        if tag == "BoolList":
             return list(val.items)
-        if kind == "DoubleList":
+        if tag == "DoubleList":
             return list(val.items)
-        if kind == "TensorList":
+        if tag == "TensorList":
             return [self._tensor(self.prog.values[i].val) for i in val.items]
-        raise UserError(f"the program has a value of kind {kind}, which the Cortex-M reference does not take")
+        raise UserError(f"the program has a value of type {tag}, which the Cortex-M reference does not take")
 
     def _storage(self, t) -> np.ndarray:
         if t.data_buffer_idx > 0:
