@@ -13,7 +13,9 @@
         encoders: small Cortex-M programs from the export flow, frames from the host's
         link encoder, the command line the QEMU batch passes.
 
-Targets (firmware/fuzz/): `pte` (the .pte reader and loader, then one inference),
+Targets (firmware/fuzz/): `pte` (the .pte reader and loader, then one inference), `ethos-u`
+(the same harness on Ethos-U programs: the delegate's blob and command-stream parser, then one
+inference whose NPU job a checking driver takes, fuzz_npu_driver.c),
 `link-frame` (the serial frame receiver), `link-tensor-io` (the link's TENSOR, WRITE, RUN
 and READ requests on a stand-in program), `batch-input` (the batch transport's command line
 and samples-file size). The targets are built by tinyrps.firmware.build_firmware("fuzz")
@@ -41,8 +43,8 @@ sys.path.insert(0, str(REPO / "src"))
 from tinyrps.infra.errors import UserError  # noqa: E402
 
 # target name -> executable in the fuzz build
-TARGETS = {"pte": "fuzz-pte", "link-frame": "fuzz-link-frame", "link-tensor-io": "fuzz-link-tensor-io",
-           "batch-input": "fuzz-batch-input"}
+TARGETS = {"pte": "fuzz-pte", "ethos-u": "fuzz-ethos-u", "link-frame": "fuzz-link-frame",
+           "link-tensor-io": "fuzz-link-tensor-io", "batch-input": "fuzz-batch-input"}
 # Each run of one input may take this long (a whole inference of the real model under the
 # sanitizers is ~0.1 s); anything slower is a hang worth reporting.
 INPUT_TIMEOUT_S = 10
@@ -166,6 +168,27 @@ def export_program(make_model, core: str) -> bytes:
     return lower_images(model, make_split("train", 4, 0)[0], core).program
 
 
+def export_ethos_u_program(make_model, target: str) -> bytes:
+    """A seeded, untrained model through the Ethos-U export flow (TOSA and Vela), calibrated on a few images."""
+    import tempfile
+
+    import torch
+
+    from tinyrps.data import make_split
+    from tinyrps.export import export_model
+    from tinyrps.hardware.descriptor import Origin
+    from tinyrps.network.model import images_to_tensor
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = make_model().eval()
+    images = images_to_tensor(make_split("train", 4, 0)[0])
+    calibration = [(images[i:i + 1],) for i in range(len(images))]
+    with tempfile.TemporaryDirectory() as out:
+        pte = export_model(model, calibration[0], calibration, target, out,
+                           Origin(module="scripts/fuzz.py:small_network", calibration="12 training images"))
+        return pte.read_bytes()
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -275,7 +298,9 @@ def write_seeds() -> None:
     seeds = FUZZ_DIR / "seeds"
     programs = {f"small-{core}.pte": export_program(small_network, core) for core in ("cortex-m55", "cortex-m4")}
     programs["elementwise-cortex-m55.pte"] = export_program(elementwise_network, "cortex-m55")
-    files = {"pte": programs,
+    npu_programs = {f"small-{target}.pte": export_ethos_u_program(small_network, target)
+                    for target in ("ethos-u55-128", "ethos-u85-128")}
+    files = {"pte": programs, "ethos-u": npu_programs,
              "link-frame": frame_seeds(), "link-tensor-io": tensor_io_seeds(), "batch-input": batch_seeds()}
     for target, named in files.items():
         shutil.rmtree(seeds / target, ignore_errors=True)

@@ -4,6 +4,7 @@ real exported program, finds nothing. `make fuzz` runs the long campaigns."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 FUZZ = REPO / "scripts" / "fuzz.py"
-TARGETS = ("pte", "link-frame", "link-tensor-io", "batch-input")
+TARGETS = ("pte", "ethos-u", "link-frame", "link-tensor-io", "batch-input")
 SMOKE_SECONDS = 5
 
 
@@ -32,6 +33,21 @@ def test_seeds_and_regression_inputs_replay_cleanly(tmp_path):
         assert f"{target}: " in result.stdout and "FAILED" not in result.stdout
     regressions = REPO / "firmware" / "fuzz" / "regressions"
     assert any(regressions.rglob("*")), "the regression inputs of past findings are missing"
+
+
+def test_the_ethos_u_seeds_reach_the_npu_not_only_the_loader(tmp_path):
+    """Each committed Ethos-U seed loads and runs one NPU job through the target's checking driver, so
+    the campaign mutates programs that get past the delegate's parser."""
+    jobs = tmp_path / "jobs"
+    seeds = sorted((REPO / "firmware" / "fuzz" / "seeds" / "ethos-u").iterdir())
+    assert len(seeds) >= 2
+    fuzz("replay", "--target", "ethos-u", "--work", tmp_path)         # builds the targets, or says what to install
+    from tinyrps.firmware import build_firmware
+    binary = build_firmware("fuzz").tool("fuzz-ethos-u")
+    result = subprocess.run([str(binary), *map(str, seeds)], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "FUZZ_NPU_JOBS": str(jobs)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert int(jobs.read_text()) == len(seeds)
 
 
 @pytest.mark.slow
