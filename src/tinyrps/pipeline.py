@@ -146,7 +146,9 @@ def retire_results(out: Path) -> None:
 def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) -> dict:
     from .evaluate import evaluate
     from .measure import measure_programs, read as read_measurement
-    from .interfaces.report import bench_table, eval_table, write_report
+    from .interfaces.report.accuracy import eval_table
+    from .interfaces.report.markdown import write_report
+    from .interfaces.report.speed import bench_table
     from .train import TrainConfig, train
     data_dir, run_dir = out / "data", out / "run"
     timings, reused, start = {}, [], time.perf_counter()
