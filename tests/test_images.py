@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from tinyrps.network import images
+from tinyrps.network import image_ops, images
 from tinyrps.infra.errors import UserError
 
 
@@ -287,7 +287,7 @@ def test_connected_components_match_a_flood_fill():
     for _ in range(30):
         mask = rng.random((int(rng.integers(1, 25)), int(rng.integers(1, 25)))) < rng.uniform(0.2, 0.7)
         for connectivity in (4, 8):
-            labels, count = images.label_components(mask, connectivity)
+            labels, count = image_ops.label_components(mask, connectivity)
             expected, expected_count = flood(mask, connectivity)
             assert count == expected_count
             assert len(set(zip(labels[mask].tolist(), expected[mask].tolist()))) == count   # same partition
