@@ -197,7 +197,7 @@ def test_no_test_image_of_the_data_is_called_empty(data_dir):
 
 def test_training_like_images_are_refitted_not_garbled():
     """A rendered image read as a picture: the same letter, now filling the fitted box."""
-    from tinyrps.data import Jitter, render
+    from tinyrps.network.letters import Jitter, render
     clean = Jitter(height_px=(10, 12), noise_sigma=(0, 0), blur_px=(0, 0), invert_prob=0.0, stroke_prob=0.0,
                    rotate_deg=(0, 0), shear=(0, 0), aspect=(1, 1))
     img = render(np.array([1]), np.random.default_rng(3), clean)[0]

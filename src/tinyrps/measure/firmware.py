@@ -262,7 +262,7 @@ def check_variants(board: Board, build: str, layers: list, expected: str) -> Non
 
 
 def measurement_images() -> np.ndarray:
-    from ..data import render
+    from ..network.letters import render
     return render(np.array([0, 1, 2]), np.random.default_rng(MEASURE_SEED))
 
 
