@@ -238,18 +238,18 @@ def tensor_requests() -> dict:
     import numpy as np
 
     from tinyrps.data import make_split
-    from tinyrps.firmware import link
+    from tinyrps.firmware import link_protocol
     image = make_split("test", 1, 5)[0][0].tobytes()
     raw = np.linspace(0, 1, 12, dtype=np.float32).tobytes()
     return {
-        "tensor-input": (link.CMD_TENSOR, link.TENSOR_REQUEST.pack(KIND=link.TENSOR_INPUT, INDEX=0)),
-        "tensor-output": (link.CMD_TENSOR, link.TENSOR_REQUEST.pack(KIND=link.TENSOR_OUTPUT, INDEX=1)),
-        "write-image": (link.CMD_WRITE, link.WRITE_HEADER.pack(INDEX=0, ENCODING=link.ENCODING_IMAGE) + image),
-        "write-raw": (link.CMD_WRITE, link.WRITE_HEADER.pack(INDEX=0, ENCODING=link.ENCODING_RAW, FIRST=20) + raw),
-        "run": (link.CMD_RUN, b""),
-        "run-with-a-piece": (link.CMD_RUN, link.WRITE_HEADER.pack(INDEX=1, ENCODING=link.ENCODING_RAW) + bytes(5)),
-        "read-values": (link.CMD_READ, link.READ_REQUEST.pack(INDEX=0, PART=link.PART_VALUES, FIRST=2)),
-        "read-int8": (link.CMD_READ, link.READ_REQUEST.pack(INDEX=0, PART=link.PART_INT8)),
+        "tensor-input": (link_protocol.CMD_TENSOR, link_protocol.TENSOR_REQUEST.pack(KIND=link_protocol.TENSOR_INPUT, INDEX=0)),
+        "tensor-output": (link_protocol.CMD_TENSOR, link_protocol.TENSOR_REQUEST.pack(KIND=link_protocol.TENSOR_OUTPUT, INDEX=1)),
+        "write-image": (link_protocol.CMD_WRITE, link_protocol.WRITE_HEADER.pack(INDEX=0, ENCODING=link_protocol.ENCODING_IMAGE) + image),
+        "write-raw": (link_protocol.CMD_WRITE, link_protocol.WRITE_HEADER.pack(INDEX=0, ENCODING=link_protocol.ENCODING_RAW, FIRST=20) + raw),
+        "run": (link_protocol.CMD_RUN, b""),
+        "run-with-a-piece": (link_protocol.CMD_RUN, link_protocol.WRITE_HEADER.pack(INDEX=1, ENCODING=link_protocol.ENCODING_RAW) + bytes(5)),
+        "read-values": (link_protocol.CMD_READ, link_protocol.READ_REQUEST.pack(INDEX=0, PART=link_protocol.PART_VALUES, FIRST=2)),
+        "read-int8": (link_protocol.CMD_READ, link_protocol.READ_REQUEST.pack(INDEX=0, PART=link_protocol.PART_INT8)),
     }
 
 
@@ -257,7 +257,7 @@ def frame_seeds() -> dict:
     """Streams the firmware receives: real requests from the host's encoder. Byte 0 of a
     link-frame input says how often the line goes quiet (0: never)."""
     from tinyrps.data import make_split
-    from tinyrps.firmware.link import CMD_ECHO, CMD_INFER, CMD_INFO, encode_frame
+    from tinyrps.firmware.link_protocol import CMD_ECHO, CMD_INFER, CMD_INFO, encode_frame
     image = make_split("test", 1, 5)[0][0].tobytes()
     info, infer, echo = encode_frame(CMD_INFO, 1), encode_frame(CMD_INFER, 2, image), encode_frame(CMD_ECHO, 3, b"tinyrps")
     requests = tensor_requests()

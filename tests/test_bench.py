@@ -22,7 +22,7 @@ def test_bench_json_contract(cli, trained_run, exported):
 
 
 def test_firmware_tables_have_one_row_per_board_and_layers_side_by_side():
-    from tinyrps.interfaces.report import firmware_rows, layer_tables
+    from tinyrps.interfaces.report.speed import firmware_rows, layer_tables
     layers = [{"op": "cortex_m::quantize_per_tensor", "kernels": "c", "macs": 0, "instructions": 90,
                "instructions_plain_c": 90},
               {"op": "cortex_m::quantized_conv2d", "kernels": "dsp", "macs": 1000, "instructions": 2500,
@@ -52,7 +52,7 @@ def test_firmware_tables_have_one_row_per_board_and_layers_side_by_side():
 def test_the_chart_shows_each_programs_time_on_its_hardware():
     """Measured where the program ran on this CPU; Vela's estimate for the NPU; the cycle estimate with its band
     for an emulated Cortex-M; a simulated program without an estimate is not charted."""
-    from tinyrps.interfaces.report import device_cell, device_rows
+    from tinyrps.interfaces.report.speed import device_cell, device_rows
     cycles = {"estimated_ms": 84.4, "uncertainty": 0.3, "clock_hz": 32_000_000}
     bench = {"programs": {
         "eager": {"device": "eager", "latency_ms": 0.8},

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tinyrps import data
+from tinyrps.network import letters
 from tinyrps.infra.errors import UserError
 
 
@@ -38,11 +39,11 @@ def test_images_vary_in_the_ways_the_renderer_promises():
     means = images.reshape(len(images), -1).mean(1)
     assert means.std() > 10                       # brightness, inversion
     assert (means > 128).mean() > 0.03            # some inverted (bright background)
-    assert len(data.glyphs()) >= 5                # several fonts
+    assert len(letters.glyphs()) >= 5                # several fonts
 
 
 def test_fonts_come_from_python_packages_only():
-    for path in data.font_files():
+    for path in letters.font_files():
         assert path is None or "site-packages" in path or ".venv" in path
 
 
@@ -114,7 +115,7 @@ def ink_boxes(images: np.ndarray) -> np.ndarray:
 
 def test_letters_are_7_to_26_px_tall_and_anywhere_in_the_frame():
     rng = np.random.default_rng(5)
-    images = data.render(np.repeat(np.arange(3), 200), rng, data.Jitter(**CLEAN))
+    images = letters.render(np.repeat(np.arange(3), 200), rng, letters.Jitter(**CLEAN))
     boxes = ink_boxes(images)
     heights, offsets = boxes[:, 0], np.abs(boxes[:, 2:] - 13.5)
     assert heights.min() <= 9 and heights.max() >= 24
@@ -127,13 +128,13 @@ def test_letters_are_7_to_26_px_tall_and_anywhere_in_the_frame():
 def test_stroke_letters_are_drawn_with_a_pen_of_1_5_to_4_px():
     from tinyrps.network.images import stroke_width
     rng = np.random.default_rng(6)
-    strokes = data.render(np.repeat(np.arange(3), 40), rng, data.Jitter(**CLEAN, stroke_prob=1.0,
+    strokes = letters.render(np.repeat(np.arange(3), 40), rng, letters.Jitter(**CLEAN, stroke_prob=1.0,
                                                                        height_px=(18.0, 24.0)))
     widths = np.array([stroke_width(img > 127) for img in strokes])
     assert widths.min() >= 1.0 and widths.max() <= 5.5
     assert widths.max() - widths.min() > 1.0         # pens of several widths
-    fonts = data.render(np.repeat(np.arange(3), 40), np.random.default_rng(6),
-                        data.Jitter(**CLEAN, stroke_prob=0.0, height_px=(18.0, 24.0)))
+    fonts = letters.render(np.repeat(np.arange(3), 40), np.random.default_rng(6),
+                        letters.Jitter(**CLEAN, stroke_prob=0.0, height_px=(18.0, 24.0)))
     assert not np.array_equal(strokes, fonts)
 
 
@@ -149,10 +150,10 @@ def test_probe_sets_hold_small_and_off_centre_letters():
     assert np.bincount(labels).tolist() == [30, 30, 30]
     from dataclasses import replace
     upright = dict(CLEAN, rotate_deg=(0.0, 0.0), shear=(0.0, 0.0))
-    clean_small = data.render(np.repeat(np.arange(3), 30), np.random.default_rng(0),
+    clean_small = letters.render(np.repeat(np.arange(3), 30), np.random.default_rng(0),
                               replace(data.PROBES["small"], **upright))
     assert ink_boxes(clean_small)[:, 0].max() <= 10
-    clean_off = data.render(np.repeat(np.arange(3), 30), np.random.default_rng(0),
+    clean_off = letters.render(np.repeat(np.arange(3), 30), np.random.default_rng(0),
                             replace(data.PROBES["off-centre"], **CLEAN))
     distance = np.hypot(*(ink_boxes(clean_off)[:, 2:] - 13.5).T)
     assert np.median(distance) >= 4 and distance.min() >= 2.5
@@ -188,7 +189,7 @@ def test_the_benchmark_split_left_every_other_split_and_probe_set_as_it_was():
     images, labels = data.probe_set("small", 5, seed=3)
     rng = np.random.default_rng(np.random.SeedSequence([3, data.PROBE_STREAMS["small"]]))
     expected = np.repeat(np.arange(3), 5)[rng.permutation(15)]
-    assert np.array_equal(labels, expected) and np.array_equal(images, data.render(expected, rng, data.PROBES["small"]))
+    assert np.array_equal(labels, expected) and np.array_equal(images, letters.render(expected, rng, data.PROBES["small"]))
 
 
 def test_the_tunes_selection_split_is_deterministic_its_own_and_as_large_as_the_benchmark(tmp_path):

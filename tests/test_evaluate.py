@@ -126,7 +126,7 @@ def test_programs_computing_the_same_function_are_computed_once(trained_run, exp
         assert host.computation() is None       # not known to be shared: always computed
     result = evaluate(trained_run, only=["ethos-u55-128", "ethos-u85-128"], limit=20, quiet=True,
                       device_override="npu-ref")
-    from tinyrps.interfaces.report import eval_notes
+    from tinyrps.interfaces.report.accuracy import eval_notes
     assert "ethos-u85-128 has ethos-u55-128's outputs" in eval_notes(result)
     shared, computed = dict(result["programs"]["ethos-u85-128"]), dict(result["programs"]["ethos-u55-128"])
     assert shared.pop("outputs_of") == "ethos-u55-128" and "outputs_of" not in computed

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from tinyrps.network import images
+from tinyrps.network import image_ops, images
 from tinyrps.infra.errors import UserError
 
 
@@ -197,7 +197,7 @@ def test_no_test_image_of_the_data_is_called_empty(data_dir):
 
 def test_training_like_images_are_refitted_not_garbled():
     """A rendered image read as a picture: the same letter, now filling the fitted box."""
-    from tinyrps.data import Jitter, render
+    from tinyrps.network.letters import Jitter, render
     clean = Jitter(height_px=(10, 12), noise_sigma=(0, 0), blur_px=(0, 0), invert_prob=0.0, stroke_prob=0.0,
                    rotate_deg=(0, 0), shear=(0, 0), aspect=(1, 1))
     img = render(np.array([1]), np.random.default_rng(3), clean)[0]
@@ -287,7 +287,7 @@ def test_connected_components_match_a_flood_fill():
     for _ in range(30):
         mask = rng.random((int(rng.integers(1, 25)), int(rng.integers(1, 25)))) < rng.uniform(0.2, 0.7)
         for connectivity in (4, 8):
-            labels, count = images.label_components(mask, connectivity)
+            labels, count = image_ops.label_components(mask, connectivity)
             expected, expected_count = flood(mask, connectivity)
             assert count == expected_count
             assert len(set(zip(labels[mask].tolist(), expected[mask].tolist()))) == count   # same partition

@@ -329,7 +329,8 @@ def test_the_resource_estimate_covers_what_rendering_takes():
     import tracemalloc
 
     from tinyrps import data
-    data.font_glyphs()
+    from tinyrps.network import letters
+    letters.font_glyphs()
     tracemalloc.start()
     try:
         data.make_split("train", 1000, seed=0)

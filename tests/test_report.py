@@ -1,7 +1,8 @@
 """The Markdown report and the latency plot: tables that render, text that reads as text."""
 import pytest
 
-from tinyrps.interfaces.report import markdown_table, write_report
+from tinyrps.interfaces.report.markdown import write_report
+from tinyrps.interfaces.report.tables import markdown_table
 
 VELA = {"accelerator": "ethos-u85-128", "inference_ms": 0.215, "inferences_per_s": 4660, "sram_bytes": 43110,
         "utilisation": 0.454}
@@ -117,13 +118,13 @@ def screen_text(show) -> str:
 
     from rich.console import Console
 
-    from tinyrps.interfaces import report
-    console, report.out_console = report.out_console, Console(width=80, file=io.StringIO(), highlight=False)
+    from tinyrps.interfaces.report import tables
+    console, tables.out_console = tables.out_console, Console(width=80, file=io.StringIO(), highlight=False)
     try:
         show()
-        return report.out_console.file.getvalue()
+        return tables.out_console.file.getvalue()
     finally:
-        report.out_console = console
+        tables.out_console = console
 
 
 BENCHMARK_EVAL = {"split": "benchmark", "images": 3000, "programs": {
@@ -135,7 +136,7 @@ BENCHMARK_EVAL = {"split": "benchmark", "images": 3000, "programs": {
 
 
 def test_the_eval_table_shows_count_and_interval_within_80_columns():
-    from tinyrps.interfaces.report import eval_table
+    from tinyrps.interfaces.report.accuracy import eval_table
     text = screen_text(lambda: eval_table(BENCHMARK_EVAL))
     words = " ".join(text.split())
     assert "evaluation on 3,000 benchmark images" in words and "every benchmark image" in words
@@ -147,7 +148,7 @@ def test_the_eval_table_shows_count_and_interval_within_80_columns():
 def test_the_tuners_table_and_lines_show_count_and_interval():
     from types import SimpleNamespace
 
-    from tinyrps.interfaces.report import tune_table
+    from tinyrps.interfaces.report.search import tune_table
     from tinyrps.tune.trials import candidate_line
     candidate = {"number": 0, "state": "COMPLETE", "arch": "c16-p-c32-p-c64-p3-f128", "val_accuracy": 893 / 900,
                  "val_correct": 893, "val_images": 900, "npu_ms": 0.0574, "sram_bytes": 21000,
@@ -199,13 +200,13 @@ def test_the_bench_tables_keep_every_figure_whole_and_say_what_each_column_means
 
     from rich.console import Console
 
-    from tinyrps.interfaces import report
-    console, report.out_console = report.out_console, Console(width=width, file=io.StringIO(), highlight=False)
+    from tinyrps.interfaces.report import speed as report, tables
+    console, tables.out_console = tables.out_console, Console(width=width, file=io.StringIO(), highlight=False)
     try:
         report.bench_table(a_benchmark())
-        text = report.out_console.file.getvalue()
+        text = tables.out_console.file.getvalue()
     finally:
-        report.out_console = console
+        tables.out_console = console
     assert "…" not in text
     words = " ".join(text.split())
     bench_rows = report.bench_rows(a_benchmark())

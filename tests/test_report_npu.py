@@ -1,7 +1,8 @@
 """The NPU parts of the report and the tables of npu-sweep and tune, on figures made up here."""
 from pathlib import Path
 
-from tinyrps.interfaces.report import npu_layers_section, npu_sweep_table, tune_table
+from tinyrps.interfaces.report.markdown import npu_layers_section
+from tinyrps.interfaces.report.search import npu_sweep_table, tune_table
 
 LAYERS = [{"name": "conv", "op": "Conv2D", "npu_cycles": 40_000, "total_cycles": 40_000, "macs": 3_600_000,
            "utilisation": 0.7},
@@ -64,7 +65,7 @@ def test_tune_table_keeps_every_figure_whole_in_80_columns(capsys, tmp_path, mon
     longest = "c16-p-c16s2-c32-p3-p3-f128"   # the longest spec of the search space
     candidate = {"number": 123, "arch": longest, "state": "COMPLETE", "val_accuracy": 0.9756, "npu_ms": 0.0689,
                  "sram_bytes": 44_000, "program_bytes": 154_176, "mcu_instructions": 1_886_875}
-    from tinyrps.interfaces.report import out_console
+    from tinyrps.interfaces.report.tables import out_console
     monkeypatch.setattr(out_console, "width", 80)
     tune_table({"candidates": [candidate], "pareto": [candidate], "best": candidate}, tmp_path)
     row = next(line for line in capsys.readouterr().out.splitlines() if "#123" in line)

@@ -106,31 +106,8 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
             eager_logits = classify_with_progress(eager, images, bar, "eager")
         predictions = {"eager": eager_logits.argmax(1)}
         result["programs"]["eager"] = {**scored(eager_logits, labels), "device": "eager"}
-        entries, computed = {}, {}      # computed: for the in-process devices, in this thread only
-        in_worker = {name for name, pte in programs.items()
-                     if device_class(device_override or default_device(pte)).out_of_process}
-        if in_worker:
-            import_shared_modules_first()
-        # Devices that compute in another process (the emulated boards) run in worker threads
-        # while the in-process ones use this one; the main job's three at once: two at a time, the
-        # Cortex-M55's QEMU (the slowest: Helium is emulated instruction by instruction) ran last
-        # and alone, and the evaluation took 59 s instead of 51 on two cores. Every thread may run
-        # torch (the Cortex-M reference, the int8 CPU model), so torch's process-wide pool gets
-        # one thread each, set here in the main thread for the whole concurrent part.
-        with torch_threads(1), concurrent.futures.ThreadPoolExecutor(max_workers=OUT_OF_PROCESS_WORKERS) as pool:
-            for name, pte in programs.items():
-                device_name = device_override or default_device(pte)
-                if name in in_worker:
-                    entries[name] = pool.submit(evaluate_program, name, pte, device_name, images, labels,
-                                                eager_logits, dict(predictions), bar, board,
-                                                device_options.get(device_name, {}), profiled is not None)
-            for name, pte in programs.items():
-                if name not in entries:
-                    device_name = device_override or default_device(pte)
-                    entries[name] = evaluate_program(name, pte, device_name, images, labels, eager_logits,
-                                                     predictions, bar, board, device_options.get(device_name, {}),
-                                                     profiled is not None, computed)
-                    predictions[name] = entries[name].pop("_predictions")
+        entries = evaluate_programs(programs, device_override, images, labels, eager_logits, predictions, bar, board,
+                                    device_options, profiled is not None)
         for name in programs:
             entry = entries[name].result() if isinstance(entries[name], concurrent.futures.Future) else entries[name]
             entry.pop("_predictions", None)
@@ -139,6 +116,38 @@ def evaluate(run_dir, data_dir=None, only=None, device_override=None, limit=None
                 result["etdump"] = write_eval_profile(etdump, programs[name], name, entry["device"], profiles)
             result["programs"][name] = entry
     return result
+
+
+def evaluate_programs(programs: dict, device_override, images, labels, eager_logits, predictions: dict, bar, board,
+                      device_options: dict, profile: bool) -> dict:
+    """Each program's entry (evaluate_program), or the Future of it for a program whose device computes
+    in another process. `predictions` gains the predictions of the programs evaluated in this thread."""
+    entries, computed = {}, {}      # computed: for the in-process devices, in this thread only
+    in_worker = {name for name, pte in programs.items()
+                 if device_class(device_override or default_device(pte)).out_of_process}
+    if in_worker:
+        import_shared_modules_first()
+    # Devices that compute in another process (the emulated boards) run in worker threads
+    # while the in-process ones use this one; the main job's three at once: two at a time, the
+    # Cortex-M55's QEMU (the slowest: Helium is emulated instruction by instruction) ran last
+    # and alone, and the evaluation took 59 s instead of 51 on two cores. Every thread may run
+    # torch (the Cortex-M reference, the int8 CPU model), so torch's process-wide pool gets
+    # one thread each, set here in the main thread for the whole concurrent part.
+    with torch_threads(1), concurrent.futures.ThreadPoolExecutor(max_workers=OUT_OF_PROCESS_WORKERS) as pool:
+        for name, pte in programs.items():
+            device_name = device_override or default_device(pte)
+            if name in in_worker:
+                entries[name] = pool.submit(evaluate_program, name, pte, device_name, images, labels,
+                                            eager_logits, dict(predictions), bar, board,
+                                            device_options.get(device_name, {}), profile)
+        for name, pte in programs.items():
+            if name not in entries:
+                device_name = device_override or default_device(pte)
+                entries[name] = evaluate_program(name, pte, device_name, images, labels, eager_logits,
+                                                 predictions, bar, board, device_options.get(device_name, {}),
+                                                 profile, computed)
+                predictions[name] = entries[name].pop("_predictions")
+    return entries
 
 
 def shared_or_classified(device, images, bar, description, name, computed) -> tuple:

@@ -144,63 +144,27 @@ def retire_results(out: Path) -> None:
 
 
 def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) -> dict:
-    from .evaluate import evaluate
-    from .measure import measure_programs, read as read_measurement
-    from .interfaces.report import bench_table, eval_table, write_report
-    from .train import TrainConfig, train
+    # the stages' modules are loaded before the first stage's clock starts: no stage's time holds an import
+    from . import evaluate, measure, train  # noqa: F401
+    from .interfaces.report.markdown import write_report
     data_dir, run_dir = out / "data", out / "run"
     timings, reused, start = {}, [], time.perf_counter()
     with stage("data", timings, quiet):
-        tidy(data_dir)          # what a killed job left, even where the stage's result is current
-        info = current_data(data_dir, seed, split_sizes(per_class))
-        if info is None:
-            info = make_data(data_dir, seed=seed, per_class=per_class, quiet=quiet)
-        else:
-            reused.append("data")
-            say(f"  {data_dir} holds this data set already", quiet)
+        info = _data_stage(data_dir, seed, per_class, reused, quiet)
     with stage("train", timings, quiet):
-        tidy(run_dir)
-        config = TrainConfig(data=str(data_dir.resolve()), epochs=epochs, seed=seed, arch=arch)
-        metrics = current_run(run_dir, config)
-        if metrics is None:
-            metrics = train(config, run_dir, quiet=quiet)
-        else:
-            reused.append("train")
-            say(f"  {run_dir} was trained with these settings on this data already", quiet)
+        metrics = _train_stage(run_dir, data_dir, epochs, seed, arch, reused, quiet)
     checkpoint = sha256_file(run_dir / "model.pt")
     with stage("export", timings, quiet):
         artifacts, skipped, fresh = export_all(run_dir, checkpoint, quiet)
         if not fresh:
             reused.append("export")
     with stage("measure", timings, quiet):
-        remove_dead_temporaries(run_dir / "export")
-        current = {name: read_measurement(pte) for name, pte in artifacts.items()}
-        due = {name: pte for name, pte in artifacts.items() if current[name] is None and measure_kinds(pte)}
-        taken = measure_programs(due, quiet)
-        measurements = {name: current[name] or taken[name] for name in artifacts if current[name] or name in taken}
-        if not taken:
-            reused.append("measure")
+        measurements = _measure_stage(run_dir, artifacts, reused, quiet)
     programs = {name: sha256_file(path) for name, path in artifacts.items()}
     with stage("eval", timings, quiet):
-        evaluation = current_result(run_dir / "eval.json", checkpoint, programs,
-                                    test_split_sha256=sha256_file(data_dir / "test.npz"))
-        if evaluation is None:
-            evaluation = evaluate(run_dir, only=list(artifacts), quiet=quiet)
-            atomic_write_json(run_dir / "eval.json", evaluation)
-        else:
-            reused.append("eval")
-        if not quiet:
-            eval_table(evaluation)
+        evaluation = _eval_stage(run_dir, data_dir, checkpoint, programs, list(artifacts), reused, quiet)
     with stage("bench", timings, quiet):
-        benchmark = current_result(run_dir / "bench.json", checkpoint, programs)
-        if benchmark is None:
-            benchmark = bench_in_fresh_process(run_dir, list(artifacts), quiet)
-        else:
-            reused.append("bench")
-            refresh_measured_figures(benchmark, artifacts)
-        atomic_write_json(run_dir / "bench.json", benchmark)
-        if not quiet:
-            bench_table(benchmark)
+        benchmark = _bench_stage(run_dir, checkpoint, programs, artifacts, reused, quiet)
     with stage("game", timings, quiet):
         rounds = play_demo(artifacts, seed, quiet)
     timings["total"] = round(time.perf_counter() - start, 2)
@@ -227,6 +191,71 @@ def _run_all(out: Path, seed: int, epochs, per_class, quiet: bool, arch: str) ->
     write_report(out, summary)
     say(f"[bold green]done in {timings['total']:.0f} s[/]: {out / 'report.md'}, {out / 'summary.json'}", quiet)
     return summary
+
+
+# --- the stages: each reuses its result where it is current (and says so in `reused`) --------------
+
+def _data_stage(data_dir: Path, seed: int, per_class, reused: list, quiet: bool) -> dict:
+    tidy(data_dir)          # what a killed job left, even where the stage's result is current
+    info = current_data(data_dir, seed, split_sizes(per_class))
+    if info is None:
+        return make_data(data_dir, seed=seed, per_class=per_class, quiet=quiet)
+    reused.append("data")
+    say(f"  {data_dir} holds this data set already", quiet)
+    return info
+
+
+def _train_stage(run_dir: Path, data_dir: Path, epochs, seed: int, arch: str, reused: list, quiet: bool) -> dict:
+    from .train import TrainConfig, train
+    tidy(run_dir)
+    config = TrainConfig(data=str(data_dir.resolve()), epochs=epochs, seed=seed, arch=arch)
+    metrics = current_run(run_dir, config)
+    if metrics is None:
+        return train(config, run_dir, quiet=quiet)
+    reused.append("train")
+    say(f"  {run_dir} was trained with these settings on this data already", quiet)
+    return metrics
+
+
+def _measure_stage(run_dir: Path, artifacts: dict, reused: list, quiet: bool) -> dict:
+    from .measure import measure_programs, read as read_measurement
+    remove_dead_temporaries(run_dir / "export")
+    current = {name: read_measurement(pte) for name, pte in artifacts.items()}
+    due = {name: pte for name, pte in artifacts.items() if current[name] is None and measure_kinds(pte)}
+    taken = measure_programs(due, quiet)
+    if not taken:
+        reused.append("measure")
+    return {name: current[name] or taken[name] for name in artifacts if current[name] or name in taken}
+
+
+def _eval_stage(run_dir: Path, data_dir: Path, checkpoint: str, programs: dict, names: list, reused: list,
+                quiet: bool) -> dict:
+    from .evaluate import evaluate
+    from .interfaces.report.accuracy import eval_table
+    evaluation = current_result(run_dir / "eval.json", checkpoint, programs,
+                                test_split_sha256=sha256_file(data_dir / "test.npz"))
+    if evaluation is None:
+        evaluation = evaluate(run_dir, only=names, quiet=quiet)
+        atomic_write_json(run_dir / "eval.json", evaluation)
+    else:
+        reused.append("eval")
+    if not quiet:
+        eval_table(evaluation)
+    return evaluation
+
+
+def _bench_stage(run_dir: Path, checkpoint: str, programs: dict, artifacts: dict, reused: list, quiet: bool) -> dict:
+    from .interfaces.report.speed import bench_table
+    benchmark = current_result(run_dir / "bench.json", checkpoint, programs)
+    if benchmark is None:
+        benchmark = bench_in_fresh_process(run_dir, list(artifacts), quiet)
+    else:
+        reused.append("bench")
+        refresh_measured_figures(benchmark, artifacts)
+    atomic_write_json(run_dir / "bench.json", benchmark)
+    if not quiet:
+        bench_table(benchmark)
+    return benchmark
 
 
 # --- what is current ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tinyrps.firmware.link import MAX_PAYLOAD, encode_frame
+from tinyrps.firmware.link_protocol import MAX_PAYLOAD, encode_frame
 
 REPO = Path(__file__).resolve().parents[2]
 PROTOCOL = REPO / "firmware" / "protocol"

@@ -13,15 +13,16 @@ import zlib
 import numpy as np
 import pytest
 
-from tinyrps.firmware import link
-from tinyrps.firmware.link import DeviceError, DeviceLink, FrameDecoder, LinkError, encode_frame
+from tinyrps.firmware import link_protocol
+from tinyrps.firmware.link import DeviceLink
+from tinyrps.firmware.link_protocol import DeviceError, FrameDecoder, LinkError, encode_frame
 
 # ---- host codec (no QEMU) ----
 
 def test_frame_layout_matches_the_wire_format():
-    frame = encode_frame(link.CMD_INFER, 7, b"\x01\x02\x03")
+    frame = encode_frame(link_protocol.CMD_INFER, 7, b"\x01\x02\x03")
     assert frame[:2] == b"\xa5\x5a"
-    assert frame[2:6] == bytes([link.CMD_INFER, 7]) + struct.pack("<H", 3)
+    assert frame[2:6] == bytes([link_protocol.CMD_INFER, 7]) + struct.pack("<H", 3)
     assert frame[6:9] == b"\x01\x02\x03"
     assert struct.unpack("<I", frame[9:])[0] == zlib.crc32(frame[2:9])
 
@@ -48,7 +49,7 @@ def test_decoder_assembles_frames_split_anywhere():
 
 def test_oversized_payload_is_refused_before_sending():
     with pytest.raises(ValueError):
-        encode_frame(link.CMD_ECHO, 1, bytes(link.MAX_PAYLOAD + 1))
+        encode_frame(link_protocol.CMD_ECHO, 1, bytes(link_protocol.MAX_PAYLOAD + 1))
 
 
 def test_no_reply_is_a_timeout_not_a_hang():
@@ -108,24 +109,24 @@ class ScriptedPort:
         pass
 
 
-def info_payload(protocol: int = link.PROTOCOL_VERSION) -> bytes:
-    return link.INFO_LAYOUT.pack(PROTOCOL=protocol, SIZE=link.INFO_LAYOUT.size, FIRMWARE="0.1.0", BOARD="mps3-an547",
+def info_payload(protocol: int = link_protocol.PROTOCOL_VERSION) -> bytes:
+    return link_protocol.INFO_LAYOUT.pack(PROTOCOL=protocol, SIZE=link_protocol.INFO_LAYOUT.size, FIRMWARE="0.1.0", BOARD="mps3-an547",
                                  MODEL_BYTES=1000, MODEL_SOURCE=1, ARENA_CAPACITY=65536, ARENA_NEEDED=42048,
                                  STACK_SIZE=8192, STACK_USED=2000, BOOT_INSTRUCTIONS=123)
 
 
 def test_frames_decoded_after_the_wanted_one_are_kept():
     """Two replies arrive in one read: the second is the answer to the next request, not lost."""
-    stream = encode_frame(link.CMD_INFO | link.REPLY, 1, info_payload()) \
-        + encode_frame(link.CMD_ECHO | link.REPLY, 2, b"second")
+    stream = encode_frame(link_protocol.CMD_INFO | link_protocol.REPLY, 1, info_payload()) \
+        + encode_frame(link_protocol.CMD_ECHO | link_protocol.REPLY, 2, b"second")
     device = DeviceLink(ScriptedPort(stream), timeout=0.3)
-    assert device.info().protocol == link.PROTOCOL_VERSION
+    assert device.info().protocol == link_protocol.PROTOCOL_VERSION
     assert device.echo(b"second") == b"second"
 
 
 def test_info_of_another_protocol_version_is_refused():
-    with pytest.raises(LinkError, match=f"protocol version {link.PROTOCOL_VERSION + 1}.*rebuild"):
-        link.parse_info(info_payload(protocol=link.PROTOCOL_VERSION + 1))
+    with pytest.raises(LinkError, match=f"protocol version {link_protocol.PROTOCOL_VERSION + 1}.*rebuild"):
+        link_protocol.parse_info(info_payload(protocol=link_protocol.PROTOCOL_VERSION + 1))
 
 
 # ---- the firmware in QEMU ----
@@ -140,7 +141,7 @@ def server(cortex_m_pte, firmware_elf_path):
 def expect_error(device: DeviceLink, seq: int, code: int, timeout: float = 5.0):
     """The error frame for request seq (other frames on the way are skipped)."""
     with pytest.raises(DeviceError) as raised:
-        device.wait_reply(link.CMD_INFO, seq, timeout=timeout)
+        device.wait_reply(link_protocol.CMD_INFO, seq, timeout=timeout)
     assert raised.value.code == code, raised.value
     return raised.value
 
@@ -149,8 +150,8 @@ def unsolicited_error(device: DeviceLink, code: int, timeout: float = 5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         frame = device.next_frame(deadline, "no unsolicited error")
-        if frame.type == link.ERROR and frame.seq == 0:
-            got = link.parse_error(frame.payload)
+        if frame.type == link_protocol.ERROR and frame.seq == 0:
+            got = link_protocol.parse_error(frame.payload)
             if got[0] == code:
                 return got
     raise AssertionError(f"no unsolicited error {code}")
@@ -163,7 +164,7 @@ def still_serving(device: DeviceLink) -> None:
 def test_info_describes_the_loaded_program(server, cortex_m_pte):
     from tinyrps.firmware import c_facts
     info = server.link.info()
-    assert info.protocol == link.PROTOCOL_VERSION
+    assert info.protocol == link_protocol.PROTOCOL_VERSION
     assert info.board == "mps3-an547" and info.firmware
     assert info.model_sha256 == hashlib.sha256(cortex_m_pte.read_bytes()).hexdigest()
     assert info.model_bytes == cortex_m_pte.stat().st_size
@@ -211,7 +212,7 @@ def test_same_image_same_instruction_count(server, test_images):
 def test_image_of_the_wrong_size_is_an_error_reply(server, size):
     device = server.link
     seq = 201
-    device.send_raw(encode_frame(link.CMD_INFER, seq, bytes(size)))
+    device.send_raw(encode_frame(link_protocol.CMD_INFER, seq, bytes(size)))
     error = expect_error(device, seq, 6)
     assert error.value == size
     still_serving(device)
@@ -224,7 +225,7 @@ def test_host_refuses_to_send_a_wrong_size_image(server):
 
 def test_bad_crc_is_an_error_reply(server, test_images):
     device = server.link
-    frame = bytearray(encode_frame(link.CMD_INFER, 202, test_images[0][0].tobytes()))
+    frame = bytearray(encode_frame(link_protocol.CMD_INFER, 202, test_images[0][0].tobytes()))
     frame[300] ^= 0x01
     device.send_raw(bytes(frame))
     expect_error(device, 202, 1)
@@ -241,15 +242,15 @@ def test_garbage_is_reported_and_skipped(server):
 
 def test_garbage_right_before_a_frame(server):
     device = server.link
-    device.send_raw(b"\x00\x01\x02\xa5" + encode_frame(link.CMD_ECHO, 203, b"ok"))
-    reply = device.wait_reply(link.CMD_ECHO, 203)
+    device.send_raw(b"\x00\x01\x02\xa5" + encode_frame(link_protocol.CMD_ECHO, 203, b"ok"))
+    reply = device.wait_reply(link_protocol.CMD_ECHO, 203)
     assert reply.payload == b"ok"
     assert any(code == 4 for code, _, _ in device.notices)
 
 
 def test_cut_frame_is_reported_after_the_line_goes_quiet(server, test_images):
     device = server.link
-    device.send_raw(encode_frame(link.CMD_INFER, 204, test_images[0][0].tobytes())[:300])
+    device.send_raw(encode_frame(link_protocol.CMD_INFER, 204, test_images[0][0].tobytes())[:300])
     error = expect_error(device, 204, 3)
     assert error.value == 300
     still_serving(device)
@@ -257,15 +258,15 @@ def test_cut_frame_is_reported_after_the_line_goes_quiet(server, test_images):
 
 def test_cut_frame_followed_by_a_good_frame(server, test_images):
     device = server.link
-    device.send_raw(encode_frame(link.CMD_INFER, 205, test_images[0][0].tobytes())[:300]
-                    + encode_frame(link.CMD_ECHO, 206, b"after the cut"))
+    device.send_raw(encode_frame(link_protocol.CMD_INFER, 205, test_images[0][0].tobytes())[:300]
+                    + encode_frame(link_protocol.CMD_ECHO, 206, b"after the cut"))
     expect_error(device, 205, 3)
-    assert device.wait_reply(link.CMD_ECHO, 206).payload == b"after the cut"
+    assert device.wait_reply(link_protocol.CMD_ECHO, 206).payload == b"after the cut"
 
 
 def test_length_above_the_maximum_is_an_error_reply(server):
     device = server.link
-    header = bytes([link.CMD_INFER, 207]) + struct.pack("<H", 5000)
+    header = bytes([link_protocol.CMD_INFER, 207]) + struct.pack("<H", 5000)
     device.send_raw(b"\xa5\x5a" + header + bytes(16))
     error = expect_error(device, 207, 2)
     assert error.value == 5000
@@ -276,7 +277,7 @@ def test_unknown_command_and_unexpected_payload(server):
     device = server.link
     device.send_raw(encode_frame(0x42, 208, b""))
     assert expect_error(device, 208, 5).value == 0x42
-    device.send_raw(encode_frame(link.CMD_INFO, 209, b"unexpected"))
+    device.send_raw(encode_frame(link_protocol.CMD_INFO, 209, b"unexpected"))
     expect_error(device, 209, 6)
     still_serving(device)
 
@@ -298,7 +299,7 @@ def test_generic_run_gives_what_infer_gives(server, test_images):
     info = server.link.info()
     image = test_images[0][2]
     x = (image.astype(np.float32) / np.float32(255)).reshape(1, 1, 28, 28)
-    assert link.image_pixels(info.inputs[0], x) == image.tobytes()
+    assert link_protocol.image_pixels(info.inputs[0], x) == image.tobytes()
     result = server.link.run_tensors([x], info.inputs, info.outputs)
     served = server.link.infer(image)
     assert np.array_equal(result.int8[0].reshape(-1), served.int8)
@@ -306,7 +307,7 @@ def test_generic_run_gives_what_infer_gives(server, test_images):
     # the same input written as raw float32 (four frames) runs the same
     x_raw = x.copy()
     x_raw[0, 0, 0, 0] = np.float32(0.3)          # not a pixel: the raw encoding
-    assert link.image_pixels(info.inputs[0], x_raw) is None
+    assert link_protocol.image_pixels(info.inputs[0], x_raw) is None
     again = server.link.run_tensors([x_raw], info.inputs, info.outputs)
     assert again.outputs[0].shape == (1, 3) and again.instructions > 1_000_000
 
@@ -319,20 +320,20 @@ def request_error(device: DeviceLink, command: int, payload: bytes, code: int):
 
 
 @pytest.mark.parametrize("command,payload,code,value", [
-    (link.CMD_TENSOR, link.TENSOR_REQUEST.pack(KIND=link.TENSOR_INPUT, INDEX=1), 11, 1),
-    (link.CMD_TENSOR, link.TENSOR_REQUEST.pack(KIND=7, INDEX=0), 11, 0),
-    (link.CMD_TENSOR, b"\0", 6, 1),
-    (link.CMD_WRITE, link.WRITE_HEADER.pack(INDEX=1) + bytes(4), 11, 1),                      # no input 1
-    (link.CMD_WRITE, link.WRITE_HEADER.pack(FIRST=783) + bytes(8), 11, 783),                  # past the end
-    (link.CMD_WRITE, link.WRITE_HEADER.pack(FIRST=5000) + bytes(4), 11, 5000),
-    (link.CMD_WRITE, link.WRITE_HEADER.pack() + bytes(6), 6, 6),                               # 1.5 floats
-    (link.CMD_WRITE, link.WRITE_HEADER.pack(ENCODING=9) + bytes(4), 11, 9),
-    (link.CMD_WRITE, bytes(3), 6, 3),
-    (link.CMD_RUN, b"x", 6, 1),
-    (link.CMD_READ, link.READ_REQUEST.pack(INDEX=1), 11, 1),
-    (link.CMD_READ, link.READ_REQUEST.pack(PART=2), 11, 2),
-    (link.CMD_READ, link.READ_REQUEST.pack(FIRST=4), 11, 4),
-    (link.CMD_READ, link.READ_REQUEST.pack()[:5], 6, 5),
+    (link_protocol.CMD_TENSOR, link_protocol.TENSOR_REQUEST.pack(KIND=link_protocol.TENSOR_INPUT, INDEX=1), 11, 1),
+    (link_protocol.CMD_TENSOR, link_protocol.TENSOR_REQUEST.pack(KIND=7, INDEX=0), 11, 0),
+    (link_protocol.CMD_TENSOR, b"\0", 6, 1),
+    (link_protocol.CMD_WRITE, link_protocol.WRITE_HEADER.pack(INDEX=1) + bytes(4), 11, 1),                      # no input 1
+    (link_protocol.CMD_WRITE, link_protocol.WRITE_HEADER.pack(FIRST=783) + bytes(8), 11, 783),                  # past the end
+    (link_protocol.CMD_WRITE, link_protocol.WRITE_HEADER.pack(FIRST=5000) + bytes(4), 11, 5000),
+    (link_protocol.CMD_WRITE, link_protocol.WRITE_HEADER.pack() + bytes(6), 6, 6),                               # 1.5 floats
+    (link_protocol.CMD_WRITE, link_protocol.WRITE_HEADER.pack(ENCODING=9) + bytes(4), 11, 9),
+    (link_protocol.CMD_WRITE, bytes(3), 6, 3),
+    (link_protocol.CMD_RUN, b"x", 6, 1),
+    (link_protocol.CMD_READ, link_protocol.READ_REQUEST.pack(INDEX=1), 11, 1),
+    (link_protocol.CMD_READ, link_protocol.READ_REQUEST.pack(PART=2), 11, 2),
+    (link_protocol.CMD_READ, link_protocol.READ_REQUEST.pack(FIRST=4), 11, 4),
+    (link_protocol.CMD_READ, link_protocol.READ_REQUEST.pack()[:5], 6, 5),
 ], ids=["tensor-index", "tensor-kind", "tensor-size", "write-index", "write-past-end", "write-far", "write-half",
         "write-encoding", "write-short", "run-payload", "read-index", "read-part", "read-past-end", "read-short"])
 def test_tensor_requests_outside_the_program_are_refused(server, command, payload, code, value):
@@ -345,14 +346,14 @@ def test_a_run_carries_the_last_piece_and_the_outputs_that_fit(server, test_imag
     """An image classifier's inference in one exchange: the pixels in the RUN request, the logits and raw int8
     values in its reply; the same as infer's."""
     image = test_images[0][4]
-    piece = link.WRITE_HEADER.pack(ENCODING=link.ENCODING_IMAGE) + image.tobytes()
-    reply = server.link.request(link.CMD_RUN, piece).payload
-    head = link.RUN_REPLY.unpack(reply)
-    assert head["STATUS"] == 0 and head["OUTPUTS"] == 1 and len(reply) == link.RUN_REPLY.size + 12 + 3
+    piece = link_protocol.WRITE_HEADER.pack(ENCODING=link_protocol.ENCODING_IMAGE) + image.tobytes()
+    reply = server.link.request(link_protocol.CMD_RUN, piece).payload
+    head = link_protocol.RUN_REPLY.unpack(reply)
+    assert head["STATUS"] == 0 and head["OUTPUTS"] == 1 and len(reply) == link_protocol.RUN_REPLY.size + 12 + 3
     served = server.link.infer(image)
-    assert reply[link.RUN_REPLY.size:link.RUN_REPLY.size + 12] == served.logits.tobytes()
-    assert reply[link.RUN_REPLY.size + 12:] == served.int8.tobytes()
-    error = request_error(server.link, link.CMD_RUN, link.WRITE_HEADER.pack(FIRST=784) + bytes(4), 11)
+    assert reply[link_protocol.RUN_REPLY.size:link_protocol.RUN_REPLY.size + 12] == served.logits.tobytes()
+    assert reply[link_protocol.RUN_REPLY.size + 12:] == served.int8.tobytes()
+    error = request_error(server.link, link_protocol.CMD_RUN, link_protocol.WRITE_HEADER.pack(FIRST=784) + bytes(4), 11)
     assert error.value == 784
 
 
@@ -361,11 +362,11 @@ def test_reads_and_writes_at_an_offset(server, test_images):
     info = server.link.info()
     x = (test_images[0][3].astype(np.float32) / np.float32(255)).reshape(1, 1, 28, 28)
     server.link.run_tensors([x], info.inputs, info.outputs)
-    reply = server.link.request(link.CMD_READ, link.READ_REQUEST.pack(FIRST=2)).payload
-    head = link.READ_REPLY.unpack(reply)
-    assert (head["FIRST"], head["TOTAL"], len(reply)) == (2, 3, link.READ_REPLY.size + 4)
-    reply = server.link.request(link.CMD_READ, link.READ_REQUEST.pack(PART=link.PART_INT8, FIRST=3)).payload
-    assert len(reply) == link.READ_REPLY.size
-    written = server.link.request(link.CMD_WRITE, link.WRITE_HEADER.pack(ENCODING=link.ENCODING_IMAGE, FIRST=780)
+    reply = server.link.request(link_protocol.CMD_READ, link_protocol.READ_REQUEST.pack(FIRST=2)).payload
+    head = link_protocol.READ_REPLY.unpack(reply)
+    assert (head["FIRST"], head["TOTAL"], len(reply)) == (2, 3, link_protocol.READ_REPLY.size + 4)
+    reply = server.link.request(link_protocol.CMD_READ, link_protocol.READ_REQUEST.pack(PART=link_protocol.PART_INT8, FIRST=3)).payload
+    assert len(reply) == link_protocol.READ_REPLY.size
+    written = server.link.request(link_protocol.CMD_WRITE, link_protocol.WRITE_HEADER.pack(ENCODING=link_protocol.ENCODING_IMAGE, FIRST=780)
                                   + bytes(4)).payload
-    assert link.WRITE_REPLY.unpack(written) == {"FIRST": 780, "COUNT": 4}
+    assert link_protocol.WRITE_REPLY.unpack(written) == {"FIRST": 780, "COUNT": 4}

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from tinyrps.infra.errors import UserError
-from tinyrps.firmware import qemu
-from tinyrps.firmware.link import LinkError
+from tinyrps.firmware import batch_results, qemu
+from tinyrps.firmware.link_protocol import LinkError
 
 pytestmark = pytest.mark.slow     # builds the firmware, boots QEMU
 
@@ -123,27 +123,27 @@ def batch_file(count: int, trailer_magic: str = "TRPE", trailer_records: int = N
     """A well-formed batch results file of `count` records, unless told otherwise: one float32 [1, 4] input,
     outputs float32 [1, 3] (with raw int8 values) and int32 [2]."""
     tensors = description(6, (1, 4)) + description(6, (1, 3), int8=True) + description(3, (2,))
-    header = qemu.BATCH_HEADER.pack(MAGIC="TRPO", VERSION=qemu.BATCH_VERSION if version is None else version,
-                                    HEADER_BYTES=qemu.BATCH_HEADER.size + len(tensors),
-                                    RECORD_BYTES=record_bytes or qemu.BATCH_RECORD.size + 12 + 3 + 8,
+    header = batch_results.BATCH_HEADER.pack(MAGIC="TRPO", VERSION=batch_results.BATCH_VERSION if version is None else version,
+                                    HEADER_BYTES=batch_results.BATCH_HEADER.size + len(tensors),
+                                    RECORD_BYTES=record_bytes or batch_results.BATCH_RECORD.size + 12 + 3 + 8,
                                     COUNT=count if header_count is None else header_count, ARENA_NEEDED=42048,
                                     ARENA_CAPACITY=65536, PROGRAM_BYTES=1000, BOOT_INSTRUCTIONS=5, BOARD="mps2-an505",
                                     INPUTS=1, OUTPUTS=2, SAMPLE_BYTES=16, LIMIT_COUNT=3, LIMITS=[65535, 32, max_calls])
-    record = qemu.BATCH_RECORD.pack(INSTRUCTIONS=2_000_000) + np.float32([0.5, 1, -1]).tobytes() \
+    record = batch_results.BATCH_RECORD.pack(INSTRUCTIONS=2_000_000) + np.float32([0.5, 1, -1]).tobytes() \
         + np.int8([1, -2, 3]).tobytes() + np.int32([7, -8]).tobytes()
-    profile = qemu.BATCH_PROFILE_HEADER.pack(MAGIC="TRPL", LAYERS=profile_layers, LAYER_BYTES=qemu.BATCH_LAYER.size,
+    profile = batch_results.BATCH_PROFILE_HEADER.pack(MAGIC="TRPL", LAYERS=profile_layers, LAYER_BYTES=batch_results.BATCH_LAYER.size,
                                              SAMPLES=count) \
-        + qemu.BATCH_LAYER.pack(OPERATOR="cortex_m::quantized_conv2d", VARIANT=variant, VARIANT_INDEX=2,
+        + batch_results.BATCH_LAYER.pack(OPERATOR="cortex_m::quantized_conv2d", VARIANT=variant, VARIANT_INDEX=2,
                                 MACS=1000, INSTRUCTIONS=1_500_000 * count) \
-        + qemu.BATCH_LAYER.pack(OPERATOR="cortex_m::quantized_linear", VARIANT="c", MACS=10,
+        + batch_results.BATCH_LAYER.pack(OPERATOR="cortex_m::quantized_linear", VARIANT="c", MACS=10,
                                 INSTRUCTIONS=499_000 * count)
-    trailer = qemu.BATCH_TRAILER.pack(MAGIC=trailer_magic, STACK_USED=2000, STACK_SIZE=8192,
+    trailer = batch_results.BATCH_TRAILER.pack(MAGIC=trailer_magic, STACK_USED=2000, STACK_SIZE=8192,
                                       RECORDS=count if trailer_records is None else trailer_records)
     return header + tensors + record * count + profile + trailer
 
 
 def test_batch_parser_reads_a_well_formed_file(tmp_path):
-    result = qemu._parse_batch(batch_file(2), 0, "", tmp_path / "m.pte", 2, 0.1)
+    result = batch_results.parse_batch(batch_file(2), 0, "", tmp_path / "m.pte", 2, 0.1)
     assert result.int8.tolist() == [[1, -2, 3]] * 2 and result.stack_used == 2000
     assert result.logits.tolist() == [[0.5, 1, -1]] * 2
     assert [o.shape for o in result.outputs] == [(2, 1, 3), (2, 2)] and result.outputs_int8[1] is None
@@ -157,14 +157,14 @@ def test_batch_parser_reads_a_well_formed_file(tmp_path):
 
 def test_batch_parser_refuses_a_cut_profile(tmp_path):
     raw = batch_file(2)
-    cut = raw[:-16 - qemu.BATCH_LAYER.size] + raw[-16:]        # the last layer entry is missing
+    cut = raw[:-16 - batch_results.BATCH_LAYER.size] + raw[-16:]        # the last layer entry is missing
     with pytest.raises(UserError, match="profile"):
-        qemu._parse_batch(cut, 0, "", tmp_path / "m.pte", 2, 0.1)
+        batch_results.parse_batch(cut, 0, "", tmp_path / "m.pte", 2, 0.1)
 
 
 @pytest.mark.parametrize("damage,message", [
-    ({"version": qemu.BATCH_VERSION - 1}, f"version {qemu.BATCH_VERSION - 1}, this host reads version "
-                                          f"{qemu.BATCH_VERSION}"),
+    ({"version": batch_results.BATCH_VERSION - 1}, f"version {batch_results.BATCH_VERSION - 1}, this host reads version "
+                                          f"{batch_results.BATCH_VERSION}"),
     ({"header_count": 3}, "header counts 3 samples, 2 were sent"),
     ({"profile_layers": 3}, "damaged per-layer profile"),                 # more layers than the block holds
     ({"profile_layers": 1}, "bytes too many"),                           # fewer: a layer left over
@@ -178,7 +178,7 @@ def test_batch_parser_refuses_a_cut_profile(tmp_path):
         "trailer-magic", "trailer-records", "record-size"])
 def test_batch_parser_refuses_a_damaged_file(tmp_path, damage, message):
     with pytest.raises(UserError, match=message):
-        qemu._parse_batch(batch_file(2, **damage), 0, "", tmp_path / "m.pte", 2, 0.1)
+        batch_results.parse_batch(batch_file(2, **damage), 0, "", tmp_path / "m.pte", 2, 0.1)
 
 
 def test_server_is_stopped_on_close_and_on_error(cortex_m_pte, firmware_elf_path):
@@ -288,7 +288,7 @@ def test_the_boot_is_counted_from_reset_to_ready(cortex_m_pte, firmware_elf_path
         "-serial", "null", "-semihosting-config", "enable=on,target=native,arg=fw,arg=samples.bin,arg=results.bin",
         "-d", "in_asm,exec,nochain", "-D", str(log)]
     subprocess.run(command, cwd=tmp_path, timeout=300, check=True, capture_output=True)
-    header = qemu._batch_header((tmp_path / "results.bin").read_bytes(), 0, "", cortex_m_pte)
+    header = batch_results.batch_header((tmp_path / "results.bin").read_bytes(), 0, "", cortex_m_pte)
     blocks, executed, block, reached = {}, 0, None, False
     with open(log, errors="replace") as lines:
         for line in lines:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyrps.firmware import boards, c_facts, link, qemu
+from tinyrps.firmware import batch_results, boards, c_facts, link_protocol, qemu
 from tinyrps.firmware.build import firmware_dir
 from tinyrps.firmware.operators import VARIANT_ROW, operator_variants
 from tinyrps.firmware.tensors import description_layout
@@ -78,7 +78,7 @@ def test_layouts(compiled):
 
 def test_the_runtime_functions(compiled):
     statuses = {int(v): text for v, _, text in (line.partition(" ") for line in compiled["status"])}
-    assert c_facts.status_names() == statuses == link.TRT_STATUS
+    assert c_facts.status_names() == statuses == link_protocol.TRT_STATUS
     assert c_facts.dtypes() == {int(c): (n, int(b)) for c, n, b in (line.split(" ") for line in compiled["dtype"])}
     assert sorted(c_facts.dtypes()) == [int(c) for c in compiled["dtype-named"]]
     assert c_facts.limits() == {n: int(v) for n, v in (line.split(" ") for line in compiled["limit"])}
@@ -93,18 +93,18 @@ def test_the_port(compiled):
 
 def test_the_host_modules_use_the_headers_facts():
     """The Python modules' constants are the headers' (the layouts above are the ones they use)."""
-    assert link.MAX_PAYLOAD == c_facts.define("LINK_MAX_PAYLOAD") and link.PROTOCOL_VERSION == 3
-    assert link.ERROR_CODES == c_facts.named_values("LINK_ERROR_LIST")
-    assert link.INFO_LAYOUT is c_facts.layout("LINK_INFO_FIELDS", "LINK_INFO_BYTES")
-    assert qemu.BATCH_HEADER is c_facts.layout("BATCH_HEADER_FIELDS", "BATCH_HEADER_FIXED_BYTES")
+    assert link_protocol.MAX_PAYLOAD == c_facts.define("LINK_MAX_PAYLOAD") and link_protocol.PROTOCOL_VERSION == 3
+    assert link_protocol.ERROR_CODES == c_facts.named_values("LINK_ERROR_LIST")
+    assert link_protocol.INFO_LAYOUT is c_facts.layout("LINK_INFO_FIELDS", "LINK_INFO_BYTES")
+    assert batch_results.BATCH_HEADER is c_facts.layout("BATCH_HEADER_FIELDS", "BATCH_HEADER_FIXED_BYTES")
     assert description_layout() is c_facts.layout("TENSOR_DESC_FIELDS", "TENSOR_DESC_BYTES")
-    assert qemu.KERNEL_VARIANTS == c_facts.kernel_variants() == ("mve", "dsp", "c")
+    assert batch_results.KERNEL_VARIANTS == c_facts.kernel_variants() == ("mve", "dsp", "c")
     assert (qemu.DESCRIPTOR_MAGIC, qemu.MODE_SERVE, qemu.MODE_BATCH) == (0x42505254, 0, 1)
     assert qemu.DESCRIPTOR is c_facts.layout("BOOT_DESCRIPTOR_FIELDS", "BOOT_DESCRIPTOR_BYTES")
     assert (qemu.DESCRIPTOR_VERSION, qemu.FLAG_SHA256) == (2, 1)
-    assert qemu.BATCH_EXIT_CODES == {1: "bad arguments or file I/O", 2: "the program did not load", 3: "a CPU fault"}
+    assert batch_results.BATCH_EXIT_CODES == {1: "bad arguments or file I/O", 2: "the program did not load", 3: "a CPU fault"}
     # no module of the host keeps its own copy of a limit
-    sources = (Path(link.__file__).parent).glob("*.py")
+    sources = (Path(link_protocol.__file__).parent).glob("*.py")
     for source in sources:
         text = source.read_text()
         assert not re.search(r"\bBATCH_MAX_LAYERS\b|\bTRT_MAX_[A-Z_]+\s*=", text), source.name

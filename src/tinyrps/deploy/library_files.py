@@ -16,7 +16,7 @@ from typing import Optional
 # The C type of a dtype that is not its name with _t (uint8 -> uint8_t).
 C_TYPE_OF = {"float32": "float", "float64": "double", "bool": "uint8_t"}
 IMAGE_SIDE = 28
-EXAMPLE_SEED = 7   # the example's picture: tinyrps.data.render with this seed
+EXAMPLE_SEED = 7   # the example's picture: tinyrps.network.letters.render with this seed
 MANIFEST = "manifest.json"
 MANIFEST_KIND = "tinyrps deploy library"   # what marks a folder this command wrote (and may replace)
 
@@ -291,7 +291,7 @@ def example_picture(spec: LibrarySpec) -> dict:
     import subprocess
     import numpy as np
 
-    from ..data import render
+    from ..network.letters import render
     from ..firmware import build_firmware
     from ..infra.tempdirs import temp_dir
     tool = build_firmware("native").tool("tinyrps-native")

@@ -108,7 +108,7 @@ class McuDevice(Device):
             raise UserError(f"the firmware booted on QEMU's {self.board.machine} reports board '{info.board}': "
                             "rebuild the firmware")
         if not info.loaded:
-            from ..firmware.qemu import CORTEX_M_HINT, load_refusal
+            from ..firmware.batch_results import CORTEX_M_HINT, load_refusal
             # an Ethos-U program's delegate the runtime refused: its blob is damaged, not the program's kind
             hint = "export it again with `tinyrps export`" if self.family == "ethos-u" else CORTEX_M_HINT
             raise UserError(load_refusal(self.model_path.name, info.load_status, info.load_detail, info.arena_needed,
@@ -130,7 +130,7 @@ class McuDevice(Device):
                             "a dequantize_per_tensor): classify needs them; run it with run() instead")
         bad = ~np.isfinite(logits).all(axis=1)
         if bad.any():
-            from ..firmware.link import BoardReplyError
+            from ..firmware.link_protocol import BoardReplyError
             raise BoardReplyError(f"the logits of image {int(np.argmax(bad))} are not finite "
                                   f"({logits[int(np.argmax(bad))].tolist()}); a dequantized output always is")
         self.last_int8 = int8

@@ -12,29 +12,24 @@ from __future__ import annotations
 
 import hashlib
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .. import measure
 from ..infra.errors import UserError
-from ..hardware.pte import read_program
-from ..reference.ethos_u import dequantize, images_to_float, io_quantization, quantize
-from .base import Device, RunResult, require_family
-from .executorch import io_layouts
+from ..reference.ethos_u import dequantize, images_to_float, quantize
+from .base import RunResult
+from .ethos_u import EthosUDevice, accelerator_name, vela_figure
 
 
-class NpuDevice(Device):
+class NpuDevice(EthosUDevice):
     name = "npu"
 
     @classmethod
     def runs_on(cls, pte, target, described, board=None, port=None) -> tuple:
-        from .npu_ref import accelerator_name
         return f"{accelerator_name(described, target)}, its command stream in tinyrps's NPU model", None
 
     @classmethod
     def figures(cls, stats: dict, pte, target: str, core) -> list:
-        from .npu_ref import vela_figure
         figures = [vela_figure(stats, pte, target)]
         if stats.get("model_ms") is not None:
             figures.append({"name": "NPU model on this CPU", "value": f"{stats['model_ms']:.1f} ms",
@@ -44,24 +39,17 @@ class NpuDevice(Device):
             figures.append({"name": "NPU work", "value": f"{stats['npu_macs']:,} MACs, {stats['npu_dma_bytes']:,} "
                             "DMA bytes", "note": "what the model executed for one inference"})
         return figures
-    batch_size = 64
     simulated_by = "tinyrps's functional model of the Ethos-U"
 
     def __init__(self, model_path, **_):
         from .. import npu
-        model_path = Path(model_path)
-        program = read_program(model_path)
-        self.descriptor = require_family(model_path, "ethos-u", self.name, program)
-        self.programs = npu.load(program, model_path.name)
+        program = self._open(model_path)
+        self.programs = npu.load(program, self.model_path.name)
         if len(self.programs) != 1 or len(self.programs[0].inputs) != 1 or len(self.programs[0].outputs) != 1:
             raise UserError(f"{model_path.name} is not one Ethos-U delegate with one input and one output, "
                             f"which is what the npu device runs")
-        self.model_path = model_path
-        self.inputs, self.outputs = io_layouts(self.descriptor)
         self.program = self.programs[0]
-        quantization = io_quantization(program)
-        self.input_q, self.output_q = quantization["input"], quantization["output"]
-        self.vela = (measure.read(model_path) or {}).get("vela", {})
+        self._read_io(program)
         self.accelerator = getattr(getattr(self.descriptor, "info", None), "accelerator", None) or \
             self.program.config.product
         self._model_ms = None
@@ -103,8 +91,7 @@ class NpuDevice(Device):
 
     def last_stats(self) -> dict:
         """Vela's estimate of one inference on the NPU; the model's time per image here; what it executed."""
-        stats = {"npu_estimate_ms": self.vela.get("inference_ms"), "npu_cycles": self.vela.get("npu_cycles"),
-                 "accelerator": self.accelerator, "clock_hz": self.vela.get("clock_hz"),
+        stats = {**self._vela_stats(self.accelerator),
                  "npu_macs": sum(r["macs"] for r in self.program.report()),
                  "npu_dma_bytes": sum(r["dma_bytes"] for r in self.program.report())}
         if self._model_ms is not None:

@@ -12,20 +12,16 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .. import measure
 from ..infra.errors import UserError
-from ..hardware.pte import read_program
-from ..reference.ethos_u import (dequantize, graph_input_shape, images_to_float, io_quantization, quantize, read_tosa,
-                                 run_graph)
-from .base import Device, RunResult, require_family
-from .executorch import io_layouts
+from ..reference.ethos_u import dequantize, graph_input_shape, images_to_float, quantize, read_tosa, run_graph
+from .base import RunResult
+from .ethos_u import EthosUDevice, accelerator_name, vela_figure
 
 
-class NpuRefDevice(Device):
+class NpuRefDevice(EthosUDevice):
     name = "npu-ref"
 
     @classmethod
@@ -37,28 +33,21 @@ class NpuRefDevice(Device):
         return [vela_figure(stats, pte, target),
                 {"name": "TOSA reference model on this CPU", "value": f"{stats.get('reference_ms', stats['host_ms']):.1f} ms",
                  "note": "what the NPU computes, run on the host: not the NPU's speed"}]
-    # The graph has a batch of one, so each image is one run; batches only amortise the output redirection.
-    batch_size = 64
+    # The graph has a batch of one, so each image is one run; batches (of EthosUDevice.batch_size) only
+    # amortise the output redirection.
     simulated_by = "the TOSA reference model"
     # each run is about 18 ms of the reference model, whose time is not the NPU's (the benchmark shows
     # Vela's estimate as the device's): 50 runs give its median well enough
     bench_runs = 50
 
     def __init__(self, model_path, **_):
-        model_path = Path(model_path)
-        program = read_program(model_path)
-        described = require_family(model_path, "ethos-u", self.name, program)
-        if described is None:
-            raise UserError(f"{model_path.with_suffix('.json')} (the descriptor naming the TOSA graph of "
-                            f"{model_path.name}) is missing: export the program again with `tinyrps export`")
-        self.descriptor = described
-        self.tosa = read_tosa(model_path, described)
-        self.input_shape = graph_input_shape(self.tosa, model_path)
-        self.model_path = model_path
-        self.inputs, self.outputs = io_layouts(described)
-        quantization = io_quantization(program)
-        self.input_q, self.output_q = quantization["input"], quantization["output"]
-        self.vela = (measure.read(model_path) or {}).get("vela", {})
+        program = self._open(model_path)
+        if self.descriptor is None:
+            raise UserError(f"{self.model_path.with_suffix('.json')} (the descriptor naming the TOSA graph of "
+                            f"{self.model_path.name}) is missing: export the program again with `tinyrps export`")
+        self.tosa = read_tosa(self.model_path, self.descriptor)
+        self.input_shape = graph_input_shape(self.tosa, self.model_path)
+        self._read_io(program)
         self._reference_ms = None
 
     def _classify_batch(self, images: np.ndarray) -> np.ndarray:
@@ -99,25 +88,8 @@ class NpuRefDevice(Device):
 
     def last_stats(self) -> dict:
         """Vela's estimate of one inference on the NPU, and what the reference model took per image here."""
-        stats = {"npu_estimate_ms": self.vela.get("inference_ms"), "npu_cycles": self.vela.get("npu_cycles"),
-                 "accelerator": self.descriptor.info.accelerator, "clock_hz": self.vela.get("clock_hz")}
+        stats = self._vela_stats(self.descriptor.info.accelerator)
         if self._reference_ms is not None:
             stats["reference_ms"] = self._reference_ms
         return stats
 
-
-def vela_figure(stats: dict, pte, target: str) -> dict:
-    """Vela's estimate of one inference on the NPU, from the program's measurement, as a figure of a move."""
-    accelerator = (stats.get("accelerator") or target).replace("ethos-u", "Ethos-U")
-    name = f"{accelerator} time (Vela estimate)"
-    if stats.get("npu_estimate_ms") is None:
-        return {"name": name, "value": "not measured",
-                "note": f"run `tinyrps measure --model {Path(pte).name}` to have Vela estimate it"}
-    clock = f" at {stats['clock_hz'] / 1e6:.0f} MHz" if stats.get("clock_hz") else ""
-    return {"name": name, "value": f"{stats['npu_estimate_ms']:.3f} ms{clock}",
-            "note": "Vela's estimate of the NPU's time for one inference, from `tinyrps measure`"}
-
-
-def accelerator_name(described, target: str) -> str:
-    """"Ethos-U85-128": the program's accelerator as labels name it (its descriptor's, else the target's)."""
-    return getattr(getattr(described, "info", None), "accelerator", target).replace("ethos-u", "Ethos-U")

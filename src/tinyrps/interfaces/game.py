@@ -16,7 +16,7 @@ import numpy as np
 
 from ..infra import ctrl_c
 from .ascii_art import image_to_ascii, side_by_side
-from ..data import render
+from ..network.letters import render
 from ..infra.errors import UserError
 from ..network.labels import LABELS, softmax
 from .opponents import make_opponent

@@ -129,6 +129,18 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
             same_run(first, own, board)
         sections = elf_sections(flashed)
         program_bytes = pte_path.stat().st_size
+    check_runs(first, second, plain_c, program_sha256, board)
+    footprint = memory_footprint(sections)
+    for name, run, measured in (("generic", first, generic), (image, own, footprint)):
+        if measured["arena"] != run.arena_capacity:
+            raise UserError(f"the {board} firmware's {name} image reports an arena of {run.arena_capacity} bytes, "
+                            f"its ELF's {ARENA_SECTION} section is {measured['arena']} bytes: rebuild the firmware")
+    return firmware_record(spec, image, (first, second, plain_c, own), footprint, generic, program_bytes)
+
+
+def check_runs(first, second, plain_c, program_sha256: str, board: str) -> None:
+    """The three runs of a measurement agree as they must: the same counts twice (QEMU's -icount), the
+    program the firmware hashed is the one measured, and the plain-C kernels give the ISA's outputs."""
     if not np.array_equal(first.instructions, second.instructions) or \
             (first.boot_instructions, first.load_instructions) != (second.boot_instructions, second.load_instructions):
         raise UserError("instruction counts differ between two identical runs "
@@ -142,14 +154,15 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
     if not np.array_equal(first.int8, plain_c.int8):
         raise UserError(f"the ISA and the plain-C kernels of the {board} firmware disagree on the same images: "
                         "a kernel is wrong")
-    footprint = memory_footprint(sections)
+
+
+def firmware_record(spec, image: str, runs: tuple, footprint: dict, generic: dict, program_bytes: int) -> dict:
+    """The measurement's figures from its runs (the ISA build's, hashed, plain C's, the flashed image's)
+    and the footprints of the flashed and the generic image."""
+    first, second, plain_c, own = runs
     instructions = int(np.median(first.instructions))
     instructions_c = int(np.median(plain_c.instructions))
     macs = sum(layer["macs"] for layer in first.layers)
-    for name, run, measured in (("generic", first, generic), (image, own, footprint)):
-        if measured["arena"] != run.arena_capacity:
-            raise UserError(f"the {board} firmware's {name} image reports an arena of {run.arena_capacity} bytes, "
-                            f"its ELF's {ARENA_SECTION} section is {measured['arena']} bytes: rebuild the firmware")
     ram_needed = footprint["ram_static"] + own.arena_needed
     return {
         "board": spec.name,
@@ -262,7 +275,7 @@ def check_variants(board: Board, build: str, layers: list, expected: str) -> Non
 
 
 def measurement_images() -> np.ndarray:
-    from ..data import render
+    from ..network.letters import render
     return render(np.array([0, 1, 2]), np.random.default_rng(MEASURE_SEED))
 
 

@@ -160,18 +160,7 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
                 say(f"  the sampler proposed only measured architectures {MAX_REPEATS} times in a row: "
                     "the search has converged", quiet)
                 break
-            finished, started = [], []
-            try:
-                with quiet_optuna_errors():
-                    # the callback hands over this process's trial (with a shared storage, others add theirs)
-                    study.optimize(objective(settings, status_line, meter.clock, evaluate, probe, started),
-                                   n_trials=1, catch=(UserError,),
-                                   callbacks=[lambda _study, trial: finished.append(trial)])
-            except ValueError as e:
-                if not (started and taken_over(study, started[-1], e)):
-                    raise
-                say(f"  #{started[-1]}: failed by another worker, which found this one silent for over "
-                    f"{GRACE_SECONDS} s (a paused process?): its candidate is run again", quiet)
+            finished = run_trial(study, settings, status_line, meter.clock, evaluate, probe, quiet)
             done += 1
             for trial in finished:
                 say(candidate_line(trial), quiet)
@@ -188,6 +177,24 @@ def search(study, settings: TuneSettings, quiet: bool, clock: Optional[Clock] = 
     return {"minutes": settings.minutes, "charged_seconds": round(meter.charged(), 1),
             "wall_seconds": round(meter.wall(), 1), "measured": len(costs), "not_trained": slow,
             "retraining_estimate_seconds": round(retraining, 1), "busy_from_candidate": busy_from}
+
+
+def run_trial(study, settings: TuneSettings, status_line, clock: Clock, evaluate, probe, quiet: bool) -> list:
+    """One trial of this process's: the trials it finished (none where another worker took it over,
+    which a shared storage allows; that candidate is then run again)."""
+    finished, started = [], []
+    try:
+        with quiet_optuna_errors():
+            # the callback hands over this process's trial (with a shared storage, others add theirs)
+            study.optimize(objective(settings, status_line, clock, evaluate, probe, started),
+                           n_trials=1, catch=(UserError,),
+                           callbacks=[lambda _study, trial: finished.append(trial)])
+    except ValueError as e:
+        if not (started and taken_over(study, started[-1], e)):
+            raise
+        say(f"  #{started[-1]}: failed by another worker, which found this one silent for over "
+            f"{GRACE_SECONDS} s (a paused process?): its candidate is run again", quiet)
+    return finished
 
 
 def write_outputs(result: dict, out: Path) -> None:

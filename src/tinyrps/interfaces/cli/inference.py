@@ -40,7 +40,7 @@ def cmd_eval(a):
     if a.json:
         emit_json(result)
     else:
-        from ..report import eval_table
+        from ..report.accuracy import eval_table
         eval_table(result)
     if "etdump" in result:
         from ...hardware.etdump import written_message
@@ -148,7 +148,7 @@ def cmd_bench(a):
     if a.json:
         emit_json(result)
     else:
-        from ..report import bench_table
+        from ..report.speed import bench_table
         bench_table(result)
         for name, entry in result["programs"].items():
             if "note" in entry:

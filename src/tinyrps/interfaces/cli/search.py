@@ -27,7 +27,7 @@ def cmd_npu_sweep(a):
     if a.json:
         emit_json(result)
     else:
-        from ..report import npu_sweep_table
+        from ..report.search import npu_sweep_table
         npu_sweep_table(result, written)
 
 
@@ -84,7 +84,7 @@ def cmd_tune(a):
     if a.json:
         emit_json(result)
     else:
-        from ..report import tune_table
+        from ..report.search import tune_table
         tune_table(result, a.out)
 
 

@@ -66,7 +66,7 @@ def export_arguments(s) -> None:
 def cmd_export(a):
     from ...hardware.families import get_target, targets
     if a.list:
-        from ..report import targets_table
+        from ..report.targets import targets_table
         targets_table(targets())
         return
     if not a.target or not (a.run or a.module) or (a.run and a.module):

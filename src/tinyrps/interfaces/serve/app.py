@@ -158,54 +158,39 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def create_app(game: WebGame, allowed_hosts=None):
-    """The Starlette application of a WebGame. `allowed_hosts`: the Host names it answers (None: any)."""
-    from contextlib import asynccontextmanager
+class Endpoints:
+    """The API's and the page's request handlers, on one WebGame."""
 
-    from starlette.applications import Starlette
-    from starlette.middleware import Middleware
-    from starlette.middleware.trustedhost import TrustedHostMiddleware
-    from starlette.requests import ClientDisconnect
-    from starlette.responses import JSONResponse, Response
-    from starlette.routing import Route
+    def __init__(self, game: WebGame):
+        self.game = game
+        self.pages = {name: (web_file(name), kind) for name, kind in WEB_FILES.items()}
 
-    from ...network.images import MAX_PIXELS, ImageTooLarge
-    from ..opponents import OPPONENTS
-    pages = {name: (web_file(name), kind) for name, kind in WEB_FILES.items()}
+    def static(self, name: str):
+        """The handler of one of the page's files."""
+        from starlette.responses import Response
 
-    def static(name):
         async def endpoint(request):
-            body, kind = pages[name]
+            body, kind = self.pages[name]
             return Response(body, media_type=kind)
         return endpoint
 
-    async def programs(request):
+    async def programs(self, request):
+        from starlette.responses import JSONResponse
+
+        from ...network.images import MAX_PIXELS
+        from ..opponents import OPPONENTS
+        game = self.game
         return JSONResponse({"programs": [dict(p.public(), runs_on=game.slots[p.id].runs_on)
                                           for p in game.programs.values()],
                              "default": game.default_id, "opponents": list(OPPONENTS),
                              "limits": {"upload_bytes": MAX_UPLOAD_BYTES, "pixels": MAX_PIXELS}})
 
-    async def play(request):
-        q = request.query_params
+    async def play(self, request):
+        from starlette.requests import ClientDisconnect
+
+        from ...network.images import ImageTooLarge
         try:
-            check_same_origin(request)
-            program = game.program(q.get("program"))
-            opponent = q.get("opponent") or "random"
-            if opponent not in OPPONENTS:
-                raise UserError(f"unknown opponent '{opponent}'; valid: {', '.join(OPPONENTS)}")
-            tab_id = q.get("tab")
-            tab = game.tab(tab_id)
-            name = picture_name(given_picture_name(request))
-            try:
-                data = await asyncio.wait_for(read_body(request, MAX_UPLOAD_BYTES), BODY_TIMEOUT_S)
-            except asyncio.TimeoutError:
-                return error(408, f"the picture did not arrive within {BODY_TIMEOUT_S:.0f} s: play again")
-            if not data:
-                raise UserError("the request carries no picture: draw your move or choose a photo")
-            # counted once its picture is here: a slow upload holds its connection, never a place in the queue
-            with game.admitted(tab_id):
-                return JSONResponse(await unless_client_leaves(
-                    request, lambda gone: game.play(program, opponent, tab, data, name, gone)))
+            return await self.play_round(request)
         except (UploadTooLarge, ImageTooLarge) as e:
             return error(413, str(e))
         except CrossOrigin as e:
@@ -219,10 +204,36 @@ def create_app(game: WebGame, allowed_hosts=None):
         except (ClientDisconnect, ClientLeft):
             return error(400, "the client left before the answer")
 
-    async def new_game(request):
+    async def play_round(self, request):
+        """A round of a play request, its refusals raised (play answers them)."""
+        from starlette.responses import JSONResponse
+
+        from ..opponents import OPPONENTS
+        game, q = self.game, request.query_params
+        check_same_origin(request)
+        program = game.program(q.get("program"))
+        opponent = q.get("opponent") or "random"
+        if opponent not in OPPONENTS:
+            raise UserError(f"unknown opponent '{opponent}'; valid: {', '.join(OPPONENTS)}")
+        tab_id = q.get("tab")
+        tab = game.tab(tab_id)
+        name = picture_name(given_picture_name(request))
+        try:
+            data = await asyncio.wait_for(read_body(request, MAX_UPLOAD_BYTES), BODY_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            return error(408, f"the picture did not arrive within {BODY_TIMEOUT_S:.0f} s: play again")
+        if not data:
+            raise UserError("the request carries no picture: draw your move or choose a photo")
+        # counted once its picture is here: a slow upload holds its connection, never a place in the queue
+        with game.admitted(tab_id):
+            return JSONResponse(await unless_client_leaves(
+                request, lambda gone: game.play(program, opponent, tab, data, name, gone)))
+
+    async def new_game(self, request):
+        from starlette.responses import JSONResponse
         try:
             check_same_origin(request)
-            tab = game.tab(request.query_params.get("tab"))
+            tab = self.game.tab(request.query_params.get("tab"))
         except CrossOrigin as e:
             return error(403, str(e))
         except UserError as e:
@@ -232,11 +243,24 @@ def create_app(game: WebGame, allowed_hosts=None):
             tab.rounds = 0
         return JSONResponse({"score": tab.score})
 
-    async def server_error(request, exc):
-        import traceback
-        traceback.print_exception(exc, file=sys.stderr)
-        return error(500, f"internal error ({type(exc).__name__}): a bug in tinyrps; the server's log has the "
-                          "traceback")
+
+async def server_error(request, exc):
+    import traceback
+    traceback.print_exception(exc, file=sys.stderr)
+    return error(500, f"internal error ({type(exc).__name__}): a bug in tinyrps; the server's log has the "
+                      "traceback")
+
+
+def create_app(game: WebGame, allowed_hosts=None):
+    """The Starlette application of a WebGame. `allowed_hosts`: the Host names it answers (None: any)."""
+    from contextlib import asynccontextmanager
+
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+    from starlette.routing import Route
+
+    endpoints = Endpoints(game)
 
     @asynccontextmanager
     async def lifespan(app):
@@ -249,8 +273,9 @@ def create_app(game: WebGame, allowed_hosts=None):
     middleware = [Middleware(SecurityHeaders)]
     if allowed_hosts is not None:
         middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
-    routes = [Route("/", static("index.html")), Route("/app.js", static("app.js")),
-              Route("/style.css", static("style.css")), Route("/api/programs", programs),
-              Route("/api/play", play, methods=["POST"]), Route("/api/new-game", new_game, methods=["POST"])]
+    routes = [Route("/", endpoints.static("index.html")), Route("/app.js", endpoints.static("app.js")),
+              Route("/style.css", endpoints.static("style.css")), Route("/api/programs", endpoints.programs),
+              Route("/api/play", endpoints.play, methods=["POST"]),
+              Route("/api/new-game", endpoints.new_game, methods=["POST"])]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                      exception_handlers={Exception: server_error})

@@ -116,7 +116,7 @@ class WebGame:
                    gone=lambda: False) -> dict:
         """The move, scored unless `gone()` says its client left while the device ran it (a move
         cancelled before leaves the device's queue: the CancelledError reaches the awaits here)."""
-        from ...data import render
+        from ...network.letters import render
         from ..game import outcome
         from ...network.labels import softmax
         started = time.perf_counter()
