@@ -7,7 +7,9 @@ Macros use NAME upper-cased (TINYRPS_MODEL_ARENA_BYTES), functions NAME as given
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,9 +184,14 @@ def _names(spec: LibrarySpec) -> dict:
 
 # --- src/NAME_build.h and src/units/ ------------------------------------------------------------------------
 
+ETHOS_U_OPTION = ("\n/* The loader runs the program's Ethos-U delegate (src/runtime/ethos_u_delegate.c) through the NPU\n"
+                  " * driver the application links (README.md). */\n#define TRT_ETHOS_U 1\n")
+
+
 def build_header(spec: LibrarySpec) -> str:
     return fill("build.h", {**_names(spec), "isa": spec.isa_kernels, "ISA": spec.isa_kernels.upper(),
-                            "limits": "\n".join(f"#define {k} {v}" for k, v in spec.limits.items()),
+                            "limits": "\n".join(f"#define {k} {v}" for k, v in spec.limits.items())
+                            + (ETHOS_U_OPTION if spec.facts.ethos_u else ""),
                             "renames": "\n".join(f"#define {r} {spec.name}_{r}" for r in spec.renamed)})
 
 
@@ -294,15 +301,16 @@ def example_picture(spec: LibrarySpec) -> dict:
     from ..data import render
     from ..firmware import build_firmware
     from ..infra.tempdirs import temp_dir
-    tool = build_firmware("native").tool("tinyrps-native")
+    tool = build_firmware("native").tool("tinyrps-native-npu" if spec.facts.ethos_u else "tinyrps-native")
     labels = np.arange(len(spec.facts.labels))
     images = render(labels, np.random.default_rng(EXAMPLE_SEED))
     with temp_dir("example") as work:
         pte, images_file, out = Path(work) / "p.pte", Path(work) / "images.u8", Path(work) / "out.bin"
         pte.write_bytes(spec.program)
         np.ascontiguousarray(images, np.uint8).tofile(images_file)
-        subprocess.run([str(tool), "infer", str(pte), str(images_file), str(out)], check=True, capture_output=True,
-                       timeout=120)
+        with _npu_link(spec, pte, Path(work)) as env:
+            subprocess.run([str(tool), "infer", str(pte), str(images_file), str(out)], check=True,
+                           capture_output=True, timeout=120, env=env)
         raw = out.read_bytes()
     k = len(labels)
     logits = np.frombuffer(raw[len(labels) * k:], np.float32).reshape(len(labels), k)
@@ -311,6 +319,22 @@ def example_picture(spec: LibrarySpec) -> dict:
     return {"label": spec.facts.labels[int(labels[chosen])], "answer": spec.facts.labels[int(answers[chosen])],
             "logits": [float(x) for x in logits[chosen]], "image": images[chosen].reshape(-1).tolist(),
             "seed": EXAMPLE_SEED}
+
+
+@contextlib.contextmanager
+def _npu_link(spec: LibrarySpec, pte: Path, folder: Path):
+    """The environment of a native run: for an Ethos-U program, the NPU model on this host serving the NPU
+    link in `folder` (tinyrps.firmware.npu_host), which the native tool's driver talks to."""
+    if not spec.facts.ethos_u:
+        yield None
+        return
+    from ..firmware.npu_host import NpuHost
+    (folder / "npu").mkdir()
+    host = NpuHost(pte, folder / "npu")
+    try:
+        yield {**os.environ, "TINYRPS_NPU_LINK": str(folder / "npu")}
+    finally:
+        host.close()
 
 
 def example_source(spec: LibrarySpec) -> str:

@@ -10,7 +10,7 @@ stream. The measure stage's `vela` figures are Vela's estimate of the NPU's part
 the CPU's, counted on the tinyrps firmware of the MPS3 AN547 (Cortex-M55) in QEMU, with the
 delegate's job handed over the NPU link to the NPU model on the host (tinyrps.firmware.npu_host).
 
-- layers: per kernel call, in chain order, {op, kernels, instructions}: the runtime's own
+- layers: per kernel call, in chain order, {op, kernels, variant, macs, instructions}: the runtime's own
   per-call counter, mean per inference over the measurement images. The delegate call's
   count is the board's side of the job only: the NPU model's work is not the board's.
 - QEMU counts instructions (-icount shift=0), not cycles.
@@ -47,7 +47,7 @@ def measure_program(pte, described, quick: bool = False) -> dict:
         "instructions_per_inference": int(np.median(result.instructions)),
         "arena_bytes": result.arena_needed,
         "arena_parts_bytes": result.arena_parts,
-        "layers": [{"op": layer["op"], "kernels": layer["kernels"], "instructions": layer["instructions"]}
+        "layers": [{key: layer[key] for key in ("op", "kernels", "variant", "macs", "instructions")}
                    for layer in result.layers],
         "emulator": f"qemu-system-arm -M {board.machine} ({board.core}), -icount shift=0: counts instructions, "
                     "not cycles",
