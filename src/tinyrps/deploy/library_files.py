@@ -115,6 +115,7 @@ def write_all(folder: Path, spec: LibrarySpec) -> None:
         "CMakeLists.txt": cmake_lists(spec),
         f"{spec.name}.mk": make_fragment(spec),
         "example/main.c": example_source(spec),
+        **({"npu/npu_link_qemu.c": npu_link_source(spec)} if spec.facts.ethos_u else {}),
     }
     for rel, text in files.items():
         path = folder / rel
@@ -364,6 +365,41 @@ def _example_main(spec: LibrarySpec) -> str:
 
 # --- README.md ----------------------------------------------------------------------------------------------
 
+# --- the NPU of an Ethos-U program --------------------------------------------------------------------------
+
+def _delegate(spec: LibrarySpec):
+    """The program's Ethos-U delegate as the NPU model reads it (its command stream, weights and regions)."""
+    from ..npu import load
+    programs = load(spec.program, spec.program_name)
+    if len(programs) != 1:
+        raise RuntimeError(f"{spec.program_name} has {len(programs)} Ethos-U delegates; a library takes one")
+    return programs[0]
+
+
+def ethos_u_section(spec: LibrarySpec) -> str:
+    delegate = _delegate(spec)
+    cpu_ops = sorted({layer["op"].split("::")[-1] for layer in spec.layers if layer["kernels"] != "npu"})
+    return fill("readme_ethos_u.md", {
+        **_names(spec), "accelerator": spec.facts.accelerator, "cpu_ops": " and ".join(cpu_ops) or "nothing else",
+        "cmd_bytes_text": f"{len(delegate.delegate.cmd_data):,}", "weight_bytes_text": f"{len(delegate.weights):,}",
+        "scratch_bytes_text": f"{delegate.delegate.scratch_size:,}", "fast_bytes_text": f"{delegate.region_sizes[2]:,}",
+        "regions": 3, "program_file": spec.program_name})
+
+
+def npu_link_source(spec: LibrarySpec) -> str:
+    """npu/npu_link_qemu.c: the NPU link's driver on QEMU, its constants from firmware/protocol/npu_link.h."""
+    from ..firmware import c_facts
+    from ..firmware.npu_host import REPLY, REQUEST, STATUS
+    return fill("npu_link_qemu.c", {
+        "name": spec.name, "request_path": c_facts.define("NPU_LINK_REQUEST_PATH"),
+        "reply_path": c_facts.define("NPU_LINK_REPLY_PATH"), "version": c_facts.define("NPU_LINK_VERSION"),
+        "request_bytes": REQUEST.size, "reply_bytes": REPLY.size, "status_ok": STATUS["NPU_LINK_OK"],
+        "request_id": c_facts.define("NPU_LINK_REQUEST_ID"), "reply_id": c_facts.define("NPU_LINK_REPLY_ID"),
+        "sha256_bytes": ", ".join(f"0x{b:02x}" for b in bytes.fromhex(spec.facts.sha256)),
+        **{f"q_{f.lower()}": REQUEST.offset(f) for f in ("MAGIC", "VERSION", "SEQUENCE", "CMD_BYTES", "SIZES", "SHA256")},
+        **{f"r_{f.lower()}": REPLY.offset(f) for f in ("MAGIC", "VERSION", "SEQUENCE", "STATUS", "SHA256")}})
+
+
 def readme(spec: LibrarySpec) -> str:
     facts, f, isa = spec.facts, spec.figures, spec.isa_kernels
     code = spec.code
@@ -404,7 +440,9 @@ def readme(spec: LibrarySpec) -> str:
         "ram_note": (f" ({measured[0]['library_static_ram_bytes']:,} B of `.bss` on the {facts.core})"
                      if measured else ""),
         "code_text": code_text, "board": f["board"], "instructions_text": f"{f['instructions_per_inference']:,}",
-        "instructions_c_text": f"{f.get('instructions_per_inference_plain_c', 0):,}",
+        "instructions_c_text": (f"{f['instructions_per_inference_plain_c']:,}"
+                                if "instructions_per_inference_plain_c" in f else "not measured"),
+        "ethos_u_section": ethos_u_section(spec) if facts.ethos_u else "",
         "layer_rows": "\n".join(
             f"| {i} | `{layer['op']}` | {layer['kernels']} | {layer['macs']:,} | {layer['instructions']:,} |"
             for i, layer in enumerate(spec.layers))})
