@@ -163,8 +163,9 @@ def program_facts(pte: Path, program: bytes) -> ProgramFacts:
 
 
 def _not_cortex_m(pte: Path, family) -> str:
-    return (f"{pte} is neither a Cortex-M nor an Ethos-U program (its family: {family}); a library is made of "
-            "one: export it with `tinyrps export --target cortex-m55` (or cortex-m33, cortex-m4, ethos-u85-128)")
+    return (f"{pte} is not a Cortex-M program (its family: {family}), nor an Ethos-U one; a library is made of "
+            "one of those: export it with `tinyrps export --target cortex-m55` (or cortex-m33, cortex-m4, "
+            "ethos-u85-128)")
 
 
 def native_facts(pte: Path, ethos_u: bool = False) -> tuple:
