@@ -18,6 +18,7 @@ delegate's job handed over the NPU link to the NPU model on the host (tinyrps.fi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -30,9 +31,12 @@ NPU_NOTE = ("the delegate's command stream ran on the NPU model on the host over
             "not the board's (Vela's estimate gives the NPU's)")
 
 
-def measure_program(pte, described, quick: bool = False) -> dict:
-    """The measure stage's `cpu_part` figures of an Ethos-U program (see the module docstring)."""
+def measure_program(pte, described, quick: bool = False) -> Optional[dict]:
+    """The measure stage's `cpu_part` figures of an Ethos-U program (see the module docstring); none in a
+    quick measurement (a search needs Vela's estimate only)."""
     from ..firmware.qemu import firmware_elf, run_batch
+    if quick:
+        return None
     from .firmware import measurement_inputs
     board = get_board(SYSTEM_BOARD)
     result = run_batch(Path(pte), measurement_inputs(described), elf=firmware_elf(board.name, "isa"),
