@@ -253,8 +253,9 @@ def measured(tmp_path_factory):
     from tinyrps.firmware import firmware_dir
     from tinyrps.firmware.sources import source_files
     firmware_key = fixture_cache.fixture_key("firmware", modules=fixture_cache.package_modules("tinyrps.firmware")
-                                             + ["tinyrps.measure", "tinyrps.hardware.vela", "tinyrps.deploy.firmware_image",
-                                                "tinyrps.deploy.library", "tinyrps.deploy.selection"],
+                                             + ["tinyrps.measure", "tinyrps.measure.npu_system", "tinyrps.hardware.vela",
+                                                "tinyrps.deploy.firmware_image", "tinyrps.deploy.library",
+                                                "tinyrps.deploy.selection"],
                                              files=source_files(firmware_dir()))
     done = {}
 

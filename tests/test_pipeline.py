@@ -72,6 +72,10 @@ def test_all_writes_summary_report_and_every_main_artifact(main_job, markdown_ta
     for board in ("mps3-an547", "mps2-an505", "mps2-an386"):
         assert board in report
     assert "not cycles" in report
+    for target in ("ethos-u55-128", "ethos-u85-128"):       # the CPU part on the M55 and the NPU part, one table
+        assert f"#### {target}: per layer, the CPU part on mps3-an547 (cortex-m55) and the NPU part on {target}" \
+            in report
+    assert "Vela's estimates, not measured" in report
     assert len(summary["game"]) >= 3
     assert {g["outcome"] for g in summary["game"]} <= {"win", "lose", "tie"}
 

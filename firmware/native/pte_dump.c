@@ -119,6 +119,15 @@ static int print_plan(const pte_file *f, uint32_t index) {
     return 0;
 }
 
+/* A program without segment data whose constant offsets are all 0 (an Ethos-U program: its data is
+ * inline in the delegate, and buffer 0 is the empty one every program has) has only empty buffers. */
+static int no_constant_data(const pte_file *f) {
+    if (f->segment_base != 0 || f->constant_offsets.count == 0) return 0;
+    for (uint32_t i = 0; i < f->constant_offsets.count; i++)
+        if (fb_vector_u64(&f->flat, &f->constant_offsets, i) != 0) return 0;
+    return 1;
+}
+
 int dump_program(const uint8_t *data, size_t len) {
     pte_file f;
     trt_status s = pte_open(data, len, &f);
@@ -139,7 +148,9 @@ int dump_program(const uint8_t *data, size_t len) {
     for (uint32_t i = 0; i < n_constants; i++) {
         const uint8_t *bytes;
         size_t n;
-        if (pte_constant(&f, i, &bytes, &n) != TRT_OK) {
+        if (no_constant_data(&f)) {
+            bytes = f.flat.data, n = 0;
+        } else if (pte_constant(&f, i, &bytes, &n) != TRT_OK) {
             fprintf(stderr, "error: bad constant buffer %lu\n", (unsigned long)i);
             return 3;
         }

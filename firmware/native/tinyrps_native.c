@@ -40,6 +40,9 @@
 #include "ops/operator_table.h"
 #include "pte_dump.h"
 #include "tinyrps_runtime.h"
+#if TRT_NATIVE_NPU_LINK
+#include "npu_link_posix.h"
+#endif
 
 #define EXIT_USAGE 2
 #define EXIT_REJECTED 3
@@ -60,6 +63,9 @@ static int load(const char *path, loaded_program *lp) {
         fprintf(stderr, "error: cannot read %s\n", path);
         return EXIT_USAGE;
     }
+#if TRT_NATIVE_NPU_LINK
+    npu_link_posix_program(lp->pte, len);   /* the hash each NPU job names its program by */
+#endif
     lp->prog = trt_program_init(&storage);
     /* first pass sizes the arena, second pass loads into it */
     trt_status s = trt_load(lp->prog, lp->pte, len, NULL, 0, detail, sizeof detail);

@@ -18,30 +18,17 @@
 #include <string.h>
 
 #include "ethos_u_delegate.h"
+#include "ethos_u_params.h"
 #include "load_code.h"
 
 #pragma weak trt_npu_reserve
 #pragma weak trt_npu_invoke
 #pragma weak trt_npu_release
 
-#define ETHOS_U_MAX_IO 4            /* delegate inputs and outputs together */
 #define BLOCK_HEADER 32
 #define IO_RECORD_WORDS 9           /* shape[6], element size, offset, region */
 #define COP1 0x31504F43u            /* "COP1" little-endian */
 #define MAX_REGION_BYTES ((uint64_t)1 << 30)
-
-typedef struct {
-    uint8_t *arena_data;            /* the delegate argument's bytes in the arena */
-    uint32_t offset, bytes;         /* its place in the scratch */
-} ethos_u_io;
-
-typedef struct {
-    const uint8_t *cmd, *weights;
-    uint32_t cmd_bytes, weight_bytes, scratch_bytes, fast_bytes;
-    int32_t *status;                /* the last invoke's trt_status, in the call's workspace */
-    uint8_t n_inputs, n_outputs;
-    ethos_u_io io[ETHOS_U_MAX_IO];  /* inputs, then outputs */
-} ethos_u_params;
 
 typedef char ethos_u_params_fit[sizeof(ethos_u_params) <= sizeof(trt_params) ? 1 : -1];
 

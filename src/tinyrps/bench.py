@@ -76,7 +76,7 @@ def runs_for(device, runs: int) -> int:
 
 
 # The measurements a benchmark shows beside its latencies (tinyrps.measure.MEASUREMENTS).
-SHOWN_MEASUREMENTS = ("vela", "firmware", "cycles")
+SHOWN_MEASUREMENTS = ("vela", "firmware", "cycles", "cpu_part")
 
 
 def measured_figures(pte) -> dict:

@@ -339,6 +339,6 @@ def refresh_measured_figures(benchmark: dict, artifacts: dict) -> None:
     from .bench import measured_figures
     for name, path in artifacts.items():
         entry = benchmark["programs"][name]
-        for key in ("vela", "firmware"):
+        for key in ("vela", "firmware", "cpu_part"):
             entry.pop(key, None)
         entry.update(measured_figures(path))

@@ -114,10 +114,13 @@ def native_logits(pte: Path, images: np.ndarray, work: Path) -> tuple:
 
 def make_app(library: Path, build: Path, platform: str, cc: str = "gcc", arch: str = "", opt: str = "-O2",
              extra: str = "", ldflags: str = "", app: str = "app_classify.c", name: str = NAME,
-             second: tuple = ()) -> Path:
-    """The application built with its Makefile and the library's NAME.mk (and a second library's)."""
+             second: tuple = (), driver: Path = None) -> Path:
+    """The application built with its Makefile and the library's NAME.mk (and a second library's; and an NPU
+    driver's source)."""
     args = [f"LIB={library}", f"NAME={name}", f"BUILD={build}", f"APP={app}", f"PLATFORM={platform}", f"CC={cc}",
             f"ARCH={arch}", f"OPT={opt}", f"EXTRA_CFLAGS={extra}", f"LDFLAGS={ldflags}"]
+    if driver:
+        args.append(f"DRIVER={driver}")
     if second:
         args += [f"LIB2={second[0]}", f"NAME2={second[1]}"]
     result = subprocess.run(["make", "-s", "-j2", "-f", str(APP / "Makefile"), "-C", str(APP), *args],
@@ -480,11 +483,12 @@ def test_unoptimised_the_library_still_needs_only_memcpy_and_memset(m55_library,
     assert_only_prefixed_symbols(tmp_path / "build", NAME, nm="nm")
 
 
-def assert_only_prefixed_symbols(build: Path, name: str, nm: str) -> None:
+def assert_only_prefixed_symbols(build: Path, name: str, nm: str, driver: tuple = (), least_objects: int = 21) -> None:
     """Every symbol the library's objects define for the linker starts with NAME_; all they need from
-    outside is memcpy and memset (and the compiler's own helpers, __aeabi_* on Arm)."""
+    outside is memcpy and memset (and the compiler's own helpers, __aeabi_* on Arm, and the NPU driver's
+    functions `driver` of a library of an Ethos-U program)."""
     objects = [p for p in build.rglob("*") if p.suffix in (".o", ".obj") and "/src/" in p.as_posix()]
-    assert len(objects) > 20
+    assert len(objects) >= least_objects
 
     def symbols(*options):
         result = subprocess.run([nm, *options, *map(str, objects)], capture_output=True, text=True, check=True)
@@ -493,7 +497,7 @@ def assert_only_prefixed_symbols(build: Path, name: str, nm: str) -> None:
     assert defined and all(n.startswith(f"{name}_") for n in defined), [n for n in defined if not n.startswith(name)]
     needed = symbols("-u") - defined
     outside = {n for n in needed if not n.startswith(f"{name}_") and not n.startswith("__aeabi_")}
-    assert outside <= {"memcpy", "memset"}, outside
+    assert outside <= {"memcpy", "memset", *driver}, outside
 
 
 @pytest.mark.slow
@@ -818,3 +822,64 @@ def test_a_depthwise_program_without_max_pool_makes_a_library(cli, tmp_path):
     with np.load(tmp_path / "native.npz") as native:
         assert np.array_equal(library["output"].view(np.uint32), native["output0"].reshape(5, 4).view(np.uint32))
         assert np.array_equal(library["int8"], native["output0_int8"].reshape(5, 4))
+
+
+# --- a library of an Ethos-U program ---------------------------------------------------------------------------
+
+def ethos_u_app(library: Path, work: Path, driver: bool) -> Path:
+    """The classify application for the Cortex-M55 board, with the library's QEMU NPU driver or none."""
+    board = "mps3-an547"
+    script = linker_script(board, work / "an547.ld")
+    return make_app(library, work / "build", "board_platform.c", cc="arm-none-eabi-gcc", arch=board_flags(board),
+                    opt="-O2", extra=f"{PEDANTIC} -ffunction-sections -fdata-sections",
+                    ldflags=f"{BOARD_LDFLAGS} -T{script}",
+                    driver=library / "npu" / "npu_link_qemu.c" if driver else None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["ethos-u55-128", "ethos-u85-128"])
+def test_an_ethos_u_library_on_the_cortex_m55_with_the_npu_model(target, exported, libraries, images600, tmp_path):
+    """The library of an Ethos-U program in the test application on the Cortex-M55 board, its NPU driver the
+    library's QEMU one (npu/npu_link_qemu.c) and the NPU the host's model: all 600 pictures' int8 outputs equal
+    the `npu` device's; the README states what the application supplies."""
+    from tinyrps.devices import open_device
+    from tinyrps.firmware.npu_host import NpuHost
+    require_arm_tools()
+    pte = exported(target)
+    library = libraries(pte)
+    manifest = json.loads((library / "manifest.json").read_text())
+    assert [la["kernels_on_core"] for la in manifest["layers"]] == ["mve", "npu", "mve"]
+    readme = (library / "README.md").read_text()
+    assert "your application links the NPU driver" in readme and "ethosu_invoke_v3" in readme and "IRQ" in readme
+    elf = ethos_u_app(library, tmp_path, driver=True)
+    host = NpuHost(pte, tmp_path)
+    try:
+        results = classify_on_board("mps3-an547", elf, images600, tmp_path, profile=False)
+        assert host.failure() == ""
+    finally:
+        host.close()
+    assert results["status"] == 0
+    with open_device("npu", pte) as device:
+        device.classify(images600)
+        expected = device.int8_outputs       # every batch's, in order
+    records = results["records"]
+    assert (records["n_int8"] == 3).all()
+    mismatched = np.flatnonzero((records["int8"][:, :3] != expected).any(axis=1))
+    assert mismatched.size == 0, f"{mismatched.size} of 600 pictures differ from the npu device's"
+    assert np.array_equal(records["label"], expected.argmax(axis=1))
+    assert_only_prefixed_symbols(tmp_path / "build", NAME, nm="arm-none-eabi-nm", least_objects=12,
+                                 driver=("trt_npu_reserve", "trt_npu_invoke", "trt_npu_release"))
+
+
+@pytest.mark.slow
+def test_an_ethos_u_library_without_a_driver_is_refused_at_init(exported, libraries, images600, tmp_path):
+    """Linked without an NPU driver, the library refuses the program at init: unsupported operator."""
+    require_arm_tools()
+    elf = ethos_u_app(libraries(exported("ethos-u55-128")), tmp_path, driver=False)
+    np.ascontiguousarray(images600[:2], np.uint8).tofile(tmp_path / "images.u8")
+    subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-nodefaults", "-display", "none", "-monitor", "none",
+                    "-icount", "shift=0", "-no-reboot", "-kernel", str(elf), "-semihosting-config",
+                    "enable=on,target=native,arg=app,arg=images.u8,arg=results.bin,arg=2,arg=0"],
+                   cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    status = struct.unpack_from("<i", (tmp_path / "results.bin").read_bytes(), 24)[0]
+    assert status == -4, status      # TRT_ERR_UNSUPPORTED_OP: "no NPU driver linked"

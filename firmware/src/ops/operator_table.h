@@ -34,6 +34,9 @@
 #include "../kernels/kernels.h"
 #include "bind_args.h"
 #include "operator_selection.h"
+#if TRT_ETHOS_U
+#include "../ethos_u_params.h"
+#endif
 
 /* What a build compiles of operators.def and of the variant lists: everything in the firmware; in
  * a build for one program (TRT_SELECTION, operator_selection.h), the operators it names
@@ -63,6 +66,9 @@ typedef union {
 #define TRT_OPERATOR(symbol, name, overload, parameters) TRT_IF_OPERATOR(symbol)(parameters symbol;)
 #include "operators.def"
 #undef TRT_OPERATOR
+#if TRT_ETHOS_U
+    ethos_u_params ethos_u;     /* an Ethos-U delegate's call (ethos_u_delegate.c) */
+#endif
 } trt_params;
 
 /* The names a variant's `isa` may have, fastest first (the host tools read this list). */

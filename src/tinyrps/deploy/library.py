@@ -55,6 +55,10 @@ DEFAULT_NAME = "tinyrps_model"
 # Every external name of the runtime starts with one of these (checked with nm by the tests).
 RUNTIME_PREFIXES = ("trt", "pte", "fb")
 
+# The NPU driver the application links for an Ethos-U program (tinyrps_runtime.h): one per system, under the
+# names Arm-shaped drivers are written to, so never renamed.
+NPU_DRIVER_NAMES = ("trt_npu_driver", "trt_npu_reserve", "trt_npu_invoke", "trt_npu_release")
+
 # C keywords of C99 (and C11's) that Python's keyword list lacks: not a library name.
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
     if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
@@ -123,6 +127,16 @@ class ProgramFacts:
     labels: Optional[tuple]     # the classes of an RPS classifier's output, else None
     sha256: str
     description: str
+    accelerator: Optional[str] = None    # an Ethos-U program's NPU ("ethos-u55-128"), else None
+
+    @property
+    def ethos_u(self) -> bool:
+        return self.family == "ethos-u"
+
+
+# The CPU beside the NPU of an Ethos-U program's library: the Cortex-M55 the emulated system has
+# (tinyrps.measure.npu_system), whose code also runs on the M85 of a Corstone-320.
+ETHOS_U_CPU = "cortex-m55"
 
 
 def program_facts(pte: Path, program: bytes) -> ProgramFacts:
@@ -136,6 +150,9 @@ def program_facts(pte: Path, program: bytes) -> ProgramFacts:
             raise UserError(_not_cortex_m(pte, family))
         raise UserError(f"{pte} has no descriptor {descriptor.path_of(pte).name} saying which core it was made for: "
                         "export it again with `tinyrps export`")
+    if described.family == "ethos-u":
+        return ProgramFacts(described.family, ETHOS_U_CPU, described.labels, described.sha256,
+                            described.description, described.info.accelerator)
     if described.family != "cortex-m":
         raise UserError(_not_cortex_m(pte, described.family))
     core = described.info.core
@@ -146,16 +163,18 @@ def program_facts(pte: Path, program: bytes) -> ProgramFacts:
 
 
 def _not_cortex_m(pte: Path, family) -> str:
-    return (f"{pte} is not a Cortex-M program (its family: {family}); a library is made of one: export it with "
-            "`tinyrps export --target cortex-m55` (or cortex-m33, cortex-m4)")
+    return (f"{pte} is not a Cortex-M program (its family: {family}), nor an Ethos-U one; a library is made of "
+            "one of those: export it with `tinyrps export --target cortex-m55` (or cortex-m33, cortex-m4, "
+            "ethos-u85-128)")
 
 
-def native_facts(pte: Path) -> tuple:
+def native_facts(pte: Path, ethos_u: bool = False) -> tuple:
     """(info, dump) of the program from the runtime built for this host: its inputs, outputs, kernel calls
     and plain-C arena, and the flatbuffer as the reader parses it. A program the runtime refuses is a
-    UserError with the runtime's reason."""
+    UserError with the runtime's reason. An Ethos-U program is read by the tool that links an NPU driver
+    (the NPU link: it loads without the NPU, which only a run needs)."""
     from ..firmware import build_firmware
-    tool = build_firmware("native").tool("tinyrps-native")
+    tool = build_firmware("native").tool("tinyrps-native-npu" if ethos_u else "tinyrps-native")
     outputs = []
     for command in ("info", "dump"):
         result = subprocess.run([str(tool), command, str(pte)], capture_output=True, text=True, timeout=120)
@@ -173,7 +192,7 @@ def board_figures(pte: Path, core: str) -> dict:
     no current measurement."""
     from .. import measure
     measured = measure.read(pte) or measure.measure(pte)
-    return measured["firmware"]
+    return measured["cpu_part" if "cpu_part" in measured else "firmware"]
 
 
 # --- the tables -------------------------------------------------------------------------------------
@@ -237,7 +256,7 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     pte = Path(pte)
     program = read_program(pte)
     facts = program_facts(pte, program)
-    info, dump = native_facts(pte)
+    info, dump = native_facts(pte, facts.ethos_u)
     figures = board_figures(pte, facts.core)
     isa_kernels = get_core(facts.core).isa     # the ISA kernel variant the library carries beside plain C
     if figures.get("kernels") != isa_kernels:
@@ -245,12 +264,13 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
                         f"kernels, not '{isa_kernels}': rebuild the firmware")
     fw = firmware_dir()
     src = fw / "src"
-    operators = [f"{n}.{o}" if o else n for n, o in dump["plans"][0]["operators"]]
+    operators = program_operators(dump, figures, src)
     symbols = selection.select_operators(operators, src, isa_kernels)
     chosen = selection.library_selection(figures["layers"], symbols, src, isa_kernels)
     files = selection.operator_files(src)
     sources = selection.source_closure(src, {files[s]: 1 for s in symbols}, isa_kernels,    # operators.def order
-                                       chosen.variants + chosen.portable_off_core)
+                                       chosen.variants + chosen.portable_off_core,
+                                       options_off=() if facts.ethos_u else selection.OPTIONS_OFF)
     spec = library_files.LibrarySpec(
         name=name, facts=facts, program=program, program_name=pte.name, isa_kernels=isa_kernels, info=info,
         figures=figures, limits=table_limits(dump), operators=operators, symbols=symbols,
@@ -261,7 +281,7 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     try:
         _copy_runtime(fw, staging / "src", sources, chosen, name)
         texts = [p.read_text() for p in sorted((staging / "src" / "runtime").rglob("*")) if p.suffix in (".c", ".h")]
-        spec.renamed = runtime_names(texts + [pasted_names(symbols)])
+        spec.renamed = [n for n in runtime_names(texts + [pasted_names(symbols)]) if n not in NPU_DRIVER_NAMES]
         units = [f"src/{library_files.unit_path(s)}" for s in sources]
         spec.sources = [f"src/{name}.c", f"src/{name}_program.c", *units]
         library_files.write_all(staging, spec)
@@ -274,6 +294,17 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return {**json.loads((out / MANIFEST).read_text()), "kept": kept}
+
+
+def program_operators(dump: dict, figures: dict, src: Path) -> list:
+    """The runtime's operators the program's kernel calls use ("cortex_m::quantized_conv2d.out"). An
+    Ethos-U program names its CPU operators by their portable names (quantized_decomposed::...), which the
+    runtime runs with its own rows: those are the ones the board's calls ran, outside the delegate."""
+    named = [f"{n}.{o}" if o else n for n, o in dump["plans"][0]["operators"]]
+    if not any(layer.get("kernels") == "npu" for layer in figures["layers"]):
+        return named
+    rows = {row.name: row.qualified for row in selection.runtime_rows(src)}
+    return list(dict.fromkeys(rows[layer["op"]] for layer in figures["layers"] if layer["kernels"] != "npu"))
 
 
 def _record_written(folder: Path) -> None:

@@ -7,7 +7,9 @@ Macros use NAME upper-cased (TINYRPS_MODEL_ARENA_BYTES), functions NAME as given
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +115,7 @@ def write_all(folder: Path, spec: LibrarySpec) -> None:
         "CMakeLists.txt": cmake_lists(spec),
         f"{spec.name}.mk": make_fragment(spec),
         "example/main.c": example_source(spec),
+        **({"npu/npu_link_qemu.c": npu_link_source(spec)} if spec.facts.ethos_u else {}),
     }
     for rel, text in files.items():
         path = folder / rel
@@ -182,9 +185,14 @@ def _names(spec: LibrarySpec) -> dict:
 
 # --- src/NAME_build.h and src/units/ ------------------------------------------------------------------------
 
+ETHOS_U_OPTION = ("\n/* The loader runs the program's Ethos-U delegate (src/runtime/ethos_u_delegate.c) through the NPU\n"
+                  " * driver the application links (README.md). */\n#define TRT_ETHOS_U 1\n")
+
+
 def build_header(spec: LibrarySpec) -> str:
     return fill("build.h", {**_names(spec), "isa": spec.isa_kernels, "ISA": spec.isa_kernels.upper(),
-                            "limits": "\n".join(f"#define {k} {v}" for k, v in spec.limits.items()),
+                            "limits": "\n".join(f"#define {k} {v}" for k, v in spec.limits.items())
+                            + (ETHOS_U_OPTION if spec.facts.ethos_u else ""),
                             "renames": "\n".join(f"#define {r} {spec.name}_{r}" for r in spec.renamed)})
 
 
@@ -294,15 +302,16 @@ def example_picture(spec: LibrarySpec) -> dict:
     from ..network.letters import render
     from ..firmware import build_firmware
     from ..infra.tempdirs import temp_dir
-    tool = build_firmware("native").tool("tinyrps-native")
+    tool = build_firmware("native").tool("tinyrps-native-npu" if spec.facts.ethos_u else "tinyrps-native")
     labels = np.arange(len(spec.facts.labels))
     images = render(labels, np.random.default_rng(EXAMPLE_SEED))
     with temp_dir("example") as work:
         pte, images_file, out = Path(work) / "p.pte", Path(work) / "images.u8", Path(work) / "out.bin"
         pte.write_bytes(spec.program)
         np.ascontiguousarray(images, np.uint8).tofile(images_file)
-        subprocess.run([str(tool), "infer", str(pte), str(images_file), str(out)], check=True, capture_output=True,
-                       timeout=120)
+        with _npu_link(spec, pte, Path(work)) as env:
+            subprocess.run([str(tool), "infer", str(pte), str(images_file), str(out)], check=True,
+                           capture_output=True, timeout=120, env=env)
         raw = out.read_bytes()
     k = len(labels)
     logits = np.frombuffer(raw[len(labels) * k:], np.float32).reshape(len(labels), k)
@@ -311,6 +320,22 @@ def example_picture(spec: LibrarySpec) -> dict:
     return {"label": spec.facts.labels[int(labels[chosen])], "answer": spec.facts.labels[int(answers[chosen])],
             "logits": [float(x) for x in logits[chosen]], "image": images[chosen].reshape(-1).tolist(),
             "seed": EXAMPLE_SEED}
+
+
+@contextlib.contextmanager
+def _npu_link(spec: LibrarySpec, pte: Path, folder: Path):
+    """The environment of a native run: for an Ethos-U program, the NPU model on this host serving the NPU
+    link in `folder` (tinyrps.firmware.npu_host), which the native tool's driver talks to."""
+    if not spec.facts.ethos_u:
+        yield None
+        return
+    from ..firmware.npu_host import NpuHost
+    (folder / "npu").mkdir()
+    host = NpuHost(pte, folder / "npu")
+    try:
+        yield {**os.environ, "TINYRPS_NPU_LINK": str(folder / "npu")}
+    finally:
+        host.close()
 
 
 def example_source(spec: LibrarySpec) -> str:
@@ -339,6 +364,41 @@ def _example_main(spec: LibrarySpec) -> str:
 
 
 # --- README.md ----------------------------------------------------------------------------------------------
+
+# --- the NPU of an Ethos-U program --------------------------------------------------------------------------
+
+def _delegate(spec: LibrarySpec):
+    """The program's Ethos-U delegate as the NPU model reads it (its command stream, weights and regions)."""
+    from ..npu import load
+    programs = load(spec.program, spec.program_name)
+    if len(programs) != 1:
+        raise RuntimeError(f"{spec.program_name} has {len(programs)} Ethos-U delegates; a library takes one")
+    return programs[0]
+
+
+def ethos_u_section(spec: LibrarySpec) -> str:
+    delegate = _delegate(spec)
+    cpu_ops = sorted({layer["op"].split("::")[-1] for layer in spec.layers if layer["kernels"] != "npu"})
+    return fill("readme_ethos_u.md", {
+        **_names(spec), "accelerator": spec.facts.accelerator, "cpu_ops": " and ".join(cpu_ops) or "nothing else",
+        "cmd_bytes_text": f"{len(delegate.delegate.cmd_data):,}", "weight_bytes_text": f"{len(delegate.weights):,}",
+        "scratch_bytes_text": f"{delegate.delegate.scratch_size:,}", "fast_bytes_text": f"{delegate.region_sizes[2]:,}",
+        "regions": 3, "program_file": spec.program_name})
+
+
+def npu_link_source(spec: LibrarySpec) -> str:
+    """npu/npu_link_qemu.c: the NPU link's driver on QEMU, its constants from firmware/protocol/npu_link.h."""
+    from ..firmware import c_facts
+    from ..firmware.npu_host import REPLY, REQUEST, STATUS
+    return fill("npu_link_qemu.c", {
+        "name": spec.name, "request_path": c_facts.define("NPU_LINK_REQUEST_PATH"),
+        "reply_path": c_facts.define("NPU_LINK_REPLY_PATH"), "version": c_facts.define("NPU_LINK_VERSION"),
+        "request_bytes": REQUEST.size, "reply_bytes": REPLY.size, "status_ok": STATUS["NPU_LINK_OK"],
+        "request_id": c_facts.define("NPU_LINK_REQUEST_ID"), "reply_id": c_facts.define("NPU_LINK_REPLY_ID"),
+        "sha256_bytes": ", ".join(f"0x{b:02x}" for b in bytes.fromhex(spec.facts.sha256)),
+        **{f"q_{f.lower()}": REQUEST.offset(f) for f in ("MAGIC", "VERSION", "SEQUENCE", "CMD_BYTES", "SIZES", "SHA256")},
+        **{f"r_{f.lower()}": REPLY.offset(f) for f in ("MAGIC", "VERSION", "SEQUENCE", "STATUS", "SHA256")}})
+
 
 def readme(spec: LibrarySpec) -> str:
     facts, f, isa = spec.facts, spec.figures, spec.isa_kernels
@@ -380,7 +440,9 @@ def readme(spec: LibrarySpec) -> str:
         "ram_note": (f" ({measured[0]['library_static_ram_bytes']:,} B of `.bss` on the {facts.core})"
                      if measured else ""),
         "code_text": code_text, "board": f["board"], "instructions_text": f"{f['instructions_per_inference']:,}",
-        "instructions_c_text": f"{f.get('instructions_per_inference_plain_c', 0):,}",
+        "instructions_c_text": (f"{f['instructions_per_inference_plain_c']:,}"
+                                if "instructions_per_inference_plain_c" in f else "not measured"),
+        "ethos_u_section": ethos_u_section(spec) if facts.ethos_u else "",
         "layer_rows": "\n".join(
             f"| {i} | `{layer['op']}` | {layer['kernels']} | {layer['macs']:,} | {layer['instructions']:,} |"
             for i, layer in enumerate(spec.layers))})

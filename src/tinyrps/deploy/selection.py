@@ -195,18 +195,18 @@ _ATTRIBUTE = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
 OPTIONS_OFF = ("TRT_ETHOS_U",)
 
 
-def code_of(text: str) -> str:
-    """C text without comments, literals, preprocessor lines and the code under `#if` of OPTIONS_OFF."""
-    return _DIRECTIVE.sub(" ", _without_options_off(_COMMENTS_AND_LITERALS.sub(" ", text)))
+def code_of(text: str, options_off: tuple = OPTIONS_OFF) -> str:
+    """C text without comments, literals, preprocessor lines and the code under `#if` of options_off."""
+    return _DIRECTIVE.sub(" ", _without_options_off(_COMMENTS_AND_LITERALS.sub(" ", text), options_off))
 
 
-def _without_options_off(text: str) -> str:
+def _without_options_off(text: str, options_off: tuple) -> str:
     kept, depth, off = [], 0, None       # off: the depth of the #if being left out
     for line in text.split("\n"):
         directive = re.match(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b\s*(\w*)", line)
         if directive and directive.group(1).startswith("if"):
             depth += 1
-            if off is None and directive.group(1) in ("if", "ifdef") and directive.group(2) in OPTIONS_OFF:
+            if off is None and directive.group(1) in ("if", "ifdef") and directive.group(2) in options_off:
                 off = depth
         elif directive and directive.group(1) in ("elif", "else") and off == depth:
             off = None
@@ -217,12 +217,12 @@ def _without_options_off(text: str) -> str:
     return "\n".join(kept)
 
 
-def external_definitions(text: str) -> set:
+def external_definitions(text: str, options_off: tuple = OPTIONS_OFF) -> set:
     """The names a C file defines with external linkage: its file-scope definitions (a body or an
     initializer, or storage: `int x;`) that are not static, typedef or extern, and the trt_op_<symbol>
     objects of its TRT_DEFINE_OPERATOR lines."""
     from ..firmware.operators import DEFINE
-    code = _ATTRIBUTE.sub(" ", code_of(text))
+    code = _ATTRIBUTE.sub(" ", code_of(text, options_off))
     names = {f"trt_op_{symbol}" for symbol, _ in DEFINE.findall(text)}
     depth, start, function = 0, 0, False
     for i, char in enumerate(code):
@@ -264,24 +264,26 @@ def candidate_files(src: Path, isa: str) -> list:
     return [p.relative_to(src).as_posix() for folder in folders for p in sorted(folder.glob("*.c"))]
 
 
-def source_closure(src: Path, roots, isa: str, variants=None) -> list:
+def source_closure(src: Path, roots, isa: str, variants=None, options_off: tuple = OPTIONS_OFF) -> list:
     """The .c files a build needs (relative to src): the runtime's own (runtime.c and the src/*.c it uses,
     by name order) and `roots`, and every
     candidate that defines a name a needed file uses; in the order they are found (each root after
     what the ones before it need), the order the library links them in. An operator's
     ops/ file is taken only when named in roots or used by name (trt_op_<symbol>). With `variants`
-    (the kept rows' names), an ops/ file uses only what its kept rows use (ops_references)."""
+    (the kept rows' names), an ops/ file uses only what its kept rows use (ops_references). The code under
+    `#if` of options_off is not compiled (a library of an Ethos-U program has TRT_ETHOS_U on)."""
     texts = {rel: (src / rel).read_text() for rel in candidate_files(src, isa)}
     definer = {}
     for rel, text in texts.items():
-        for name in external_definitions(text):
+        for name in external_definitions(text, options_off):
             if name in definer:
                 raise RuntimeError(f"{name} is defined in both {definer[name]} and {rel}")
             definer[name] = rel
     defines_operator = set(operator_files(src).values())
     order = list(texts)
-    loader = set(_IDENTIFIER.findall(code_of(texts[LOADER])))
-    own = [rel for rel in texts if "/" not in rel and (rel == LOADER or external_definitions(texts[rel]) & loader)]
+    loader = set(_IDENTIFIER.findall(code_of(texts[LOADER], options_off)))
+    own = [rel for rel in texts if "/" not in rel and
+           (rel == LOADER or external_definitions(texts[rel], options_off) & loader)]
     walk, pending, done = own, [r for r in roots if r in texts], 0
     while done < len(walk) or pending:
         if done == len(walk):
@@ -292,7 +294,7 @@ def source_closure(src: Path, roots, isa: str, variants=None) -> list:
         if variants is not None and rel in defines_operator:
             used = ops_references(texts[rel], set(variants))
         else:
-            used = set(_IDENTIFIER.findall(code_of(texts[rel])))
+            used = set(_IDENTIFIER.findall(code_of(texts[rel], options_off)))
         # a root found before its turn waits for it: each root comes after what the ones before it need
         walk += sorted({definer[n] for n in used if n in definer} - set(walk) - set(pending), key=order.index)
         done += 1

@@ -80,7 +80,7 @@ def vela_summary(summary_csv: Path, accelerator: str, per_layer_csv: Optional[Pa
     configuration's MAC capacity used over the NPU cycles (Vela's figure); `utilisation_total`
     the same over all cycles, memory waits included (what the inference time reflects).
     Memory: with the weights on the SRAM port (Sram_Only), Vela books them as on-chip flash;
-    here they count as SRAM, where they are. `layers`: one entry per NPU operation.
+    here they count as SRAM, where they are (their traffic too). `layers`: one entry per NPU operation.
     """
     with open(summary_csv, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -114,9 +114,14 @@ def vela_summary(summary_csv: Path, accelerator: str, per_layer_csv: Optional[Pa
         "macs": macs,
         "utilisation": utilisation(macs, npu_cycles, accelerator),
         "utilisation_total": utilisation(macs, total_cycles, accelerator),
+        **{key: _cycles(row, columns) for key, columns in TRAFFIC_COLUMNS.items()},
     }
     if per_layer_csv is not None:
         result["layers"] = vela_layers(per_layer_csv, accelerator)
+    if weights_in == "Sram":        # the "flash" Vela books is the SRAM port's, as above
+        for entry, (flash, sram) in [(result, ("flash_traffic_bytes", "sram_traffic_bytes"))] + \
+                [(layer, ("flash_access_cycles", "sram_access_cycles")) for layer in result.get("layers", [])]:
+            entry[sram], entry[flash] = entry[sram] + entry[flash], 0
     return result
 
 
@@ -125,17 +130,31 @@ def utilisation(macs: int, cycles: int, accelerator: str) -> float:
     return macs / (cycles * macs_per_cycle(accelerator)) if cycles else 0.0
 
 
+# Vela's per-layer cycles spent accessing each memory (its "AC" columns), by the memory as tinyrps names it.
+ACCESS_COLUMNS = {"sram_access_cycles": ("SRAM AC",), "dram_access_cycles": ("DRAM AC",),
+                  "flash_access_cycles": ("OnFlash AC", "OffFlash AC")}
+# The whole inference's traffic in bytes (Vela's summary), by memory.
+TRAFFIC_COLUMNS = {"sram_traffic_bytes": ("sram_total_bytes",), "dram_traffic_bytes": ("dram_total_bytes",),
+                   "flash_traffic_bytes": ("on_chip_flash_total_bytes", "off_chip_flash_total_bytes")}
+
+
+def _cycles(row: dict, columns: tuple) -> int:
+    return sum(int(float(row.get(column) or 0.0)) for column in columns)
+
+
 def vela_layers(per_layer_csv: Path, accelerator: str) -> list:
     """One entry per operation of Vela's per-layer table: its name, the original operator,
     NPU cycles (compute), total cycles (compute and memory waits), MACs and utilisation
-    over its total cycles (Vela's "Util% (MAC)"; 0 for an operation that takes no cycles)."""
+    over its total cycles (Vela's "Util% (MAC)"; 0 for an operation that takes no cycles), and the
+    cycles it spends accessing SRAM, DRAM and flash (ACCESS_COLUMNS)."""
     with open(per_layer_csv, newline="") as f:
         rows = list(csv.DictReader(f))
     layers = []
     for row in rows:
         total, macs = int(float(row["Op Cycles"])), int(float(row["MAC Count"]))
         layers.append({"name": row["Name"], "op": row["Original Operator"], "npu_cycles": int(float(row["NPU"])),
-                       "total_cycles": total, "macs": macs, "utilisation": utilisation(macs, total, accelerator)})
+                       "total_cycles": total, "macs": macs, "utilisation": utilisation(macs, total, accelerator),
+                       **{key: _cycles(row, columns) for key, columns in ACCESS_COLUMNS.items()}})
     return layers
 
 

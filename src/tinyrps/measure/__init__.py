@@ -21,6 +21,10 @@ takes it. Today:
               model (tinyrps.measure.cycles): an estimate, never a measurement
     vela      (ethos-u)  Vela's performance estimate, read from the summary and per-layer
               tables the export kept beside the program (tinyrps.hardware.vela)
+    cpu_part  (ethos-u)  the program's CPU part (the operators outside the delegate, and the
+              delegate call's own copies and driver call) on the Cortex-M55 board in QEMU, the
+              NPU's part on the NPU model over the NPU link (tinyrps.measure.npu_system);
+              QEMU counts instructions, not cycles
 
 Adding a measurement is one row and its function, here.
 """
@@ -84,6 +88,9 @@ MEASUREMENTS = (
                 fingerprint="tinyrps.measure.cycles:fingerprint"),
     Measurement("vela", ("ethos-u",), "Vela's estimate of the NPU's time and memory",
                 "tinyrps.hardware.vela:measure_program"),
+    Measurement("cpu_part", ("ethos-u",), "the CPU part on the Cortex-M55 board (QEMU), the NPU part on the NPU model",
+                "tinyrps.measure.npu_system:measure_program", _firmware_tools_missing,
+                fingerprint="tinyrps.measure.npu_system:fingerprint"),
 )
 
 
@@ -239,4 +246,8 @@ def summary_line(m: dict) -> str:
     if "vela" in m:
         v = m["vela"]
         parts.append(f"Vela: {v['inference_ms']:.4f} ms, SRAM {v['sram_bytes'] / 1024:.1f} KiB")
+    if "cpu_part" in m:
+        c = m["cpu_part"]
+        parts.append(f"CPU part: {c['instructions_per_inference']:,} instructions per inference on {c['board']} "
+                     "(QEMU counts instructions, not cycles)")
     return "; ".join(parts)

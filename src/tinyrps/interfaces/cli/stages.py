@@ -142,6 +142,8 @@ def cmd_measure(a):
     else:
         for name, m in results.items():
             print(f"{name}: {measure.summary_line(m) or 'nothing to measure'}" + (f" ({m['note']})" if "note" in m else ""))
+        from ..system_layers import print_system_tables
+        print_system_tables(results)
 
 
 def measure_arguments(s) -> None:

@@ -95,6 +95,8 @@ def write_report(out: Path, summary: dict) -> None:
     if vela:
         parts += ["### Ethos-U (Vela's performance estimate)", markdown_table(VELA_HEADER, vela)]
         parts += npu_layers_section(out, be, rel)
+        from ..system_layers import markdown_parts
+        parts += markdown_parts(be)
     if firmware:
         parts += ["### Cortex-M firmware on emulated boards",
                   f"Each program on its board in QEMU, measured by the measure stage on the same images: {FIRMWARE_UNITS} "
