@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tinyrps.deploy import code_size
 from tinyrps.deploy import library as lib
 from tinyrps.deploy import selection
 from tinyrps.infra.errors import UserError
@@ -192,7 +193,7 @@ SECTIONS
 
 
 def board_flags(board: str) -> str:
-    return " ".join(lib.cpu_flags(BOARDS[board]["core"]))
+    return " ".join(code_size.cpu_flags(BOARDS[board]["core"]))
 
 
 BOARD_LDFLAGS = "-nostartfiles --specs=nano.specs -Wl,--gc-sections"
@@ -731,7 +732,7 @@ def test_code_size_of_the_library(exported, libraries):
     sizes = {}
     for target in ("cortex-m55", "cortex-m33", "cortex-m4"):
         manifest = json.loads((libraries(exported(target)) / "manifest.json").read_text())
-        sizes[target] = {opt: manifest["code"][opt]["library_and_libc_bytes"] for opt in lib.SIZE_OPTIMISATIONS}
+        sizes[target] = {opt: manifest["code"][opt]["library_and_libc_bytes"] for opt in code_size.SIZE_OPTIMISATIONS}
     print("\n" + json.dumps(sizes))
     assert sizes["cortex-m55"]["-O2"] <= 24 * 1024
 
