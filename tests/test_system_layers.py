@@ -1,4 +1,4 @@
-"""An Ethos-U program's per-layer table across its system (tinyrps.interfaces.system_layers): the CPU
+"""An Ethos-U program's per-layer table across its system (tinyrps.interfaces.report.system_layers): the CPU
 part's instructions on the emulated Cortex-M55 (measure stage `cpu_part`) and the NPU part's Vela
 estimates in one table, in `tinyrps measure` and the report."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tinyrps.interfaces.system_layers import markdown_parts, system_table
+from tinyrps.interfaces.report.system_layers import markdown_parts, system_table
 
 CPU_PART = {"board": "mps3-an547", "core": "cortex-m55", "kernels": "mve", "instructions_per_inference": 4_906,
             "layers": [{"op": "cortex_m::quantize_per_tensor", "kernels": "mve", "instructions": 3_781},

@@ -282,7 +282,7 @@ def test_the_command_says_what_is_wrong_in_one_line(cli, tmp_path, exported):
         ("--model", tmp_path / "missing.pte", "--out", tmp_path / "x"): "model file not found",
         ("--model", exported("cortex-m55"), "--out", tmp_path / "x", "--name", "a b"): "not a C identifier",
         ("--model", exported("cortex-m55"), "--out", a_file): "is a file",
-        ("--model", exported("fp32"), "--out", tmp_path / "x"): "is not a Cortex-M program (its family: host)",
+        ("--model", exported("fp32"), "--out", tmp_path / "x"): "is not a Cortex-M program (its family: cpu)",
     }
     for args, says in cases.items():
         result = cli("deploy", "library", *args)

@@ -142,7 +142,7 @@ def cmd_measure(a):
     else:
         for name, m in results.items():
             print(f"{name}: {measure.summary_line(m) or 'nothing to measure'}" + (f" ({m['note']})" if "note" in m else ""))
-        from ..system_layers import print_system_tables
+        from ..report.system_layers import print_system_tables
         print_system_tables(results)
 
 

@@ -95,7 +95,7 @@ def write_report(out: Path, summary: dict) -> None:
     if vela:
         parts += ["### Ethos-U (Vela's performance estimate)", markdown_table(VELA_HEADER, vela)]
         parts += npu_layers_section(out, be, rel)
-        from ..system_layers import markdown_parts
+        from .system_layers import markdown_parts
         parts += markdown_parts(be)
     if firmware:
         parts += ["### Cortex-M firmware on emulated boards",

@@ -70,7 +70,7 @@ def system_table(name: str, measured: dict) -> Optional[SystemTable]:
 
 def print_system_tables(results: dict) -> None:
     """Each Ethos-U program's table on stdout (results: name -> the measure stage's figures)."""
-    from .report import out_console, print_table
+    from .tables import out_console, print_table
     for name, measured in results.items():
         table = system_table(name, measured)
         if table is not None:
@@ -80,7 +80,7 @@ def print_system_tables(results: dict) -> None:
 
 def markdown_parts(bench: dict) -> list:
     """The report's tables: a heading, the table and its note per Ethos-U program of the benchmark."""
-    from .report import markdown_table
+    from .tables import markdown_table
     parts = []
     for name, entry in bench["programs"].items():
         table = system_table(name, entry)
