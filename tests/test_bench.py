@@ -62,8 +62,8 @@ def test_the_chart_shows_each_programs_time_on_its_hardware():
         "cortex-m55": {"device": "mcu", "latency_ms": 102.4, "simulated_by": "QEMU", "cycles": cycles},
         "cortex-m4": {"device": "mcu", "latency_ms": 52.7, "simulated_by": "QEMU"}}}
     rows = {r["name"]: r for r in device_rows(bench)}
-    assert list(rows) == ["eager (eager)", "int8-xnnpack (host)", "ethos-u85-128 (npu-ref)", "cortex-m55 (mcu)"]
-    assert rows["int8-xnnpack (host)"]["latency_ms"] == 0.12 and rows["int8-xnnpack (host)"]["ratio_to_eager"] == 0.15
+    assert list(rows) == ["eager (eager)", "int8-xnnpack (executorch)", "ethos-u85-128 (npu-ref)", "cortex-m55 (mcu)"]
+    assert rows["int8-xnnpack (executorch)"]["latency_ms"] == 0.12 and rows["int8-xnnpack (executorch)"]["ratio_to_eager"] == 0.15
     assert rows["ethos-u85-128 (npu-ref)"]["latency_ms"] == 0.207 and rows["ethos-u85-128 (npu-ref)"]["band"] == 0
     m55 = rows["cortex-m55 (mcu)"]
     assert (m55["latency_ms"], m55["band"], m55["what"]) == (84.4, 0.3, "cycle estimate at 32 MHz")

@@ -86,7 +86,7 @@ def test_bit_exact_names_its_reference(report):
 def test_latency_labels_stay_inside_the_plot():
     from tinyrps.interfaces.plots import latency_figure
     rows = [{"name": "eager (eager)", "latency_ms": 0.45},
-            {"name": "int8-xnnpack (host)", "latency_ms": 0.01, "ratio_to_eager": 0.022},
+            {"name": "int8-xnnpack (executorch)", "latency_ms": 0.01, "ratio_to_eager": 0.022},
             {"name": "a-very-long-program-name (mcu, simulated)", "latency_ms": 9870.0, "ratio_to_eager": 21933.0}]
     fig = latency_figure(rows)
     renderer = fig.canvas.get_renderer()
