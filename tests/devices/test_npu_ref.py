@@ -101,7 +101,7 @@ def test_host_device_refuses_an_ethos_u_program(exported):
 def test_npu_ref_refuses_a_host_program(exported):
     with pytest.raises(UserError) as e:
         open_device("npu-ref", exported("int8-xnnpack"))
-    assert "--device host" in str(e.value)
+    assert "--device executorch" in str(e.value)
 
 
 def copy_program(pte, folder):
