@@ -43,7 +43,9 @@ typedef struct {
     ethos_u_io io[ETHOS_U_MAX_IO];  /* inputs, then outputs */
 } ethos_u_params;
 
-typedef char ethos_u_params_fit[sizeof(ethos_u_params) <= sizeof(trt_params) ? 1 : -1];
+/* A build whose operator table keeps only a few small operators (a program's own firmware image) may
+ * have a trt_params smaller than a delegate's: such a build runs no delegate (trt_ethos_u_bind refuses). */
+#define ETHOS_U_PARAMS_FIT (sizeof(ethos_u_params) <= sizeof(trt_params))
 
 static size_t align16(size_t n) { return (n + 15u) & ~(size_t)15u; }
 
@@ -320,6 +322,8 @@ trt_status trt_ethos_u_bind(trt_program *prog, int32_t delegate, trt_chain_call 
     vela_blocks b;
     ethos_u_params *p = (ethos_u_params *)(void *)&kc->p;
     trt_status s;
+    if (!ETHOS_U_PARAMS_FIT)
+        return trt_fail(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "this build's operators leave no room for an Ethos-U delegate");
     if ((s = delegate_blob(prog, delegate, &blob, &len)) != TRT_OK || (s = read_blocks(prog, blob, len, &b)) != TRT_OK)
         return s;
     memset(p, 0, sizeof *p);

@@ -25,7 +25,7 @@ from ..infra.artifacts.files import atomic_write_json, check_replaceable_file, f
 from ..infra.errors import UserError
 from .families import family_names, get_family
 
-DESCRIPTOR_VERSION = 3
+DESCRIPTOR_VERSION = 4
 VERSION_KEY = "descriptor_version"
 EXPORT_AGAIN = "export the program again with `tinyrps export`"
 
@@ -37,6 +37,10 @@ class TensorSpec:
     shape: tuple            # sizes in logical (NCHW) order
     # how a user's data becomes this input, where the program has a convention ("uint8 image / 255")
     convention: str = ""
+    # an integer input or output of a program exported with `--io int8`: the float value it stands for
+    # is scale * (q - zero_point); None for a tensor the program takes or gives as it is
+    scale: Optional[float] = None
+    zero_point: Optional[int] = None
 
     @property
     def numel(self) -> int:

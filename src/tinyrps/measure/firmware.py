@@ -217,7 +217,11 @@ def same_run(generic, own, board: str) -> None:
     are shorter); anything else is a bug in the selection."""
     def calls(run):
         return [(layer["op"], layer["kernels"], layer["macs"], layer["instructions"]) for layer in run.layers]
-    if (not np.array_equal(generic.int8, own.int8) or not np.array_equal(generic.instructions, own.instructions)
+
+    def same(a, b):      # every output, and every raw int8 output (None where a program's output has none)
+        return len(a) == len(b) and all((x is None and y is None) or (x is not None and y is not None and
+                                        np.array_equal(x, y)) for x, y in zip(a, b))
+    if (not same(generic.outputs, own.outputs) or not same(generic.outputs_int8, own.outputs_int8) or not np.array_equal(generic.instructions, own.instructions)
             or calls(generic) != calls(own) or generic.arena_needed != own.arena_needed):
         raise UserError(f"the program's own firmware image of {board} runs it otherwise than the generic image "
                         f"({own.instructions.tolist()} vs {generic.instructions.tolist()} instructions): the "
