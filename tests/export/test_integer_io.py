@@ -130,3 +130,25 @@ def test_integer_outputs_are_the_float_programs_raw_int8_in_the_runtime(programs
     assert len(got) == len(raw) == 2
     for g, want in zip(got, raw):
         assert g.dtype == np.dtype(NP_DTYPES[1]) and np.array_equal(g, want)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["mps3-an547", "mps2-an505", "mps2-an386"])
+def test_integer_outputs_are_the_float_programs_raw_int8_on_every_board(tmp_path_factory, firmware_elf_path, board):
+    """The same on the Cortex-M55, M33 and M4 boards, each program exported for the board's core."""
+    from tinyrps.devices import open_device
+    from tinyrps.firmware.boards import get_board
+    core = get_board(board).core
+    out = tmp_path_factory.mktemp(f"integer-io-{core}")
+    torch.manual_seed(11)
+    model = TwoHeads().eval()
+    origin = Origin(module="test:TwoHeads", calibration="8 N(0, 1) examples")
+    made = {io: export_model(model, (torch.zeros(SHAPE),), _inputs(8, 1), core, out, origin, name=f"two-heads-{io}",
+                             **({} if io == "float" else {"io": io})) for io in ("float", "int8")}
+    floats, ints = _float_and_int8_inputs(made, 8)
+    with open_device("mcu", made["float"], board=board, transport="batch") as device:
+        raw = device.run_batch(floats).int8
+    with open_device("mcu", made["int8"], board=board, transport="batch") as device:
+        got = device.run_batch(ints).outputs
+    for g, want in zip(got, raw):
+        assert g.dtype == np.int8 and np.array_equal(g, want)

@@ -22,6 +22,10 @@
 - arena_parts_bytes: arena_bytes in its three parts (trt_arena_layout): {"planned": the
   memory plan's buffers, "workspace": the kernel calls' own (load-time precomputations,
   kept raw int8 values), "working": the region all calls share while they run}.
+- largest_live_set_bytes (and _call): the memory plan's largest live set, read from the program
+  (tinyrps.measure.live_set): the floor of an arena that keeps each call's tensors whole;
+  arena_gap_bytes: arena_bytes less it (the plan's fragmentation and the kernels' workspace and
+  working memory beside the plan). In the quick measurement too.
 - instructions_per_inference: the firmware's own count around trt_run, under
   QEMU's -icount shift=0 (1 instruction = 1 ns, counted by SysTick: exact to one
   tick, 1e9 / SysTick Hz instructions). Run twice on the same images; the counts must
@@ -80,13 +84,23 @@ def measure_program(pte, described, quick: bool = False) -> dict:
     core = described.info.core
     board = board_for_core(core)
     samples = measurement_inputs(described)
+    figures = quick_count(pte, board.name, samples) if quick else measure_firmware(pte, board.name, samples)
+    figures.update(live_set_figures(Path(pte).read_bytes(), figures["arena_bytes"]))
     if quick:
-        return quick_count(pte, board.name, samples)
-    figures = measure_firmware(pte, board.name, samples)
+        return figures
     if board.core != core:
         figures["note"] = (f"QEMU 7.2 has no {core} board: measured on the {board.core} of the {board.name} "
                            "(the same Armv8.1-M MVE instruction set); the counts are that core's")
     return figures
+
+
+def live_set_figures(program: bytes, arena_bytes: int) -> dict:
+    """The memory plan's largest live set (tinyrps.measure.live_set) beside the arena, and the gap between
+    them: what the arena holds above the floor of a plan that keeps each call's tensors whole."""
+    from .live_set import largest_live_set
+    live = largest_live_set(program)
+    return {"largest_live_set_bytes": live["bytes"], "largest_live_set_call": live["call"],
+            "arena_gap_bytes": arena_bytes - live["bytes"]}
 
 
 def quick_count(pte, board: str, samples=None) -> dict:
