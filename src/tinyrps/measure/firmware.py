@@ -153,7 +153,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
         raise UserError(f"the {board} firmware hashed another program than the one measured "
                         f"(SHA-256 {second.model_sha256[:12]}... vs {program_sha256[:12]}...): "
                         "the model slot was not loaded correctly")
-    if not np.array_equal(first.int8, plain_c.int8):
+    if not same_outputs(first, plain_c):
         raise UserError(f"the ISA and the plain-C kernels of the {board} firmware disagree on the same images: "
                         "a kernel is wrong")
     footprint = memory_footprint(sections)
@@ -225,17 +225,29 @@ def fingerprint() -> str:
     return hashlib.sha256(f"{sources_fingerprint()}\0{FIGURES_OF}".encode()).hexdigest()
 
 
+def same_outputs(a, b) -> bool:
+    """Two runs gave the same raw int8 values of every output, or, for an output that has none (an integer
+    output, or one no dequantize wrote), the same output."""
+    if len(a.outputs) != len(b.outputs):
+        return False
+    for k in range(len(a.outputs)):
+        x, y = a.outputs_int8[k], b.outputs_int8[k]
+        if (x is None) != (y is None):
+            return False
+        if x is None:
+            x, y = a.outputs[k], b.outputs[k]
+        if not np.array_equal(x, y):
+            return False
+    return True
+
+
 def same_run(generic, own, board: str) -> None:
     """The program's own image must run the program as the generic image does: the same outputs, and per call
     the same operator, kernels, MACs and instructions (the variant's place in its list differs: the lists
     are shorter); anything else is a bug in the selection."""
     def calls(run):
         return [(layer["op"], layer["kernels"], layer["macs"], layer["instructions"]) for layer in run.layers]
-
-    def same(a, b):      # every output, and every raw int8 output (None where a program's output has none)
-        return len(a) == len(b) and all((x is None and y is None) or (x is not None and y is not None and
-                                        np.array_equal(x, y)) for x, y in zip(a, b))
-    if (not same(generic.outputs, own.outputs) or not same(generic.outputs_int8, own.outputs_int8) or not np.array_equal(generic.instructions, own.instructions)
+    if (not same_outputs(generic, own) or not np.array_equal(generic.instructions, own.instructions)
             or calls(generic) != calls(own) or generic.arena_needed != own.arena_needed):
         raise UserError(f"the program's own firmware image of {board} runs it otherwise than the generic image "
                         f"({own.instructions.tolist()} vs {generic.instructions.tolist()} instructions): the "
