@@ -152,3 +152,16 @@ def test_integer_outputs_are_the_float_programs_raw_int8_on_every_board(tmp_path
         got = device.run_batch(ints).outputs
     for g, want in zip(got, raw):
         assert g.dtype == np.int8 and np.array_equal(g, want)
+
+
+def test_the_official_runtime_loads_the_integer_program_and_reads_its_quantization(programs):
+    """ExecuTorch's own runtime (its Python bindings) loads the program, and its constant methods return the
+    quantization the descriptor records (its forward needs the Cortex-M kernels, which those bindings lack for
+    the float program as well)."""
+    from executorch.runtime import Runtime
+    program = Runtime.get().load_program(programs["int8"])
+    assert {"forward", "input0_scale", "input0_zp", "output0_scale", "output1_zp"} <= set(program.method_names)
+    described = descriptor.read(programs["int8"])
+    assert program.load_method("input0_scale").execute([])[0] == described.inputs[0].scale
+    assert program.load_method("input0_zp").execute([])[0] == described.inputs[0].zero_point
+    assert program.load_method("output1_scale").execute([])[0] == described.outputs[1].scale
