@@ -159,7 +159,8 @@ def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = T
 
     io: "float", the program takes and gives what the model does; "int8", it takes every input and gives
     every output as the int8 tensor the float program quantizes first and dequantizes last (the same
-    int8 values reach the first layer; each scale and zero point is in the program, see `io_quantization`).
+    int8 values reach the first layer; each scale and zero point is in the program, see `io_quantization`),
+    memory-planned by the smaller of ExecuTorch's greedy plan and a plan by lifetime (`backend_config`).
 
     strict: refuse (UserError) a lowering that leaves an operator in the program which the firmware's
     runtime has no kernel for, or that the runtime refuses over one of its tables (its reason); with
@@ -172,7 +173,7 @@ def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = T
         # the edge module must be kept (and run) before to_executorch, which rewrites it to out-variants in place
         kept = copy.deepcopy(edge.exported_program())
         with library_step("to_executorch (memory planning and serialization)"):
-            program = edge.to_executorch().buffer
+            program = edge.to_executorch(*([backend_config()] if integer else [])).buffer
     operators = program_operators(program)
     not_lowered = tuple(op for op in operators if not is_lowered(op))
     if strict and not_lowered:
@@ -185,6 +186,16 @@ def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = T
             raise UserError(f"the firmware's runtime would refuse this program ({reason}): make the model smaller, "
                             "or build the firmware with larger limits (docs/runtime.md, Limits)")
     return CortexMProgram(program, kept, core, operators, not_lowered)
+
+
+def backend_config():
+    """to_executorch's configuration for a program with integer inputs and outputs: ExecuTorch's defaults, its
+    memory planning choosing the smaller of its greedy plan and a plan by lifetime (tinyrps.export.memory_plan).
+    (A float program keeps ExecuTorch's own plan and bytes.)"""
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+    from .memory_plan import planning_suite
+    return ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo=planning_suite()))
 
 
 def lower_images(model, images, core: str) -> CortexMProgram:
