@@ -165,3 +165,12 @@ def test_the_official_runtime_loads_the_integer_program_and_reads_its_quantizati
     assert program.load_method("input0_scale").execute([])[0] == described.inputs[0].scale
     assert program.load_method("input0_zp").execute([])[0] == described.inputs[0].zero_point
     assert program.load_method("output1_scale").execute([])[0] == described.outputs[1].scale
+
+
+def test_only_the_cortex_m_targets_take_io():
+    from tinyrps.export import check_options, get_target
+    from tinyrps.infra.errors import UserError
+    assert check_options(get_target("cortex-m4"), {"io": "int8", "system_config": None}) == {"io": "int8"}
+    for target in ("ethos-u85-128", "fp32", "int8-xnnpack"):
+        with pytest.raises(UserError, match="does not take --io"):
+            check_options(get_target(target), {"io": "int8"})
