@@ -14,6 +14,10 @@ and docs/benchmarks.md:
     .venv/bin/python scripts/mlperf_tiny.py            # export and measure all twelve, keep the files
     .venv/bin/python scripts/mlperf_tiny.py --network resnet8 --core cortex-m55
     .venv/bin/python scripts/mlperf_tiny.py --network mobilenet-v2 --network mobilenet-v3-small --core cortex-m55
+    .venv/bin/python scripts/mlperf_tiny.py --io int8 --quick --core cortex-m55   # integer inputs and outputs
+
+--io int8 exports the programs with integer inputs and outputs (NAME-CORE-int8.pte); --quick measures only
+the arena and the instructions per inference, from one run of the generic firmware image (no files kept).
 """
 from __future__ import annotations
 
@@ -36,14 +40,21 @@ def main(argv=None) -> int:
     parser.add_argument("--network", action="append", choices=[*zoo.NETWORKS, *zoo.DEPLOYED],
                         help="only this network (the deployed ones only when named)")
     parser.add_argument("--core", action="append", choices=CORES, help="only this core")
+    parser.add_argument("--io", choices=("float", "int8"), default="float", help="the programs' inputs and outputs")
+    parser.add_argument("--quick", action="store_true", help="the arena and instructions only; keep no files")
     args = parser.parse_args(argv)
     FIGURES.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tinyrps-mlperf.") as work:
         for name in args.network or list(zoo.NETWORKS):
             for core in args.core or CORES:
                 start = time.perf_counter()
-                pte = zoo.export_network(name, core, Path(work))
-                measured = measure.measure(pte)
+                pte = zoo.export_network(name, core, Path(work), io=args.io)
+                measured = measure.measure(pte, quick=args.quick)
+                if args.quick:
+                    fw = measured["firmware"]
+                    print(f"{pte.stem}: {fw['instructions_per_inference']:,} instructions on {fw['board']} "
+                          f"(QEMU's count), arena {fw['arena_bytes']:,} B", file=sys.stderr)
+                    continue
                 fw = measured["firmware"]
                 for path in (pte.with_suffix(".json"), measure.path_of(pte)):
                     shutil.copyfile(path, FIGURES / path.name)

@@ -14,6 +14,7 @@
 
 #include "runtime_internal.h"
 #include "load_code.h"
+#include "kernels/float_round.h"
 
 /* TRT_ETHOS_U=1: the build links ethos_u_delegate.c and runs Ethos-U delegates (the firmware and
  * native builds: firmware/CMakeLists.txt). Without it (a deploy library of a Cortex-M program) the
@@ -727,13 +728,70 @@ static void fuse_calls(trt_program *prog) {
     }
 }
 
-/* trt_infer's program: an image classifier, float32 [1, 1, 28, 28] in, float32 out. */
-static int is_image_classifier(const trt_program *prog) {
+/* The value a constant method of the program returns ("input0_scale": ExecuTorch's QuantizeInputs and
+ * QuantizeOutputs passes record an integer input's or output's quantization so): 0 when there is none. */
+static int constant_method(const trt_program *prog, const char *name, double *number) {
+    for (uint32_t i = 0; i < prog->file.execution_plans.count; i++) {
+        pte_plan plan;
+        pte_value v;
+        if (pte_plan_at(&prog->file, i, &plan) != TRT_OK || !pte_text_is(plan.name, plan.name_len, name) ||
+            plan.outputs.count != 1 ||
+            pte_value_at(&prog->file, &plan, (uint32_t)fb_vector_i32(&prog->file.flat, &plan.outputs, 0), &v) != TRT_OK)
+            continue;
+        if (v.kind == PTE_VALUE_DOUBLE) *number = v.double_val;
+        else if (v.kind == PTE_VALUE_INT) *number = (double)v.int_val;
+        else return 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* An int8 input 0's and output 0's quantization, held as the float program's quantize kernel holds its
+ * (float)(1.0 / scale) and zero point, and its dequantize kernel its (float)scale and zero point: the
+ * image helper then computes what those kernels would. */
+static void read_io_quantization(trt_program *prog) {
+    double scale, zero_point;
+    if (prog->inputs[0].t.dtype == TRT_INT8 && constant_method(prog, "input0_scale", &scale) &&
+        constant_method(prog, "input0_zp", &zero_point) && scale > 0) {
+        prog->in_quantized = 1;
+        prog->in_inv_scale = (float)(1.0 / scale);
+        prog->in_zero_point = (float)zero_point;
+    }
+    if (prog->outputs[0].t.dtype == TRT_INT8 && constant_method(prog, "output0_scale", &scale) &&
+        constant_method(prog, "output0_zp", &zero_point)) {
+        prog->out_quantized = 1;
+        prog->out_scale = (float)scale;
+        prog->out_zero_point = (float)zero_point;
+    }
+}
+
+/* Pixel p as the float program's first call quantizes it: p / 255.0f (write_image), then the arithmetic
+ * of cortex_m::quantize_per_tensor (kernels/c/quantize_per_tensor.c) with quant_min -128, quant_max 127. */
+static int8_t quantized_pixel(const trt_program *prog, int p) {
+    float v = trt_round_half_even(((float)p / 255.0f) * prog->in_inv_scale) + prog->in_zero_point;
+    if (!(v >= -128.0f)) v = -128.0f;
+    if (v > 127.0f) v = 127.0f;
+    return (int8_t)(int32_t)v;
+}
+
+/* Whether every byte p quantizes to p - 128 (the input's scale is 1/255 and its zero point -128, as
+ * a uint8 image calibrates): then the image goes in byte for byte, without arithmetic. */
+static int image_goes_straight_in(const trt_program *prog) {
+    for (int p = 0; p < 256; p++)
+        if (quantized_pixel(prog, p) != (int8_t)(p - 128)) return 0;
+    return 1;
+}
+
+/* trt_infer's programs: an image classifier, [1, 1, 28, 28] in and a row of scores out. `quantized` 0: both
+ * float32 (image_classifier); 1: at least one of them int8 with its quantization known (image_quantized). */
+static int is_image_classifier(const trt_program *prog, int quantized) {
     const trt_tensor *in = &prog->inputs[0].t;
     const trt_tensor *out = &prog->outputs[0].t;
-    return in->dtype == TRT_FLOAT32 && in->rank == 4 && in->sizes[0] == 1 && in->sizes[1] == 1 &&
-           in->sizes[2] == TRT_IMAGE_SIDE && in->sizes[3] == TRT_IMAGE_SIDE && out->dtype == TRT_FLOAT32 &&
-           trt_is_row_major(out);
+    int in_ok = in->dtype == TRT_FLOAT32 || (quantized && in->dtype == TRT_INT8 && prog->in_quantized);
+    int out_ok = out->dtype == TRT_FLOAT32 || (quantized && out->dtype == TRT_INT8 && prog->out_quantized);
+    int any_int8 = in->dtype == TRT_INT8 || out->dtype == TRT_INT8;
+    return in_ok && out_ok && any_int8 == quantized && in->rank == 4 && in->sizes[0] == 1 && in->sizes[1] == 1 &&
+           in->sizes[2] == TRT_IMAGE_SIDE && in->sizes[3] == TRT_IMAGE_SIDE && trt_is_row_major(out);
 }
 
 /* ---- load ---------------------------------------------------------------------------------------------- */
@@ -785,7 +843,10 @@ static trt_status load_all(trt_program *prog) {
     prog->arena_needed = prog->workspace_base + prog->workspace_used;
     if (!prog->arena || prog->arena_needed > prog->arena_len)
         return trt_fail_number(&prog->detail, TRT_ERR_ARENA_TOO_SMALL, "arena too small; bytes needed:", prog->arena_needed);
-    prog->image_classifier = (uint8_t)is_image_classifier(prog);
+    read_io_quantization(prog);
+    prog->image_classifier = (uint8_t)is_image_classifier(prog, 0);
+    prog->image_quantized = (uint8_t)is_image_classifier(prog, 1);
+    prog->image_straight = (uint8_t)(prog->image_quantized && prog->in_quantized && image_goes_straight_in(prog));
     prepare_kernels(prog);
     return TRT_OK;
 }
@@ -937,10 +998,53 @@ static void write_image(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES])
             x[h * t->strides[2] + w * t->strides[3]] = (float)image[h * TRT_IMAGE_SIDE + w] / 255.0f;
 }
 
+/* The image as the program's int8 input: the value the float program's first call would make of
+ * pixel / 255, i.e. the byte itself less 128 when the input's quantization maps every byte so
+ * (image_straight), else that call's arithmetic (quantized_pixel). */
+static void write_quantized_image(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES]) {
+    const trt_tensor *t = &prog->inputs[0].t;
+    int8_t *q = (int8_t *)(void *)t->mutable_data;
+    const int dense = t->strides[3] == 1 && t->strides[2] == TRT_IMAGE_SIDE;
+    for (int i = 0; i < TRT_IMAGE_BYTES; i++) {
+        int at = dense ? i : (i / TRT_IMAGE_SIDE) * t->strides[2] + (i % TRT_IMAGE_SIDE) * t->strides[3];
+        q[at] = prog->image_straight ? (int8_t)(image[i] ^ 0x80u) : quantized_pixel(prog, image[i]);
+    }
+}
+
+/* trt_infer of a classifier with an int8 input or output (exported with integer inputs and outputs): the
+ * same logits and raw int8 values as the float program gives, the output dequantized with the arithmetic
+ * of that program's last call (kernels/c/dequantize_per_tensor.c). */
+static trt_status infer_quantized(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t *out_q,
+                                  float *logits, size_t capacity, size_t *n_out, size_t *n_q) {
+    if (!prog->image_quantized) return TRT_ERR_BAD_TENSOR;
+    const trt_io *out = &prog->outputs[0];
+    if (out->t.numel > capacity) return TRT_ERR_LIMIT;
+    if (prog->inputs[0].t.dtype == TRT_INT8) write_quantized_image(prog, image);
+    else write_image(prog, image);
+    run_range(prog, 0, prog->n_calls);
+    if (RUN_STATUS(prog) != TRT_OK) return RUN_STATUS(prog);
+    *n_out = out->t.numel;
+    *n_q = 0;
+    if (out->t.dtype == TRT_INT8) {          /* an integer output is its own raw int8 values */
+        const int8_t *q = (const int8_t *)(const void *)out->t.data;
+        for (size_t i = 0; i < out->t.numel; i++) logits[i] = ((float)q[i] - prog->out_zero_point) * prog->out_scale;
+        if (out_q) memcpy(out_q, q, out->t.numel);
+        *n_q = out_q ? out->t.numel : 0;
+        return TRT_OK;
+    }
+    memcpy(logits, out->t.data, out->t.nbytes);
+    if (out_q && out->has_int8) {
+        memcpy(out_q, out->int8_in_arena ? (const int8_t *)(const void *)(prog->arena + out->int8_offset) : out->int8_const,
+               out->t.numel);
+        *n_q = out->t.numel;
+    }
+    return TRT_OK;
+}
+
 trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t *out_q, float *logits,
                      size_t capacity, size_t *n_out, size_t *n_q) {
     if (!prog || !prog->loaded || !image || !logits || !n_out || !n_q) return TRT_ERR_BAD_INPUT;
-    if (!prog->image_classifier) return TRT_ERR_BAD_TENSOR;
+    if (!prog->image_classifier) return infer_quantized(prog, image, out_q, logits, capacity, n_out, n_q);
     const trt_io *out = &prog->outputs[0];
     if (out->t.numel > capacity) return TRT_ERR_LIMIT;
     write_image(prog, image);

@@ -63,7 +63,8 @@ def test_a_variant_the_sources_do_not_list_so_is_refused():
 
 
 def run(instructions, kernels="mve", out=(1, 2)):
-    return SimpleNamespace(int8=np.array(out), instructions=np.array(instructions), arena_needed=100,
+    return SimpleNamespace(int8=np.array(out), outputs=[np.array(out, np.float32)], outputs_int8=[np.array(out)],
+                           instructions=np.array(instructions), arena_needed=100,
                            layers=[{"op": "cortex_m::quantized_linear", "kernels": kernels, "macs": 10,
                                     "instructions": instructions[0]}])
 
@@ -73,3 +74,13 @@ def test_an_image_that_runs_the_program_otherwise_is_refused():
     for other in (run([6]), run([5], kernels="c"), run([5], out=(1, 3))):
         with pytest.raises(UserError, match="runs it otherwise than the generic image"):
             same_run(run([5]), other, "mps3-an547")
+
+
+def test_an_integer_output_is_compared_itself():
+    """A program exported with integer outputs has no raw int8 values beside them: its outputs are compared."""
+    def integer(values):
+        return SimpleNamespace(outputs=[np.array(values, np.int8)], outputs_int8=[None], instructions=np.array([5]),
+                               arena_needed=100, layers=run([5]).layers)
+    same_run(integer([1, 2]), integer([1, 2]), "mps3-an547")
+    with pytest.raises(UserError, match="runs it otherwise than the generic image"):
+        same_run(integer([1, 2]), integer([1, 3]), "mps3-an547")

@@ -29,13 +29,18 @@ from pathlib import Path
 from ..infra.errors import UserError
 
 
+DELEGATE_OPERATORS = ("cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor")
+
+
 def image_tree(fw: Path, operator_names: list, layers: list, isa_kernels: str) -> dict:
     """{path relative to fw: text} of the program's firmware image sources (see the module docstring)."""
     from ..firmware.sources import source_files
     from .selection import (SELECTION_HEADER, image_selection, operator_files, runtime_rows, select_operators,
                             selection_header)
     src = fw / "src"
-    names = set(operator_names)
+    # the image's loader keeps the Ethos-U delegate (ethos_u_delegate.c), whose CPU part names these two
+    # operators: a program with integer inputs and outputs has neither of its own
+    names = set(operator_names) | set(DELEGATE_OPERATORS)
     symbols = select_operators([row.qualified for row in runtime_rows(src) if row.name in names], src, isa_kernels)
     files = operator_files(src)
     left_out = {rel for symbol, rel in files.items() if symbol not in symbols}

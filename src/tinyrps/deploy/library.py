@@ -126,6 +126,10 @@ class ProgramFacts:
     labels: Optional[tuple]     # the classes of an RPS classifier's output, else None
     sha256: str
     description: str
+    # (scale, zero_point) per input and per output: (None, None) for a float one, a pair for an int8 one of a
+    # program exported with `--io int8` (the descriptor's)
+    input_quantization: tuple = ()
+    output_quantization: tuple = ()
     accelerator: Optional[str] = None    # an Ethos-U program's NPU ("ethos-u55-128"), else None
 
     @property
@@ -151,14 +155,16 @@ def program_facts(pte: Path, program: bytes) -> ProgramFacts:
                         "export it again with `tinyrps export`")
     if described.family == "ethos-u":
         return ProgramFacts(described.family, ETHOS_U_CPU, described.labels, described.sha256,
-                            described.description, described.info.accelerator)
+                            described.description, accelerator=described.info.accelerator)
     if described.family != "cortex-m":
         raise UserError(_not_cortex_m(pte, described.family))
     core = described.info.core
     if find_core(core) is None:
         raise UserError(f"{pte} was made for core '{core}', which the runtime has no kernels for "
                         f"(cores: {', '.join(core_names())}): export it again with `tinyrps export`")
-    return ProgramFacts(described.family, core, described.labels, described.sha256, described.description)
+    return ProgramFacts(described.family, core, described.labels, described.sha256, described.description,
+                        tuple((t.scale, t.zero_point) for t in described.inputs),
+                        tuple((t.scale, t.zero_point) for t in described.outputs))
 
 
 def _not_cortex_m(pte: Path, family) -> str:
@@ -188,9 +194,12 @@ def native_facts(pte: Path, ethos_u: bool = False) -> tuple:
 def board_figures(pte: Path, core: str) -> dict:
     """The program on the tinyrps firmware of its core's emulated board: arena, kernels and instructions per
     layer (QEMU counts instructions, not cycles): the measure stage's figures, taken now if the program has
-    no current measurement."""
+    no current full measurement (a quick one has no layers)."""
     from .. import measure
-    measured = measure.read(pte) or measure.measure(pte)
+    measured = measure.read(pte)
+    key = "cpu_part" if measured and "cpu_part" in measured else "firmware"
+    if not measured or "layers" not in measured.get(key, {}):
+        measured = measure.measure(pte)
     return measured["cpu_part" if "cpu_part" in measured else "firmware"]
 
 
@@ -410,6 +419,12 @@ def summary_lines(manifest: dict, out) -> list:
                      + f" ({manifest['program']['core']}, without the program)")
     lines.append(f"  {board['instructions_per_inference']:,} instructions per inference on {board['name']} "
                  "(QEMU -icount shift=0: instructions, not cycles)")
+    if manifest["io"] == "int8":
+        lines.append("  inputs and outputs: int8, the quantized tensors (the library's default; scale and zero point "
+                     f"in include/{name}.h)")
+    else:
+        lines.append("  inputs and outputs: float32; a library's default is int8: export the program with --io int8 "
+                     "for the quantized tensors in and out, and no float input in the arena")
     lines.append(f"  add it with CMake (add_subdirectory) or Make ({name}.mk): see {Path(out) / 'README.md'}")
     kept = manifest.get("kept") or []
     if kept:

@@ -50,11 +50,24 @@ class LibrarySpec:
 
     @property
     def classifier(self) -> bool:
-        """An RPS classifier: labels, one 28x28 float32 input, one float32 output of one value per label."""
+        """An RPS classifier: labels, one 28x28 input, one output of one value per label, each float32 or int8
+        of known quantization (exported with `--io int8`: the runtime's image helper runs both)."""
         ins, outs = self.info["inputs"], self.info["outputs"]
         return bool(self.facts.labels) and len(ins) == 1 and len(outs) == 1 and \
-            ins[0]["dtype"] == "float32" and ins[0]["shape"] == [1, 1, IMAGE_SIDE, IMAGE_SIDE] and \
-            outs[0]["dtype"] == "float32" and _numel(outs[0]["shape"]) == len(self.facts.labels)
+            self._takes(ins[0], self.facts.input_quantization) and ins[0]["shape"] == [1, 1, IMAGE_SIDE, IMAGE_SIDE] \
+            and self._takes(outs[0], self.facts.output_quantization) and \
+            _numel(outs[0]["shape"]) == len(self.facts.labels)
+
+    @staticmethod
+    def _takes(tensor: dict, quantization: tuple) -> bool:
+        return tensor["dtype"] == "float32" or (tensor["dtype"] == "int8" and bool(quantization) and
+                                                quantization[0][0] is not None)
+
+    @property
+    def integer_io(self) -> bool:
+        """Every input and output is an int8 tensor of known quantization (a program exported with --io int8)."""
+        pairs = tuple(self.facts.input_quantization) + tuple(self.facts.output_quantization)
+        return bool(pairs) and all(scale is not None for scale, _ in pairs)
 
     @property
     def layers(self) -> list:
@@ -143,6 +156,10 @@ def write_manifest(folder: Path, spec: LibrarySpec) -> None:
         "labels": list(spec.facts.labels) if spec.classifier else None,
         "inputs": spec.info["inputs"],
         "outputs": spec.info["outputs"],
+        # "int8": the program takes and gives the quantized tensors (export --io int8), "float": it does not
+        "io": "int8" if spec.integer_io else "float",
+        "quantization": {"inputs": [list(q) for q in spec.facts.input_quantization],
+                         "outputs": [list(q) for q in spec.facts.output_quantization]},
         "kernels": {"isa": spec.isa_kernels, "portable": "c",
                     "without_portable_on_core": spec.isa_only, "isa_variants_left_out": spec.unbound},
         "operators": spec.operators,
@@ -208,9 +225,10 @@ def unit_source(name: str, rel: str) -> str:
 
 # --- include/NAME.h -----------------------------------------------------------------------------------------
 
-def _tensor_macros(m: str, kind: str, tensors: list) -> str:
+def _tensor_macros(m: str, kind: str, tensors: list, quantization: tuple = ()) -> str:
     lines = [f"#define {m}_{kind}_COUNT {len(tensors)}"]
     for i, t in enumerate(tensors):
+        scale, zero_point = quantization[i] if i < len(quantization) else (None, None)
         code, ctype = c_type(t["dtype"])
         p = f"{m}_{kind}{i}"
         lines += [f"#define {p}_DTYPE {c_string(t['dtype'])}",
@@ -221,6 +239,10 @@ def _tensor_macros(m: str, kind: str, tensors: list) -> str:
                   f"#define {p}_DIM_ORDER {c_list(t['dim_order'])}",
                   f"#define {p}_NUMEL {_numel(t['shape'])}u",
                   f"#define {p}_BYTES {t['nbytes']}u"]
+        if scale is not None:       # an integer input or output: the float value it stands for
+            lines += [f"/* {kind.lower()} {i} is quantized: value = {p}_SCALE * (q - {p}_ZERO_POINT) */",
+                      f"#define {p}_SCALE {float(scale)!r}",
+                      f"#define {p}_ZERO_POINT ({int(zero_point)})"]
     p = f"{m}_{kind}0"
     lines += [f"/* {kind.lower()} 0 under short names */"]
     lines += [f"#define {m}_{kind}_{what} {p}_{what}" for what in ("DTYPE", "TYPE", "SHAPE", "NUMEL", "BYTES")]
@@ -248,8 +270,8 @@ def public_header(spec: LibrarySpec, statuses: list) -> str:
         "layer_kernels": ", ".join(c_string(layer["kernels"]) for layer in layers),
         "layer_macs": ", ".join(f"{layer['macs']}u" for layer in layers),
         "arena_isa": spec.arena[isa], "arena_c": spec.arena["c"],
-        "input_macros": _tensor_macros(m, "INPUT", spec.info["inputs"]),
-        "output_macros": _tensor_macros(m, "OUTPUT", spec.info["outputs"]),
+        "input_macros": _tensor_macros(m, "INPUT", spec.info["inputs"], facts.input_quantization),
+        "output_macros": _tensor_macros(m, "OUTPUT", spec.info["outputs"], facts.output_quantization),
         "statuses": "\n".join(f"#define {m}_{status[4:]} {f'({value})' if value else '0'}    /* {text} */"
                               for status, value, text in statuses),
         "classify": classify})
@@ -363,8 +385,6 @@ def _example_main(spec: LibrarySpec) -> str:
         "output_list": ", ".join(f"output{i}" for i in range(len(outs)))})
 
 
-# --- README.md ----------------------------------------------------------------------------------------------
-
 # --- the NPU of an Ethos-U program --------------------------------------------------------------------------
 
 def _delegate(spec: LibrarySpec):
@@ -400,6 +420,24 @@ def npu_link_source(spec: LibrarySpec) -> str:
         **{f"r_{f.lower()}": REPLY.offset(f) for f in ("MAGIC", "VERSION", "SEQUENCE", "STATUS", "SHA256")}})
 
 
+# --- README.md ----------------------------------------------------------------------------------------------
+
+# What the README says of the program's inputs and outputs: integer ones are what a library is for.
+IO_NOTES = {
+    True: "The program takes and gives the quantized int8 tensors (exported with `--io int8`, the default for a "
+          "library): no float input or output takes arena, and each one's scale and zero point are in the header "
+          "(`..._SCALE`, `..._ZERO_POINT`: value = scale * (q - zero point)).",
+    False: "The program takes and gives float32 (exported without `--io int8`). A library's default is integer "
+           "inputs and outputs: export the program with `tinyrps export ... --io int8` for int8 tensors in and out, "
+           "with no float input or output in the arena.",
+}
+
+
+def _quantization_text(quantization: tuple, i: int) -> str:
+    scale, zero_point = quantization[i] if i < len(quantization) else (None, None)
+    return "—" if scale is None else f"scale {scale!r}, zero point {zero_point}"
+
+
 def readme(spec: LibrarySpec) -> str:
     facts, f, isa = spec.facts, spec.figures, spec.isa_kernels
     code = spec.code
@@ -430,9 +468,13 @@ def readme(spec: LibrarySpec) -> str:
         "program_bytes_text": f"{len(spec.program):,}", "sha256": facts.sha256, "core": facts.core, "isa": isa,
         "isa_name": {"mve": "Helium (MVE)", "dsp": "DSP extension"}[isa], "portable_note": " ".join(notes),
         "classify_api": classify_api, "cflags": " ".join(LIBRARY_CFLAGS),
-        "io_rows": "\n".join(f"| {kind} {i} | {t['dtype']} | {t['shape']} | {t['dim_order']} | {t['nbytes']:,} |"
-                             for kind, tensors in (("input", spec.info["inputs"]), ("output", spec.info["outputs"]))
+        "io_rows": "\n".join(f"| {kind} {i} | {t['dtype']} | {t['shape']} | {t['dim_order']} | {t['nbytes']:,} | "
+                             f"{_quantization_text(quantization, i)} |"
+                             for kind, tensors, quantization in (
+                                 ("input", spec.info["inputs"], spec.facts.input_quantization),
+                                 ("output", spec.info["outputs"], spec.facts.output_quantization))
                              for i, t in enumerate(tensors)),
+        "io_note": IO_NOTES[spec.integer_io],
         "arena_isa_text": f"{spec.arena[isa]:,}", "arena_c_text": f"{spec.arena['c']:,}",
         "what_example": "it classifies a picture" if spec.classifier else "it runs one inference on zeros",
         "example_note": (f"\nOn its picture of \"{spec.example['label']}\" it prints `the picture shows "

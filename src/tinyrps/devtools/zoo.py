@@ -387,15 +387,17 @@ def lower_network(name: str, core: str, seed: int = DEFAULT_SEED, strict: bool =
     return lower(build(name, seed), example_inputs(name), calibration_inputs(name), core, strict=strict)
 
 
-def export_network(name: str, core: str, out_dir, seed: int = DEFAULT_SEED):
-    """The network exported for `core` as OUT/NAME-CORE.pte with its descriptor, through the export's own
-    driver (the program is checked against its edge program, as every export is)."""
+def export_network(name: str, core: str, out_dir, seed: int = DEFAULT_SEED, io: str = "float"):
+    """The network exported for `core` as OUT/NAME-CORE.pte (io "int8": OUT/NAME-CORE-int8.pte, integer inputs
+    and outputs) with its descriptor, through the export's own driver (the program is checked against its edge
+    program, as every export is)."""
     from ..hardware.descriptor import Origin
     from ..export import export_model
     origin = Origin(module=f"tinyrps.devtools.zoo:{name} (seed {seed})",
                     calibration=f"{CALIBRATION_INPUTS} float32 N(0, 1) input tuples (seed {CALIBRATION_SEED})")
     return export_model(build(name, seed), example_inputs(name), calibration_inputs(name), core, out_dir,
-                        origin, name=f"{name}-{core}")
+                        origin, name=f"{name}-{core}" + ("" if io == "float" else f"-{io}"),
+                        **({} if io == "float" else {"io": io}))
 
 
 # Random inputs on which a network's program is checked bit for bit, on every device.

@@ -205,23 +205,52 @@ def remove_leftovers(out_dir: Path, name: str) -> None:
 
 
 def program_io(program: bytes, conventions=None) -> tuple:
-    """(inputs, outputs) of the program's forward method as TensorSpecs, from the serialized program."""
+    """(inputs, outputs) of the program's forward method as TensorSpecs, from the serialized program;
+    an int8 input or output that ExecuTorch's QuantizeInputs / QuantizeOutputs passes made carries the
+    scale and zero point they wrote into the program (`io_quantization`)."""
     from executorch.exir._serialize._program import deserialize_pte_binary
     from ..firmware.c_facts import dtype_name
-    plan = deserialize_pte_binary(program).program.execution_plan[0]
+    parsed = deserialize_pte_binary(program).program
+    plan = parsed.execution_plan[0]
     conventions = conventions or ([], [])
+    quantized = io_quantization(parsed)
 
-    def specs(indices, notes):
+    def specs(kind, indices, notes):
         out = []
         for k, index in enumerate(indices):
             t = plan.values[index].val
             if type(t).__name__ != "Tensor":
                 raise UserError(f"the program's input/output {k} is not a tensor ({type(t).__name__}): "
                                 "tinyrps runs programs whose inputs and outputs are tensors")
-            out.append(TensorSpec(dtype_name(t.scalar_type),
-                                  tuple(int(s) for s in t.sizes), notes[k] if k < len(notes) else ""))
+            scale, zero_point = quantized.get((kind, k), (None, None))
+            note = notes[k] if k < len(notes) else ""
+            if note and scale is not None:      # an integer input is no longer what the convention describes
+                note += ", as int8: round(x / scale) + zero_point"
+            out.append(TensorSpec(dtype_name(t.scalar_type), tuple(int(s) for s in t.sizes), note, scale, zero_point))
         return tuple(out)
-    return specs(plan.inputs, conventions[0]), specs(plan.outputs, conventions[1])
+    return specs("input", plan.inputs, conventions[0]), specs("output", plan.outputs, conventions[1])
+
+
+def io_quantization(parsed) -> dict:
+    """{("input" | "output", k): (scale, zero_point)} of a deserialized program: ExecuTorch's QuantizeInputs /
+    QuantizeOutputs passes record each integer input's and output's quantization as constant methods of the
+    program (`input0_scale`, `input0_zp`, `output0_scale`, ...), each a plan returning one value."""
+    constants = {}
+    for plan in parsed.execution_plan:
+        if plan.name != "forward" and len(plan.outputs) == 1:
+            value = plan.values[plan.outputs[0]].val
+            number = getattr(value, "double_val", getattr(value, "int_val", None))
+            if number is not None:
+                constants[plan.name] = number
+    found = {}
+    for name, scale in constants.items():
+        kind, _, rest = name.partition("put")
+        if kind in ("in", "out") and rest.endswith("_scale") and rest[:-len("_scale")].isdigit():
+            k = int(rest[:-len("_scale")])
+            zero_point = constants.get(f"{kind}put{k}_zp")
+            if zero_point is not None:
+                found[(kind + "put", k)] = (float(scale), int(zero_point))
+    return found
 
 
 def versions() -> dict:

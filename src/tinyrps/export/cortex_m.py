@@ -103,7 +103,8 @@ def lower_to_edge(model, example_inputs: tuple, calibration, core: str, int8_inp
     `model` is not changed (a copy is lowered); `calibration` is an iterable of input tuples
     shaped like `example_inputs`. `int8_inputs` / `int8_outputs`: the indices of inputs and outputs
     the program takes and gives as int8 (its quantize / dequantize moved out of the program, with
-    ExecuTorch's QuantizeInputs / QuantizeOutputs passes)."""
+    ExecuTorch's QuantizeInputs / QuantizeOutputs passes, which also write each one's scale and zero
+    point into the program as constant methods, `input0_scale`, ...); `int8_outputs="all"`: every output."""
     from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
     from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
@@ -129,9 +130,12 @@ def lower_to_edge(model, example_inputs: tuple, calibration, core: str, int8_inp
         converted = convert_pt2e(prepared)
         edge = to_edge_transform_and_lower(torch.export.export(converted, example),
                                            compile_config=cortex_m_edge_compile_config())
+    if int8_outputs == "all":
+        int8_outputs = range(len(edge.exported_program().graph_signature.user_outputs))
     if int8_inputs or int8_outputs:
         from executorch.exir.passes.quantize_io_pass import QuantizeInputs, QuantizeOutputs
-        edge = edge.transform([QuantizeInputs(edge, list(int8_inputs)), QuantizeOutputs(edge, list(int8_outputs))])
+        with library_step("ExecuTorch's QuantizeInputs / QuantizeOutputs passes (integer inputs and outputs)"):
+            edge = edge.transform([QuantizeInputs(edge, list(int8_inputs)), QuantizeOutputs(edge, list(int8_outputs))])
     with library_step("the Cortex-M passes (CortexMPassManager)"):
         edge._edge_programs["forward"] = CortexMPassManager(edge.exported_program(), target_config=config).transform()
     return edge
@@ -150,18 +154,26 @@ def library_step(what: str):
                         f"({type(e).__name__}: {one_line(e, 200)}); change the layers it cannot take") from None
 
 
-def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = True) -> CortexMProgram:
+def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = True, io: str = "float") -> CortexMProgram:
     """`model` as a Cortex-M program for `core` (e.g. "cortex-m55").
+
+    io: "float", the program takes and gives what the model does; "int8", it takes every input and gives
+    every output as the int8 tensor the float program quantizes first and dequantizes last (the same
+    int8 values reach the first layer; each scale and zero point is in the program, see `io_quantization`),
+    memory-planned by the smaller of ExecuTorch's greedy plan and a plan by lifetime (`backend_config`).
 
     strict: refuse (UserError) a lowering that leaves an operator in the program which the firmware's
     runtime has no kernel for, or that the runtime refuses over one of its tables (its reason); with
     strict=False such a program is returned and `not_lowered` names the operators."""
     with torch_threads(1):   # batch-1 tensors: one thread is several times faster, and leaves the other core alone
-        edge = lower_to_edge(model, example_inputs, calibration, core)
+        integer = io != "float"
+        edge = lower_to_edge(model, example_inputs, calibration, core,
+                             int8_inputs=range(len(example_inputs)) if integer else (),
+                             int8_outputs="all" if integer else ())
         # the edge module must be kept (and run) before to_executorch, which rewrites it to out-variants in place
         kept = copy.deepcopy(edge.exported_program())
         with library_step("to_executorch (memory planning and serialization)"):
-            program = edge.to_executorch().buffer
+            program = edge.to_executorch(*([backend_config()] if integer else [])).buffer
     operators = program_operators(program)
     not_lowered = tuple(op for op in operators if not is_lowered(op))
     if strict and not_lowered:
@@ -174,6 +186,16 @@ def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = T
             raise UserError(f"the firmware's runtime would refuse this program ({reason}): make the model smaller, "
                             "or build the firmware with larger limits (docs/runtime.md, Limits)")
     return CortexMProgram(program, kept, core, operators, not_lowered)
+
+
+def backend_config():
+    """to_executorch's configuration for a program with integer inputs and outputs: ExecuTorch's defaults, its
+    memory planning choosing the smaller of its greedy plan and a plan by lifetime (tinyrps.export.memory_plan).
+    (A float program keeps ExecuTorch's own plan and bytes.)"""
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+    from .memory_plan import planning_suite
+    return ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo=planning_suite()))
 
 
 def lower_images(model, images, core: str) -> CortexMProgram:
@@ -231,12 +253,32 @@ def _is_dequantize(node) -> bool:
     return node.op == "call_function" and "dequantize_per_tensor" in str(node.target)
 
 
+def quantize_inputs(program: bytes, inputs: tuple) -> tuple:
+    """A float input tuple as the int8 inputs a program exported with integer inputs takes: each quantized
+    with the scale and zero point the program records, by the backend's own quantize_per_tensor (the
+    operator the float program's first call runs, so the same int8 values reach the first layer).
+    Inputs the program takes as they are pass unchanged."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from . import io_quantization
+    register_operators()
+    quantized = io_quantization(deserialize_pte_binary(program).program)
+    out = []
+    for k, x in enumerate(inputs):
+        if ("input", k) in quantized:
+            scale, zero_point = quantized[("input", k)]
+            x = torch.ops.cortex_m.quantize_per_tensor(to_backend_layout(x), scale, zero_point, -128, 127, torch.int8)
+        out.append(x)
+    return tuple(out)
+
+
 def check_replay(lowered: CortexMProgram, examples: list) -> None:
     """The .pte replay must compute what the edge program computed, bit for bit, on every example.
 
     Both are ExecuTorch's: its Python operators on its serialized program and on its edge program. A program
     they cannot compute, or on which they disagree, is refused in one line (ExecuTorch 1.5.1 has no integer
-    dilated convolution in Python, and serializes a batched matmul of channels-last 4-D inputs wrongly)."""
+    dilated convolution in Python, and serializes a batched matmul of channels-last 4-D inputs wrongly).
+    The examples are float; a program with integer inputs gets them quantized (`quantize_inputs`)."""
+    examples = [quantize_inputs(lowered.program, inputs) for inputs in examples]
     for inputs in examples:
         try:
             want = [o.detach().contiguous().numpy() for o in edge_outputs(lowered.edge_program, inputs)]
@@ -270,9 +312,10 @@ def _difference(got: list, want: list) -> str:
 def build(core: str, ctx: BuildContext) -> BuildResult:
     """Lower for `core` (a target name: cortex-m55, ...) and check the program's replay."""
     examples = ctx.calibration[:SELF_CHECK_EXAMPLES]
-    key = (ctx.source, target_config(core).backend.name) if ctx.source else None
+    io = ctx.options.get("io", "float")
+    key = (ctx.source, target_config(core).backend.name, io) if ctx.source else None
     if key is None or key not in _last_lowering:       # no source: never reused
-        lowered = lower(ctx.model, ctx.example_inputs, ctx.calibration, core)
+        lowered = lower(ctx.model, ctx.example_inputs, ctx.calibration, core, io=io)
         check_replay(lowered, examples)
         _last_lowering.clear()
         _last_lowering[key] = (lowered.program, lowered.operators)
@@ -280,6 +323,6 @@ def build(core: str, ctx: BuildContext) -> BuildResult:
     return BuildResult(program, CortexMInfo(
         core=core, operators=operators,
         quantization={"scheme": "int8 CMSIS-NN (CortexMQuantizer), per-channel conv weights, PT2E PTQ",
-                      "calibration": ctx.calibration_note},
+                      "calibration": ctx.calibration_note, "io": io},
         reference={"what": "ExecuTorch cortex_m Python operators replaying the .pte",
                    "checked_against_edge_program_examples": len(examples)}))

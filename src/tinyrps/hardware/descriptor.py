@@ -25,7 +25,10 @@ from ..infra.artifacts.files import atomic_write_json, check_replaceable_file, f
 from ..infra.errors import UserError
 from .families import OLD_FAMILY_NAMES, family_names, get_family
 
-DESCRIPTOR_VERSION = 3
+DESCRIPTOR_VERSION = 4
+# Version 3 is version 4 without integer I/O (no scale or zero point on a tensor, a float program), and names
+# the cpu family "host": its programs stay readable without an export, for one release.
+READABLE_VERSIONS = (3, DESCRIPTOR_VERSION)
 VERSION_KEY = "descriptor_version"
 EXPORT_AGAIN = "export the program again with `tinyrps export`"
 
@@ -37,6 +40,10 @@ class TensorSpec:
     shape: tuple            # sizes in logical (NCHW) order
     # how a user's data becomes this input, where the program has a convention ("uint8 image / 255")
     convention: str = ""
+    # an integer input or output of a program exported with `--io int8`: the float value it stands for
+    # is scale * (q - zero_point); None for a tensor the program takes or gives as it is
+    scale: Optional[float] = None
+    zero_point: Optional[int] = None
 
     @property
     def numel(self) -> int:
@@ -143,10 +150,10 @@ def read(pte, program: Optional[bytes] = None) -> Optional[ProgramDescriptor]:
     if not isinstance(raw, dict):
         raise UserError(f"{path} (the descriptor of {pte.name}) is corrupt (not a JSON object): {EXPORT_AGAIN}")
     version = raw.get(VERSION_KEY)
-    if version != DESCRIPTOR_VERSION:
+    if version not in READABLE_VERSIONS:
         found = f"version {version}" if version is not None else "an older tinyrps's descriptor"
-        raise UserError(f"{path} is {found}; this tinyrps reads program descriptors of version "
-                        f"{DESCRIPTOR_VERSION}: {EXPORT_AGAIN}")
+        raise UserError(f"{path} is {found}; this tinyrps reads program descriptors of versions "
+                        f"{' and '.join(map(str, READABLE_VERSIONS))}: {EXPORT_AGAIN}")
     descriptor = from_json(raw, path)
     check_named_for(pte, descriptor)
     if program is not None and descriptor.sha256 != hashlib.sha256(program).hexdigest():

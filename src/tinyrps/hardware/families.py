@@ -66,7 +66,7 @@ class CortexMInfo:
     """A program of ExecuTorch's Cortex-M (CMSIS-NN) operators for the bare-metal runtime."""
     core: str              # the -mcpu the program's operators were lowered for, e.g. "cortex-m55"
     operators: tuple       # "cortex_m::quantized_conv2d.out", ... as the program names them
-    quantization: dict     # {"scheme", "calibration"}
+    quantization: dict     # {"scheme", "calibration", "io": "float" | "int8" (export --io)}
     reference: dict        # what the export checked the .pte replay against
 
 
@@ -181,7 +181,7 @@ FAMILIES = (
            tunable=True),
     Family("cortex-m",
            targets=tuple(Target(core.name, "cortex-m", f"int8 CMSIS-NN operators for {core.description}, "
-                                "bare-metal runtime") for core in CORES),
+                                "bare-metal runtime", ("io",)) for core in CORES),
            devices=("mcu", "native"), needs="a Cortex-M core with the CMSIS-NN operators", recipes="cortex_m",
            info=CortexMInfo, available=_cortex_m_available, reference="cortex_m", operators="cortex_m::"),
 )

@@ -235,6 +235,9 @@ def summary_line(m: dict) -> str:
         fw = m["firmware"]
         line = (f"{fw['instructions_per_inference']:,} instructions per inference on {fw['board']} "
                 f"({fw['kernels']} kernels; QEMU counts instructions, not cycles), arena {fw['arena_bytes']:,} B")
+        if "largest_live_set_bytes" in fw:
+            line += (f" (the plan's largest live set {fw['largest_live_set_bytes']:,} B, at call "
+                     f"{fw['largest_live_set_call']}; gap {fw['arena_gap_bytes']:,} B)")
         # a quick measurement (--quick) has the instruction count only: no footprint to show
         parts.append(line + (f", flash {fw['flash_bytes']:,} B{FLASH_OF.get(fw.get('image'), '')}"
                              if "flash_bytes" in fw else " (--quick: no footprint)"))

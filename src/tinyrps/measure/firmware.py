@@ -22,6 +22,10 @@
 - arena_parts_bytes: arena_bytes in its three parts (trt_arena_layout): {"planned": the
   memory plan's buffers, "workspace": the kernel calls' own (load-time precomputations,
   kept raw int8 values), "working": the region all calls share while they run}.
+- largest_live_set_bytes (and _call): the memory plan's largest live set, read from the program
+  (tinyrps.measure.live_set): the floor of an arena that keeps each call's tensors whole;
+  arena_gap_bytes: arena_bytes less it (the plan's fragmentation and the kernels' workspace and
+  working memory beside the plan). In the quick measurement too.
 - instructions_per_inference: the firmware's own count around trt_run, under
   QEMU's -icount shift=0 (1 instruction = 1 ns, counted by SysTick: exact to one
   tick, 1e9 / SysTick Hz instructions). Run twice on the same images; the counts must
@@ -80,13 +84,23 @@ def measure_program(pte, described, quick: bool = False) -> dict:
     core = described.info.core
     board = board_for_core(core)
     samples = measurement_inputs(described)
+    figures = quick_count(pte, board.name, samples) if quick else measure_firmware(pte, board.name, samples)
+    figures.update(live_set_figures(Path(pte).read_bytes(), figures["arena_bytes"]))
     if quick:
-        return quick_count(pte, board.name, samples)
-    figures = measure_firmware(pte, board.name, samples)
+        return figures
     if board.core != core:
         figures["note"] = (f"QEMU 7.2 has no {core} board: measured on the {board.core} of the {board.name} "
                            "(the same Armv8.1-M MVE instruction set); the counts are that core's")
     return figures
+
+
+def live_set_figures(program: bytes, arena_bytes: int) -> dict:
+    """The memory plan's largest live set (tinyrps.measure.live_set) beside the arena, and the gap between
+    them: what the arena holds above the floor of a plan that keeps each call's tensors whole."""
+    from .live_set import largest_live_set
+    live = largest_live_set(program)
+    return {"largest_live_set_bytes": live["bytes"], "largest_live_set_call": live["call"],
+            "arena_gap_bytes": arena_bytes - live["bytes"]}
 
 
 def quick_count(pte, board: str, samples=None) -> dict:
@@ -151,7 +165,7 @@ def check_runs(first, second, plain_c, program_sha256: str, board: str) -> None:
         raise UserError(f"the {board} firmware hashed another program than the one measured "
                         f"(SHA-256 {second.model_sha256[:12]}... vs {program_sha256[:12]}...): "
                         "the model slot was not loaded correctly")
-    if not np.array_equal(first.int8, plain_c.int8):
+    if not same_outputs(first, plain_c):
         raise UserError(f"the ISA and the plain-C kernels of the {board} firmware disagree on the same images: "
                         "a kernel is wrong")
 
@@ -224,13 +238,29 @@ def fingerprint() -> str:
     return hashlib.sha256(f"{sources_fingerprint()}\0{FIGURES_OF}".encode()).hexdigest()
 
 
+def same_outputs(a, b) -> bool:
+    """Two runs gave the same raw int8 values of every output, or, for an output that has none (an integer
+    output, or one no dequantize wrote), the same output."""
+    if len(a.outputs) != len(b.outputs):
+        return False
+    for k in range(len(a.outputs)):
+        x, y = a.outputs_int8[k], b.outputs_int8[k]
+        if (x is None) != (y is None):
+            return False
+        if x is None:
+            x, y = a.outputs[k], b.outputs[k]
+        if not np.array_equal(x, y):
+            return False
+    return True
+
+
 def same_run(generic, own, board: str) -> None:
     """The program's own image must run the program as the generic image does: the same outputs, and per call
     the same operator, kernels, MACs and instructions (the variant's place in its list differs: the lists
     are shorter); anything else is a bug in the selection."""
     def calls(run):
         return [(layer["op"], layer["kernels"], layer["macs"], layer["instructions"]) for layer in run.layers]
-    if (not np.array_equal(generic.int8, own.int8) or not np.array_equal(generic.instructions, own.instructions)
+    if (not same_outputs(generic, own) or not np.array_equal(generic.instructions, own.instructions)
             or calls(generic) != calls(own) or generic.arena_needed != own.arena_needed):
         raise UserError(f"the program's own firmware image of {board} runs it otherwise than the generic image "
                         f"({own.instructions.tolist()} vs {generic.instructions.tolist()} instructions): the "

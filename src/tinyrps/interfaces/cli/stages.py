@@ -61,6 +61,9 @@ def export_arguments(s) -> None:
                    "(default: Arm's for the accelerator, e.g. Ethos_U85_SYS_DRAM_Mid)")
     s.add_argument("--memory-mode", metavar="M", help="Ethos-U: Vela memory mode "
                    "(default: Arm's for the accelerator, e.g. Dedicated_Sram)")
+    s.add_argument("--io", choices=("float", "int8"), help="Cortex-M: the program's inputs and outputs; int8: the "
+                   "quantized tensors (scale and zero point in the descriptor), no float input in the arena "
+                   "(default float: what tinyrps's evaluation runs)")
 
 
 def cmd_export(a):
@@ -72,7 +75,7 @@ def cmd_export(a):
     if not a.target or not (a.run or a.module) or (a.run and a.module):
         raise UserError("export needs --target T and either --run RUN or --module FILE.py:NAME "
                         "(see `tinyrps export --list` for targets)")
-    options = {"system_config": a.system_config, "memory_mode": a.memory_mode}
+    options = {"system_config": a.system_config, "memory_mode": a.memory_mode, "io": a.io}
     from ...export import check_options
     check_options(get_target(a.target), options)     # before a stage loads torch
     if a.module:
