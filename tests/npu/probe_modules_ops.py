@@ -1,5 +1,5 @@
 """More operator probes: elementwise ABS, MIN, compares and bitwise operations, REDUCE_SUM, tables
-(softmax, hardswish, leaky ReLU, GELU) and, on the U85, chained operations. A probe's program is
+(softmax, hardswish, leaky ReLU, GELU) and, on the U85, chained operations and RESIZE. A probe's program is
 cached by the file defining its module, so these stay apart from probe_modules.py's.
 
 PROBES and U85_PROBES map a probe's name to (module class, input shape), as in probe_modules."""
@@ -101,6 +101,28 @@ class WhereXor(nn.Module):
         return torch.where((x > 0) ^ (x < 1), x, -x)
 
 
+class ResizeNearest(nn.Module):
+    """A nearest resize from 4x3 to 11x7: RESIZE NEAREST with steps of 8/22 and 6/14 (U85)."""
+
+    def forward(self, x):
+        return nn.functional.interpolate(x, size=(11, 7), mode="nearest")
+
+
+class UpsampleBilinear(nn.Module):
+    """A bilinear upsample by 2, half-pixel centres: RESIZE BILINEAR into int8 (U85)."""
+
+    def forward(self, x):
+        return nn.functional.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+
+
+class ResizeBilinearCorners(nn.Module):
+    """A bilinear resize from 4x4 to 8x8 with aligned corners: RESIZE BILINEAR into a 32-bit feature
+    map (its weights' sum, 196, is no power of two), rescaled by a POOL NONE (U85)."""
+
+    def forward(self, x):
+        return nn.functional.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+
+
 PROBES = {
     "abs": (Abs, (1, 8, 6, 6)),
     "softsign": (Softsign, (1, 8, 6, 6)),
@@ -112,6 +134,10 @@ PROBES = {
     "leaky-relu": (LeakyRelu, (1, 8, 6, 6)),
     "gelu": (Gelu, (1, 8, 6, 6)),
 }
-# ExecuTorch's Arm lowering leaves aten::gt and aten::where to the CPU on the U55: for the U85 only
+# for the U85 only: on the U55, ExecuTorch's Arm lowering leaves aten::gt and aten::where to the CPU,
+# and the export of a bilinear resize fails
 U85_PROBES = {"where": (Where, (1, 8, 6, 6)), "where-ge": (WhereGe, (1, 8, 6, 6)),
-              "where-ne": (WhereNe, (1, 8, 6, 6)), "where-xor": (WhereXor, (1, 8, 6, 6))}
+              "where-ne": (WhereNe, (1, 8, 6, 6)), "where-xor": (WhereXor, (1, 8, 6, 6)),
+              "resize-nearest": (ResizeNearest, (1, 8, 4, 3)),
+              "upsample-bilinear": (UpsampleBilinear, (1, 8, 5, 5)),
+              "resize-bilinear-corners": (ResizeBilinearCorners, (1, 8, 4, 4))}

@@ -29,7 +29,9 @@ OPERATIONS = {"conv-pad-stride": "CONV", "conv-relu-5x5": "CONV", "depthwise": "
               "abs": "ELEMENTWISE ABS", "softsign": "ELEMENTWISE ABS", "minimum": "ELEMENTWISE MIN",
               "mean-spatial": "POOL REDUCE_SUM", "sum-channels": "POOL REDUCE_SUM", "softmax": "ELEMENTWISE SUB",
               "hardswish": "DMA", "leaky-relu": "DMA", "gelu": "DMA", "where": "ELEMENTWISE CMP_GT",
-              "where-ge": "ELEMENTWISE CMP_GE", "where-ne": "ELEMENTWISE NOT", "where-xor": "ELEMENTWISE XOR"}
+              "where-ge": "ELEMENTWISE CMP_GE", "where-ne": "ELEMENTWISE NOT", "where-xor": "ELEMENTWISE XOR",
+              "resize-nearest": "RESIZE NEAREST", "upsample-bilinear": "RESIZE BILINEAR",
+              "resize-bilinear-corners": "RESIZE BILINEAR"}
 CASES = [(name, target) for name in PROBES for target in TARGETS] + \
         [(name, target) for name in U85_PROBES for target in TARGETS if target.startswith("ethos-u85")]
 

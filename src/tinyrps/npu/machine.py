@@ -24,8 +24,8 @@ MAX_FAST_SCRATCH = 1 << 26      # the U85's largest SRAM configurations are a fe
 def prepare(commands: list, config: Config, region_sizes: tuple, name: str) -> tuple:
     """(steps, region sizes): the program's operations in order, and the regions' sizes
     (the fast scratch sized to what the steps touch)."""
-    from . import elementwise, operations
-    builders = {**operations.BUILDERS, "OP_ELEMENTWISE": elementwise.Elementwise}
+    from . import elementwise, operations, resize
+    builders = {**operations.BUILDERS, "OP_ELEMENTWISE": elementwise.Elementwise, "OP_RESIZE": resize.Resize}
     registers = Registers(config.product)
     steps, extents, stopped = [], Extents(region_sizes), False
     for command in commands:
