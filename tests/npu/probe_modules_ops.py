@@ -1,6 +1,6 @@
 """More operator probes: elementwise ABS, MIN, compares and bitwise operations, REDUCE_SUM, tables
-(softmax, hardswish, leaky ReLU, GELU) and, on the U85, chained operations and RESIZE. A probe's program is
-cached by the file defining its module, so these stay apart from probe_modules.py's.
+(softmax, hardswish, leaky ReLU) and, on the U85, chained operations and RESIZE. A probe's program
+is cached by the file defining its module, so these stay apart from probe_modules.py's.
 
 PROBES and U85_PROBES map a probe's name to (module class, input shape), as in probe_modules."""
 import torch
@@ -66,13 +66,6 @@ class LeakyRelu(nn.Module):
         return nn.functional.leaky_relu(x, 0.1)
 
 
-class Gelu(nn.Module):
-    """GELU: an int8 table."""
-
-    def forward(self, x):
-        return nn.functional.gelu(x)
-
-
 class Where(nn.Module):
     """where(x > 0.5, x, -x): on the U85 a CMP_GT mask (true is every bit set) and its AND, AND_NOT and OR."""
 
@@ -132,7 +125,6 @@ PROBES = {
     "softmax": (Softmax, (1, 8, 6, 6)),
     "hardswish": (Hardswish, (1, 8, 6, 6)),
     "leaky-relu": (LeakyRelu, (1, 8, 6, 6)),
-    "gelu": (Gelu, (1, 8, 6, 6)),
 }
 # for the U85 only: on the U55, ExecuTorch's Arm lowering leaves aten::gt and aten::where to the CPU,
 # and the export of a bilinear resize fails

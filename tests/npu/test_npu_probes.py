@@ -28,7 +28,7 @@ OPERATIONS = {"conv-pad-stride": "CONV", "conv-relu-5x5": "CONV", "depthwise": "
               "transpose-conv": "CONV", "linear": "CONV", "flip": "POOL SUM",
               "abs": "ELEMENTWISE ABS", "softsign": "ELEMENTWISE ABS", "minimum": "ELEMENTWISE MIN",
               "mean-spatial": "POOL REDUCE_SUM", "sum-channels": "POOL REDUCE_SUM", "softmax": "ELEMENTWISE SUB",
-              "hardswish": "DMA", "leaky-relu": "DMA", "gelu": "DMA", "where": "ELEMENTWISE CMP_GT",
+              "hardswish": "DMA", "leaky-relu": "DMA", "where": "ELEMENTWISE CMP_GT",
               "where-ge": "ELEMENTWISE CMP_GE", "where-ne": "ELEMENTWISE NOT", "where-xor": "ELEMENTWISE XOR",
               "resize-nearest": "RESIZE NEAREST", "upsample-bilinear": "RESIZE BILINEAR",
               "resize-bilinear-corners": "RESIZE BILINEAR"}
