@@ -217,3 +217,9 @@ def test_a_bad_u85_stream_is_one_line(words, message):
     with pytest.raises(UserError, match=message) as e:
         u85_program(words)
     assert "\n" not in str(e.value) and str(e.value).startswith("test.pte")
+
+
+def test_a_pool_of_an_ifm_stored_nowhere_is_corrupt():
+    words = u85_elementwise(ABS)[:-1] + cmd0(0x105, INT8 | 3 << 14) + cmd0(0x005) + [STOP]
+    with pytest.raises(NpuCorrupt, match="POOL MAX reads an IFM stored nowhere"):
+        u85_program(words)

@@ -2,9 +2,10 @@
 
 Each builder reads the registers an operation uses when its command is met, checks them,
 computes its feature maps' addresses and returns a step; `step.run(memory)` executes it on
-the regions (memory[0..2]), the LUT memory (memory[3]) and the chained feature map (memory[4]). Arithmetic is exact integer
-arithmetic: accumulators are formed from (ifm - zero point) * weight, in float64 where
-every partial sum is an integer below 2**53 (so exact), then int64.
+the regions (memory[0..2]), the LUT memory (memory[3]) and the U85's chained feature map
+(memory[4]). Arithmetic is exact integer arithmetic: accumulators are formed from
+(ifm - zero point) * weight, in float64 where every partial sum is an integer below 2**53 (so
+exact), then int64.
 """
 from __future__ import annotations
 
@@ -99,6 +100,8 @@ class Kernel(Step):
         if ifm.region == CHAIN:
             raise NpuUnsupported(f"a chained IFM (IFM_PRECISION.activation_storage 2) into {operation} "
                                  f"is not implemented (into an elementwise operation it is)")
+        if ifm.region is None:
+            raise NpuCorrupt(f"{operation} reads an IFM stored nowhere (IFM_PRECISION.activation_storage 3)")
         self.ifm = Access(ifm, (ih, iw, self.ifm_depth), extents)
         self.transpose, self.reverse = ofm_transpose(registers, config), ofm_reverse(registers, config)
         self.ofm = access(ofm, tuple(self.ofm_shape[a] for a in self.transpose), extents)

@@ -47,7 +47,7 @@ class Registers:
         type_bits = 1 if name == "OFM" else 2
         size, signed, layout = read_precision(name, self.param(f"{name}_PRECISION"), type_bits)
         storage = self._u85_storage(name) if self.product == "ethos-u85" else TILE2X2
-        if storage != TILE2X2:       # no address: chained, or a scalar IFM2 that reads no memory
+        if storage != TILE2X2:       # no address: chained, or a scalar operand that reads no memory
             region = CHAIN if storage == CHAINED else None
             return FeatureMap(name, region, (0,) * 4, (0, 0, 0), (0, 0, 0), size, signed, layout)
         return FeatureMap(
