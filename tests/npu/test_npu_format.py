@@ -212,6 +212,8 @@ def test_a_compare_is_minus_one_where_true_against_a_scalar_operand():
      "stored nowhere"),
     (u85_elementwise(ABS, ofm_storage=3 << 14) + [STOP], "OFM_PRECISION.activation_storage 3"),
     (cmd0(0x007, 1) + [STOP], "OP_RESIZE mode 1 .*REPLICATE"),
+    (u85_elementwise(5) + [STOP], r"OP_ELEMENTWISE mode 5 \(LRELU\) is not implemented"),
+    (u85_elementwise(11) + [STOP], r"OP_ELEMENTWISE mode 11 \(DIV\) is not implemented"),
 ])
 def test_a_bad_u85_stream_is_one_line(words, message):
     with pytest.raises(UserError, match=message) as e:

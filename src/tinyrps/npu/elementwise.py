@@ -16,6 +16,8 @@ from .operations import Kernel, ofm_reverse, ofm_transpose
 ELEMENTWISE_MODES = {0: "MUL", 1: "ADD", 2: "SUB", 3: "MIN", 4: "MAX", 6: "ABS"}
 U85_ELEMENTWISE_MODES = {**ELEMENTWISE_MODES, 16: "CMP_EQ", 17: "CMP_NE", 18: "CMP_GE", 19: "CMP_GT",
                          33: "AND", 34: "OR", 35: "XOR", 36: "NOT", 42: "AND_NOT"}
+# the modes the model does not implement (Vela 5.1 writes none of them for an int8 program)
+UNIMPLEMENTED = {5: "LRELU", 7: "CLZ", 8: "SHR", 9: "SHL", 10: "LSR", 11: "DIV"}
 UNARY = {"ABS", "NOT"}         # these read the IFM only: the IFM2 registers are not theirs
 BINARY = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
           "AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor,
@@ -36,7 +38,8 @@ class Elementwise(Kernel):
         mode = command.param & 0x3F
         self.mode = (U85_ELEMENTWISE_MODES if config.product == "ethos-u85" else ELEMENTWISE_MODES).get(mode)
         if self.mode is None:
-            raise NpuUnsupported(f"OP_ELEMENTWISE mode {mode} is not implemented")
+            what = f" ({UNIMPLEMENTED[mode]})" if mode in UNIMPLEMENTED else ""
+            raise NpuUnsupported(f"OP_ELEMENTWISE mode {mode}{what} is not implemented")
         self.operation, self.product = f"ELEMENTWISE {self.mode}", config.product
         self.ofm_shape = registers.ofm_shape()
         self.transpose, self.reverse = ofm_transpose(registers, config), ofm_reverse(registers, config)
