@@ -155,3 +155,73 @@ def test_the_u55_weight_order_places_each_weight_once(traversal, shape, block, u
                                      ifm_ublock=8, ifm_bits=8)
     placed = np.sort(order[order >= 0])
     assert placed.tolist() == list(range(int(np.prod(shape))))
+
+
+# ---- the U85's chained feature maps, scalar operands and compares, on hand-made programs ----------
+
+U85_128_CONFIG = 0x20000007         # product 2 (U85), 2**7 MACs
+CHAINED = 2 << 14                    # *_PRECISION.activation_storage CHAINED
+INT8, GLOBAL_SCALE = 1, 1 << 8       # *_PRECISION: signed 8-bit; OFM_PRECISION: the global scale
+
+
+def u85_program(words: list) -> Program:
+    data = vela_blob(cop1(words, U85_128_CONFIG), bytes(64), 64, [(16, 0)], [(16, 32)])
+    return Program(blob.parse_delegate(data, "test.pte"), "test.pte")
+
+
+def u85_elementwise(mode: int, ifm: int = 0, ofm: int = 32, ifm_storage: int = 0, ofm_storage: int = 0,
+                    scalar: int = None) -> list:
+    """An elementwise operation on a 1x16x1 int8 IFM at scratch byte `ifm` (or a chained one), with
+    a scalar IFM2 if given, into an OFM at `ofm` (or chained); unit scales, zero points 0."""
+    words = (cmd0(0x10F, 1) + cmd0(0x105, INT8 | ifm_storage) + cmd0(0x10A, 15) + cmd0(0x10B, 0)
+             + cmd0(0x10C, 0) + cmd0(0x104, 0) + cmd1(0x000, ifm) + cmd1(0x004, 1) + cmd1(0x005, 16)
+             + cmd1(0x006, 1) + cmd1(0x025, 1) + cmd1(0x026, 1)
+             + cmd0(0x11F, 1) + cmd0(0x114, INT8 | GLOBAL_SCALE | ofm_storage) + cmd0(0x111, 15)
+             + cmd0(0x112, 0) + cmd0(0x113, 0) + cmd0(0x11A, 15) + cmd0(0x11B, 0) + cmd0(0x11C, 0)
+             + cmd1(0x010, ofm) + cmd1(0x014, 1) + cmd1(0x015, 16) + cmd1(0x016, 1)
+             + cmd0(0x126, 0xFF80) + cmd0(0x127, 127) + cmd1(0x024, 1))
+    if scalar is not None:      # IFM2 stored nowhere (NONE), broadcast as a scalar from OP_SCALAR
+        words += cmd0(0x185, INT8 | 3 << 14) + cmd0(0x180, 8) + cmd1(0x027, scalar & 0xFFFFFFFF)
+    return words + cmd0(0x006, mode)
+
+
+ABS, CMP_GT, AND, NOT = 6, 19, 33, 36
+
+
+def test_a_chained_ofm_is_the_next_operations_ifm():
+    p = u85_program(u85_elementwise(ABS, ofm_storage=CHAINED) + u85_elementwise(NOT, ifm_storage=CHAINED)
+                    + [STOP])
+    x = np.arange(-8, 8, dtype=np.int8)
+    (out,) = p.run([x])
+    assert out.tolist() == (~np.abs(x.astype(np.int64))).tolist()
+
+
+def test_a_compare_is_minus_one_where_true_against_a_scalar_operand():
+    # OP_SCALAR is a register (its name starts as an operation's does)
+    p = u85_program(u85_elementwise(CMP_GT, scalar=-2) + [STOP])
+    x = np.arange(-8, 8, dtype=np.int8)
+    (out,) = p.run([x])
+    assert out.tolist() == np.where(x > -2, -1, 0).tolist()
+
+
+@pytest.mark.parametrize("words,message", [
+    (u85_elementwise(ABS, ofm_storage=CHAINED) + [STOP], "chains its OFM to no operation"),
+    (u85_elementwise(ABS, ofm_storage=CHAINED) + u85_elementwise(ABS) + [STOP], "does not read the chained OFM"),
+    (u85_elementwise(ABS, ifm_storage=CHAINED) + [STOP], "follows a chained OFM of none"),
+    (u85_elementwise(AND)[:-1] + cmd0(0x185, INT8 | 3 << 14) + cmd0(0x180, 0) + cmd0(0x006, AND) + [STOP],
+     "stored nowhere"),
+    (u85_elementwise(ABS, ofm_storage=3 << 14) + [STOP], "OFM_PRECISION.activation_storage 3"),
+    (cmd0(0x007, 1) + [STOP], "OP_RESIZE mode 1 .*REPLICATE"),
+    (u85_elementwise(5) + [STOP], r"OP_ELEMENTWISE mode 5 \(LRELU\) is not implemented"),
+    (u85_elementwise(11) + [STOP], r"OP_ELEMENTWISE mode 11 \(DIV\) is not implemented"),
+])
+def test_a_bad_u85_stream_is_one_line(words, message):
+    with pytest.raises(UserError, match=message) as e:
+        u85_program(words)
+    assert "\n" not in str(e.value) and str(e.value).startswith("test.pte")
+
+
+def test_a_pool_of_an_ifm_stored_nowhere_is_corrupt():
+    words = u85_elementwise(ABS)[:-1] + cmd0(0x105, INT8 | 3 << 14) + cmd0(0x005) + [STOP]
+    with pytest.raises(NpuCorrupt, match="POOL MAX reads an IFM stored nowhere"):
+        u85_program(words)

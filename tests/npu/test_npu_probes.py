@@ -1,6 +1,7 @@
 """Operator probes: small modules exported for five NPU configurations, their command streams run on
 the model bit-exact with the TOSA reference model on random int8 inputs. Different configurations
 give different block sizes, micro-blocks, weight orders and, on the U85-1024, four cores."""
+import inspect
 import sys
 from pathlib import Path
 
@@ -10,7 +11,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fixture_cache  # noqa: E402
-from probe_modules import PROBES, U85_PROBES  # noqa: E402
+import probe_modules  # noqa: E402
+import probe_modules_ops  # noqa: E402
+
+PROBES = {**probe_modules.PROBES, **probe_modules_ops.PROBES}
+U85_PROBES = {**probe_modules.U85_PROBES, **probe_modules_ops.U85_PROBES}
 
 pytestmark = pytest.mark.slow     # each probe is an export (a few seconds) the first time
 
@@ -20,26 +25,34 @@ INPUTS = 8
 OPERATIONS = {"conv-pad-stride": "CONV", "conv-relu-5x5": "CONV", "depthwise": "DEPTHWISE",
               "max-pool": "POOL MAX", "avg-pool": "POOL AVERAGE", "avg-pool-padded": "POOL AVERAGE",
               "add": "ELEMENTWISE ADD", "mul": "ELEMENTWISE MUL", "sigmoid": "DMA", "tanh": "DMA",
-              "transpose-conv": "CONV", "linear": "CONV", "flip": "POOL SUM"}
+              "transpose-conv": "CONV", "linear": "CONV", "flip": "POOL SUM",
+              "abs": "ELEMENTWISE ABS", "softsign": "ELEMENTWISE ABS", "minimum": "ELEMENTWISE MIN",
+              "mean-spatial": "POOL REDUCE_SUM", "sum-channels": "POOL REDUCE_SUM", "softmax": "ELEMENTWISE SUB",
+              "hardswish": "DMA", "leaky-relu": "DMA", "where": "ELEMENTWISE CMP_GT",
+              "where-ge": "ELEMENTWISE CMP_GE", "where-ne": "ELEMENTWISE NOT", "where-xor": "ELEMENTWISE XOR",
+              "resize-nearest": "RESIZE NEAREST", "upsample-bilinear": "RESIZE BILINEAR",
+              "resize-bilinear-corners": "RESIZE BILINEAR"}
 CASES = [(name, target) for name in PROBES for target in TARGETS] + \
         [(name, target) for name in U85_PROBES for target in TARGETS if target.startswith("ethos-u85")]
 
 
 def probe_program(name: str, target: str, tmp_path_factory) -> Path:
-    """The probe's program for `target`, exported once (kept in the fixture cache)."""
+    """The probe's program for `target`, exported once (kept in the fixture cache, by the file
+    that defines the probe's module)."""
+    module, shape = {**PROBES, **U85_PROBES}[name]
     key = fixture_cache.fixture_key("npu-probe", name, target,
                                     modules=fixture_cache.package_modules("tinyrps.export"),
-                                    files=[Path(__file__).with_name("probe_modules.py")])
+                                    files=[Path(inspect.getsourcefile(module))])
 
     def build(out: Path) -> None:
         import torch
         from tinyrps.hardware.descriptor import Origin
         from tinyrps.export import export_model
-        module, shape = {**PROBES, **U85_PROBES}[name]
         generator = torch.Generator().manual_seed(0)
         calibration = [(torch.rand(shape, generator=generator) * 4 - 2,) for _ in range(8)]
-        export_model(module(), calibration[0], calibration, target, out,
-                     Origin(module=f"probe_modules.py:{module.__name__}", calibration="8 random examples"))
+        origin = Origin(module=f"{Path(inspect.getsourcefile(module)).name}:{module.__name__}",
+                        calibration="8 random examples")
+        export_model(module(), calibration[0], calibration, target, out, origin)
     folder = fixture_cache.cached_folder(f"npu-probe-{name}-{target}", key, build,
                                          tmp_path_factory.mktemp(f"probe-{name}-{target}"))
     return folder / f"{target}.pte"

@@ -1,4 +1,5 @@
-"""The NPU's elementwise operations: MUL, ADD, SUB, MIN and MAX of the IFM and the IFM2 (or a scalar).
+"""The NPU's elementwise operations of the IFM and the IFM2 (or a scalar): MUL, ADD, SUB, MIN, MAX,
+ABS, and the U85's compares (true is -1, every bit set; false 0) and bitwise AND, OR, XOR, NOT, AND_NOT.
 
 Each operand's zero point is subtracted and the operand scaled as its NPU scales it (the U55's
 OPA/OPB scaling of an add or a subtract, the U85's IFM/IFM2_SCALE), the operation applied, and the
@@ -9,10 +10,19 @@ from __future__ import annotations
 import numpy as np
 
 from . import NpuCorrupt, NpuUnsupported, output_stage
-from .featuremap import Access
+from .featuremap import access
 from .operations import Kernel, ofm_reverse, ofm_transpose
 
-ELEMENTWISE_MODES = {0: "MUL", 1: "ADD", 2: "SUB", 3: "MIN", 4: "MAX"}
+ELEMENTWISE_MODES = {0: "MUL", 1: "ADD", 2: "SUB", 3: "MIN", 4: "MAX", 6: "ABS"}
+U85_ELEMENTWISE_MODES = {**ELEMENTWISE_MODES, 16: "CMP_EQ", 17: "CMP_NE", 18: "CMP_GE", 19: "CMP_GT",
+                         33: "AND", 34: "OR", 35: "XOR", 36: "NOT", 42: "AND_NOT"}
+# the modes the model does not implement (Vela 5.1 writes none of them for an int8 program)
+UNIMPLEMENTED = {5: "LRELU", 7: "CLZ", 8: "SHR", 9: "SHL", 10: "LSR", 11: "DIV"}
+UNARY = {"ABS", "NOT"}         # these read the IFM only: the IFM2 registers are not theirs
+BINARY = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
+          "AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor,
+          "AND_NOT": lambda a, b: a & ~b,
+          "CMP_EQ": np.equal, "CMP_NE": np.not_equal, "CMP_GE": np.greater_equal, "CMP_GT": np.greater}
 U55_OPA_OPB_16, U55_OPA_32, U55_OPB_32 = 0, 1, 2
 # U55 advanced add/sub: the operand that is not scaled by OPA_SCALE is shifted left by this much
 U55_FIXED_SHIFT = {1: 19, 2: 14}
@@ -26,22 +36,29 @@ class Elementwise(Kernel):
 
     def __init__(self, registers, command, config, extents):
         mode = command.param & 0x3F
-        self.mode = ELEMENTWISE_MODES.get(mode)
+        self.mode = (U85_ELEMENTWISE_MODES if config.product == "ethos-u85" else ELEMENTWISE_MODES).get(mode)
         if self.mode is None:
-            raise NpuUnsupported(f"OP_ELEMENTWISE mode {mode} is not implemented")
+            what = f" ({UNIMPLEMENTED[mode]})" if mode in UNIMPLEMENTED else ""
+            raise NpuUnsupported(f"OP_ELEMENTWISE mode {mode}{what} is not implemented")
         self.operation, self.product = f"ELEMENTWISE {self.mode}", config.product
         self.ofm_shape = registers.ofm_shape()
         self.transpose, self.reverse = ofm_transpose(registers, config), ofm_reverse(registers, config)
         ofm = registers.feature_map("OFM")
-        self.ofm = Access(ofm, tuple(self.ofm_shape[a] for a in self.transpose), extents)
-        self.operands = [self._operand(registers, config, "IFM", extents),
-                         self._operand(registers, config, "IFM2", extents)]
+        self.ofm = access(ofm, tuple(self.ofm_shape[a] for a in self.transpose), extents)
+        self.operands = [self._operand(registers, config, "IFM", extents)]
+        if self.mode not in UNARY:
+            self.operands.append(self._operand(registers, config, "IFM2", extents))
         self.ofm_zp = registers.zero_point("OFM_ZERO_POINT", ofm)
         self.report = {"at": command.at, "operation": self.operation, "ofm": self.ofm_shape,
                        "macs": int(np.prod(self.ofm_shape)), "dma_bytes": 0}
-        self._output_stage(registers, config)
-        if self.per_channel:
-            raise NpuUnsupported("an elementwise operation with per-channel scale records is not implemented")
+        self._output_stage(registers, config, records=False)
+        if self.per_channel and config.product != "ethos-u85" and self.mode in ("MIN", "MAX"):
+            # the U55 has no scale records for an elementwise operation: its MIN and MAX in the
+            # per-channel scale mode pass their result unscaled
+            self.per_channel, self.global_scale = False, (1, 0)
+        elif self.per_channel:
+            raise NpuUnsupported(f"ELEMENTWISE {self.mode} in OFM_PRECISION's per-channel scale mode "
+                                 f"is not implemented")
         self._operand_scaling(registers, config)
 
     def _operand(self, registers, config, name: str, extents) -> dict:
@@ -51,8 +68,10 @@ class Elementwise(Kernel):
         zp = registers.zero_point(f"{name}_ZERO_POINT", fm)
         if scalar is not None:
             return {"access": None, "value": scalar, "zp": zp}
+        if fm.region is None:
+            raise NpuCorrupt(f"{name} is stored nowhere (storage NONE) but is not a scalar")
         shape = tuple(1 if axis in axes else size for axis, size in enumerate(self.ofm_shape))
-        return {"access": Access(fm, shape, extents), "zp": zp}
+        return {"access": access(fm, shape, extents), "zp": zp}
 
     def _broadcast(self, registers, config, name: str) -> tuple:
         """(the broadcast axes, the scalar value or None) of an operand."""
@@ -114,16 +133,12 @@ class Elementwise(Kernel):
         return output_stage.rescale(x, scaling[1], scaling[2], scaling[3], scaling[4])
 
     def run(self, memory: list) -> None:
-        a, b = (self._value(memory, o, s) for o, s in zip(self.operands, self.scaling))
-        if self.mode == "ADD":
-            acc = a + b
-        elif self.mode == "SUB":
-            acc = a - b
-        elif self.mode == "MUL":
-            acc = a * b
-        elif self.mode == "MIN":
-            acc = np.minimum(a, b)
+        a, *b = (self._value(memory, o, s) for o, s in zip(self.operands, self.scaling))
+        if self.mode in UNARY:
+            acc = np.abs(a) if self.mode == "ABS" else ~a
         else:
-            acc = np.maximum(a, b)
+            acc = BINARY[self.mode](a, b[0])
+            if self.mode.startswith("CMP_"):
+                acc = -acc.astype(np.int64)
         self.finish(memory, np.broadcast_to(acc, self.ofm_shape))
 

@@ -16,6 +16,9 @@ from . import NpuCorrupt, NpuUnsupported
 
 NHWC, NHCWB16 = 0, 1
 UPSCALE_NONE, UPSCALE_NEAREST, UPSCALE_ZEROS = 0, 1, 2      # IFM_UPSCALE.mode
+# where the U85 keeps a CHAINED feature map (activation_storage 2): not in a region but handed from
+# one operation's output stage to the next operation's input, in memory[CHAIN]
+CHAIN = 4
 MAX_ELEMENTS = 1 << 22     # 4 M elements: beyond any SRAM an Ethos-U has
 MAX_TAPS = 1 << 23         # the taps of one operation, each an 8-byte index: at most 64 MB
 DTYPES = {(1, True): np.int8, (1, False): np.uint8, (2, True): np.int16, (2, False): np.uint16,
@@ -121,3 +124,38 @@ class Access:
         info = np.iinfo(self.fm.dtype)
         data = np.clip(values, info.min, info.max).astype(self.fm.dtype).reshape(-1)
         memory[self.flat] = data.view(np.uint8)
+
+
+class ChainAccess:
+    """A CHAINED feature map (U85): the values one operation's output stage hands the next
+    operation, never stored in a region. An OFM chained must be the next operation's IFM or IFM2."""
+
+    def __init__(self, fm: FeatureMap, shape: tuple):
+        self.fm, self.shape = fm, tuple(shape)
+        if min(shape) < 1 or int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
+            raise NpuCorrupt(f"{fm.name} of shape {tuple(shape)} is not a feature map this model takes")
+
+    def read(self, chain: dict) -> np.ndarray:
+        return chain["values"]
+
+    def write(self, chain: dict, values: np.ndarray) -> None:
+        info = np.iinfo(self.fm.dtype)
+        chain["values"] = np.clip(values, info.min, info.max).astype(self.fm.dtype).reshape(self.shape)
+
+
+def access(fm: FeatureMap, shape: tuple, extents):
+    """An Access to a feature map in a region, or a ChainAccess to a chained one (checked against
+    the chained OFM the operation before left: its shape and type)."""
+    if fm.region != CHAIN:
+        return Access(fm, shape, extents)
+    chained = ChainAccess(fm, shape)
+    if fm.name == "OFM":
+        extents.chain_out = chained
+        return chained
+    before = extents.chain
+    if before is None or before.shape != chained.shape or before.fm.dtype != fm.dtype:
+        what = "none" if before is None else f"{before.shape} {np.dtype(before.fm.dtype).name}"
+        raise NpuCorrupt(f"a chained {fm.name} {chained.shape} {np.dtype(fm.dtype).name} follows "
+                         f"a chained OFM of {what}")
+    extents.chain_read = True
+    return chained

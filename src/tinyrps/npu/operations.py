@@ -2,9 +2,10 @@
 
 Each builder reads the registers an operation uses when its command is met, checks them,
 computes its feature maps' addresses and returns a step; `step.run(memory)` executes it on
-the regions (memory[0..2]) and the LUT memory (memory[3]). Arithmetic is exact integer
-arithmetic: accumulators are formed from (ifm - zero point) * weight, in float64 where
-every partial sum is an integer below 2**53 (so exact), then int64.
+the regions (memory[0..2]), the LUT memory (memory[3]) and the U85's chained feature map
+(memory[4]). Arithmetic is exact integer arithmetic: accumulators are formed from
+(ifm - zero point) * weight, in float64 where every partial sum is an integer below 2**53 (so
+exact), then int64.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from . import NpuCorrupt, NpuUnsupported, output_stage, weights_u55
 from .mlw_stream import mlw_decode
-from .featuremap import MAX_ELEMENTS, UPSCALE_NONE, UPSCALE_ZEROS, Access
+from .featuremap import CHAIN, MAX_ELEMENTS, UPSCALE_NONE, UPSCALE_ZEROS, Access, access
 
 U55_ACC = {0: 32, 1: 40}
 POOL_MODES = {0: "MAX", 1: "AVERAGE", 2: "REDUCE_SUM"}
@@ -96,16 +97,22 @@ class Kernel(Step):
             ih, iw = (ih + 1) // 2, (iw + 1) // 2
         self.ifm_depth = registers.param("IFM_DEPTH_M1") + 1
         ifm, ofm = registers.feature_map("IFM"), registers.feature_map("OFM")
+        if ifm.region == CHAIN:
+            raise NpuUnsupported(f"a chained IFM (IFM_PRECISION.activation_storage 2) into {operation} "
+                                 f"is not implemented (into an elementwise operation it is)")
+        if ifm.region is None:
+            raise NpuCorrupt(f"{operation} reads an IFM stored nowhere (IFM_PRECISION.activation_storage 3)")
         self.ifm = Access(ifm, (ih, iw, self.ifm_depth), extents)
         self.transpose, self.reverse = ofm_transpose(registers, config), ofm_reverse(registers, config)
-        self.ofm = Access(ofm, tuple(self.ofm_shape[a] for a in self.transpose), extents)
+        self.ofm = access(ofm, tuple(self.ofm_shape[a] for a in self.transpose), extents)
         self.ifm_zp = registers.zero_point("IFM_ZERO_POINT", ifm)
         self.ofm_zp = registers.zero_point("OFM_ZERO_POINT", ofm)
         self._output_stage(registers, config)
         self.report = {"at": command.at, "operation": operation, "ofm": self.ofm_shape,
                        "kernel": (self.kh, self.kw), "macs": 0, "dma_bytes": 0}
 
-    def _output_stage(self, registers, config) -> None:
+    def _output_stage(self, registers, config, records: bool = True) -> None:
+        """The output stage's registers; `records`: whether a per-channel scale mode reads scale records."""
         ofm_precision = registers.param("OFM_PRECISION")
         self.per_channel = not ofm_precision >> 8 & 1
         activation = registers.param("ACTIVATION")
@@ -151,7 +158,7 @@ class Kernel(Step):
                 raise NpuCorrupt(f"ACTIVATION.activation_clip_range {clip} is not a clip range")
             self.clip = ranges[clip]
         self.scale_records = None
-        if self.per_channel:
+        if self.per_channel and records:
             self.scale_records = ScaleRecords(registers, config, self.ofm_shape[2], self.report_name(), {})
 
     def report_name(self) -> str:
@@ -211,11 +218,9 @@ def lut_offset(activation: int, config, ofm) -> int:
         raise NpuUnsupported(f"ACTIVATION.activation_function {function} with a {8 * ofm.size}-bit OFM "
                              f"(a 16-bit lookup) is not implemented")
     if config.product == "ethos-u85":
-        table = activation >> 5 & 7
-        if function != U85_LUT_S8_S8 or table != 0:
-            raise NpuUnsupported(f"ACTIVATION.activation_function {function} table {table} is not implemented "
-                                 f"(LUT_S8_S8 table 0 is)")
-        return 0
+        if function != U85_LUT_S8_S8:
+            raise NpuUnsupported(f"ACTIVATION.activation_function {function} is not implemented (LUT_S8_S8 is)")
+        return (activation >> 5 & 7) * 256        # ACTIVATION.table: 256-byte tables in the 2 KB LUT
     if function not in U55_TABLES:
         raise NpuUnsupported(f"ACTIVATION.activation_function {function} (a built-in TANH/SIGMOID) "
                              f"is not implemented")
@@ -403,22 +408,27 @@ class Pooling(Kernel):
     def __init__(self, registers, command, config, extents):
         mode = command.param & 7
         self.mode = (U85_POOL_MODES if config.product == "ethos-u85" else POOL_MODES).get(mode)
-        if self.mode is None or self.mode == "REDUCE_SUM":
+        if self.mode is None:
             raise NpuUnsupported(f"OP_POOL pooling_mode {mode} is not implemented")
         super().__init__(registers, command, config, extents, f"POOL {self.mode}")
-        if self.ifm_depth != self.ofm_shape[2]:
+        if self.mode == "REDUCE_SUM":
+            self._check_reduce_sum()
+        elif self.ifm_depth != self.ofm_shape[2]:
             raise NpuCorrupt(f"pooling {self.ifm_depth} IFM channels into {self.ofm_shape[2]} OFM channels")
         if self.per_channel and self.mode != "NONE":
             raise NpuUnsupported("pooling with per-channel scale records is not implemented")
         if self.per_channel:
             extents.add(self.scale_records.region, self.scale_records.extent)
         oh, ow, oc = self.ofm_shape
-        self.report["macs"] = oh * ow * oc * self.kh * self.kw
+        self.report["macs"] = oh * ow * max(oc, self.ifm_depth) * self.kh * self.kw
         if self.mode == "NONE":
             if getattr(self, "acc_input", ACC_INPUT_RESET) != ACC_INPUT_IFM2:
                 raise NpuUnsupported("POOL NONE without ACC_FORMAT.acc_input IFM2 is not implemented")
             self.report["macs"] = 0
-            self.accumulators = Access(registers.feature_map("IFM2"), self.ofm_shape, extents)
+            accumulators = registers.feature_map("IFM2")
+            if accumulators.region is None:
+                raise NpuCorrupt("POOL NONE reads its accumulators from an IFM2 stored nowhere (storage NONE)")
+            self.accumulators = access(accumulators, self.ofm_shape, extents)
         # The NPU divides an average pool's sum by its taps inside the IFM itself on the U85, and on
         # the U55 where the pool is padded (its OFM_SCALE is then a unit); otherwise the OFM_SCALE
         # holds the division by the kernel's size.
@@ -433,12 +443,22 @@ class Pooling(Kernel):
             counts = inside.reshape(self.taps_shape)[..., :1].sum(axis=(2, 3))
             self.reciprocal = reciprocal_scale(counts)
 
+    def _check_reduce_sum(self) -> None:
+        """REDUCE_SUM adds the IFM's channels at each position into one OFM channel, one tap each."""
+        if self.ofm_shape[2] != 1:
+            raise NpuCorrupt(f"REDUCE_SUM into {self.ofm_shape[2]} OFM channels (it makes one)")
+        if (self.kh, self.kw, self.sy, self.sx) != (1, 1, 1, 1) or any(self.pad) or self.upscale:
+            raise NpuUnsupported(f"REDUCE_SUM with a {self.kh}x{self.kw} kernel, stride {self.sy}x{self.sx}, "
+                                 f"padding {self.pad} or upscaling is not implemented (1x1 unpadded is)")
+
     def run(self, memory: list) -> None:
         if self.mode == "NONE":
             acc = self.accumulators.read(memory[self.accumulators.fm.region]).astype(np.int64)
             return self.finish(memory, acc)
         fill = {"MAX": np.iinfo(np.int64).min, "MIN": np.iinfo(np.int64).max}.get(self.mode, 0)
         x = self.read_taps(memory, np.int64, fill)
+        if self.mode == "REDUCE_SUM":          # the channels of each position, into one
+            return self.finish(memory, x.sum(axis=(2, 3, 4))[..., None])
         if self.single_tap:
             acc = x.reshape(self.ofm_shape)
         elif self.mode == "MAX":

@@ -35,7 +35,7 @@ class Program:
         if len(inputs) != len(self.inputs):
             raise NpuCorrupt(f"{self.name}: the delegate takes {len(self.inputs)} inputs, not {len(inputs)}")
         memory = [self.weights.copy(), np.zeros(self.region_sizes[1], np.uint8),
-                  np.zeros(self.region_sizes[2], np.uint8), np.zeros(self.config.internal_bytes, np.uint8)]
+                  np.zeros(self.region_sizes[2], np.uint8), np.zeros(self.config.internal_bytes, np.uint8), {}]
         for place, value in zip(self.inputs, inputs):
             data = np.ascontiguousarray(value).view(np.uint8).reshape(-1)
             if len(data) != place.nbytes:

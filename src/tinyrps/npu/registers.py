@@ -6,9 +6,10 @@ after the NPU's reset. Field positions are those of the NPU's register descripti
 from __future__ import annotations
 
 from . import NpuCorrupt, NpuUnsupported
-from .featuremap import FeatureMap, read_precision
+from .featuremap import CHAIN, FeatureMap, read_precision
 
 REGIONS = 3       # the driver passes three base addresses: weights, scratch, fast scratch
+TILE2X2, TILE3X1, CHAINED, NONE = 0, 1, 2, 3       # the U85's *_PRECISION.activation_storage
 
 
 class Registers:
@@ -45,19 +46,24 @@ class Registers:
     def feature_map(self, name: str) -> FeatureMap:
         type_bits = 1 if name == "OFM" else 2
         size, signed, layout = read_precision(name, self.param(f"{name}_PRECISION"), type_bits)
-        if self.product == "ethos-u85":
-            self._u85_storage(name)
+        storage = self._u85_storage(name) if self.product == "ethos-u85" else TILE2X2
+        if storage != TILE2X2:       # no address: chained, or a scalar operand that reads no memory
+            region = CHAIN if storage == CHAINED else None
+            return FeatureMap(name, region, (0,) * 4, (0, 0, 0), (0, 0, 0), size, signed, layout)
         return FeatureMap(
             name, self.region(f"{name}_REGION"), tuple(self.address(f"{name}_BASE{i}") for i in range(4)),
             (self.param(f"{name}_HEIGHT0_M1"), self.param(f"{name}_HEIGHT1_M1"), self.param(f"{name}_WIDTH0_M1")),
             tuple(self.address(f"{name}_STRIDE_{axis}") for axis in "YXC"), size, signed, layout)
 
-    def _u85_storage(self, name: str) -> None:
+    def _u85_storage(self, name: str) -> int:
+        """activation_storage: TILE2X2 (the tiles above), CHAINED, or NONE (a scalar operand)."""
         storage = (self.param(f"{name}_PRECISION") >> 14) & 3
-        # TILE2X2 (0) is the tiles above; TILE3X1, CHAINED and NONE are other storage schemes
-        if storage != 0:
-            raise NpuUnsupported(f"{name}_PRECISION.activation_storage {storage} "
-                                 f"(TILE3X1/CHAINED/NONE) is not implemented")
+        if storage == TILE3X1:
+            raise NpuUnsupported(f"{name}_PRECISION.activation_storage 1 (TILE3X1) is not implemented")
+        if storage == NONE and name == "OFM":
+            raise NpuUnsupported("OFM_PRECISION.activation_storage 3 (NONE) is not implemented "
+                                 "(a scalar operand's is)")
+        return storage
 
     def zero_point(self, name: str, fm: FeatureMap) -> int:
         """A ZERO_POINT register: 16 bits, signed where the feature map is."""
