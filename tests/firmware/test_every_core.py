@@ -1,0 +1,61 @@
+"""The ten cores ExecuTorch's Cortex-M backend targets: each exports, and the default network's program
+runs bit-exact on the board its tinyrps.hardware.cores record names, with the firmware built for it (the
+M0, M0+ and M23 for their own architectures on the board of a core whose instruction set contains theirs),
+the board and the core named wherever the run is described."""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from tinyrps.devices import open_device
+from tinyrps.firmware import boards
+from tinyrps.hardware.cores import CORES, get_core
+
+# The cores today's tests in test_boards.py cover (M55, M33, M4) and these: core, board, kernels the
+# heavy layers bind, the core the firmware is built for, its ELF's Tag_CPU_arch (readelf -A).
+NEW_CORES = [
+    ("cortex-m7", "mps2-an500", "dsp", "cortex-m7", "v7E-M"),
+    ("cortex-m3", "mps2-an385", "c", "cortex-m3", "v7"),
+    ("cortex-m0", "mps2-an385", "c", "cortex-m0", "v6S-M"),
+    ("cortex-m0plus", "mps2-an385", "c", "cortex-m0plus", "v6S-M"),
+    ("cortex-m23", "mps2-an505", "c", "cortex-m23", "v8-M.baseline"),
+    ("cortex-m35p", "mps2-an505", "dsp", "cortex-m33", "v8-M.mainline"),
+]
+
+
+def test_the_ten_targets_are_executorchs():
+    """Every core ExecuTorch 1.5.1's CortexMTargetConfig knows has its row, and every row a board."""
+    from executorch.backends.cortex_m.target_config import CortexM, CortexMTargetConfig
+    assert {c.name for c in CORES} == {CortexMTargetConfig(cpu=m).target_string for m in CortexM}
+    assert all(c.board in boards.BOARDS for c in CORES)
+    for core in CORES:       # a hosted core runs on a board whose own core is its host
+        assert boards.get_board(core.board).core == (core.host or core.name), core
+
+
+def elf_arch(elf) -> str:
+    out = subprocess.run(["arm-none-eabi-readelf", "-A", str(elf)], capture_output=True, text=True, check=True).stdout
+    return next(line.split(":", 1)[1].strip() for line in out.splitlines() if "Tag_CPU_arch:" in line)
+
+
+@pytest.mark.parametrize("core,board,kernels,built_for,arch", NEW_CORES)
+def test_the_default_network_runs_bit_exact_on_each_cores_board(exported, measured, test_images, core, board,
+                                                                  kernels, built_for, arch):
+    from fixture_cache import reference_int8
+    from tinyrps.firmware.qemu import firmware_elf
+    pte = exported(core)
+    firmware = measured(pte)["firmware"]
+    assert (firmware["board"], firmware["core"], firmware["kernels"]) == (board, built_for, kernels)
+    assert elf_arch(firmware_elf(board, "isa", core)) == arch
+    record = get_core(core)
+    if record.host:           # the measurement says where a core QEMU has no machine for ran
+        assert board in firmware["note"] and record.display in firmware["note"]
+    images = test_images[0][:3]
+    with open_device("mcu", pte, transport="batch") as device:
+        device.classify(images)
+        assert device.info.board == board and device.last_stats()["board"] == board
+        assert np.array_equal(device.last_int8, reference_int8(pte, images))
+        assert board in device.describe()
+        if record.own_build:
+            assert f"{record.display} build on the" in device.describe()
