@@ -52,10 +52,33 @@ def test_the_default_network_runs_bit_exact_on_each_cores_board(exported, measur
     if record.host:           # the measurement says where a core QEMU has no machine for ran
         assert board in firmware["note"] and record.display in firmware["note"]
     images = test_images[0][:3]
-    with open_device("mcu", pte, transport="batch") as device:
+    with open_device("mcu", pte) as device:           # the serial link: the port's UART too
         device.classify(images)
         assert device.info.board == board and device.last_stats()["board"] == board
         assert np.array_equal(device.last_int8, reference_int8(pte, images))
         assert board in device.describe()
         if record.own_build:
             assert f"{record.display} build on the" in device.describe()
+
+
+def test_a_core_built_for_itself_has_a_firmware_kind_of_its_own():
+    """The M0 runs its own build on the M3's board; the M35P runs the M33's; a plain-C core has one build."""
+    from tinyrps.firmware.build import KINDS
+    assert boards.firmware_kind("mps2-an385", "isa", "cortex-m0") == "mps2-an385-cortex-m0"
+    assert boards.firmware_kind("mps2-an385", "c", "cortex-m0") == "mps2-an385-cortex-m0"
+    assert boards.firmware_kind("mps2-an505", "isa", "cortex-m23") == "mps2-an505-cortex-m23"
+    assert boards.firmware_kind("mps2-an505", "isa", "cortex-m35p") == "mps2-an505"
+    assert boards.firmware_kind("mps2-an505", "c", "cortex-m35p") == "mps2-an505-c"
+    assert boards.firmware_kind("mps2-an385", "c") == "mps2-an385"           # the M3: plain C only
+    assert boards.firmware_kind("mps2-an386", "isa", "cortex-m0") == "mps2-an386"   # --board: that board's own
+    m0 = KINDS["mps2-an385-cortex-m0"].cmake_args
+    assert {"-DTINYRPS_CPU=cortex-m0", "-DTINYRPS_GUEST_CORE=ON", "-DTINYRPS_FLOAT_ABI=soft"} <= set(m0)
+    assert not any("FLOAT_ABI" in arg for arg in KINDS["mps2-an500"].cmake_args)     # the M7 has an FPU
+
+
+def test_a_hosted_core_names_its_board_in_its_description():
+    from tinyrps.hardware.families import get_family
+    described = {t.name: t.description for t in get_family("cortex-m").targets}
+    assert "Cortex-M0 (plain C; its own build on the Cortex-M3 of mps2-an385)" in described["cortex-m0"]
+    assert "Cortex-M35P (DSP; run by the Cortex-M33 of mps2-an505)" in described["cortex-m35p"]
+    assert "Cortex-M7 (DSP)" in described["cortex-m7"]

@@ -3,7 +3,7 @@
  * double-precision FPU). QEMU: -M mps2-an500.
  *
  * Memory (mps2-an500.ld): SSRAM1 0x00000000 (4 MiB, boot), SSRAM2/3
- * 0x20000000 (4 MiB), PSRAM 0x21000000 (16 MiB, the model slot).
+ * 0x20000000 (4 MiB), PSRAM 0x60000000 (16 MiB, the model slot).
  */
 #ifndef TINYRPS_PORT_H
 #define TINYRPS_PORT_H
