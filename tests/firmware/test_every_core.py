@@ -82,3 +82,14 @@ def test_a_hosted_core_names_its_board_in_its_description():
     assert "Cortex-M0 (plain C; its own build on the Cortex-M3 of mps2-an385)" in described["cortex-m0"]
     assert "Cortex-M35P (DSP; run by the Cortex-M33 of mps2-an505)" in described["cortex-m35p"]
     assert "Cortex-M7 (DSP)" in described["cortex-m7"]
+
+
+def test_the_cycle_model_has_rows_for_the_cores_it_estimates():
+    """The M7 has its own row (single-issue, so the widest band); the M85 and M35P use their hosts'; a core
+    with a build of its own on another's board, and the M3, have instruction counts only."""
+    from tinyrps.measure.cycles import TIMINGS, model_timing, models
+    assert model_timing("cortex-m7") is TIMINGS["cortex-m7"]
+    assert TIMINGS["cortex-m7"].uncertainty > max(t.uncertainty for name, t in TIMINGS.items() if name != "cortex-m7")
+    assert model_timing("cortex-m85") is TIMINGS["cortex-m55"] and model_timing("cortex-m35p") is TIMINGS["cortex-m33"]
+    assert [core for core in ("cortex-m3", "cortex-m0", "cortex-m0plus", "cortex-m23") if models(core)] == []
+    assert models("cortex-m4") and not models("cortex-m99")

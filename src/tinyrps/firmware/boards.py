@@ -4,9 +4,9 @@ Each board is one QEMU machine and one core. What the port's sources say -- the 
 (port.cmake), the SysTick clock (port.h), where the program and the boot descriptor go and
 how much RAM there is (the linker script) -- is read from them (c_facts.port), so it is
 written once; this table adds what only the host needs: the QEMU machine and the reduced-ISA
-builds. A core with a build of its own on another core's board (the Cortex-M0 on the M3's) is
-its tinyrps.hardware.cores record alone: the board builds it beside its own. The core's own facts (its kernel variant, which board runs it) are its tinyrps.hardware.cores
-record. `tests/firmware/test_boards.py` checks the port facts against the built firmware.
+builds. The core's own facts (its kernel variant, which board runs it) are its tinyrps.hardware.cores
+record; a core with a build of its own on another core's board (the Cortex-M0 on the M3's) is that
+record alone: the board builds it beside its own. `tests/firmware/test_boards.py` checks the port facts against the built firmware.
 """
 from __future__ import annotations
 

@@ -80,7 +80,6 @@ CORES = (
          CoreTiming("cortex-m55", "armv8.1-m.main", 32_000_000, 0.30, branch_refill=2, load=1, load_pipelined=1,
                     store=1, load_pair=1, multiple_per_register=0.5, divide=6, fp_divide=14, low_overhead_loop=0,
                     mve=True)),
-    Core("cortex-m85", "Cortex-M85", "mve", "mps3-an547", host="cortex-m55"),
     # The M7 row is single-issue: its dual issue of instruction pairs and its branch prediction can
     # take a real M7 well below it, so its band is the widest.
     Core("cortex-m7", "Cortex-M7", "dsp", "mps2-an500",
@@ -91,6 +90,7 @@ CORES = (
     Core("cortex-m0plus", "Cortex-M0+", "c", "mps2-an385", host="cortex-m3", own_build=True, fpu=False),
     Core("cortex-m23", "Cortex-M23", "c", "mps2-an505", host="cortex-m33", own_build=True, fpu=False),
     Core("cortex-m35p", "Cortex-M35P", "dsp", "mps2-an505", host="cortex-m33"),
+    Core("cortex-m85", "Cortex-M85", "mve", "mps3-an547", host="cortex-m55"),
 )
 
 _BY_NAME = {c.name: c for c in CORES}
