@@ -13,9 +13,10 @@ from tinyrps.devices import open_device
 from tinyrps.firmware import boards
 from tinyrps.hardware.cores import CORES, get_core
 
-# The cores today's tests in test_boards.py cover (M55, M33, M4) and these: core, board, kernels the
-# heavy layers bind, the core the firmware is built for, its ELF's Tag_CPU_arch (readelf -A).
+# The cores test_boards.py covers (M55, M33, M4) and these: core, board, kernels the heavy layers
+# bind, the core the firmware is built for, its ELF's Tag_CPU_arch (readelf -A).
 NEW_CORES = [
+    ("cortex-m85", "mps3-an547", "mve", "cortex-m55", "v8.1-M.mainline"),
     ("cortex-m7", "mps2-an500", "dsp", "cortex-m7", "v7E-M"),
     ("cortex-m3", "mps2-an385", "c", "cortex-m3", "v7"),
     ("cortex-m0", "mps2-an385", "c", "cortex-m0", "v6S-M"),
