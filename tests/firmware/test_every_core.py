@@ -94,3 +94,24 @@ def test_the_cycle_model_has_rows_for_the_cores_it_estimates():
     assert model_timing("cortex-m85") is TIMINGS["cortex-m55"] and model_timing("cortex-m35p") is TIMINGS["cortex-m33"]
     assert [core for core in ("cortex-m3", "cortex-m0", "cortex-m0plus", "cortex-m23") if models(core)] == []
     assert models("cortex-m4") and not models("cortex-m99")
+
+
+def test_a_cpu_fault_on_an_armv6_m_core_is_reported(exported, test_images, tmp_path):
+    """The Thumb-1 form of the fault handler (no IT block, no TST with an immediate) reports a fault in the
+    Cortex-M0 build as the other cores' handler does."""
+    import importlib.util
+    from pathlib import Path
+    from tinyrps.firmware import qemu
+    from tinyrps.firmware.link import LinkError
+    spec = importlib.util.spec_from_file_location("qemu_firmware_tests", Path(__file__).with_name("test_qemu_firmware.py"))
+    spec.loader.exec_module(helpers := importlib.util.module_from_spec(spec))
+    _firmware_with_a_trap_in = helpers._firmware_with_a_trap_in     # a UDF at a function's start
+    pte = exported("cortex-m0")
+    elf = qemu.firmware_elf("mps2-an385", "isa", "cortex-m0")
+    trapped = _firmware_with_a_trap_in(elf, "trt_infer", tmp_path / "trapped.elf")
+    trapped = _firmware_with_a_trap_in(trapped, "trt_run", tmp_path / "trapped.elf")
+    with qemu.FirmwareServer(pte, elf=trapped, board="mps2-an385") as server:
+        assert server.link.info().loaded
+        with pytest.raises(LinkError, match=r"crashed during 'infer': cpu fault: pc=0x[0-9a-f]{8}$"):
+            server.link.infer(test_images[0][0])
+        server.process.wait(5)          # the firmware resets; -no-reboot ends QEMU
