@@ -115,3 +115,11 @@ def test_a_cpu_fault_on_an_armv6_m_core_is_reported(exported, test_images, tmp_p
         with pytest.raises(LinkError, match=r"crashed during 'infer': cpu fault: pc=0x[0-9a-f]{8}$"):
             server.link.infer(test_images[0][0])
         server.process.wait(5)          # the firmware resets; -no-reboot ends QEMU
+
+
+def test_a_library_for_a_plain_c_core_is_refused_in_one_line(cli, exported, tmp_path):
+    """`deploy library` carries a core's DSP or Helium kernels beside plain C: for the M0 it says so and what
+    to do, in one line (exit status 2), instead of failing on the missing variant."""
+    res = cli("deploy", "library", "--model", exported("cortex-m0"), "--out", tmp_path / "lib")
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "plain C only" in res.stderr and "--device mcu" in res.stderr and not (tmp_path / "lib").exists()
