@@ -8,9 +8,11 @@
 #   cortex-m33, cortex-m4   DSP extension and FPU
 #   cortex-m85              GCC 12 does not know it by name: built as the Armv8.1-M
 #                           architecture with the same extensions (MVE with float, double FPU)
-# All of them have an FPU, and newlib ships hard-float libraries for each (check with
+#   cortex-m7               DSP extension, double-precision FPU
+#   cortex-m3, cortex-m0, cortex-m0plus, cortex-m23   no DSP, no FPU: TINYRPS_FLOAT_ABI=soft
+# The cores with an FPU have hard-float newlib libraries (check with
 # `arm-none-eabi-gcc -mcpu=... -mfloat-abi=hard -print-multi-directory`), so the default
-# float ABI is hard.
+# float ABI is hard; the host's build passes soft for the others (tinyrps.hardware.cores: fpu).
 
 set(CMAKE_SYSTEM_NAME Generic)
 set(CMAKE_SYSTEM_PROCESSOR arm)

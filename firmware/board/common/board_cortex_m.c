@@ -148,12 +148,14 @@ void fault_with_frame(const uint32_t *frame)
     char *out = text, *end = text + sizeof text - 1;
     out = append_text(out, end, "cpu fault: pc=0x");
     out = append_hex(out, end, frame[6]);
+#if !CORTEX_M_BASELINE
     out = append_text(out, end, " cfsr=0x");
     out = append_hex(out, end, SCB_CFSR);
     out = append_text(out, end, " hfsr=0x");
     out = append_hex(out, end, SCB_HFSR);
     out = append_text(out, end, " bfar=0x");
     out = append_hex(out, end, SCB_BFAR);
+#endif
     *out = '\0';
     board_fault(text);
 }
@@ -163,6 +165,20 @@ __attribute__((naked)) void hard_fault_handler(void)
     /* Pass the stacked frame of whichever stack was in use, then report from
      * a fresh stack: the fault may be a stack overflow (MSPLIM). Nothing
      * returns from here, so the old frames can be overwritten. */
+#if CORTEX_M_BASELINE
+    /* Thumb-1: no IT blocks, no TST with an immediate, and B reaches only +-2 KiB. */
+    __asm volatile("movs r0, #4\n"
+                   "mov r1, lr\n"
+                   "tst r0, r1\n"
+                   "bne 1f\n"
+                   "mrs r0, msp\n"
+                   "b 2f\n"
+                   "1: mrs r0, psp\n"
+                   "2: ldr r1, =__stack_top\n"
+                   "mov sp, r1\n"
+                   "ldr r1, =fault_with_frame\n"
+                   "bx r1\n");
+#else
     __asm volatile("tst lr, #4\n"
                    "ite eq\n"
                    "mrseq r0, msp\n"
@@ -170,6 +186,7 @@ __attribute__((naked)) void hard_fault_handler(void)
                    "ldr r1, =__stack_top\n"
                    "mov sp, r1\n"
                    "b fault_with_frame\n");
+#endif
 }
 
 void board_init(void)

@@ -10,6 +10,14 @@
 
 #define REG32(addr) (*(volatile uint32_t *)(uintptr_t)(addr))
 
+/* Armv6-M and Armv8-M Baseline (Cortex-M0, M0+, M23): Thumb-1 and a few 32-bit instructions,
+ * no configurable faults (HardFault only, so no SHCSR enables, CFSR, HFSR or BFAR) and no CPACR. */
+#if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB == 1
+#define CORTEX_M_BASELINE 1
+#else
+#define CORTEX_M_BASELINE 0
+#endif
+
 /* System control space. */
 #define SCB_ICSR REG32(0xE000ED04u)
 #define SCB_VTOR REG32(0xE000ED08u)

@@ -57,10 +57,12 @@ __attribute__((section(".vectors"), used)) static const vector vector_table[VECT
 
 static void enable_fpu_and_mve(void)
 {
+#if !CORTEX_M_BASELINE
     /* CP10 and CP11 full access: scalar FP and, on Armv8.1-M, the M-profile vector
      * extension. Harmless on a core without them (the bits read as zero). */
     SCB_CPACR |= 0xFu << 20;
     __asm volatile("dsb\n isb" ::: "memory");
+#endif
 }
 
 static void prepare_c_memory(void)
@@ -80,7 +82,9 @@ __attribute__((noreturn)) void reset_handler(void)
     __asm volatile("msr msplim, %0" ::"r"(__stack_limit));
 #endif
     enable_fpu_and_mve();
+#if !CORTEX_M_BASELINE
     SCB_SHCSR |= SHCSR_FAULTS_ENABLE;
+#endif
     prepare_c_memory();
     __libc_init_array();
     main();

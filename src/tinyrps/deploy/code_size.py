@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..hardware.cores import get_core
 from ..infra.tempdirs import temp_dir
 from .library_files import MANIFEST
 
@@ -27,7 +28,7 @@ def code_sizes(folder: Path, spec) -> dict:
 def cpu_flags(core: str) -> list:
     """-mcpu and friends for a core, as the firmware's toolchain file has them."""
     cpu = ["-march=armv8.1-m.main+mve.fp+fp.dp"] if core == "cortex-m85" else [f"-mcpu={core}"]
-    return cpu + ["-mthumb", "-mfloat-abi=hard"]
+    return cpu + ["-mthumb", f"-mfloat-abi={'hard' if get_core(core).fpu else 'soft'}"]
 
 
 def example_code_size(folder: Path, name: str, core: str, opt: str) -> dict:

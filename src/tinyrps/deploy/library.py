@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..hardware.cores import core_names, find_core, get_core
+from ..hardware.cores import CORES, core_names, find_core, get_core
 from ..infra.errors import UserError
 from . import library_files, selection
 from .code_size import code_sizes
@@ -162,6 +162,11 @@ def program_facts(pte: Path, program: bytes) -> ProgramFacts:
     if find_core(core) is None:
         raise UserError(f"{pte} was made for core '{core}', which the runtime has no kernels for "
                         f"(cores: {', '.join(core_names())}): export it again with `tinyrps export`")
+    if get_core(core).isa == "c":
+        with_isa = ", ".join(c.name for c in CORES if c.isa != "c")
+        raise UserError(f"a library carries its core's DSP or Helium kernels beside plain C, and the {core} has plain C "
+                        f"only: run {pte.name} on the firmware (`tinyrps run --device mcu`), or export for one of "
+                        f"{with_isa} to make a library")
     return ProgramFacts(described.family, core, described.labels, described.sha256, described.description,
                         tuple((t.scale, t.zero_point) for t in described.inputs),
                         tuple((t.scale, t.zero_point) for t in described.outputs))

@@ -27,7 +27,7 @@ LOADER = "runtime.c"                              # the runtime's API (tinyrps_r
 
 # The variant ISAs a firmware build of the ISA kernels compiles (src/kernels/isa.h: every core with Helium
 # has the DSP extension too), in the order of the operators' lists.
-FIRMWARE_ISAS = {"mve": ("mve", "dsp", "c"), "dsp": ("dsp", "c")}
+FIRMWARE_ISAS = {"mve": ("mve", "dsp", "c"), "dsp": ("dsp", "c"), "c": ("c",)}
 
 
 # --- operators ----------------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def selection_header(selection: Selection) -> str:
         "operators": "\n".join(f"#define TRT_WITH_{s} 1" for s in selection.symbols),
         "variants": "\n".join(f"#define TRT_USES_{v} 1" for v in selection.variants),
         "portable": "\n".join(f"#define TRT_USES_{v} 1" for v in selection.portable_off_core) or "/* none */",
-        "isa_test": f"!TRT_HAVE_{selection.isa.upper()}" if selection.isa else "1",
+        "isa_test": f"!TRT_HAVE_{selection.isa.upper()}" if selection.isa not in ("", "c") else "1",
     })
 
 

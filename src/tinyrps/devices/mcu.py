@@ -11,9 +11,10 @@ checked: one that breaks the protocol, or non-finite logits, is "the board's rep
 invalid: ...".
 
 Board (option `board`): the program's descriptor names its core, and the core its board
-(mps3-an547 for cortex-m55 and cortex-m85, mps2-an505 for
-cortex-m33, mps2-an386 for cortex-m4); `board` overrides it, e.g. to run a
-cortex-m4 program on the Cortex-M33.
+(tinyrps.hardware.cores: mps3-an547 for cortex-m55 and cortex-m85, mps2-an505 for cortex-m33,
+cortex-m35p and cortex-m23, mps2-an386 for cortex-m4, mps2-an500 for cortex-m7, mps2-an385 for
+cortex-m3, cortex-m0 and cortex-m0plus; a core with a build of its own there, such as the M0 on the
+M3's board, runs that build); `board` overrides it, e.g. to run a cortex-m4 program on the Cortex-M33.
 
 Transport (option `transport`):
 - "serial" (default): every sample over the serial link, as a board on a serial
@@ -74,6 +75,7 @@ class McuDevice(Device):
         from ..firmware.npu_host import has_ethos_u
         self.family = "ethos-u" if has_ethos_u(program) else "cortex-m"   # by its contents
         self.board = program_board(self.model_path, board)
+        self.core = program_core(self.model_path)       # its own build runs it where the board has one
         self.model_sha256 = hashlib.sha256(program).hexdigest()
         self.server = self.link = self.elf = None
         try:
@@ -94,7 +96,7 @@ class McuDevice(Device):
             from ..firmware.link import DeviceLink
             return DeviceLink.open(self.port, timeout=timeout, describe=f"the board on {self.port}")
         from ..firmware.qemu import FirmwareServer, firmware_elf
-        self.elf = firmware_elf(self.board.name)
+        self.elf = firmware_elf(self.board.name, "isa", self.core)
         self.server = FirmwareServer(self.model_path, elf=self.elf, timeout=timeout, board=self.board.name).start()
         return self.server.link
 
@@ -194,7 +196,7 @@ class McuDevice(Device):
     @classmethod
     def runs_on(cls, pte, target, described, board=None, port=None) -> tuple:
         chosen = program_board(pte, board)
-        core = display_name(chosen.core)
+        core = running_core(chosen, program_core(Path(pte)))
         return (f"{core} on the board at {port}" if port else f"{core} on QEMU {chosen.machine}"), core
 
     @classmethod
@@ -212,7 +214,7 @@ class McuDevice(Device):
 
     def describe(self) -> str:
         where = f"{self.info.board} on {self.port}" if self.port else \
-            f"QEMU {self.info.board} ({display_name(self.board.core)})"
+            f"QEMU {self.info.board} ({running_core(self.board, self.core)})"
         npu = " + the NPU model on this host" if self.family == "ethos-u" and not self.port else ""
         return f"tinyrps firmware {self.info.firmware} on {where}{npu}, {self.transport} link"
 
@@ -244,13 +246,26 @@ def _family(model_path: Path, program: bytes) -> str:
     return "ethos-u" if ethos_u else "cortex-m"
 
 
+def program_core(model_path: Path):
+    """The core a Cortex-M program's descriptor names, or None."""
+    from ..hardware import descriptor
+    described = descriptor.read(model_path)
+    return described.info.core if described is not None and described.family == "cortex-m" else None
+
+
+def running_core(board, core: str = None) -> str:
+    """"Cortex-M4", or "Cortex-M0 build on the Cortex-M3" where a core's own build runs on another's board."""
+    from ..firmware.boards import guest_core
+    guest = guest_core(board.name, core)
+    own = display_name(board.core)
+    return f"{guest.display} build on the {own}" if guest else own
+
+
 def program_board(model_path: Path, board: str = None):
     """The board to run a program on: `board` if given, else the board of the core its descriptor
     names, else the default board."""
-    from ..hardware import descriptor
     from ..firmware.boards import DEFAULT_BOARD, get_board
     if board:
         return get_board(board)
-    described = descriptor.read(model_path)
-    core = find_core(described.info.core) if described is not None and described.family == "cortex-m" else None
+    core = find_core(program_core(model_path) or "")
     return get_board(core.board if core else DEFAULT_BOARD)

@@ -11,7 +11,7 @@ The lowering is ExecuTorch 1.5.1's own Cortex-M flow, for any number and shape o
 3. `to_edge_transform_and_lower` with the backend's edge compile config, then
    `CortexMPassManager` for the core, which rewrites the quantized patterns to `cortex_m::`
    operators with the core's CMSIS-NN constants (MVE kernel sums on Cortex-M55/M85, bias on
-   the DSP cores);
+   the DSP cores and the plain-C ones, whose SCALAR backend writes the DSP program);
 4. `to_executorch`: memory planning and serialization.
 
 A program that keeps an operator the firmware's runtime has no kernel for (a float layer the backend
@@ -77,8 +77,9 @@ def target_config(core: str):
         config = CortexMTargetConfig.from_target_string(core)
         config.backend
     except ValueError:
+        from ..hardware.cores import core_names
         raise UserError(f"'{core}' is not a Cortex-M core the installed ExecuTorch lowers for: "
-                        "choose cortex-m4, cortex-m33, cortex-m55 or cortex-m85") from None
+                        f"choose one of {', '.join(core_names())}") from None
     return config
 
 

@@ -5,13 +5,14 @@ Each board is one QEMU machine and one core. What the port's sources say -- the 
 how much RAM there is (the linker script) -- is read from them (c_facts.port), so it is
 written once; this table adds what only the host needs: the QEMU machine and the reduced-ISA
 builds. The core's own facts (its kernel variant, which board runs it) are its tinyrps.hardware.cores
-record. `tests/firmware/test_boards.py` checks the port facts against the built firmware.
+record; a core with a build of its own on another core's board (the Cortex-M0 on the M3's) is that
+record alone: the board builds it beside its own. `tests/firmware/test_boards.py` checks the port facts against the built firmware.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..hardware.cores import core_names, find_core, get_core
+from ..hardware.cores import CORES, core_names, find_core, get_core
 from ..infra.errors import UserError
 
 
@@ -70,6 +71,8 @@ BOARDS = {b.name: b for b in (
           reduced_isa=(("dsp", "cortex-m55+nomve"),)),
     Board("mps2-an505", "mps2-an505", "Arm MPS2+ AN505: Cortex-M33 (DSP), booting Secure"),
     Board("mps2-an386", "mps2-an386", "Arm MPS2+ AN386: Cortex-M4 (DSP)"),
+    Board("mps2-an500", "mps2-an500", "Arm MPS2 AN500: Cortex-M7 (DSP, double-precision FPU)"),
+    Board("mps2-an385", "mps2-an385", "Arm MPS2 AN385: Cortex-M3 (Armv7-M, no DSP, no FPU)"),
 )}
 
 DEFAULT_BOARD = "mps3-an547"
@@ -93,15 +96,34 @@ def board_for_core(core: str) -> Board:
     return BOARDS[record.board]
 
 
-def firmware_kind(board: str, kernels: str = "isa") -> str:
+def firmware_kind(board: str, kernels: str = "isa", core: str = None) -> str:
     """The build kind (tinyrps.firmware.build) of the firmware for `board` with a kernel set:
-    "isa", "c", or one of the board's reduced-ISA builds (e.g. "dsp" on the mps3-an547)."""
-    valid = KERNEL_SETS + tuple(name for name, _ in get_board(board).reduced_isa)
+    "isa", "c", or one of the board's reduced-ISA builds (e.g. "dsp" on the mps3-an547). With `core`,
+    a core with a build of its own on the board (e.g. "cortex-m0" on the mps2-an385) gets that build.
+    A core of plain C only has one build: its "isa" and "c" builds are the same kind."""
+    spec = get_board(board)
+    valid = KERNEL_SETS + tuple(name for name, _ in spec.reduced_isa)
     if kernels not in valid:
         raise UserError(f"unknown kernel set '{kernels}' for {board}; valid: {', '.join(valid)}")
-    return board if kernels == "isa" else f"{board}-{kernels}"
+    guest = guest_core(board, core)
+    base = f"{board}-{guest.name}" if guest else board
+    plain_only = get_core(guest.name if guest else spec.core).isa == "c"
+    return base if kernels == "isa" or (kernels == "c" and plain_only) else f"{base}-{kernels}"
 
 
-def kernels_name(board: Board, kernels: str = "isa") -> str:
+def guest_core(board: str, core: str = None):
+    """The record of `core` if it has a build of its own that runs on `board`, else None."""
+    record = find_core(core) if core else None
+    return record if record is not None and record.own_build and record.board == board else None
+
+
+def guest_cores(board: str) -> tuple:
+    """The cores with a build of their own that runs on `board`."""
+    return tuple(c for c in CORES if c.own_build and c.board == board)
+
+
+def kernels_name(board: Board, kernels: str = "isa", core: str = None) -> str:
     """What the measurement calls a build's kernels: "mve", "dsp" or "c"."""
-    return board.isa_kernels if kernels == "isa" else "c"
+    guest = guest_core(board.name, core)
+    isa = guest.isa if guest else board.isa_kernels
+    return isa if kernels == "isa" else "c"

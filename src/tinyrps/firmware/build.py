@@ -7,8 +7,10 @@ and per board port (firmware/board/<board>, tinyrps.firmware.boards) two
 arm-none-eabi-gcc builds of the firmware image `tinyrps_fw.elf`: "<board>" with
 the fastest kernels the core's ISA allows (TINYRPS_KERNELS=auto) and "<board>-c"
 with the portable plain-C kernels (TINYRPS_KERNELS=c), e.g. "mps2-an505" and
-"mps2-an505-c"; and "mps3-an547-dsp", the Cortex-M55 without MVE (-mcpu=cortex-m55+nomve),
-which binds the DSP kernels on that board.
+"mps2-an505-c"; "mps3-an547-dsp", the Cortex-M55 without MVE (-mcpu=cortex-m55+nomve),
+which binds the DSP kernels on that board; and "<board>-<core>" for a core with a build of its own
+on another core's board (tinyrps.hardware.cores), e.g. "mps2-an385-cortex-m0". A core of plain C
+only (no DSP) has one build: its "isa" kind is its "c" one.
 
 Builds never go into the source tree (or an installed package): each kind builds in
 the user's cache, `$XDG_CACHE_HOME/tinyrps/firmware/<kind>-<key>/` (default
@@ -46,16 +48,27 @@ class Kind:
 
 
 def _board_kinds() -> dict:
-    """Per board: the fastest kernels its core allows, plain C, and its reduced-ISA builds."""
-    from .boards import BOARDS, firmware_kind
+    """Per board: the fastest kernels its core allows, plain C, its reduced-ISA builds, and the builds
+    of the cores it runs with firmware of their own (one kind where the kernels are plain C only)."""
+    from ..hardware.cores import get_core
+    from .boards import BOARDS, firmware_kind, guest_cores
     kinds = {}
     for board in BOARDS.values():
-        builds = [("isa", board.core, "auto"), ("c", board.core, "c")]
-        builds += [(name, cpu, "auto") for name, cpu in board.reduced_isa]
-        for kernels, cpu, selection in builds:
+        builds = [("isa", board.core, "auto", None), ("c", board.core, "c", None)]
+        builds += [(name, cpu, "auto", None) for name, cpu in board.reduced_isa]
+        builds += [(kernels, guest.name, selection, guest.name) for guest in guest_cores(board.name)
+                   for kernels, selection in (("isa", "auto"), ("c", "c"))]
+        for kernels, cpu, selection, guest in builds:
+            kind = firmware_kind(board.name, kernels, guest)
+            if kind in kinds:
+                continue                  # plain C only: the "c" build is the "isa" one
             args = ("-DCMAKE_BUILD_TYPE=Release", f"-DTINYRPS_BOARD={board.name}", f"-DTINYRPS_CPU={cpu}",
                     f"-DTINYRPS_KERNELS={selection}")
-            kinds[firmware_kind(board.name, kernels)] = Kind(args, ("arm-none-eabi-gcc",), APT_ARM, cross=True)
+            if guest:
+                args += ("-DTINYRPS_GUEST_CORE=ON",)
+            if not get_core(cpu.split("+")[0]).fpu:
+                args += ("-DTINYRPS_FLOAT_ABI=soft",)
+            kinds[kind] = Kind(args, ("arm-none-eabi-gcc",), APT_ARM, cross=True)
     return kinds
 
 

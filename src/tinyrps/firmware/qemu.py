@@ -73,10 +73,11 @@ def require_qemu() -> str:
     return path
 
 
-def firmware_elf(board: str = DEFAULT_BOARD, kernels: str = "isa") -> Path:
-    """The firmware image of `board` with a kernel set ("isa" or "c"), built if its sources changed."""
+def firmware_elf(board: str = DEFAULT_BOARD, kernels: str = "isa", core: str = None) -> Path:
+    """The firmware image of `board` with a kernel set ("isa" or "c"), built if its sources changed;
+    with `core`, that core's own build if it has one on the board (tinyrps.firmware.boards.firmware_kind)."""
     from .build import build_firmware
-    return build_firmware(firmware_kind(board, kernels)).tool(FIRMWARE_EXECUTABLE)
+    return build_firmware(firmware_kind(board, kernels, core)).tool(FIRMWARE_EXECUTABLE)
 
 
 def descriptor_bytes(model_length: int, mode: int, flags: int = 0) -> bytes:

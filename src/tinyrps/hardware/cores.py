@@ -2,10 +2,14 @@
 
     name     the -mcpu, and the Cortex-M export target ("cortex-m55")
     display  how tables and messages name it ("Cortex-M55")
-    isa      the fastest kernel variant its ISA allows beside plain C: "mve" (Helium) or "dsp"
+    isa      the fastest kernel variant its ISA allows: "mve" (Helium), "dsp", or "c" (plain C only)
     board    the emulated board (firmware/board/<board>/) that runs its programs
-    timing   its row of the cycle model (tinyrps.measure.cycles); None for a core that runs on
-             another core's board, whose figures are that core's
+    timing   its row of the cycle model (tinyrps.measure.cycles); None for a core without one
+    host     the board's own core, for a core QEMU has no machine for: its programs run on the board
+             of a core whose instruction set contains its own (None: the board is the core's)
+    own_build  with a host: the firmware is built for this core (-mcpu=name) and runs on the host's
+             board; without: the host's own firmware runs its programs, and its figures are the host's
+    fpu      it has a floating-point unit (the firmware's float ABI is hard, else soft)
 
 Adding a core is its row here and, if no board runs it yet, a port folder under firmware/board/
 with its row in tinyrps.firmware.boards. Nothing here imports more than the standard library.
@@ -44,16 +48,27 @@ class Core:
     isa: str
     board: str
     timing: Optional[CoreTiming] = None
+    host: Optional[str] = None
+    own_build: bool = False
+    fpu: bool = True
 
     @property
     def description(self) -> str:
-        """"Cortex-M55 (MVE)": the core and its kernel variant."""
-        return f"{self.display} ({self.isa.upper()})"
+        """"Cortex-M55 (MVE)": the core and its kernel variant; a hosted core says where it runs."""
+        kernels = "plain C" if self.isa == "c" else self.isa.upper()
+        if self.host is None:
+            return f"{self.display} ({kernels})"
+        how = "its own build on" if self.own_build else "run by"
+        return f"{self.display} ({kernels}; {how} the {display_name(self.host)} of {self.board})"
 
 
-# The cores whose CortexMTargetConfig resolves to a CMSIS-NN backend in executorch 1.5.1: DSP (bias in
-# the linear kernel) on M4/M33, MVE (precomputed kernel sums) on M55/M85. QEMU 7.2 has no Cortex-M85
-# machine: an M85 program (the M55's Armv8.1-M MVE operators) runs on the M55 of the AN547.
+# The ten cores of executorch 1.5.1's CortexMTargetConfig and the CMSIS-NN backend each resolves to:
+# MVE (precomputed kernel sums) on the M55/M85, DSP (bias in the linear kernel) on the M4, M7, M33 and
+# M35P, SCALAR (the same program as DSP) on the M0, M0+, M3 and M23, which run the plain-C kernels.
+# QEMU 7.2 has no machine for the M85, M35P, M0+ or M23, and its microbit M0 has 16 KiB of RAM: an
+# M85 or M35P program runs on the firmware of the M55 or M33 (the same instruction set); the M0 and
+# M0+ (Armv6-M) and the M23 (Armv8-M Baseline) have firmware of their own, run on the M3 (Armv7-M)
+# and the M33 (Armv8-M Mainline), whose instruction sets contain theirs.
 CORES = (
     Core("cortex-m4", "Cortex-M4", "dsp", "mps2-an386",
          CoreTiming("cortex-m4", "armv7e-m", 25_000_000, 0.15, branch_refill=2, load=2, load_pipelined=1,
@@ -65,7 +80,17 @@ CORES = (
          CoreTiming("cortex-m55", "armv8.1-m.main", 32_000_000, 0.30, branch_refill=2, load=1, load_pipelined=1,
                     store=1, load_pair=1, multiple_per_register=0.5, divide=6, fp_divide=14, low_overhead_loop=0,
                     mve=True)),
-    Core("cortex-m85", "Cortex-M85", "mve", "mps3-an547"),
+    # The M7 row is single-issue: its dual issue of instruction pairs and its branch prediction can
+    # take a real M7 well below it, so its band is the widest.
+    Core("cortex-m7", "Cortex-M7", "dsp", "mps2-an500",
+         CoreTiming("cortex-m7", "armv7e-m", 25_000_000, 0.35, branch_refill=1, load=1, load_pipelined=1,
+                    store=1, load_pair=1, multiple_per_register=0.5, divide=7, fp_divide=14, low_overhead_loop=0)),
+    Core("cortex-m3", "Cortex-M3", "c", "mps2-an385", fpu=False),
+    Core("cortex-m0", "Cortex-M0", "c", "mps2-an385", host="cortex-m3", own_build=True, fpu=False),
+    Core("cortex-m0plus", "Cortex-M0+", "c", "mps2-an385", host="cortex-m3", own_build=True, fpu=False),
+    Core("cortex-m23", "Cortex-M23", "c", "mps2-an505", host="cortex-m33", own_build=True, fpu=False),
+    Core("cortex-m35p", "Cortex-M35P", "dsp", "mps2-an505", host="cortex-m33"),
+    Core("cortex-m85", "Cortex-M85", "mve", "mps3-an547", host="cortex-m55"),
 )
 
 _BY_NAME = {c.name: c for c in CORES}

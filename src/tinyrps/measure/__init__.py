@@ -77,6 +77,8 @@ class Measurement:
     # what else the figures depend on besides the program's bytes ("module:function" -> str), recorded
     # with them: figures taken with another firmware are not the firmware's of today
     fingerprint: Optional[str] = None
+    # "module:function" (target) -> bool: whether it is taken of that target's programs (default: all)
+    applies: Optional[str] = None
 
 
 MEASUREMENTS = (
@@ -85,7 +87,7 @@ MEASUREMENTS = (
                 fingerprint="tinyrps.measure.firmware:fingerprint"),
     Measurement("cycles", ("cortex-m",), "an estimate of the cycles on the real core (QEMU's trace, a timing model)",
                 "tinyrps.measure.cycles:measure_program", _trace_tools_missing,
-                fingerprint="tinyrps.measure.cycles:fingerprint"),
+                fingerprint="tinyrps.measure.cycles:fingerprint", applies="tinyrps.measure.cycles:models"),
     Measurement("vela", ("ethos-u",), "Vela's estimate of the NPU's time and memory",
                 "tinyrps.hardware.vela:measure_program"),
     Measurement("cpu_part", ("ethos-u",), "the CPU part on the Cortex-M55 board (QEMU), the NPU part on the NPU model",
@@ -94,8 +96,10 @@ MEASUREMENTS = (
 )
 
 
-def measurements_for(family: str) -> tuple:
-    return tuple(m for m in MEASUREMENTS if family in m.families)
+def measurements_for(family: str, target: Optional[str] = None) -> tuple:
+    """The kinds of measurement of a family's programs; with `target`, those taken of its programs."""
+    return tuple(m for m in MEASUREMENTS if family in m.families
+                 and (target is None or m.applies is None or _resolve(m.applies)(target)))
 
 
 def path_of(pte) -> Path:
@@ -119,7 +123,7 @@ def measure(pte, quick: bool = False, only: Optional[tuple] = None, step: Callab
     if described is None:
         raise UserError(f"{pte.name} has no descriptor ({descriptors.path_of(pte).name}): give the core it was "
                         "lowered for with --target (e.g. --target cortex-m55), or export it with `tinyrps export`")
-    rows = [m for m in measurements_for(described.family) if only is None or m.name in only]
+    rows = [m for m in measurements_for(described.family, described.target) if only is None or m.name in only]
     for m in rows:
         missing = m.missing()
         if missing:
@@ -181,7 +185,7 @@ def _measurements_missing(raw: dict) -> bool:
         family = family_of_target(raw.get("target", "")).name
     except UserError:               # a program of no target of today (a user's module): what it has is all
         return False
-    return any(m.name not in raw for m in measurements_for(family))
+    return any(m.name not in raw for m in measurements_for(family, raw.get("target")))
 
 
 def measure_run(run_dir, quiet: bool = False, only_targets=None) -> dict:

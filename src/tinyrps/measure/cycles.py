@@ -27,7 +27,10 @@ which reuses the M4's table): UNCERTAINTY, shown wherever a cycle estimate is.
 
 Sources of the per-core tables: the processor instruction set summaries (cycle counts, zero wait
 states) of Arm's Cortex-M4 Technical Reference Manual; for the M33, which publishes no such table,
-the M4's; for the M55, the beat-wise execution of Helium (two beats a cycle: a 128-bit instruction
+the M4's; for the M7, its published single-instruction figures (single-cycle loads and stores, two
+registers a cycle for LDM/STM, a predicted branch's one-cycle bubble), taken one instruction at a
+time: the model has no dual issue, which on the M7 retires many pairs in one cycle, so its M7 band
+is the widest (+/-35 %); the plain-C cores (M0, M0+, M3, M23) have no row, only instruction counts; for the M55, the beat-wise execution of Helium (two beats a cycle: a 128-bit instruction
 takes two cycles, and overlaps the one before it when their pipes differ) with single-cycle scalar
 instructions, as Arm's Cortex-M55 Software Optimization Guide describes them. The clocks are the
 emulated boards' own (QEMU's models of the MPS2/MPS3 FPGA images): device time at those clocks is
@@ -364,6 +367,21 @@ def layer_estimates(segments: list, reference_layers: list) -> list:
     return min(readings, key=mismatch)
 
 
+def model_timing(core: str) -> Optional[CoreTiming]:
+    """The timing row the model uses for a core's programs: that of the core whose firmware runs them on its
+    board (the M55's for an M85 program); None for a core with a build of its own (the M0 on the M3's
+    board) or a board core without a row (the M3): their programs have instruction counts only."""
+    from ..firmware.boards import board_for_core, guest_core
+    board = board_for_core(core)
+    return None if guest_core(board.name, core) else TIMINGS.get(board.core)
+
+
+def models(target: str) -> bool:
+    """Whether the model estimates cycles of a target's programs (tinyrps.measure.MEASUREMENTS)."""
+    from ..hardware.cores import find_core
+    return find_core(target) is not None and model_timing(target) is not None
+
+
 def measure_program(pte, described, quick: bool = False) -> Optional[dict]:
     """The measure stage's `cycles` figures of a Cortex-M program (None for a quick measurement)."""
     if quick:
@@ -373,7 +391,10 @@ def measure_program(pte, described, quick: bool = False) -> Optional[dict]:
     from .firmware import measurement_inputs
     core = described.info.core
     board = board_for_core(core)
-    timing = TIMINGS[board.core]
+    timing = model_timing(core)
+    if timing is None:
+        raise UserError(f"the cycle model has no timing row for the {core}: its programs have instruction "
+                        "counts only")
     elf = firmware_elf(board.name, "isa")
     pte = Path(pte)
     samples = measurement_inputs(described)

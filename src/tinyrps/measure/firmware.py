@@ -53,11 +53,13 @@ import concurrent.futures
 import hashlib
 import struct
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
 from ..infra.errors import UserError
-from ..firmware.boards import DEFAULT_BOARD, KERNEL_SET_NAMES, Board, get_board, kernels_name
+from ..firmware.boards import DEFAULT_BOARD, KERNEL_SET_NAMES, Board, get_board, guest_core, kernels_name
+from ..hardware.cores import display_name, find_core
 from ..infra.tempdirs import temp_dir
 
 # ELF32 section header flags and types
@@ -84,13 +86,14 @@ def measure_program(pte, described, quick: bool = False) -> dict:
     core = described.info.core
     board = board_for_core(core)
     samples = measurement_inputs(described)
-    figures = quick_count(pte, board.name, samples) if quick else measure_firmware(pte, board.name, samples)
+    figures = (quick_count(pte, board.name, samples, core=core) if quick
+               else measure_firmware(pte, board.name, samples, core=core))
     figures.update(live_set_figures(Path(pte).read_bytes(), figures["arena_bytes"]))
     if quick:
         return figures
-    if board.core != core:
-        figures["note"] = (f"QEMU 7.2 has no {core} board: measured on the {board.core} of the {board.name} "
-                           "(the same Armv8.1-M MVE instruction set); the counts are that core's")
+    note = hosted_note(core)
+    if note:
+        figures["note"] = note
     return figures
 
 
@@ -103,21 +106,44 @@ def live_set_figures(program: bytes, arena_bytes: int) -> dict:
             "arena_gap_bytes": arena_bytes - live["bytes"]}
 
 
-def quick_count(pte, board: str, samples=None) -> dict:
+def hosted_note(core: str) -> Optional[str]:
+    """Where a core QEMU has no machine for ran (tinyrps.hardware.cores: its host), or None."""
+    record = find_core(core)
+    if record is None or record.host is None:
+        return None
+    host = display_name(record.host)
+    if record.own_build:
+        return (f"QEMU 7.2 has no {record.display} machine: its own build (-mcpu={core}) ran on the {host} of the "
+                f"{record.board}, whose instruction set contains the {record.display}'s; the counts are of that "
+                "build's instructions")
+    return (f"QEMU 7.2 has no {record.display} machine: measured on the {host} of the {record.board} with the "
+            f"{host}'s firmware (the same instruction set); the counts are that core's")
+
+
+def quick_count(pte, board: str, samples=None, core: str = None) -> dict:
     """Instructions per inference with the fastest kernels, from one QEMU run: what a search needs."""
     from ..firmware.qemu import firmware_elf, run_batch
     spec = get_board(board)
     samples = measurement_images() if samples is None else samples
-    result = run_batch(Path(pte), samples, elf=firmware_elf(board, "isa"), board=board)
-    return {"board": spec.name, "core": spec.core, "kernels": spec.isa_kernels,
+    result = run_batch(Path(pte), samples, elf=firmware_elf(board, "isa", core), board=board)
+    return {"board": spec.name, "core": built_core(spec, core), "kernels": kernels_name(spec, "isa", core),
             "instructions_per_inference": int(np.median(result.instructions)), "arena_bytes": result.arena_needed,
             "quick": True}
 
 
-def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str = "program") -> dict:
+def built_core(board: Board, core: str = None) -> str:
+    """The core the firmware that ran was built for: a core's own build on the board, else the board's."""
+    guest = guest_core(board.name, core)
+    return guest.name if guest else board.core
+
+
+def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str = "program",
+                     core: str = None) -> dict:
     """Measure a Cortex-M .pte (path or bytes) on `board`'s firmware; see the module docstring.
     samples: the inputs to count on (default: the RPS measurement images). image: "program" (the
-    footprint of the program's own firmware image) or "generic" (of the image with every operator)."""
+    footprint of the program's own firmware image) or "generic" (of the image with every operator).
+    core: the program's core, for a core with a build of its own on the board (the Cortex-M0 on the
+    mps2-an385): that build runs it."""
     from ..firmware.qemu import firmware_elf, run_batch
 
     if image not in IMAGES:
@@ -125,7 +151,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
     spec = get_board(board)
     with temp_dir("measure") as work:
         pte_path = _as_file(pte, Path(work))
-        elf, elf_c = firmware_elf(board, "isa"), firmware_elf(board, "c")
+        elf, elf_c = firmware_elf(board, "isa", core), firmware_elf(board, "c", core)
         images = measurement_images() if samples is None else samples
         # three QEMU runs, two at a time (QEMU is single-threaded; the machine has two cores); the second
         # also hashes the program, after its boot: the identity check, and the hash's own cost
@@ -138,7 +164,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
         flashed, own = elf, first
         if image == "program":
             from ..deploy.firmware_image import program_image_elf
-            flashed = program_image_elf(pte_path.read_bytes(), first.layers, board)
+            flashed = program_image_elf(pte_path.read_bytes(), first.layers, board, core)
             own = run_batch(pte_path, images, elf=flashed, board=board)
             same_run(first, own, board)
         sections = elf_sections(flashed)
@@ -180,8 +206,8 @@ def firmware_record(spec, image: str, runs: tuple, footprint: dict, generic: dic
     ram_needed = footprint["ram_static"] + own.arena_needed
     return {
         "board": spec.name,
-        "core": spec.core,
-        "kernels": bound_kernels(spec, first.layers, plain_c.layers),
+        "core": built_core(spec, core),
+        "kernels": bound_kernels(spec, first.layers, plain_c.layers, core),
         "image": image,
         "image_note": IMAGES[image],
         "flash_bytes": footprint["flash_image"] + program_bytes,
@@ -212,8 +238,8 @@ def firmware_record(spec, image: str, runs: tuple, footprint: dict, generic: dic
         "generic_image": {"flash_bytes": generic["flash_image"] + program_bytes, "code_bytes": generic["code"],
                           "rodata_bytes": generic["rodata"], "data_bytes": generic["data"],
                           "ram_bytes": generic["ram_static"] + first.arena_needed},
-        "emulator": f"qemu-system-arm -M {spec.machine} ({spec.core}), -icount shift=0: counts instructions, "
-                    "not cycles",
+        "emulator": f"qemu-system-arm -M {spec.machine} ({emulated_core(spec, core)}), -icount shift=0: counts "
+                    "instructions, not cycles",
     }
 
 
@@ -283,12 +309,19 @@ def is_heavy(op: str) -> bool:
     return any(heavy in name for heavy in HEAVY_OPERATORS)
 
 
-def bound_kernels(board: Board, isa_layers: list, plain_c: list) -> str:
+def emulated_core(board: Board, core: str = None) -> str:
+    """"cortex-m4", or "a cortex-m0 build on its cortex-m3" for a core's own build on another core's board."""
+    guest = guest_core(board.name, core)
+    return f"a {guest.name} build on its {board.core}" if guest else board.core
+
+
+def bound_kernels(board: Board, isa_layers: list, plain_c: list, core: str = None) -> str:
     """The variant the runtime bound for the heavy layers of the ISA build ("mve", "dsp" or "c").
 
     It must be the one the build was made for, and the plain-C build must bind "c" for every call:
     anything else is a bug in the variant choice or in the build's flags, refused naming the layer."""
-    check_variants(board, "isa", [layer for layer in isa_layers if is_heavy(layer["op"])], kernels_name(board, "isa"))
+    check_variants(board, "isa", [layer for layer in isa_layers if is_heavy(layer["op"])],
+                   kernels_name(board, "isa", core))
     check_variants(board, "c", plain_c, "c")
     heavy = {layer["kernels"] for layer in isa_layers if is_heavy(layer["op"])}
     if not heavy:
