@@ -62,19 +62,19 @@ def test_the_default_network_runs_bit_exact_on_each_cores_board(exported, measur
             assert f"{record.display} build on the" in device.describe()
 
 
-def test_a_core_built_for_itself_has_a_firmware_kind_of_its_own():
+def test_a_core_built_for_itself_has_a_firmware_build_of_its_own():
     """The M0 runs its own build on the M3's board; the M35P runs the M33's; a plain-C core has one build."""
-    from tinyrps.firmware.build import KINDS
-    assert boards.firmware_kind("mps2-an385", "isa", "cortex-m0") == "mps2-an385-cortex-m0"
-    assert boards.firmware_kind("mps2-an385", "c", "cortex-m0") == "mps2-an385-cortex-m0"
-    assert boards.firmware_kind("mps2-an505", "isa", "cortex-m23") == "mps2-an505-cortex-m23"
-    assert boards.firmware_kind("mps2-an505", "isa", "cortex-m35p") == "mps2-an505"
-    assert boards.firmware_kind("mps2-an505", "c", "cortex-m35p") == "mps2-an505-c"
-    assert boards.firmware_kind("mps2-an385", "c") == "mps2-an385"           # the M3: plain C only
-    assert boards.firmware_kind("mps2-an386", "isa", "cortex-m0") == "mps2-an386"   # --board: that board's own
-    m0 = KINDS["mps2-an385-cortex-m0"].cmake_args
+    from tinyrps.firmware.build import BUILDS
+    assert boards.firmware_build("mps2-an385", "isa", "cortex-m0") == "mps2-an385-cortex-m0"
+    assert boards.firmware_build("mps2-an385", "c", "cortex-m0") == "mps2-an385-cortex-m0"
+    assert boards.firmware_build("mps2-an505", "isa", "cortex-m23") == "mps2-an505-cortex-m23"
+    assert boards.firmware_build("mps2-an505", "isa", "cortex-m35p") == "mps2-an505"
+    assert boards.firmware_build("mps2-an505", "c", "cortex-m35p") == "mps2-an505-c"
+    assert boards.firmware_build("mps2-an385", "c") == "mps2-an385"           # the M3: plain C only
+    assert boards.firmware_build("mps2-an386", "isa", "cortex-m0") == "mps2-an386"   # --board: that board's own
+    m0 = BUILDS["mps2-an385-cortex-m0"].cmake_args
     assert {"-DTINYRPS_CPU=cortex-m0", "-DTINYRPS_GUEST_CORE=ON", "-DTINYRPS_FLOAT_ABI=soft"} <= set(m0)
-    assert not any("FLOAT_ABI" in arg for arg in KINDS["mps2-an500"].cmake_args)     # the M7 has an FPU
+    assert not any("FLOAT_ABI" in arg for arg in BUILDS["mps2-an500"].cmake_args)     # the M7 has an FPU
 
 
 def test_a_hosted_core_names_its_board_in_its_description():

@@ -28,7 +28,9 @@ def test_missing_tool_says_how_to_install_it(kind, missing, hint, monkeypatch):
         build_firmware(kind)
 
 
-def test_unknown_kind_lists_the_valid_ones():
+def test_an_unknown_build_lists_the_valid_ones():
     with pytest.raises(UserError, match="valid: native, native-asan, mps3-an547, mps3-an547-c, mps3-an547-dsp, "
-                                        "mps2-an505, mps2-an505-c, mps2-an386, mps2-an386-c"):
+                                        "mps2-an505, mps2-an505-c, mps2-an505-cortex-m23, mps2-an386, mps2-an386-c, "
+                                        "mps2-an500, mps2-an500-c, mps2-an385, mps2-an385-cortex-m0, "
+                                        "mps2-an385-cortex-m0plus, fuzz"):
         build_firmware("cortex-a53")

@@ -58,7 +58,7 @@ def image_tree(fw: Path, operator_names: list, layers: list, isa_kernels: str) -
 def program_image_elf(program: bytes, layers: list, board: str, core: str = None) -> Path:
     """The firmware ELF of `board` built for this program's operators and the variants `layers` (the generic
     ISA image's measured calls) bound; with `core`, of that core's own build if it has one on the board."""
-    from ..firmware.boards import firmware_kind, get_board, kernels_name
+    from ..firmware.boards import firmware_build, get_board, kernels_name
     from ..firmware.build import build_firmware
     from ..firmware.qemu import FIRMWARE_EXECUTABLE
     from ..firmware.sources import firmware_dir
@@ -68,7 +68,7 @@ def program_image_elf(program: bytes, layers: list, board: str, core: str = None
     if not layers:
         raise UserError("the program ran no kernel call on the firmware: nothing to build its image of")
     tree = image_tree(firmware_dir(), list(operators), layers, kernels_name(spec, "isa", core))
-    return build_firmware(firmware_kind(board, "isa", core), limits=program_limits(program),
+    return build_firmware(firmware_build(board, "isa", core), limits=program_limits(program),
                           image=tree).tool(FIRMWARE_EXECUTABLE)
 
 

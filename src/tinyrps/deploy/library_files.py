@@ -225,12 +225,12 @@ def unit_source(name: str, rel: str) -> str:
 
 # --- include/NAME.h -----------------------------------------------------------------------------------------
 
-def _tensor_macros(m: str, kind: str, tensors: list, quantization: tuple = ()) -> str:
-    lines = [f"#define {m}_{kind}_COUNT {len(tensors)}"]
+def _tensor_macros(m: str, direction: str, tensors: list, quantization: tuple = ()) -> str:
+    lines = [f"#define {m}_{direction}_COUNT {len(tensors)}"]
     for i, t in enumerate(tensors):
         scale, zero_point = quantization[i] if i < len(quantization) else (None, None)
         code, ctype = c_type(t["dtype"])
-        p = f"{m}_{kind}{i}"
+        p = f"{m}_{direction}{i}"
         lines += [f"#define {p}_DTYPE {c_string(t['dtype'])}",
                   f"#define {p}_DTYPE_CODE {code}      /* ExecuTorch ScalarType */",
                   f"#define {p}_TYPE {ctype}",
@@ -240,12 +240,12 @@ def _tensor_macros(m: str, kind: str, tensors: list, quantization: tuple = ()) -
                   f"#define {p}_NUMEL {_numel(t['shape'])}u",
                   f"#define {p}_BYTES {t['nbytes']}u"]
         if scale is not None:       # an integer input or output: the float value it stands for
-            lines += [f"/* {kind.lower()} {i} is quantized: value = {p}_SCALE * (q - {p}_ZERO_POINT) */",
+            lines += [f"/* {direction.lower()} {i} is quantized: value = {p}_SCALE * (q - {p}_ZERO_POINT) */",
                       f"#define {p}_SCALE {float(scale)!r}",
                       f"#define {p}_ZERO_POINT ({int(zero_point)})"]
-    p = f"{m}_{kind}0"
-    lines += [f"/* {kind.lower()} 0 under short names */"]
-    lines += [f"#define {m}_{kind}_{what} {p}_{what}" for what in ("DTYPE", "TYPE", "SHAPE", "NUMEL", "BYTES")]
+    p = f"{m}_{direction}0"
+    lines += [f"/* {direction.lower()} 0 under short names */"]
+    lines += [f"#define {m}_{direction}_{what} {p}_{what}" for what in ("DTYPE", "TYPE", "SHAPE", "NUMEL", "BYTES")]
     return "\n".join(lines)
 
 
@@ -468,9 +468,9 @@ def readme(spec: LibrarySpec) -> str:
         "program_bytes_text": f"{len(spec.program):,}", "sha256": facts.sha256, "core": facts.core, "isa": isa,
         "isa_name": {"mve": "Helium (MVE)", "dsp": "DSP extension"}[isa], "portable_note": " ".join(notes),
         "classify_api": classify_api, "cflags": " ".join(LIBRARY_CFLAGS),
-        "io_rows": "\n".join(f"| {kind} {i} | {t['dtype']} | {t['shape']} | {t['dim_order']} | {t['nbytes']:,} | "
+        "io_rows": "\n".join(f"| {direction} {i} | {t['dtype']} | {t['shape']} | {t['dim_order']} | {t['nbytes']:,} | "
                              f"{_quantization_text(quantization, i)} |"
-                             for kind, tensors, quantization in (
+                             for direction, tensors, quantization in (
                                  ("input", spec.info["inputs"], spec.facts.input_quantization),
                                  ("output", spec.info["outputs"], spec.facts.output_quantization))
                              for i, t in enumerate(tensors)),

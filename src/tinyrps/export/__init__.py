@@ -215,14 +215,14 @@ def program_io(program: bytes, conventions=None) -> tuple:
     conventions = conventions or ([], [])
     quantized = io_quantization(parsed)
 
-    def specs(kind, indices, notes):
+    def specs(direction, indices, notes):
         out = []
         for k, index in enumerate(indices):
             t = plan.values[index].val
             if type(t).__name__ != "Tensor":
                 raise UserError(f"the program's input/output {k} is not a tensor ({type(t).__name__}): "
                                 "tinyrps runs programs whose inputs and outputs are tensors")
-            scale, zero_point = quantized.get((kind, k), (None, None))
+            scale, zero_point = quantized.get((direction, k), (None, None))
             note = notes[k] if k < len(notes) else ""
             if note and scale is not None:      # an integer input is no longer what the convention describes
                 note += ", as int8: round(x / scale) + zero_point"
@@ -244,12 +244,12 @@ def io_quantization(parsed) -> dict:
                 constants[plan.name] = number
     found = {}
     for name, scale in constants.items():
-        kind, _, rest = name.partition("put")
-        if kind in ("in", "out") and rest.endswith("_scale") and rest[:-len("_scale")].isdigit():
+        direction, _, rest = name.partition("put")
+        if direction in ("in", "out") and rest.endswith("_scale") and rest[:-len("_scale")].isdigit():
             k = int(rest[:-len("_scale")])
-            zero_point = constants.get(f"{kind}put{k}_zp")
+            zero_point = constants.get(f"{direction}put{k}_zp")
             if zero_point is not None:
-                found[(kind + "put", k)] = (float(scale), int(zero_point))
+                found[(direction + "put", k)] = (float(scale), int(zero_point))
     return found
 
 

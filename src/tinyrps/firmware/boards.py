@@ -96,8 +96,8 @@ def board_for_core(core: str) -> Board:
     return BOARDS[record.board]
 
 
-def firmware_kind(board: str, kernels: str = "isa", core: str = None) -> str:
-    """The build kind (tinyrps.firmware.build) of the firmware for `board` with a kernel set:
+def firmware_build(board: str, kernels: str = "isa", core: str = None) -> str:
+    """The build (tinyrps.firmware.build) of the firmware for `board` with a kernel set:
     "isa", "c", or one of the board's reduced-ISA builds (e.g. "dsp" on the mps3-an547). With `core`,
     a core with a build of its own on the board (e.g. "cortex-m0" on the mps2-an385) gets that build.
     A core of plain C only has one build: its "isa" and "c" builds are the same kind."""

@@ -37,7 +37,7 @@ from ..infra.errors import UserError
 from ..infra.tempdirs import temp_dir
 from . import c_facts
 from .batch_results import BatchResult, parse_batch
-from .boards import DEFAULT_BOARD, firmware_kind, get_board
+from .boards import DEFAULT_BOARD, firmware_build, get_board
 from .build import APT_ARM
 from .link import DeviceLink
 from .link_protocol import LinkError
@@ -75,9 +75,9 @@ def require_qemu() -> str:
 
 def firmware_elf(board: str = DEFAULT_BOARD, kernels: str = "isa", core: str = None) -> Path:
     """The firmware image of `board` with a kernel set ("isa" or "c"), built if its sources changed;
-    with `core`, that core's own build if it has one on the board (tinyrps.firmware.boards.firmware_kind)."""
+    with `core`, that core's own build if it has one on the board (tinyrps.firmware.boards.firmware_build)."""
     from .build import build_firmware
-    return build_firmware(firmware_kind(board, kernels, core)).tool(FIRMWARE_EXECUTABLE)
+    return build_firmware(firmware_build(board, kernels, core)).tool(FIRMWARE_EXECUTABLE)
 
 
 def descriptor_bytes(model_length: int, mode: int, flags: int = 0) -> bytes:

@@ -33,7 +33,7 @@ KERNEL_CALL_OP_INDEX, KERNEL_CALL_ARGS = 0, 1
 EVALUE_TYPE, EVALUE_VAL = 0, 1
 # Union members (numbered from 1 in the schema's order; 0 is none).
 KERNEL_CALL = 1                             # InstructionArguments: KernelCall, DelegateCall, ...
-SCALAR_KINDS = {2: "<q", 4: "<d"}           # KernelTypes: Null, Int (a long), Bool, Double (a double), ...
+SCALAR_FORMATS = {2: "<q", 4: "<d"}           # KernelTypes: Null, Int (a long), Bool, Double (a double), ...
 
 
 def read_program(path) -> bytes:
@@ -110,8 +110,8 @@ def _item(items: list, index: int):
 
 
 def _scalar_value(flatbuffer, value: int):
-    kind = SCALAR_KINDS.get(flatbuffer.scalar(value, EVALUE_TYPE, "<B"))
-    return None if kind is None else flatbuffer.scalar(flatbuffer.table(value, EVALUE_VAL), 0, kind)
+    fmt = SCALAR_FORMATS.get(flatbuffer.scalar(value, EVALUE_TYPE, "<B"))
+    return None if fmt is None else flatbuffer.scalar(flatbuffer.table(value, EVALUE_VAL), 0, fmt)
 
 
 def program_family(path) -> str:

@@ -52,10 +52,10 @@ def _tensors_of(plan, args) -> list:
     found = []
     for index in args:
         val = plan.values[index].val
-        kind = type(val).__name__
-        if kind == "Tensor":
+        tag = type(val).__name__
+        if tag == "Tensor":
             found.append(index)
-        elif kind == "TensorList":
+        elif tag == "TensorList":
             found.extend(int(i) for i in val.items)
     return found
 

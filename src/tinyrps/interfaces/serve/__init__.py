@@ -67,8 +67,8 @@ def listen(host: str, port: int):
         infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as e:
         raise UserError(f"--host {host} is not an address of this machine ({e.strerror})") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
+    family, socktype, proto, _, address = infos[0]
+    sock = socket.socket(family, socktype, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)

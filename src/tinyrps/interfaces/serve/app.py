@@ -102,8 +102,8 @@ def picture_name(given: Optional[str]) -> str:
 
 def name_character(c: str) -> bool:
     import unicodedata
-    kind = unicodedata.category(c)
-    return c in PICTURE_NAME_PUNCTUATION or kind[0] in "LNM" or kind in ("So", "Pd", "Sc")
+    category = unicodedata.category(c)
+    return c in PICTURE_NAME_PUNCTUATION or category[0] in "LNM" or category in ("So", "Pd", "Sc")
 
 
 def given_picture_name(request) -> Optional[str]:
@@ -163,15 +163,15 @@ class Endpoints:
 
     def __init__(self, game: WebGame):
         self.game = game
-        self.pages = {name: (web_file(name), kind) for name, kind in WEB_FILES.items()}
+        self.pages = {name: (web_file(name), media_type) for name, media_type in WEB_FILES.items()}
 
     def static(self, name: str):
         """The handler of one of the page's files."""
         from starlette.responses import Response
 
         async def endpoint(request):
-            body, kind = self.pages[name]
-            return Response(body, media_type=kind)
+            body, media_type = self.pages[name]
+            return Response(body, media_type=media_type)
         return endpoint
 
     async def programs(self, request):
