@@ -25,7 +25,11 @@ enum {
     TRT_PW_NEG,
     TRT_PW_EXP,
     TRT_PW_POW,        /* pow(a, exponent) */
-    TRT_PW_COPY        /* a, converted to the output's dtype */
+    TRT_PW_COPY,       /* a, converted to the output's dtype */
+    TRT_PW_LEAKY_RELU, /* a > 0 ? a : a * alpha */
+    TRT_PW_HARDSWISH,  /* a * min(max(a + 3, 0), 6) / 6 */
+    TRT_PW_HARDSIGMOID,/* min(max(a + 3, 0), 6) / 6 */
+    TRT_PW_ELU         /* a > 0 ? a * hi : expm1(a * exponent) * lo (hi: scale, lo: alpha * scale, exponent: input_scale) */
 };
 
 /*

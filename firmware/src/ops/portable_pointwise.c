@@ -60,7 +60,7 @@ static trt_status bind_shapes(const trt_call *c, trt_pointwise_params *p, uint8_
         (b && (s = trt_need_disjoint(c, out, b)) != TRT_OK))
         return s;
     if (out->rank > TRT_PORTABLE_MAX_RANK) return trt_bad_arg(c, TRT_ERR_LIMIT, "more dims than the runtime takes in");
-    if (out->dtype != TRT_FLOAT32 && (a->dtype == TRT_FLOAT32 || (b && b->dtype == TRT_FLOAT32)))
+    if (op != TRT_PW_COPY && out->dtype != TRT_FLOAT32 && (a->dtype == TRT_FLOAT32 || (b && b->dtype == TRT_FLOAT32)))
         return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "a float operand into an integer output in");
     if ((s = broadcast_strides(c, a, out, p->a_strides)) != TRT_OK) return s;
     if (b && (s = broadcast_strides(c, b, out, p->b_strides)) != TRT_OK) return s;
@@ -84,7 +84,8 @@ static trt_status bind_shapes(const trt_call *c, trt_pointwise_params *p, uint8_
 
 /* The ops whose result is float whatever the operands: an integer output is refused. */
 static int float_only(uint8_t op) {
-    return op == TRT_PW_DIV || op == TRT_PW_SIGMOID || op == TRT_PW_TANH || op == TRT_PW_EXP || op == TRT_PW_POW;
+    return op == TRT_PW_DIV || op == TRT_PW_SIGMOID || op == TRT_PW_TANH || op == TRT_PW_EXP || op == TRT_PW_POW ||
+           op >= TRT_PW_LEAKY_RELU;
 }
 
 /* (self, other, out) or (self, other, alpha, out). */
@@ -187,6 +188,43 @@ static trt_status bind_pow(const trt_call *c, trt_params *params, uint64_t *macs
     return TRT_OK;
 }
 
+/* leaky_relu.out(self, Scalar negative_slope, *, out): float */
+static trt_status bind_leaky_relu(const trt_call *c, trt_params *params, uint64_t *macs) {
+    trt_pointwise_params *p = &params->aten_leaky_relu;
+    double slope = 0.0;
+    int integral = 0;
+    trt_status s;
+    (void)macs;
+    if ((s = bind_unary(c, p, TRT_PW_LEAKY_RELU, 2)) != TRT_OK || (s = scalar(c, 1, &slope, &integral)) != TRT_OK) return s;
+    p->alpha = (float)slope;
+    return TRT_OK;
+}
+
+static trt_status bind_hardswish(const trt_call *c, trt_params *p, uint64_t *macs) {
+    (void)macs;
+    return bind_unary(c, &p->aten_hardswish, TRT_PW_HARDSWISH, 1);
+}
+static trt_status bind_hardsigmoid(const trt_call *c, trt_params *p, uint64_t *macs) {
+    (void)macs;
+    return bind_unary(c, &p->aten_hardsigmoid, TRT_PW_HARDSIGMOID, 1);
+}
+
+/* elu.out(self, Scalar alpha, Scalar scale, Scalar input_scale, *, out): float */
+static trt_status bind_elu(const trt_call *c, trt_params *params, uint64_t *macs) {
+    trt_pointwise_params *p = &params->aten_elu;
+    double alpha = 0.0, scale = 0.0, input_scale = 0.0;
+    int integral = 0;
+    trt_status s;
+    (void)macs;
+    if ((s = bind_unary(c, p, TRT_PW_ELU, 4)) != TRT_OK || (s = scalar(c, 1, &alpha, &integral)) != TRT_OK ||
+        (s = scalar(c, 2, &scale, &integral)) != TRT_OK || (s = scalar(c, 3, &input_scale, &integral)) != TRT_OK)
+        return s;
+    p->lo = (float)(alpha * scale);
+    p->hi = (float)scale;
+    p->exponent = (float)input_scale;
+    return TRT_OK;
+}
+
 /* _to_dim_order_copy.out(self, *, bool non_blocking, int[]? dim_order, out): the output's dim order is
  * dim_order (or contiguous), its dtype may differ from the input's (a cast). */
 static trt_status bind_to_dim_order_copy(const trt_call *c, trt_params *params, uint64_t *macs) {
@@ -276,3 +314,23 @@ static const trt_kernel_variant TO_DIM_ORDER_COPY_VARIANTS[] = {
     TRT_C_VARIANT(trt_pointwise_c, NULL, NULL, NULL, NULL)
 };
 TRT_DEFINE_OPERATOR(to_dim_order_copy, bind_to_dim_order_copy, TO_DIM_ORDER_COPY_VARIANTS);
+
+static const trt_kernel_variant LEAKY_RELU_VARIANTS[] = {
+    TRT_C_VARIANT(trt_pointwise_c, NULL, NULL, NULL, NULL)
+};
+TRT_DEFINE_OPERATOR(aten_leaky_relu, bind_leaky_relu, LEAKY_RELU_VARIANTS);
+
+static const trt_kernel_variant HARDSWISH_VARIANTS[] = {
+    TRT_C_VARIANT(trt_pointwise_c, NULL, NULL, NULL, NULL)
+};
+TRT_DEFINE_OPERATOR(aten_hardswish, bind_hardswish, HARDSWISH_VARIANTS);
+
+static const trt_kernel_variant HARDSIGMOID_VARIANTS[] = {
+    TRT_C_VARIANT(trt_pointwise_c, NULL, NULL, NULL, NULL)
+};
+TRT_DEFINE_OPERATOR(aten_hardsigmoid, bind_hardsigmoid, HARDSIGMOID_VARIANTS);
+
+static const trt_kernel_variant ELU_VARIANTS[] = {
+    TRT_C_VARIANT(trt_pointwise_c, NULL, NULL, NULL, NULL)
+};
+TRT_DEFINE_OPERATOR(aten_elu, bind_elu, ELU_VARIANTS);

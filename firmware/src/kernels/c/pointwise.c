@@ -1,13 +1,15 @@
 /*
  * The portable elementwise operators (aten::add, sub, mul, div, hardtanh, sigmoid, tanh, abs, neg,
- * exp, pow.Tensor_Scalar, dim_order_ops::_to_dim_order_copy) on any dtype and broadcast.
+ * exp, pow.Tensor_Scalar, leaky_relu, hardswish, hardsigmoid, elu, dim_order_ops::_to_dim_order_copy) on any dtype and broadcast.
  *
  * Arithmetic (ExecuTorch's portable kernels): each operand is converted to the output's compute
  * type, float for a float32 output, a wide integer for an integer one (whose result then wraps to the
  * output's width, as a C++ cast does); then
  *   add a + alpha * b     sub a - alpha * b     mul a * b     div a / b (float)
  *   hardtanh min(max(a, lo), hi)   sigmoid 1 / (1 + expf(-a))   tanh tanhf(a)   abs |a|   neg -a
- *   exp expf(a)   pow powf(a, exponent)   copy a
+ *   exp expf(a)   pow powf(a, exponent)   copy a   leaky_relu a > 0 ? a : a * slope
+ *   hardswish a * min(max(a + 3, 0), 6) / 6   hardsigmoid min(max(a + 3, 0), 6) / 6
+ *   elu a > 0 ? a * scale : expm1f(a * input_scale) * (alpha * scale)
  * Add and sub with alpha 1 are a + b and a - b exactly (alpha * b is b); float operations are
  * float32's, one rounding each, so add, sub, mul, div, hardtanh, abs, neg and copy give the
  * reference's bits; the transcendental ones are the C library's expf, tanhf and powf.
@@ -28,10 +30,15 @@ static double load(const uint8_t *base, uint8_t dtype, size_t at) {
     }
 }
 
-/* Integers exactly: an int64 does not pass through double. */
+/* Integers exactly: an int64 does not pass through double. A float (a cast) is truncated toward zero,
+ * as C++'s cast does; one beyond int64 (where that cast is undefined) saturates, NaN is 0. */
 static int64_t load_int(const uint8_t *base, uint8_t dtype, size_t at) {
     if (dtype == TRT_INT64) return ((const int64_t *)(const void *)base)[at];
-    return (int64_t)load(base, dtype, at);
+    const double v = load(base, dtype, at);
+    if (!(v == v)) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
 }
 
 static void store_int(uint8_t *base, uint8_t dtype, size_t at, int64_t v) {
@@ -58,6 +65,10 @@ static float float_op(const trt_pointwise_params *p, float a, float b) {
     case TRT_PW_NEG: return -a;
     case TRT_PW_EXP: return expf(a);
     case TRT_PW_POW: return powf(a, p->exponent);
+    case TRT_PW_LEAKY_RELU: return a > 0.0f ? a : a * p->alpha;
+    case TRT_PW_HARDSWISH: return a * fminf(fmaxf(a + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case TRT_PW_HARDSIGMOID: return fminf(fmaxf(a + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case TRT_PW_ELU: return a > 0.0f ? a * p->hi : expm1f(a * p->exponent) * p->lo;
     default: return a;
     }
 }
