@@ -46,9 +46,8 @@ typedef struct {
     int32_t sizes[TRT_PORTABLE_MAX_RANK];
     int32_t a_strides[TRT_PORTABLE_MAX_RANK], b_strides[TRT_PORTABLE_MAX_RANK];
     int32_t out_strides[TRT_PORTABLE_MAX_RANK];
-    int64_t alpha_int;              /* integer outputs */
-    float alpha, lo, hi, exponent;  /* float outputs; lo and hi also as int64 below */
-    int64_t lo_int, hi_int;
+    float alpha, lo, hi, exponent;  /* float outputs */
+    int32_t alpha_int, lo_int, hi_int;   /* integer outputs (the bind step refuses scalars beyond int32) */
 } trt_pointwise_params;
 
 /* What a reduction kernel computes along its reduced dims. */

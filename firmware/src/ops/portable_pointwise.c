@@ -100,10 +100,10 @@ static trt_status bind_binary(const trt_call *c, trt_pointwise_params *p, uint8_
         double alpha = 1.0;
         int integral = 0;
         if ((s = scalar(c, 2, &alpha, &integral)) != TRT_OK) return s;
-        if (p->out_dtype != TRT_FLOAT32 && !integral)
-            return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "a float alpha on integers in");
+        if (p->out_dtype != TRT_FLOAT32 && (!integral || alpha < INT32_MIN || alpha > INT32_MAX))
+            return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "an alpha other than an int32 on integers in");
         p->alpha = (float)alpha;
-        p->alpha_int = (int64_t)alpha;
+        p->alpha_int = (int32_t)alpha;
     }
     return TRT_OK;
 }
@@ -146,12 +146,13 @@ static trt_status bind_hardtanh(const trt_call *c, trt_params *params, uint64_t 
     if ((s = bind_unary(c, p, TRT_PW_HARDTANH, 3)) != TRT_OK || (s = scalar(c, 1, &lo, &lo_int)) != TRT_OK ||
         (s = scalar(c, 2, &hi, &hi_int)) != TRT_OK)
         return s;
-    if (p->out_dtype != TRT_FLOAT32 && (!lo_int || !hi_int))
-        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "float bounds on integers in");
+    if (p->out_dtype != TRT_FLOAT32 && (!lo_int || !hi_int || lo < INT32_MIN || hi > INT32_MAX))
+        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "bounds other than int32 on integers in");
     p->lo = (float)lo;
     p->hi = (float)hi;
-    p->lo_int = (int64_t)lo;
-    p->hi_int = (int64_t)hi;
+    /* a bound beyond int32 on the other side clamps nothing an int32 bound would not */
+    p->lo_int = lo > INT32_MAX ? INT32_MAX : (int32_t)lo;
+    p->hi_int = hi < INT32_MIN ? INT32_MIN : (int32_t)hi;
     return TRT_OK;
 }
 
