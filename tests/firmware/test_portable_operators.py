@@ -182,3 +182,63 @@ def test_an_operator_the_runtime_lacks_is_refused_in_one_line():
     with pytest.raises(UserError) as raised:
         lower(Fn(F.softplus), (torch.zeros(1, 8),), examples, "cortex-m55")
     assert "aten::log1p.out" in str(raised.value) and "\n" not in str(raised.value)
+
+
+# ---- in Cortex-M programs, natively and on the boards --------------------------------------------------
+
+# Programs of tinyrps.devtools.coverage_programs whose float layers are portable operators of exact
+# arithmetic: the same bits on every build (no C library function in them).
+LOWERED = ("add_every_axis", "sub_alpha_2", "div_odd", "mean_2_3_keep", "sum_1_2", "relu6_4d", "hardtanh_2d",
+           "pow2_4d", "abs_2d", "leaky_relu_2d")
+BOARDS = {"cortex-m55": "mps3-an547", "cortex-m4": "mps2-an386"}   # one board per ISA: Helium, DSP
+
+
+@pytest.fixture(scope="module")
+def lowered_programs(tmp_path_factory):
+    """name -> (the .pte `tinyrps export --module` wrote, its input shapes)."""
+    from tinyrps.devtools import coverage_programs
+    from tinyrps.interfaces.cli import main
+    out = tmp_path_factory.mktemp("lowered")
+    found = {}
+    for name in LOWERED:
+        _, shapes = coverage_programs.PROGRAMS[name]
+        args = ["export", "--module", f"{coverage_programs.__file__}:{name}", "--target", "cortex-m55",
+                "--calibration", "random", "--out", str(out), "--name", name, "--quiet"]
+        for shape in shapes:
+            args += ["--input-shape", ",".join(map(str, shape))]
+        assert main(args) == 0, name
+        found[name] = (out / f"{name}.pte", shapes)
+    return found
+
+
+def lowered_inputs(shapes, count=3):
+    rng = np.random.default_rng(5)
+    return [rng.standard_normal((count, *s)).astype(np.float32) for s in shapes]
+
+
+def assert_replayed(result, pte, inputs):
+    from tinyrps.reference.cortex_m import replay
+    for i in range(len(inputs[0])):
+        want = replay(pte.read_bytes(), [x[i] for x in inputs])
+        for got, w in zip(result.outputs, want):
+            assert np.array_equal(got[i].reshape(w.shape), w), pte.name
+
+
+@pytest.mark.slow     # lowers ten programs
+def test_cortex_m_programs_with_portable_operators_run_natively_bit_exact(lowered_programs):
+    from tinyrps.devices import open_device
+    for name, (pte, shapes) in lowered_programs.items():
+        inputs = lowered_inputs(shapes)
+        with open_device("native", pte) as device:
+            assert_replayed(device.run_batch(inputs), pte, inputs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("core", list(BOARDS))
+def test_cortex_m_programs_with_portable_operators_run_on_the_boards_bit_exact(lowered_programs, firmware_elf_path,
+                                                                               core):
+    from tinyrps.devices import open_device
+    for name, (pte, shapes) in lowered_programs.items():
+        inputs = lowered_inputs(shapes)
+        with open_device("mcu", pte, board=BOARDS[core], transport="batch") as device:
+            assert_replayed(device.run_batch(inputs), pte, inputs)
