@@ -111,6 +111,10 @@ EXACT = {
     "mean_first": (lambda x: x.mean(dim=0, keepdim=True), [randn(5, 3, 2)]),
     "to_float": (lambda x: x.to(torch.float32), [ints(3, 4)]),
     "to_int32": (lambda x: x.to(torch.int32), [randn(3, 4)]),
+    "slice_step": (lambda x: x[:, 1:6:2] * 1.0, [randn(4, 7)]),
+    "slice_negative": (lambda x: x[-3:] * 1.0, [ints(5, 3)]),
+    "select_middle": (lambda x: x[:, 2] * 1.0, [randn(3, 5, 2)]),
+    "expand_every_axis": (lambda x: x.expand(2, 3, 4) * 1.0, [randn(1, 3, 1)]),
 }
 
 # name -> (function, inputs) of tensors in different dim orders, which ExecuTorch's portable kernels refuse

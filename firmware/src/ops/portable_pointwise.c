@@ -1,5 +1,6 @@
 /* The portable elementwise operators ExecuTorch's Cortex-M lowering leaves to the CPU: bind steps and
- * variants of aten::add, sub, mul, div, hardtanh, sigmoid, tanh, abs, neg, exp, pow.Tensor_Scalar and
+ * variants of aten::add, sub, mul, div, hardtanh, sigmoid, tanh, abs, neg, exp, pow.Tensor_Scalar,
+ * leaky_relu, hardswish, hardsigmoid, elu, the copies expand_copy, slice_copy and select_copy, and
  * dim_order_ops::_to_dim_order_copy. Any shape, torch's broadcasting, any dim order on every side. */
 #include "../kernels/c/kernels_c.h"
 #include "operator_table.h"
@@ -253,6 +254,86 @@ static trt_status bind_to_dim_order_copy(const trt_call *c, trt_params *params, 
     return TRT_OK;
 }
 
+/* A copy of `view` (a strided view of argument 0's elements) into the output at out_arg, of one dtype. */
+static trt_status bind_view_copy(const trt_call *c, trt_pointwise_params *p, const trt_tensor *view, uint32_t out_arg) {
+    trt_status s = bind_shapes(c, p, TRT_PW_COPY, view, NULL, out_arg);
+    if (s != TRT_OK) return s;
+    if (p->out_dtype != view->dtype) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "input and output dtypes differ in");
+    return TRT_OK;
+}
+
+/* expand_copy.out(self, SymInt[] size, *, bool implicit, out): the output's shape is `size` (-1 keeps a dim);
+ * torch's broadcasting of self to it. */
+static trt_status bind_expand_copy(const trt_call *c, trt_params *params, uint64_t *macs) {
+    const trt_tensor *in = NULL;
+    int implicit = 0;
+    trt_status s;
+    (void)macs;
+    if ((s = operand(c, 0, &in)) != TRT_OK || (s = trt_arg_bool(c, 2, &implicit)) != TRT_OK) return s;
+    return bind_view_copy(c, &params->aten_expand_copy, in, 3);
+}
+
+/* An optional int (None: `missing`). */
+static trt_status optional_int(const trt_call *c, uint32_t i, int64_t missing, int64_t *value) {
+    const trt_value *v = NULL;
+    trt_status s = trt_arg_value(c, i, &v);
+    if (s != TRT_OK) return s;
+    if (v->kind == PTE_VALUE_NULL) *value = missing;
+    else if (v->kind == PTE_VALUE_INT) *value = v->u.i;
+    else return trt_bad_arg(c, TRT_ERR_MALFORMED, "expected an int argument in");
+    return TRT_OK;
+}
+
+/* slice_copy.Tensor_out(self, int dim, SymInt? start, SymInt? end, SymInt step, *, out): torch's bounds (a
+ * negative one counts from the end; both clamped to the dim). */
+static trt_status bind_slice_copy(const trt_call *c, trt_params *params, uint64_t *macs) {
+    const trt_tensor *in = NULL;
+    int32_t dim = 0;
+    int64_t start = 0, end = 0, step = 0;
+    trt_status s;
+    (void)macs;
+    if ((s = operand(c, 0, &in)) != TRT_OK) return s;
+    if (in->rank < 1) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "0-dim input in");
+    if ((s = trt_arg_int(c, 1, -(int64_t)in->rank, (int64_t)in->rank - 1, &dim)) != TRT_OK ||
+        (s = optional_int(c, 2, 0, &start)) != TRT_OK || (s = optional_int(c, 3, INT64_MAX, &end)) != TRT_OK ||
+        (s = optional_int(c, 4, 1, &step)) != TRT_OK)
+        return s;
+    if (step < 1 || step > INT32_MAX) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "a step below 1 in");
+    if (dim < 0) dim += in->rank;
+    const int64_t size = in->sizes[dim];
+    if (start < 0) start += size;
+    if (end < 0) end += size;
+    start = start < 0 ? 0 : (start > size ? size : start);
+    end = end < start ? start : (end > size ? size : end);
+    trt_tensor view = *in;
+    view.sizes[dim] = (int32_t)((end - start + step - 1) / step);
+    view.strides[dim] = (int32_t)(in->strides[dim] * step);
+    view.data = in->data + (size_t)start * (size_t)in->strides[dim] * in->elem_size;
+    return bind_view_copy(c, &params->aten_slice_copy, &view, 5);
+}
+
+/* select_copy.int_out(self, int dim, SymInt index, *, out): one index of dim, the dim dropped. */
+static trt_status bind_select_copy(const trt_call *c, trt_params *params, uint64_t *macs) {
+    const trt_tensor *in = NULL;
+    int32_t dim = 0, index = 0;
+    trt_status s;
+    (void)macs;
+    if ((s = operand(c, 0, &in)) != TRT_OK) return s;
+    if (in->rank < 1) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "0-dim input in");
+    if ((s = trt_arg_int(c, 1, -(int64_t)in->rank, (int64_t)in->rank - 1, &dim)) != TRT_OK) return s;
+    if (dim < 0) dim += in->rank;
+    if ((s = trt_arg_int(c, 2, -(int64_t)in->sizes[dim], (int64_t)in->sizes[dim] - 1, &index)) != TRT_OK) return s;
+    if (index < 0) index += in->sizes[dim];
+    trt_tensor view = *in;
+    view.data = in->data + (size_t)index * (size_t)in->strides[dim] * in->elem_size;
+    view.rank = (uint8_t)(in->rank - 1);
+    for (int d = dim; d < view.rank; d++) {
+        view.sizes[d] = in->sizes[d + 1];
+        view.strides[d] = in->strides[d + 1];
+    }
+    return bind_view_copy(c, &params->aten_select_copy, &view, 3);
+}
+
 /* Every row shares one kernel and one parameter struct: the union's members of them lie at its start. */
 TRT_RUN_ALONE(trt_pointwise_c, aten_add)
 
@@ -335,3 +416,18 @@ static const trt_kernel_variant ELU_VARIANTS[] = {
     TRT_C_VARIANT(trt_pointwise_c, NULL, NULL, NULL, NULL)
 };
 TRT_DEFINE_OPERATOR(aten_elu, bind_elu, ELU_VARIANTS);
+
+static const trt_kernel_variant EXPAND_COPY_VARIANTS[] = {
+    TRT_C_VARIANT(trt_pointwise_c, NULL, NULL, NULL, NULL)
+};
+TRT_DEFINE_OPERATOR(aten_expand_copy, bind_expand_copy, EXPAND_COPY_VARIANTS);
+
+static const trt_kernel_variant SLICE_COPY_VARIANTS[] = {
+    TRT_C_VARIANT(trt_pointwise_c, NULL, NULL, NULL, NULL)
+};
+TRT_DEFINE_OPERATOR(aten_slice_copy, bind_slice_copy, SLICE_COPY_VARIANTS);
+
+static const trt_kernel_variant SELECT_COPY_VARIANTS[] = {
+    TRT_C_VARIANT(trt_pointwise_c, NULL, NULL, NULL, NULL)
+};
+TRT_DEFINE_OPERATOR(aten_select_copy, bind_select_copy, SELECT_COPY_VARIANTS);
