@@ -135,5 +135,6 @@ typedef struct {
 } trt_copy_params;
 
 #include "elementwise.h"   /* quantized_add, quantized_mul, ... the elementwise and data-movement kernels */
+#include "portable.h"      /* the portable operators: float and integer arithmetic, reductions, copies */
 
 #endif

@@ -178,7 +178,7 @@ def lower(model, example_inputs: tuple, calibration, core: str, strict: bool = T
     operators = program_operators(program)
     not_lowered = tuple(op for op in operators if not is_lowered(op))
     if strict and not_lowered:
-        raise UserError(f"the Cortex-M lowering left {', '.join(not_lowered)} in the program "
+        raise UserError(f"the Cortex-M lowering left {'; '.join(unrun_calls(program, not_lowered))} in the program "
                         "(not CMSIS-NN operators, and the firmware's runtime has no kernel for them): change those layers")
     if strict:
         from .runtime_check import runtime_refusal
@@ -212,6 +212,26 @@ def is_lowered(operator: str) -> bool:
     one the runtime runs (copies, clamp)."""
     from ..firmware.operators import runtime_operators
     return operator in {op.qualified for op in runtime_operators()}
+
+
+def unrun_calls(program: bytes, operators) -> list:
+    """Each of `operators` ("name.overload") with the arguments of its first call in the program, as
+    `aten::convolution.out(input=float32[1, 4, 16], ..., groups=2)`: what the runtime would have to run."""
+    from ..devtools.program_account import account
+    first = {}
+    for call in account(program)["calls"]:
+        if call["operator"] in operators and call["operator"] not in first:
+            args = [f"{a['name']}={_argument(a)}" for a in call["args"] if a["name"] not in ("out", "return")]
+            first[call["operator"]] = f"{call['operator']}({', '.join(args)})"
+    return [first.get(op, op) for op in operators]
+
+
+def _argument(arg: dict) -> str:
+    if arg.get("kind") == "tensor":
+        return f"{arg['dtype']}{arg['sizes']}"
+    if arg.get("kind") == "null":
+        return "None"
+    return str(arg["value"]) if "value" in arg else arg.get("kind", "?")
 
 
 def program_operators(program: bytes) -> tuple:

@@ -358,7 +358,14 @@ class _Replay:
         if op_name == DEQUANTIZE:
             self.last_dequantized = positional[0].reshape(-1).numpy().astype(np.int8)
             self.dequantized[out_index] = positional[0].contiguous().numpy().astype(np.int8)
-        result = packet.default(*positional, **keywords)
+        if name.startswith("aten::"):
+            # torch's own overload of the call: the functional `default` of an aten name is often another
+            # operator (aten::add.default adds two Scalars)
+            t = self.prog.tensor(out_index)
+            out = torch.empty(list(t.sizes), dtype=TORCH_DTYPES[t.scalar_type])
+            result = getattr(packet, overload or "default")(*positional, **keywords, out=out)
+        else:
+            result = packet.default(*positional, **keywords)
         self._write(out_index, result)
         if self.layers is not None:
             self.layers.append((name, self._bytes(out_index)))

@@ -30,6 +30,8 @@ void trt_minimum_c(const trt_minmax_params *p);
 void trt_maximum_c(const trt_minmax_params *p);
 void trt_quantized_activation_c(const trt_lut_params *p);
 void trt_clamp_c(const trt_clamp_params *p);
+void trt_pointwise_c(const trt_pointwise_params *p);
+void trt_reduce_c(const trt_reduce_params *p);
 void trt_softmax_c(const trt_softmax_params *p);
 void trt_pad_c(const trt_pad_params *p);
 void trt_cat_c(const trt_cat_params *p);

@@ -1,0 +1,248 @@
+"""The portable operators (ops/portable_pointwise.c, ops/portable_reduce.c) against ExecuTorch's own runtime.
+
+Each case is a program of one operator (or a few) on awkward shapes: broadcasts along every axis,
+size-1 dims, odd sizes, inputs in channels-last order. It is lowered by ExecuTorch's plain edge flow
+(no quantization: the operators stay aten's), run by ExecuTorch's runtime in Python (its portable
+kernels, the pybindings) and by the native build of the firmware's runtime on the same inputs.
+Integer results and the float ones whose arithmetic is one rounding per element (add, sub, mul,
+div, clamps, copies, and sum and mean, which follow the reference's order of summation) must be
+equal bit for bit; the ones that call the C library's exp, tanh, log or pow within 2 ulp. (ExecuTorch's
+portable kernels have no hardswish or hardsigmoid, and its edge flow decomposes them: the coverage set
+of scripts/operator_coverage.py checks those against the replay.)
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *x):
+        return self.fn(*x)
+
+
+def program(fn, inputs) -> bytes:
+    from executorch.exir import to_edge
+    return to_edge(torch.export.export(Fn(fn), tuple(inputs))).to_executorch().buffer
+
+
+def executorch_outputs(pte: bytes, inputs) -> list:
+    from tinyrps.devices.host import runtime_extension
+    runtime = runtime_extension()
+    method = runtime._load_program_from_buffer(pte, program_verification=runtime.Verification.Minimal).load_method("forward")
+    return [o.numpy().copy() for o in method([x.contiguous() for x in inputs])]
+
+
+def native_outputs(tool, pte: bytes, inputs, work) -> list:
+    from tinyrps.firmware.tensors import samples_file_bytes, spec_from_json, split_results
+    path, samples, results = work / "p.pte", work / "in.bin", work / "out.bin"
+    path.write_bytes(pte)
+    info = json.loads(_tool(tool, "info", path))
+    specs = [spec_from_json(e) for e in info["inputs"]]
+    outs = [spec_from_json(e) for e in info["outputs"]]
+    samples.write_bytes(samples_file_bytes(specs, [x.contiguous().numpy()[None] for x in inputs]))
+    _tool(tool, "run", path, samples, results)
+    got, _ = split_results(np.frombuffer(results.read_bytes(), np.uint8).reshape(1, -1), outs)
+    return [g[0] for g in got]
+
+
+def _tool(tool, *args) -> str:
+    result = subprocess.run([str(tool), *map(str, args)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def ulps(a: np.ndarray, b: np.ndarray) -> int:
+    """The largest distance between two float32 arrays in units in the last place."""
+    def ordered(x):
+        i = np.ascontiguousarray(x, np.float32).view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+    return int(np.max(np.abs(ordered(a) - ordered(b)))) if a.size else 0
+
+
+def randn(*shape, seed=0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed + sum(shape))
+    x = torch.randn(*shape, generator=g) * 3
+    return x.to(dtype) if dtype.is_floating_point else (x * 20).round().clamp(-128, 127).to(dtype)
+
+
+def ints(*shape, dtype=torch.int32, seed=0, lo=-100, hi=100):
+    g = torch.Generator().manual_seed(seed + sum(shape))
+    return torch.randint(lo, hi, shape, generator=g, dtype=torch.int64).to(dtype)
+
+
+# name -> (function, inputs): results equal bit for bit
+EXACT = {
+    "add_every_axis": (torch.add, [randn(1, 3, 1, 5), randn(2, 1, 4, 1)]),
+    "add_alpha": (lambda a, b: torch.add(a, b, alpha=-0.5), [randn(3, 4), randn(1, 4)]),
+    "add_rank_gap": (torch.add, [randn(2, 3, 5), randn(5)]),
+    "sub_every_axis": (torch.sub, [randn(7, 1, 3), randn(1, 5, 1)]),
+    "sub_alpha": (lambda a, b: torch.sub(a, b, alpha=3), [randn(3, 4), randn(3, 1)]),
+    "mul_size_one": (torch.mul, [randn(1, 1, 1), randn(2, 1, 3)]),
+    "div_broadcast": (torch.div, [randn(2, 3, 4), randn(3, 1) + 5]),
+    "div_by_zero": (torch.div, [randn(4), torch.tensor([0.0, -0.0, 1.0, 0.0])]),
+    "add_int32": (lambda a, b: torch.add(a, b, alpha=7), [ints(3, 1, 5), ints(4, 1)]),
+    "add_int32_wraps": (torch.add, [torch.tensor([2**31 - 1, -2**31], dtype=torch.int32),
+                                    torch.tensor([1, -1], dtype=torch.int32)]),
+    "mul_int32": (torch.mul, [ints(2, 3), ints(1, 3)]),
+    "sub_int8": (torch.sub, [ints(5, 3, dtype=torch.int8), ints(3, dtype=torch.int8)]),
+    "mul_int8_wraps": (torch.mul, [ints(4, 4, dtype=torch.int8), ints(4, 1, dtype=torch.int8)]),
+    "hardtanh": (lambda x: F.hardtanh(x, -0.5, 0.75), [randn(3, 7)]),
+    "relu6_4d": (F.relu6, [randn(1, 3, 5, 5)]),
+    "abs": (torch.abs, [randn(2, 9)]),
+    "neg_int32": (torch.neg, [ints(3, 5)]),
+    "abs_int32": (torch.abs, [ints(3, 5)]),
+    "leaky_relu": (lambda x: F.leaky_relu(x, 0.1), [randn(3, 7)]),
+    "pow2": (lambda x: torch.pow(x, 2), [randn(3, 5)]),
+    "sum_dims": (lambda x: x.sum(dim=(1, 3)), [randn(2, 3, 4, 5)]),
+    "sum_keepdim": (lambda x: x.sum(dim=-1, keepdim=True), [randn(3, 1, 7)]),
+    "sum_all": (lambda x: x.sum(), [randn(3, 5)]),
+    "mean_dims": (lambda x: x.mean(dim=(2, 3)), [randn(1, 3, 5, 7)]),
+    "mean_first": (lambda x: x.mean(dim=0, keepdim=True), [randn(5, 3, 2)]),
+    "to_float": (lambda x: x.to(torch.float32), [ints(3, 4)]),
+    "to_int32": (lambda x: x.to(torch.int32), [randn(3, 4)]),
+    "slice_step": (lambda x: x[:, 1:6:2] * 1.0, [randn(4, 7)]),
+    "slice_negative": (lambda x: x[-3:] * 1.0, [ints(5, 3)]),
+    "select_middle": (lambda x: x[:, 2] * 1.0, [randn(3, 5, 2)]),
+    "expand_every_axis": (lambda x: x.expand(2, 3, 4) * 1.0, [randn(1, 3, 1)]),
+}
+
+# name -> (function, inputs) of tensors in different dim orders, which ExecuTorch's portable kernels refuse
+# (they take operands of one dim order) and the runtime takes: equal, bit for bit, to torch's own result
+LAYOUTS = {
+    "add_channels_last": (lambda a, b: a + b, [randn(1, 3, 4, 5).to(memory_format=torch.channels_last),
+                                               randn(1, 3, 1, 1)]),
+    "to_contiguous": (lambda x: x.contiguous() * 1.0, [randn(1, 3, 4, 5).to(memory_format=torch.channels_last)]),
+    "sum_channels_last": (lambda x: x.sum(dim=(0, 1)), [randn(1, 3, 4, 5).to(memory_format=torch.channels_last)]),
+}
+
+# name -> (function, inputs): float results within 2 ulp
+CLOSE = {
+    "sigmoid": (torch.sigmoid, [randn(3, 7)]),
+    "tanh": (torch.tanh, [randn(1, 2, 3, 5)]),
+    "exp": (torch.exp, [randn(4, 3)]),
+    "pow_fraction": (lambda x: torch.pow(x.abs(), 1.5), [randn(3, 5)]),
+    "elu": (F.elu, [randn(3, 7)]),
+    "softmax_last": (lambda x: F.softmax(x, -1), [randn(2, 7)]),
+    "softmax_first": (lambda x: F.softmax(x, 0), [randn(5, 3)]),
+    "softmax_middle": (lambda x: F.softmax(x, 1), [randn(2, 3, 1, 5)]),
+    "softmax_size_one": (lambda x: F.softmax(x, 2), [randn(2, 3, 1, 5)]),
+    "log_softmax_last": (lambda x: F.log_softmax(x, -1), [randn(3, 9)]),
+    "log_softmax_middle": (lambda x: F.log_softmax(x, 1), [randn(1, 4, 3, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_the_portable_operators_equal_executorch_bit_for_bit(name, native_tool, tmp_path):
+    fn, inputs = EXACT[name]
+    pte = program(fn, inputs)
+    want, got = executorch_outputs(pte, inputs), native_outputs(native_tool, pte, inputs, tmp_path)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert np.array_equal(g.reshape(-1).view(np.uint8), np.ascontiguousarray(w).reshape(-1).view(np.uint8)), (g, w)
+
+
+@pytest.mark.parametrize("name", sorted(CLOSE))
+def test_the_transcendental_operators_are_within_two_ulp(name, native_tool, tmp_path):
+    fn, inputs = CLOSE[name]
+    pte = program(fn, inputs)
+    want, got = executorch_outputs(pte, inputs), native_outputs(native_tool, pte, inputs, tmp_path)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == np.float32 and g.shape == w.shape
+        assert ulps(g, w) <= 2, (g, w)
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_operands_of_other_dim_orders_give_torchs_result(name, native_tool, tmp_path):
+    fn, inputs = LAYOUTS[name]
+    pte = program(fn, inputs)
+    want, got = fn(*inputs).contiguous().numpy(), native_outputs(native_tool, pte, inputs, tmp_path)[0]
+    assert got.shape == want.shape and np.array_equal(got.view(np.uint8), want.view(np.uint8)), (got, want)
+
+
+def test_a_standalone_relu6_exports_for_the_cortex_m55(tmp_path):
+    """The lowering leaves a float aten::hardtanh between a dequantize and a quantize: export takes it."""
+    from tinyrps.export.cortex_m import lower
+    examples = [(randn(1, 8, seed=s),) for s in range(4)]
+    lowered = lower(Fn(F.relu6), (torch.zeros(1, 8),), examples, "cortex-m55")
+    assert "aten::hardtanh.out" in lowered.operators
+
+
+def test_an_operator_the_runtime_lacks_is_refused_in_one_line():
+    from tinyrps.export.cortex_m import lower
+    from tinyrps.infra.errors import UserError
+    examples = [(randn(1, 8, seed=s),) for s in range(4)]
+    with pytest.raises(UserError) as raised:
+        lower(Fn(F.softplus), (torch.zeros(1, 8),), examples, "cortex-m55")
+    assert "aten::log1p.out" in str(raised.value) and "\n" not in str(raised.value)
+
+
+# ---- in Cortex-M programs, natively and on the boards --------------------------------------------------
+
+# Programs of tinyrps.devtools.coverage_programs whose float layers are portable operators of exact
+# arithmetic: the same bits on every build (no C library function in them).
+LOWERED = ("add_every_axis", "sub_alpha_2", "div_odd", "mean_2_3_keep", "sum_1_2", "relu6_4d", "hardtanh_2d",
+           "pow2_4d", "abs_2d", "leaky_relu_2d")
+BOARDS = {"cortex-m55": "mps3-an547", "cortex-m4": "mps2-an386"}   # one board per ISA: Helium, DSP
+
+
+@pytest.fixture(scope="module")
+def lowered_programs(tmp_path_factory):
+    """name -> (the .pte `tinyrps export --module` wrote, its input shapes)."""
+    from tinyrps.devtools import coverage_programs
+    from tinyrps.interfaces.cli import main
+    out = tmp_path_factory.mktemp("lowered")
+    found = {}
+    for name in LOWERED:
+        _, shapes = coverage_programs.PROGRAMS[name]
+        args = ["export", "--module", f"{coverage_programs.__file__}:{name}", "--target", "cortex-m55",
+                "--calibration", "random", "--out", str(out), "--name", name, "--quiet"]
+        for shape in shapes:
+            args += ["--input-shape", ",".join(map(str, shape))]
+        assert main(args) == 0, name
+        found[name] = (out / f"{name}.pte", shapes)
+    return found
+
+
+def lowered_inputs(shapes, count=3):
+    rng = np.random.default_rng(5)
+    return [rng.standard_normal((count, *s)).astype(np.float32) for s in shapes]
+
+
+def assert_replayed(result, pte, inputs):
+    from tinyrps.reference.cortex_m import replay
+    for i in range(len(inputs[0])):
+        want = replay(pte.read_bytes(), [x[i] for x in inputs])
+        for got, w in zip(result.outputs, want):
+            assert np.array_equal(got[i].reshape(w.shape), w), pte.name
+
+
+@pytest.mark.slow     # lowers ten programs
+def test_cortex_m_programs_with_portable_operators_run_natively_bit_exact(lowered_programs):
+    from tinyrps.devices import open_device
+    for name, (pte, shapes) in lowered_programs.items():
+        inputs = lowered_inputs(shapes)
+        with open_device("native", pte) as device:
+            assert_replayed(device.run_batch(inputs), pte, inputs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("core", list(BOARDS))
+def test_cortex_m_programs_with_portable_operators_run_on_the_boards_bit_exact(lowered_programs, firmware_elf_path,
+                                                                               core):
+    from tinyrps.devices import open_device
+    for name, (pte, shapes) in lowered_programs.items():
+        inputs = lowered_inputs(shapes)
+        with open_device("mcu", pte, board=BOARDS[core], transport="batch") as device:
+            assert_replayed(device.run_batch(inputs), pte, inputs)
