@@ -37,7 +37,7 @@ def program(fn, inputs) -> bytes:
 
 
 def executorch_outputs(pte: bytes, inputs) -> list:
-    from tinyrps.devices.host import runtime_extension
+    from tinyrps.devices.executorch import runtime_extension
     runtime = runtime_extension()
     method = runtime._load_program_from_buffer(pte, program_verification=runtime.Verification.Minimal).load_method("forward")
     return [o.numpy().copy() for o in method([x.contiguous() for x in inputs])]
