@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "native_io.h"
+#include "tinyrps_image.h"
 #include "tinyrps_runtime.h"
 
 static trt_program_storage storage;

@@ -39,6 +39,7 @@
 #include "native_profile.h"
 #include "ops/operator_table.h"
 #include "pte_dump.h"
+#include "tinyrps_image.h"
 #include "tinyrps_runtime.h"
 
 #define EXIT_USAGE 2

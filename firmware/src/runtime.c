@@ -727,15 +727,6 @@ static void fuse_calls(trt_program *prog) {
     }
 }
 
-/* trt_infer's program: an image classifier, float32 [1, 1, 28, 28] in, float32 out. */
-static int is_image_classifier(const trt_program *prog) {
-    const trt_tensor *in = &prog->inputs[0].t;
-    const trt_tensor *out = &prog->outputs[0].t;
-    return in->dtype == TRT_FLOAT32 && in->rank == 4 && in->sizes[0] == 1 && in->sizes[1] == 1 &&
-           in->sizes[2] == TRT_IMAGE_SIDE && in->sizes[3] == TRT_IMAGE_SIDE && out->dtype == TRT_FLOAT32 &&
-           trt_is_row_major(out);
-}
-
 /* ---- load ---------------------------------------------------------------------------------------------- */
 
 static trt_status find_forward_plan(trt_program *prog) {
@@ -785,7 +776,6 @@ static trt_status load_all(trt_program *prog) {
     prog->arena_needed = prog->workspace_base + prog->workspace_used;
     if (!prog->arena || prog->arena_needed > prog->arena_len)
         return trt_fail_number(&prog->detail, TRT_ERR_ARENA_TOO_SMALL, "arena too small; bytes needed:", prog->arena_needed);
-    prog->image_classifier = (uint8_t)is_image_classifier(prog);
     prepare_kernels(prog);
     return TRT_OK;
 }
@@ -865,28 +855,36 @@ TRT_LOAD_CODE_END
 
 /* ---- inference ------------------------------------------------------------------------------------- */
 
-static void run_range(trt_program *prog, int begin, int end) {
+/* The run loop, written once: each call's kernel, then (`copies`) the raw int8 values it keeps; with
+ * `profiled`, the counter's advance since the call before (or the start) is recorded per call, one
+ * read per call. run_range gives it constants, so the compiler makes one loop of each kind: without a
+ * counter, the loop has not one instruction of the profile's, nor of the copies' without copies. */
+#if defined(__GNUC__)
+#define RUN_LOOP static inline __attribute__((always_inline))
+#define SELDOM(x) __builtin_expect((x), 0)
+#else
+#define RUN_LOOP static inline
+#define SELDOM(x) (x)
+#endif
+RUN_LOOP void run_loop(trt_program *prog, int begin, int end, const int profiled, const int copies) {
     trt_chain_call *kc = prog->calls;
-    if (prog->has_copies) {
-        for (int i = begin; i < end; i++) {
-            uint64_t before = prog->counter ? prog->counter() : 0;
-            kc[i].kernel->invoke(&kc[i].p, prog->arena + kc[i].temp_offset);
-            if (kc[i].copy_bytes) memcpy(prog->arena + kc[i].copy_to, prog->arena + kc[i].copy_from, kc[i].copy_bytes);
-            if (prog->counter) kc[i].counted = (uint32_t)(prog->counter() - before);
-        }
-        return;
-    }
-    if (!prog->counter) {
-        for (int i = begin; i < end; i++) kc[i].kernel->invoke(&kc[i].p, prog->arena + kc[i].temp_offset);
-        return;
-    }
-    uint64_t before = prog->counter();
+    uint64_t before = profiled ? prog->counter() : 0;
     for (int i = begin; i < end; i++) {
         kc[i].kernel->invoke(&kc[i].p, prog->arena + kc[i].temp_offset);
-        uint64_t after = prog->counter();
-        kc[i].counted = (uint32_t)(after - before);
-        before = after;
+        if (copies && kc[i].copy_bytes) memcpy(prog->arena + kc[i].copy_to, prog->arena + kc[i].copy_from, kc[i].copy_bytes);
+        if (profiled) {
+            uint64_t after = prog->counter();
+            kc[i].counted = (uint32_t)(after - before);
+            before = after;
+        }
     }
+}
+
+static void run_range(trt_program *prog, int begin, int end) {
+    if (SELDOM(prog->has_copies))   /* a kept output overwritten later: rare */
+        run_loop(prog, begin, end, prog->counter != NULL, 1);
+    else if (prog->counter) run_loop(prog, begin, end, 1, 0);
+    else run_loop(prog, begin, end, 0, 0);
 }
 
 trt_status trt_run_calls(trt_program *prog, int begin, int end) {
@@ -918,42 +916,5 @@ trt_status trt_call_output(const trt_program *prog, int i, const uint8_t **data,
     if (!prog || !prog->loaded || i < 0 || i >= prog->n_calls || !data || !len) return TRT_ERR_BAD_INPUT;
     *data = prog->arena + prog->calls[i].out_offset;
     *len = prog->calls[i].out_bytes;
-    return TRT_OK;
-}
-
-/* ---- the image-classifier convenience ------------------------------------------------------------------ */
-
-/* The image as the program's float32 input: pixel / 255, placed by the input's strides (one pass
- * when the rows are dense, as in every exported classifier: the same values, fewer instructions). */
-static void write_image(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES]) {
-    const trt_tensor *t = &prog->inputs[0].t;
-    float *x = (float *)(void *)t->mutable_data;
-    if (t->strides[3] == 1 && t->strides[2] == TRT_IMAGE_SIDE) {
-        for (int i = 0; i < TRT_IMAGE_BYTES; i++) x[i] = (float)image[i] / 255.0f;
-        return;
-    }
-    for (int h = 0; h < TRT_IMAGE_SIDE; h++)
-        for (int w = 0; w < TRT_IMAGE_SIDE; w++)
-            x[h * t->strides[2] + w * t->strides[3]] = (float)image[h * TRT_IMAGE_SIDE + w] / 255.0f;
-}
-
-trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t *out_q, float *logits,
-                     size_t capacity, size_t *n_out, size_t *n_q) {
-    if (!prog || !prog->loaded || !image || !logits || !n_out || !n_q) return TRT_ERR_BAD_INPUT;
-    if (!prog->image_classifier) return TRT_ERR_BAD_TENSOR;
-    const trt_io *out = &prog->outputs[0];
-    if (out->t.numel > capacity) return TRT_ERR_LIMIT;
-    write_image(prog, image);
-    run_range(prog, 0, prog->n_calls);   /* trt_run's work, without its checks: all made above */
-    if (RUN_STATUS(prog) != TRT_OK) return RUN_STATUS(prog);
-    /* the logits in logical order (an output of a classifier is [1, n] or [n]: one order either way) */
-    memcpy(logits, out->t.data, out->t.nbytes);
-    *n_out = out->t.numel;
-    *n_q = 0;
-    if (out_q && out->has_int8) {
-        memcpy(out_q, out->int8_in_arena ? (const int8_t *)(const void *)(prog->arena + out->int8_offset) : out->int8_const,
-               out->t.numel);
-        *n_q = out->t.numel;
-    }
     return TRT_OK;
 }

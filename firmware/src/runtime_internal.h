@@ -83,7 +83,6 @@ struct trt_program {
     uint8_t has_copies;        /* some call copies raw int8 values after it runs */
     uint8_t n_kept;
     trt_byte_range kept[TRT_KEPT_RANGES];   /* planned bytes live always (runtime.c, keep_always) */
-    uint8_t image_classifier;  /* input 0 float32 [1, 1, 28, 28], output 0 float32: trt_infer runs it */
     size_t memory_base[TRT_MAX_MEMORY_IDS];
     size_t memory_size[TRT_MAX_MEMORY_IDS];
 
