@@ -16,10 +16,10 @@
 
 /* One inference of an image classifier: the 28x28 uint8 image becomes input 0 (float32
  * [1, 1, 28, 28]) as pixel / 255.0f, then trt_run; logits receives output 0 (float32, at most
- * `capacity` values, *n_out of them) and out_q (may be NULL) its raw int8 values, *n_q of them
- * (0 when output 0 has none, see trt_output_int8). TRT_ERR_BAD_TENSOR when the program's
- * input 0 or output 0 is not of that kind; TRT_ERR_LIMIT when output 0 has more than capacity. */
-trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t *out_q, float *logits,
-                     size_t capacity, size_t *n_out, size_t *n_q);
+ * `capacity` values, *n_out of them). Its raw int8 values, when it has them, are then
+ * trt_output_int8(prog, 0, ...). TRT_ERR_BAD_TENSOR when the program's input 0 or output 0 is
+ * not of that kind; TRT_ERR_LIMIT when output 0 has more than capacity. */
+trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], float *logits, size_t capacity,
+                     size_t *n_out);
 
 #endif

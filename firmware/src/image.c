@@ -36,11 +36,11 @@ static void write_image(const trt_tensor_info *in, const uint8_t image[TRT_IMAGE
             x[h * in->strides[2] + w * in->strides[3]] = (float)image[h * TRT_IMAGE_SIDE + w] / 255.0f;
 }
 
-trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t *out_q, float *logits,
-                     size_t capacity, size_t *n_out, size_t *n_q) {
+trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], float *logits, size_t capacity,
+                     size_t *n_out) {
     trt_tensor_info in, out;
     /* a loaded program has an output (trt_load): none, and nothing is loaded */
-    if (!image || !logits || !n_out || !n_q || trt_output_count(prog) == 0) return TRT_ERR_BAD_INPUT;
+    if (!image || !logits || !n_out || trt_output_count(prog) == 0) return TRT_ERR_BAD_INPUT;
     if (trt_input(prog, 0, &in) != TRT_OK || trt_output(prog, 0, &out) != TRT_OK || !is_image_classifier(&in, &out))
         return TRT_ERR_BAD_TENSOR;
     if (out.numel > capacity) return TRT_ERR_LIMIT;
@@ -49,8 +49,5 @@ trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], in
     if (s != TRT_OK) return s;
     memcpy(logits, out.data, out.nbytes);
     *n_out = out.numel;
-    *n_q = 0;
-    const int8_t *q;
-    if (out_q && out.has_int8 && trt_output_int8(prog, 0, &q, n_q) == TRT_OK) memcpy(out_q, q, *n_q);
     return TRT_OK;
 }
