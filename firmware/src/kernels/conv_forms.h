@@ -123,6 +123,21 @@ static inline size_t trt_transpose_temp_bytes(const trt_conv_params *p,
 #define TRT_TRANSPOSE_INLINE static inline
 #endif
 
+/* A transposed convolution's load-time work over an ISA's convolution: the weights turned into the
+ * scratch, then that convolution's own prepare (conv_prepare) for the grid, its scratch after the
+ * turned weights; what a convolution's prepare precomputes comes back into p. */
+TRT_TRANSPOSE_INLINE void trt_transpose_prepare(trt_conv_params *p, void *scratch,
+                                                void (*conv_prepare)(trt_conv_params *q, void *scratch)) {
+    int8_t *turned = scratch;
+    trt_transpose_turn_weights(p, turned);
+    p->packed_weights = turned;
+    trt_conv_params q = trt_transpose_as_conv(p);
+    conv_prepare(&q, turned + trt_transpose_weights_bytes(p));
+    p->tap_sums = q.tap_sums;
+    p->folded_bias = q.folded_bias;
+    p->small_accumulators = q.small_accumulators;
+}
+
 /* A transposed convolution run on an ISA's convolution of one image (its on_image, named where this is
  * inlined): each batch's input spread over the grid in temp, then the convolution over the grid, with
  * its blocks after the grid. */

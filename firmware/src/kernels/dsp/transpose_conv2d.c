@@ -23,14 +23,7 @@ size_t trt_transpose_conv2d_dsp_scratch_bytes(const trt_conv_params *p) {
 }
 
 void trt_transpose_conv2d_dsp_prepare(trt_conv_params *p, void *scratch) {
-    int8_t *turned = scratch;
-    trt_transpose_turn_weights(p, turned);
-    p->packed_weights = turned;
-    trt_conv_params q = trt_transpose_as_conv(p);
-    trt_conv2d_dsp_prepare(&q, turned + trt_transpose_weights_bytes(p));
-    p->tap_sums = q.tap_sums;
-    p->folded_bias = q.folded_bias;
-    p->small_accumulators = q.small_accumulators;
+    trt_transpose_prepare(p, scratch, trt_conv2d_dsp_prepare);
 }
 
 /* temp: the grid, then the convolution's blocks (conv_forms.h) */
@@ -38,6 +31,8 @@ size_t trt_transpose_conv2d_dsp_temp_bytes(const trt_conv_params *p) {
     return trt_transpose_temp_bytes(p, trt_conv2d_dsp_block_bytes);
 }
 
-void trt_transpose_conv2d_dsp(const trt_conv_params *p, void *temp) { trt_transpose_run(p, temp, trt_conv2d_dsp_on_image); }
+void trt_transpose_conv2d_dsp(const trt_conv_params *p, void *temp) {
+    trt_transpose_run(p, temp, trt_conv2d_dsp_on_image);
+}
 
 #endif

@@ -23,12 +23,7 @@ size_t trt_transpose_conv2d_mve_scratch_bytes(const trt_conv_params *p) {
 }
 
 void trt_transpose_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
-    int8_t *turned = scratch;
-    trt_transpose_turn_weights(p, turned);
-    p->packed_weights = turned;
-    trt_conv_params q = trt_transpose_as_conv(p);
-    trt_conv2d_long_mve_prepare(&q, turned + trt_transpose_weights_bytes(p));
-    p->folded_bias = q.folded_bias;
+    trt_transpose_prepare(p, scratch, trt_conv2d_long_mve_prepare);
 }
 
 /* temp: the grid, then the convolution's blocks (conv_forms.h) */
@@ -36,6 +31,8 @@ size_t trt_transpose_conv2d_mve_temp_bytes(const trt_conv_params *p) {
     return trt_transpose_temp_bytes(p, trt_conv2d_mve_block_bytes);
 }
 
-void trt_transpose_conv2d_mve(const trt_conv_params *p, void *temp) { trt_transpose_run(p, temp, trt_conv2d_mve_on_image); }
+void trt_transpose_conv2d_mve(const trt_conv_params *p, void *temp) {
+    trt_transpose_run(p, temp, trt_conv2d_mve_on_image);
+}
 
 #endif
