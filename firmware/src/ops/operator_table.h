@@ -121,6 +121,7 @@ const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_p
 /* Whether op is the row of cortex_m::quantized_max_pool2d or of its _nhwc form: its table entry, in
  * a build that keeps it (a build without either has no max pool to fuse). */
 static inline int trt_is_max_pool(const trt_operator *op) {
+    (void)op;   /* read in no build that keeps neither */
     return TRT_IF_OPERATOR(quantized_max_pool2d)(op == &trt_op_quantized_max_pool2d ||)
            TRT_IF_OPERATOR(quantized_max_pool2d_nhwc)(op == &trt_op_quantized_max_pool2d_nhwc ||) 0;
 }
