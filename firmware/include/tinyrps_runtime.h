@@ -185,26 +185,20 @@ trt_status trt_output(const trt_program *prog, int i, trt_tensor_info *info);
 
 /* The raw int8 values of output i: when the kernel call that writes it is a
  * dequantize_per_tensor, the int8 tensor it read (same shape and layout as the output, one
- * byte per element), as that call read it. TRT_ERR_BAD_INPUT when the output has none. */
+ * byte per element), as that call read it; an int8 output is its own. TRT_ERR_BAD_INPUT when
+ * the output has none. */
 trt_status trt_output_int8(const trt_program *prog, int i, const int8_t **data, size_t *count);
+
+/* The quantization of an int8 input (output 0) or output (output 1) of a program exported with integer
+ * inputs and outputs (`tinyrps export --io int8`): the float it stands for is scale * (q - zero_point).
+ * ExecuTorch's QuantizeInputs / QuantizeOutputs passes record it in the program as constant methods
+ * ("input0_scale", "input0_zp", ...). TRT_ERR_BAD_TENSOR for a tensor that is not int8 or has none. */
+trt_status trt_io_quantization(const trt_program *prog, int output, int i, double *scale, int32_t *zero_point);
 
 /* Run one inference on the inputs as written. Write every input in full before each run: the
  * memory plan reuses an input's bytes once no kernel call reads it any more. After the run,
  * every output holds what its kernel call wrote (see the load-time guarantees in runtime.md). */
 trt_status trt_run(trt_program *prog);
-
-/* ---- the rock-paper-scissors convenience ----------------------------------------------------- */
-
-#define TRT_IMAGE_SIDE 28
-#define TRT_IMAGE_BYTES (TRT_IMAGE_SIDE * TRT_IMAGE_SIDE)
-
-/* One inference of an image classifier: the 28x28 uint8 image becomes input 0 (float32
- * [1, 1, 28, 28]) as pixel / 255.0f, then trt_run; logits receives output 0 (float32, at most
- * `capacity` values, *n_out of them) and out_q (may be NULL) its raw int8 values, *n_q of them
- * (0 when output 0 has none, see trt_output_int8). TRT_ERR_BAD_TENSOR when the program's
- * input 0 or output 0 is not of that kind; TRT_ERR_LIMIT when output 0 has more than capacity. */
-trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t *out_q, float *logits,
-                     size_t capacity, size_t *n_out, size_t *n_q);
 
 /* ---- inspection and profile ----------------------------------------------------------------- */
 

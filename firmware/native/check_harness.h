@@ -20,6 +20,9 @@ static uint64_t next_random(void) {   /* xorshift64 */
     return rng;
 }
 
+/* The stream of seed `text` (a decimal number): each seed its own, none of them zero. */
+static void seed_random(const char *text) { rng = strtoull(text, NULL, 10) * 0x9E3779B97F4A7C15ull + 1; }
+
 /* Uniform in [lo, hi], both included. */
 static int32_t pick(int32_t lo, int32_t hi) {
     return (int32_t)((int64_t)lo + (int64_t)(next_random() % (uint64_t)((int64_t)hi - lo + 1)));

@@ -288,7 +288,7 @@ static int run_softmax(char **argv) {
 int main(int argc, char **argv) {
     if (argc == 9 && strcmp(argv[1], "softmax") == 0) return run_softmax(argv);
     if (argc == 3) {
-        rng = strtoull(argv[1], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
+        seed_random(argv[1]);
         return run_rounds(strtol(argv[2], NULL, 10));
     }
     fprintf(stderr, "usage: %s SEED ROUNDS | softmax ROWS LENGTH ZERO_POINT MULTIPLIER SHIFT IN OUT\n", argv[0]);

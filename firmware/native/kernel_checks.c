@@ -388,7 +388,7 @@ static void program_extents(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc > 1) rng = strtoull(argv[1], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
+    if (argc > 1) seed_random(argv[1]);
     long rounds = argc > 2 ? strtol(argv[2], NULL, 10) : 400;
     long conv_dsp = 0, depthwise_dsp = 0, transpose_dsp = 0;
     for (long r = 0; r < rounds; r++) {

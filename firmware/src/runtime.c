@@ -746,54 +746,6 @@ static int constant_method(const trt_program *prog, const char *name, double *nu
     return 0;
 }
 
-/* An int8 input 0's and output 0's quantization, held as the float program's quantize kernel holds its
- * (float)(1.0 / scale) and zero point, and its dequantize kernel its (float)scale and zero point: the
- * image helper then computes what those kernels would. */
-static void read_io_quantization(trt_program *prog) {
-    double scale, zero_point;
-    if (prog->inputs[0].t.dtype == TRT_INT8 && constant_method(prog, "input0_scale", &scale) &&
-        constant_method(prog, "input0_zp", &zero_point) && scale > 0) {
-        prog->in_quantized = 1;
-        prog->in_inv_scale = (float)(1.0 / scale);
-        prog->in_zero_point = (float)zero_point;
-    }
-    if (prog->outputs[0].t.dtype == TRT_INT8 && constant_method(prog, "output0_scale", &scale) &&
-        constant_method(prog, "output0_zp", &zero_point)) {
-        prog->out_quantized = 1;
-        prog->out_scale = (float)scale;
-        prog->out_zero_point = (float)zero_point;
-    }
-}
-
-/* Pixel p as the float program's first call quantizes it: p / 255.0f (write_image), then the arithmetic
- * of cortex_m::quantize_per_tensor (kernels/c/quantize_per_tensor.c) with quant_min -128, quant_max 127. */
-static int8_t quantized_pixel(const trt_program *prog, int p) {
-    float v = trt_round_half_even(((float)p / 255.0f) * prog->in_inv_scale) + prog->in_zero_point;
-    if (!(v >= -128.0f)) v = -128.0f;
-    if (v > 127.0f) v = 127.0f;
-    return (int8_t)(int32_t)v;
-}
-
-/* Whether every byte p quantizes to p - 128 (the input's scale is 1/255 and its zero point -128, as
- * a uint8 image calibrates): then the image goes in byte for byte, without arithmetic. */
-static int image_goes_straight_in(const trt_program *prog) {
-    for (int p = 0; p < 256; p++)
-        if (quantized_pixel(prog, p) != (int8_t)(p - 128)) return 0;
-    return 1;
-}
-
-/* trt_infer's programs: an image classifier, [1, 1, 28, 28] in and a row of scores out. `quantized` 0: both
- * float32 (image_classifier); 1: at least one of them int8 with its quantization known (image_quantized). */
-static int is_image_classifier(const trt_program *prog, int quantized) {
-    const trt_tensor *in = &prog->inputs[0].t;
-    const trt_tensor *out = &prog->outputs[0].t;
-    int in_ok = in->dtype == TRT_FLOAT32 || (quantized && in->dtype == TRT_INT8 && prog->in_quantized);
-    int out_ok = out->dtype == TRT_FLOAT32 || (quantized && out->dtype == TRT_INT8 && prog->out_quantized);
-    int any_int8 = in->dtype == TRT_INT8 || out->dtype == TRT_INT8;
-    return in_ok && out_ok && any_int8 == quantized && in->rank == 4 && in->sizes[0] == 1 && in->sizes[1] == 1 &&
-           in->sizes[2] == TRT_IMAGE_SIDE && in->sizes[3] == TRT_IMAGE_SIDE && trt_is_row_major(out);
-}
-
 /* ---- load ---------------------------------------------------------------------------------------------- */
 
 static trt_status find_forward_plan(trt_program *prog) {
@@ -843,10 +795,6 @@ static trt_status load_all(trt_program *prog) {
     prog->arena_needed = prog->workspace_base + prog->workspace_used;
     if (!prog->arena || prog->arena_needed > prog->arena_len)
         return trt_fail_number(&prog->detail, TRT_ERR_ARENA_TOO_SMALL, "arena too small; bytes needed:", prog->arena_needed);
-    read_io_quantization(prog);
-    prog->image_classifier = (uint8_t)is_image_classifier(prog, 0);
-    prog->image_quantized = (uint8_t)is_image_classifier(prog, 1);
-    prog->image_straight = (uint8_t)(prog->image_quantized && prog->in_quantized && image_goes_straight_in(prog));
     prepare_kernels(prog);
     return TRT_OK;
 }
@@ -910,15 +858,49 @@ trt_status trt_input(const trt_program *prog, int i, trt_tensor_info *info) {
 trt_status trt_output(const trt_program *prog, int i, trt_tensor_info *info) {
     if (!prog || !prog->loaded || i < 0 || i >= prog->n_outputs || !info) return TRT_ERR_BAD_INPUT;
     describe(&prog->outputs[i], info);
+    info->has_int8 |= prog->outputs[i].t.dtype == TRT_INT8;   /* an int8 output is its own raw values */
     return TRT_OK;
 }
 
 trt_status trt_output_int8(const trt_program *prog, int i, const int8_t **data, size_t *count) {
     if (!prog || !prog->loaded || i < 0 || i >= prog->n_outputs || !data || !count) return TRT_ERR_BAD_INPUT;
     const trt_io *out = &prog->outputs[i];
+    if (out->t.dtype == TRT_INT8) {
+        *data = (const int8_t *)(const void *)out->t.data;
+        *count = out->t.numel;
+        return TRT_OK;
+    }
     if (!out->has_int8) return TRT_ERR_BAD_INPUT;
     *data = out->int8_in_arena ? (const int8_t *)(const void *)(prog->arena + out->int8_offset) : out->int8_const;
     *count = out->t.numel;   /* dequantize binds input and output with the same layout */
+    return TRT_OK;
+}
+
+/* "input0" + what / "output12" + what: the name of one of the constant methods below. */
+static void io_method_name(char *name, int output, int i, const char *what) {
+    const char *side = output ? "output" : "input";
+    char digits[12];
+    int n = 0;
+    do digits[n++] = (char)('0' + i % 10); while ((i /= 10) > 0);
+    while (*side) *name++ = *side++;
+    while (n > 0) *name++ = digits[--n];
+    while (*what) *name++ = *what++;
+    *name = '\0';
+}
+
+trt_status trt_io_quantization(const trt_program *prog, int output, int i, double *scale, int32_t *zero_point) {
+    if (!prog || !prog->loaded || i < 0 || i >= (output ? prog->n_outputs : prog->n_inputs) || !scale || !zero_point)
+        return TRT_ERR_BAD_INPUT;
+    const trt_io *io = output ? &prog->outputs[i] : &prog->inputs[i];
+    char name[32];
+    double s, z;
+    if (io->t.dtype != TRT_INT8) return TRT_ERR_BAD_TENSOR;
+    io_method_name(name, output, i, "_scale");
+    if (!constant_method(prog, name, &s) || !(s > 0)) return TRT_ERR_BAD_TENSOR;
+    io_method_name(name, output, i, "_zp");
+    if (!constant_method(prog, name, &z) || !(z >= -128 && z <= 127)) return TRT_ERR_BAD_TENSOR;
+    *scale = s;
+    *zero_point = (int32_t)z;
     return TRT_OK;
 }
 
@@ -926,28 +908,36 @@ TRT_LOAD_CODE_END
 
 /* ---- inference ------------------------------------------------------------------------------------- */
 
-static void run_range(trt_program *prog, int begin, int end) {
+/* The run loop, written once: each call's kernel, then (`copies`) the raw int8 values it keeps; with
+ * `profiled`, the counter's advance since the call before (or the start) is recorded per call, one
+ * read per call. run_range gives it constants, so the compiler makes one loop of each kind: without a
+ * counter, the loop has not one instruction of the profile's, nor of the copies' without copies. */
+#if defined(__GNUC__)
+#define RUN_LOOP static inline __attribute__((always_inline))
+#define SELDOM(x) __builtin_expect((x), 0)
+#else
+#define RUN_LOOP static inline
+#define SELDOM(x) (x)
+#endif
+RUN_LOOP void run_loop(trt_program *prog, int begin, int end, const int profiled, const int copies) {
     trt_chain_call *kc = prog->calls;
-    if (prog->has_copies) {
-        for (int i = begin; i < end; i++) {
-            uint64_t before = prog->counter ? prog->counter() : 0;
-            kc[i].kernel->invoke(&kc[i].p, prog->arena + kc[i].temp_offset);
-            if (kc[i].copy_bytes) memcpy(prog->arena + kc[i].copy_to, prog->arena + kc[i].copy_from, kc[i].copy_bytes);
-            if (prog->counter) kc[i].counted = (uint32_t)(prog->counter() - before);
-        }
-        return;
-    }
-    if (!prog->counter) {
-        for (int i = begin; i < end; i++) kc[i].kernel->invoke(&kc[i].p, prog->arena + kc[i].temp_offset);
-        return;
-    }
-    uint64_t before = prog->counter();
+    uint64_t before = profiled ? prog->counter() : 0;
     for (int i = begin; i < end; i++) {
         kc[i].kernel->invoke(&kc[i].p, prog->arena + kc[i].temp_offset);
-        uint64_t after = prog->counter();
-        kc[i].counted = (uint32_t)(after - before);
-        before = after;
+        if (copies && kc[i].copy_bytes) memcpy(prog->arena + kc[i].copy_to, prog->arena + kc[i].copy_from, kc[i].copy_bytes);
+        if (profiled) {
+            uint64_t after = prog->counter();
+            kc[i].counted = (uint32_t)(after - before);
+            before = after;
+        }
     }
+}
+
+static void run_range(trt_program *prog, int begin, int end) {
+    if (SELDOM(prog->has_copies))   /* a kept output overwritten later: rare */
+        run_loop(prog, begin, end, prog->counter != NULL, 1);
+    else if (prog->counter) run_loop(prog, begin, end, 1, 0);
+    else run_loop(prog, begin, end, 0, 0);
 }
 
 trt_status trt_run_calls(trt_program *prog, int begin, int end) {
@@ -979,85 +969,5 @@ trt_status trt_call_output(const trt_program *prog, int i, const uint8_t **data,
     if (!prog || !prog->loaded || i < 0 || i >= prog->n_calls || !data || !len) return TRT_ERR_BAD_INPUT;
     *data = prog->arena + prog->calls[i].out_offset;
     *len = prog->calls[i].out_bytes;
-    return TRT_OK;
-}
-
-/* ---- the image-classifier convenience ------------------------------------------------------------------ */
-
-/* The image as the program's float32 input: pixel / 255, placed by the input's strides (one pass
- * when the rows are dense, as in every exported classifier: the same values, fewer instructions). */
-static void write_image(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES]) {
-    const trt_tensor *t = &prog->inputs[0].t;
-    float *x = (float *)(void *)t->mutable_data;
-    if (t->strides[3] == 1 && t->strides[2] == TRT_IMAGE_SIDE) {
-        for (int i = 0; i < TRT_IMAGE_BYTES; i++) x[i] = (float)image[i] / 255.0f;
-        return;
-    }
-    for (int h = 0; h < TRT_IMAGE_SIDE; h++)
-        for (int w = 0; w < TRT_IMAGE_SIDE; w++)
-            x[h * t->strides[2] + w * t->strides[3]] = (float)image[h * TRT_IMAGE_SIDE + w] / 255.0f;
-}
-
-/* The image as the program's int8 input: the value the float program's first call would make of
- * pixel / 255, i.e. the byte itself less 128 when the input's quantization maps every byte so
- * (image_straight), else that call's arithmetic (quantized_pixel). */
-static void write_quantized_image(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES]) {
-    const trt_tensor *t = &prog->inputs[0].t;
-    int8_t *q = (int8_t *)(void *)t->mutable_data;
-    const int dense = t->strides[3] == 1 && t->strides[2] == TRT_IMAGE_SIDE;
-    for (int i = 0; i < TRT_IMAGE_BYTES; i++) {
-        int at = dense ? i : (i / TRT_IMAGE_SIDE) * t->strides[2] + (i % TRT_IMAGE_SIDE) * t->strides[3];
-        q[at] = prog->image_straight ? (int8_t)(image[i] ^ 0x80u) : quantized_pixel(prog, image[i]);
-    }
-}
-
-/* trt_infer of a classifier with an int8 input or output (exported with integer inputs and outputs): the
- * same logits and raw int8 values as the float program gives, the output dequantized with the arithmetic
- * of that program's last call (kernels/c/dequantize_per_tensor.c). */
-static trt_status infer_quantized(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t *out_q,
-                                  float *logits, size_t capacity, size_t *n_out, size_t *n_q) {
-    if (!prog->image_quantized) return TRT_ERR_BAD_TENSOR;
-    const trt_io *out = &prog->outputs[0];
-    if (out->t.numel > capacity) return TRT_ERR_LIMIT;
-    if (prog->inputs[0].t.dtype == TRT_INT8) write_quantized_image(prog, image);
-    else write_image(prog, image);
-    run_range(prog, 0, prog->n_calls);
-    if (RUN_STATUS(prog) != TRT_OK) return RUN_STATUS(prog);
-    *n_out = out->t.numel;
-    *n_q = 0;
-    if (out->t.dtype == TRT_INT8) {          /* an integer output is its own raw int8 values */
-        const int8_t *q = (const int8_t *)(const void *)out->t.data;
-        for (size_t i = 0; i < out->t.numel; i++) logits[i] = ((float)q[i] - prog->out_zero_point) * prog->out_scale;
-        if (out_q) memcpy(out_q, q, out->t.numel);
-        *n_q = out_q ? out->t.numel : 0;
-        return TRT_OK;
-    }
-    memcpy(logits, out->t.data, out->t.nbytes);
-    if (out_q && out->has_int8) {
-        memcpy(out_q, out->int8_in_arena ? (const int8_t *)(const void *)(prog->arena + out->int8_offset) : out->int8_const,
-               out->t.numel);
-        *n_q = out->t.numel;
-    }
-    return TRT_OK;
-}
-
-trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], int8_t *out_q, float *logits,
-                     size_t capacity, size_t *n_out, size_t *n_q) {
-    if (!prog || !prog->loaded || !image || !logits || !n_out || !n_q) return TRT_ERR_BAD_INPUT;
-    if (!prog->image_classifier) return infer_quantized(prog, image, out_q, logits, capacity, n_out, n_q);
-    const trt_io *out = &prog->outputs[0];
-    if (out->t.numel > capacity) return TRT_ERR_LIMIT;
-    write_image(prog, image);
-    run_range(prog, 0, prog->n_calls);   /* trt_run's work, without its checks: all made above */
-    if (RUN_STATUS(prog) != TRT_OK) return RUN_STATUS(prog);
-    /* the logits in logical order (an output of a classifier is [1, n] or [n]: one order either way) */
-    memcpy(logits, out->t.data, out->t.nbytes);
-    *n_out = out->t.numel;
-    *n_q = 0;
-    if (out_q && out->has_int8) {
-        memcpy(out_q, out->int8_in_arena ? (const int8_t *)(const void *)(prog->arena + out->int8_offset) : out->int8_const,
-               out->t.numel);
-        *n_q = out->t.numel;
-    }
     return TRT_OK;
 }

@@ -83,14 +83,6 @@ struct trt_program {
     uint8_t has_copies;        /* some call copies raw int8 values after it runs */
     uint8_t n_kept;
     trt_byte_range kept[TRT_KEPT_RANGES];   /* planned bytes live always (runtime.c, keep_always) */
-    uint8_t image_classifier;  /* input 0 float32 [1, 1, 28, 28], output 0 float32: trt_infer runs it */
-    uint8_t image_quantized;   /* the same with input 0 or output 0 int8, of known quantization: trt_infer runs it */
-    /* An int8 input 0 or output 0 (a program exported with integer inputs and outputs): its quantization,
-     * from the program's constant methods input0_scale / input0_zp, output0_scale / output0_zp, as the float
-     * program's quantize and dequantize kernels hold it (runtime.c, read_io_quantization). */
-    uint8_t in_quantized, out_quantized;
-    uint8_t image_straight;    /* every pixel p quantizes to p - 128: the image goes in byte for byte */
-    float in_inv_scale, in_zero_point, out_scale, out_zero_point;
     size_t memory_base[TRT_MAX_MEMORY_IDS];
     size_t memory_size[TRT_MAX_MEMORY_IDS];
 

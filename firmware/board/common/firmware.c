@@ -72,13 +72,17 @@ const uint8_t *firmware_sha256(firmware_state *fw)
 trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTES], int8_t out_q[FIRMWARE_MAX_LOGITS],
                           float logits[FIRMWARE_MAX_LOGITS], size_t *n_out, uint64_t *instructions)
 {
+    const int8_t *q = NULL;
     size_t n_q = 0;
     board_counter_start();
-    trt_status status = trt_infer(fw->program, image, out_q, logits, FIRMWARE_MAX_LOGITS, n_out, &n_q);
+    trt_status status = trt_infer(fw->program, image, logits, FIRMWARE_MAX_LOGITS, n_out);
     *instructions = board_counter_instructions();
-    if (status == TRT_OK && n_q != *n_out)
-        status = TRT_ERR_BAD_TENSOR; /* a classifier's output without raw int8 values */
-    return status;
+    if (status != TRT_OK)
+        return status;
+    if (trt_output_int8(fw->program, 0, &q, &n_q) != TRT_OK || n_q != *n_out)
+        return TRT_ERR_BAD_TENSOR; /* a classifier's output without raw int8 values */
+    memcpy(out_q, q, n_q);
+    return TRT_OK;
 }
 
 trt_status firmware_run(firmware_state *fw, uint64_t *instructions)

@@ -13,6 +13,7 @@
 #include "link_tensor_io.h"
 #include "model_slot.h"
 #include "sha256.h"
+#include "tinyrps_image.h"
 #include "tinyrps_runtime.h"
 
 #ifndef TINYRPS_FIRMWARE_VERSION

@@ -108,4 +108,49 @@ static inline void trt_transpose_spread(const trt_conv_params *p, const int8_t *
     }
 }
 
+/* The working memory of a transposed convolution over an ISA's convolution: the grid, then what that
+ * convolution's blocks take (its block_bytes). */
+static inline size_t trt_transpose_temp_bytes(const trt_conv_params *p,
+                                              size_t (*block_bytes)(const trt_conv_params *q)) {
+    const trt_conv_params q = trt_transpose_as_conv(p);
+    return trt_transpose_grid_bytes(p) + block_bytes(&q);
+}
+
+/* Inlined where it is used, whatever its size: the ISA's convolution is then a direct call. */
+#if defined(__GNUC__)
+#define TRT_TRANSPOSE_INLINE static inline __attribute__((always_inline))
+#else
+#define TRT_TRANSPOSE_INLINE static inline
+#endif
+
+/* A transposed convolution's load-time work over an ISA's convolution: the weights turned into the
+ * scratch, then that convolution's own prepare (conv_prepare) for the grid, its scratch after the
+ * turned weights; what a convolution's prepare precomputes comes back into p. */
+TRT_TRANSPOSE_INLINE void trt_transpose_prepare(trt_conv_params *p, void *scratch,
+                                                void (*conv_prepare)(trt_conv_params *q, void *scratch)) {
+    int8_t *turned = scratch;
+    trt_transpose_turn_weights(p, turned);
+    p->packed_weights = turned;
+    trt_conv_params q = trt_transpose_as_conv(p);
+    conv_prepare(&q, turned + trt_transpose_weights_bytes(p));
+    p->tap_sums = q.tap_sums;
+    p->folded_bias = q.folded_bias;
+    p->small_accumulators = q.small_accumulators;
+}
+
+/* A transposed convolution run on an ISA's convolution of one image (its on_image, named where this is
+ * inlined): each batch's input spread over the grid in temp, then the convolution over the grid, with
+ * its blocks after the grid. */
+TRT_TRANSPOSE_INLINE void trt_transpose_run(const trt_conv_params *p, void *temp,
+                                            void (*on_image)(const trt_conv_params *q, const int8_t *image,
+                                                             int32_t pitch, int8_t *out, void *blocks)) {
+    const trt_conv_params q = trt_transpose_as_conv(p);
+    int8_t *grid = temp;
+    for (int32_t b = 0; b < p->batches; b++) {
+        trt_transpose_spread(p, p->input + (size_t)b * p->in_h * p->in_w * p->in_c, grid);
+        on_image(&q, grid, q.in_w * q.in_c, p->output + (size_t)b * p->out_h * p->out_w * p->out_c,
+                 grid + trt_transpose_grid_bytes(p));
+    }
+}
+
 #endif

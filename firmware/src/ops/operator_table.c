@@ -32,11 +32,3 @@ const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_p
         if (!op->variants[i].accepts || op->variants[i].accepts(p)) return &op->variants[i];
     return NULL;   /* a build without plain C (a deploy library's) and no variant that takes the call */
 }
-
-int trt_is_max_pool(const trt_operator *op) {
-    static const char pool[] = "cortex_m::quantized_max_pool2d";
-    size_t i = 0;
-    for (; i + 1 < sizeof pool; i++)
-        if (op->name[i] != pool[i]) return 0;
-    return op->name[i] == '\0' || op->name[i] == '_';   /* or its _nhwc row */
-}

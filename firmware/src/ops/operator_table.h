@@ -101,9 +101,7 @@ struct trt_operator {
     int (*fuse_next)(trt_params *p, const trt_kernel_variant **kernel, const trt_operator *next, trt_params *next_p);
 };
 
-/* Whether op is cortex_m::quantized_max_pool2d (either overload's row). */
-int trt_is_max_pool(const trt_operator *op);
-/* The max pool's parameters of a call trt_is_max_pool admits: named through the union's start (where every
+/* The max pool's parameters of a call trt_is_max_pool (below) admits: named through the union's start (where every
  * member lies), since a table without a max pool (a program's own image or library) has no member of theirs. */
 static inline trt_max_pool_params *trt_max_pool_params_of(trt_params *p) { return (trt_max_pool_params *)(void *)p; }
 
@@ -125,6 +123,14 @@ const trt_kernel_variant *trt_choose_variant(const trt_operator *op, const trt_p
                             extern const char trt_op_name_##symbol[], trt_op_overload_##symbol[];)
 #include "operators.def"
 #undef TRT_OPERATOR
+
+/* Whether op is the row of cortex_m::quantized_max_pool2d or of its _nhwc form: its table entry, in
+ * a build that keeps it (a build without either has no max pool to fuse). */
+static inline int trt_is_max_pool(const trt_operator *op) {
+    (void)op;   /* read in no build that keeps neither */
+    return TRT_IF_OPERATOR(quantized_max_pool2d)(op == &trt_op_quantized_max_pool2d ||)
+           TRT_IF_OPERATOR(quantized_max_pool2d_nhwc)(op == &trt_op_quantized_max_pool2d_nhwc ||) 0;
+}
 
 /* In ops/<operator>.c: the adapters from a kernel's entry points, which take its operator's own
  * parameters (`member` of trt_params), to a variant's, which take trt_params. Each defines one,

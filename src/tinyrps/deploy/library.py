@@ -281,14 +281,16 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     symbols = selection.select_operators(operators, src, isa_kernels)
     chosen = selection.library_selection(figures["layers"], symbols, src, isa_kernels)
     files = selection.operator_files(src)
-    sources = selection.source_closure(src, {files[s]: 1 for s in symbols}, isa_kernels,    # operators.def order
-                                       chosen.variants + chosen.portable_off_core,
-                                       options_off=() if facts.ethos_u else selection.OPTIONS_OFF)
     spec = library_files.LibrarySpec(
         name=name, facts=facts, program=program, program_name=pte.name, isa_kernels=isa_kernels, info=info,
         figures=figures, limits=table_limits(dump), operators=operators, symbols=symbols,
         arena={isa_kernels: figures["arena_bytes"], "c": info["arena_bytes"]}, version=tinyrps_version(),
         isa_only=without_portable_on_core(chosen, src), unbound=chosen.left_out(src))
+    roots = {files[s]: 1 for s in symbols}                                                  # operators.def order
+    if spec.classifier:
+        roots[selection.IMAGE_HELPER] = 1                                                   # its classify calls trt_infer
+    sources = selection.source_closure(src, roots, isa_kernels, chosen.variants + chosen.portable_off_core,
+                                       options_off=() if facts.ethos_u else selection.OPTIONS_OFF)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -388,7 +390,8 @@ def _copy_runtime(fw: Path, dest: Path, sources: list, chosen, name: str) -> Non
         target = runtime / header.relative_to(src)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(header, target)
-    shutil.copyfile(fw / "include" / "tinyrps_runtime.h", runtime / "tinyrps_runtime.h")
+    for header in selection.PUBLIC_HEADERS:
+        shutil.copyfile(fw / "include" / header, runtime / header)
     (runtime / selection.SELECTION_HEADER).write_text(selection.selection_header(chosen))
     for rel in sources:
         shutil.copyfile(src / rel, runtime / rel)

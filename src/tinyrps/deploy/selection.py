@@ -24,6 +24,8 @@ from ..infra.errors import UserError
 
 SELECTION_HEADER = "ops/operator_selection.h"   # relative to firmware/src
 LOADER = "runtime.c"                              # the runtime's API (tinyrps_runtime.h), the start of every build
+IMAGE_HELPER = "image.c"                          # trt_infer (tinyrps_image.h): a classifier's library adds it
+PUBLIC_HEADERS = ("tinyrps_runtime.h", "tinyrps_image.h")   # firmware/include, beside the sources in a library
 
 # The variant ISAs a firmware build of the ISA kernels compiles (src/kernels/isa.h: every core with Helium
 # has the DSP extension too), in the order of the operators' lists.

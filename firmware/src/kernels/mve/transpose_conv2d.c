@@ -23,28 +23,16 @@ size_t trt_transpose_conv2d_mve_scratch_bytes(const trt_conv_params *p) {
 }
 
 void trt_transpose_conv2d_mve_prepare(trt_conv_params *p, void *scratch) {
-    int8_t *turned = scratch;
-    trt_transpose_turn_weights(p, turned);
-    p->packed_weights = turned;
-    trt_conv_params q = trt_transpose_as_conv(p);
-    trt_conv2d_long_mve_prepare(&q, turned + trt_transpose_weights_bytes(p));
-    p->folded_bias = q.folded_bias;
+    trt_transpose_prepare(p, scratch, trt_conv2d_long_mve_prepare);
 }
 
-/* temp: the grid, then the convolution's blocks */
+/* temp: the grid, then the convolution's blocks (conv_forms.h) */
 size_t trt_transpose_conv2d_mve_temp_bytes(const trt_conv_params *p) {
-    const trt_conv_params q = trt_transpose_as_conv(p);
-    return trt_transpose_grid_bytes(p) + trt_conv2d_mve_block_bytes(&q);
+    return trt_transpose_temp_bytes(p, trt_conv2d_mve_block_bytes);
 }
 
 void trt_transpose_conv2d_mve(const trt_conv_params *p, void *temp) {
-    const trt_conv_params q = trt_transpose_as_conv(p);
-    int8_t *grid = temp;
-    for (int32_t b = 0; b < p->batches; b++) {
-        trt_transpose_spread(p, p->input + (size_t)b * p->in_h * p->in_w * p->in_c, grid);
-        trt_conv2d_mve_on_image(&q, grid, q.in_w * q.in_c, p->output + (size_t)b * p->out_h * p->out_w * p->out_c,
-                                grid + trt_transpose_grid_bytes(p));
-    }
+    trt_transpose_run(p, temp, trt_conv2d_mve_on_image);
 }
 
 #endif

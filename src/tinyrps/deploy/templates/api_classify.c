@@ -1,11 +1,13 @@
 
+#include "runtime/tinyrps_image.h"
+
 static const char *const LABELS[@MACRO@_LABEL_COUNT] = @MACRO@_LABELS;
 
 int @name@_classify(const uint8_t image[@MACRO@_IMAGE_BYTES], float logits[@MACRO@_LABEL_COUNT]) {
     float scores[@MACRO@_LABEL_COUNT];
-    size_t n_out = 0, n_q = 0;
+    size_t n_out = 0;
     if (!program || !image) return TRT_ERR_BAD_INPUT;
-    trt_status s = trt_infer(program, image, NULL, scores, @MACRO@_LABEL_COUNT, &n_out, &n_q);
+    trt_status s = trt_infer(program, image, scores, @MACRO@_LABEL_COUNT, &n_out);
     if (s != TRT_OK) return (int)s;
     int best = 0;
     for (int i = 1; i < @MACRO@_LABEL_COUNT; i++)
