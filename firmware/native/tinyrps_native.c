@@ -312,7 +312,8 @@ static int cmd_infer(const char *model, const char *images_path, const char *out
             memcpy(q + i * out.numel, raw, n_q);
         } else {
             fprintf(stderr, "error: %s: the program is not an image classifier with raw int8 outputs "
-                            "(float32 [1, 1, 28, 28] in, a dequantized float32 out)\n", trt_status_name(s));
+                            "([1, 1, 28, 28] in, a row of scores out, float32 or int8 of known quantization)\n",
+                    trt_status_name(s));
             rc = EXIT_REJECTED;
         }
     }

@@ -38,7 +38,8 @@ def compiled(request, native_build, tmp_path_factory) -> dict:
     library = next(native_build.build_dir.glob("libtinyrps_rt.a"))
     exe = tmp_path_factory.mktemp("facts") / "facts"
     includes = [f"-I{root / d}" for d in ("include", "src", "protocol", "board/common", f"board/{board}")]
-    subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", *includes, str(DUMP), str(library), "-o",
+    # -lm: the runtime's portable float operators call the C library's expf, fmaxf, ...
+    subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", *includes, str(DUMP), str(library), "-lm", "-o",
                     str(exe)], check=True)
     facts = {}
     for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines():
