@@ -73,7 +73,7 @@ def program_settings(model) -> dict:
 def vela_figures(model: Path) -> dict:
     """Vela's estimate of the program: its measurement, taken now if there is none for these bytes."""
     from .. import measure
-    measured = measure.read(model) or measure.measure(model, only=("vela",))
+    measured = measure.read(model, needs=("vela",)) or measure.measure(model, only=("vela",))
     return measured["vela"]
 
 

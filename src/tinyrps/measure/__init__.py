@@ -150,10 +150,11 @@ def _resolve(reference: str):
     return getattr(importlib.import_module(module), function)
 
 
-def read(pte) -> Optional[dict]:
+def read(pte, needs: Optional[tuple] = None) -> Optional[dict]:
     """The measurements of T.pte, or None when there are none for the program as it is now (none
     taken, taken of other bytes or for another target, or with another firmware: a program exported
-    again, or a firmware changed, must be measured again)."""
+    again, or a firmware changed, must be measured again). With `needs` (measurement names), a file
+    that has those is enough, whatever else its family measures now."""
     pte = Path(pte)
     path = path_of(pte)
     if not path.is_file() or not pte.is_file():
@@ -174,6 +175,8 @@ def read(pte) -> Optional[dict]:
     for m in MEASUREMENTS:
         if m.name in raw and m.fingerprint and raw.get("fingerprints", {}).get(m.name) != _resolve(m.fingerprint)():
             return None            # taken with another firmware than today's
+    if needs is not None:
+        return raw if all(name in raw for name in needs) else None
     if not raw.get("firmware", {}).get("quick") and _measurements_missing(raw):
         return None                # taken before a measurement its family has now
     return raw
