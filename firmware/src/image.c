@@ -6,6 +6,8 @@
  * quant_min -128, quant_max 127) makes of that float: round_half_even(v * (float)(1 / scale)) + zero point,
  * clamped. Its output is float32 logits, or int8 values dequantized as the float twin's last call does:
  * ((float)q - zero point) * (float)scale. Either way trt_infer gives the float twin's logits bit for bit.
+ * The integer path is compiled with TRT_IMAGE_INT8 (the firmware and native builds; a deploy library of a
+ * program with an int8 input or output), so a float classifier's library carries none of it.
  */
 #include <string.h>
 
@@ -30,15 +32,22 @@ typedef struct {
 } io_scale;
 
 static int read_scale(const trt_program *prog, int output, const trt_tensor_info *t, io_scale *q) {
+    q->quantized = 0;
+    if (t->dtype == TRT_FLOAT32) return 1;
+#if TRT_IMAGE_INT8
     double scale;
     int32_t zero_point;
-    q->quantized = t->dtype == TRT_INT8;
-    if (t->dtype == TRT_FLOAT32) return 1;
-    if (!q->quantized || trt_io_quantization(prog, output, 0, &scale, &zero_point) != TRT_OK) return 0;
+    if (t->dtype != TRT_INT8 || trt_io_quantization(prog, output, 0, &scale, &zero_point) != TRT_OK) return 0;
+    q->quantized = 1;
     q->scale = (float)scale;
     q->inv_scale = (float)(1.0 / scale);
     q->zero_point = (float)zero_point;
     return 1;
+#else
+    (void)prog;
+    (void)output;
+    return 0;
+#endif
 }
 
 /* trt_infer's program: [1, 1, 28, 28] in and a row of scores out, each float32 or int8 of known quantization. */
@@ -65,6 +74,7 @@ static void write_image(const trt_tensor_info *in, const uint8_t image[TRT_IMAGE
     for (int i = 0; i < TRT_IMAGE_BYTES; i++) x[place(in, 0, i)] = (float)image[i] / 255.0f;
 }
 
+#if TRT_IMAGE_INT8
 /* The image as the program's int8 input: each of the 256 byte values quantized once, then looked up. */
 static void write_quantized_image(const trt_tensor_info *in, const io_scale *q, const uint8_t image[TRT_IMAGE_BYTES]) {
     int8_t table[256];
@@ -78,6 +88,7 @@ static void write_quantized_image(const trt_tensor_info *in, const io_scale *q, 
     const int dense = in->strides[3] == 1 && in->strides[2] == TRT_IMAGE_SIDE;
     for (int i = 0; i < TRT_IMAGE_BYTES; i++) x[place(in, dense, i)] = table[image[i]];
 }
+#endif
 
 trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], float *logits, size_t capacity,
                      size_t *n_out) {
@@ -89,16 +100,22 @@ trt_status trt_infer(trt_program *prog, const uint8_t image[TRT_IMAGE_BYTES], fl
         !is_image_classifier(prog, &in, &out, &in_q, &out_q))
         return TRT_ERR_BAD_TENSOR;
     if (out.numel > capacity) return TRT_ERR_LIMIT;
+#if TRT_IMAGE_INT8
     if (in_q.quantized) write_quantized_image(&in, &in_q, image);
-    else write_image(&in, image);
+    else
+#endif
+        write_image(&in, image);
     trt_status s = trt_run(prog);
     if (s != TRT_OK) return s;
+#if TRT_IMAGE_INT8
     if (out_q.quantized) {
         const int8_t *q = (const int8_t *)(const void *)out.data;
         for (size_t i = 0; i < out.numel; i++) logits[i] = ((float)q[i] - out_q.zero_point) * out_q.scale;
-    } else {
-        memcpy(logits, out.data, out.nbytes);
+        *n_out = out.numel;
+        return TRT_OK;
     }
+#endif
+    memcpy(logits, out.data, out.nbytes);
     *n_out = out.numel;
     return TRT_OK;
 }

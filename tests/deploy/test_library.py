@@ -398,7 +398,7 @@ def test_each_operator_alone_links(symbol, kernels, tmp_path):
                                      'int main(void) { return trt_load(trt_program_init(&s), 0, 0, 0, 0, 0, 0); }\n')
     define = ["-DTRT_KERNELS_FORCE_DSP=1"] if kernels == "dsp" else ["-DTRT_KERNELS_PORTABLE_ONLY=1"]
     result = subprocess.run(["gcc", "-O1", "-Wall", "-Werror", *define, f"-I{fw / 'include'}", str(tmp_path / "main.c"),
-                             *[str(tmp_path / "src" / s) for s in sources], "-o", str(tmp_path / "a.out")],
+                             *[str(tmp_path / "src" / s) for s in sources], "-lm", "-o", str(tmp_path / "a.out")],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
 

@@ -290,7 +290,8 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     if spec.classifier:
         roots[selection.IMAGE_HELPER] = 1                                                   # its classify calls trt_infer
     sources = selection.source_closure(src, roots, isa_kernels, chosen.variants + chosen.portable_off_core,
-                                       options_off=() if facts.ethos_u else selection.OPTIONS_OFF)
+                                       options_off=tuple(o for o, on in (("TRT_ETHOS_U", facts.ethos_u),
+                                                                        ("TRT_IMAGE_INT8", spec.image_int8)) if not on))
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

@@ -64,6 +64,11 @@ class LibrarySpec:
                                                 quantization[0][0] is not None)
 
     @property
+    def image_int8(self) -> bool:
+        """A classifier whose input or output is int8: the image helper's integer path is compiled."""
+        return self.classifier and any(t["dtype"] == "int8" for t in (*self.info["inputs"], *self.info["outputs"]))
+
+    @property
     def integer_io(self) -> bool:
         """Every input and output is an int8 tensor of known quantization (a program exported with --io int8)."""
         pairs = tuple(self.facts.input_quantization) + tuple(self.facts.output_quantization)
@@ -206,10 +211,15 @@ ETHOS_U_OPTION = ("\n/* The loader runs the program's Ethos-U delegate (src/runt
                   " * driver the application links (README.md). */\n#define TRT_ETHOS_U 1\n")
 
 
+IMAGE_INT8_OPTION = ("\n/* The image helper takes the program's int8 input or output (image.c). */\n"
+                     "#define TRT_IMAGE_INT8 1\n")
+
+
 def build_header(spec: LibrarySpec) -> str:
     return fill("build.h", {**_names(spec), "isa": spec.isa_kernels, "ISA": spec.isa_kernels.upper(),
                             "limits": "\n".join(f"#define {k} {v}" for k, v in spec.limits.items())
-                            + (ETHOS_U_OPTION if spec.facts.ethos_u else ""),
+                            + (ETHOS_U_OPTION if spec.facts.ethos_u else "")
+                            + (IMAGE_INT8_OPTION if spec.image_int8 else ""),
                             "renames": "\n".join(f"#define {r} {spec.name}_{r}" for r in spec.renamed)})
 
 

@@ -194,7 +194,7 @@ _ATTRIBUTE = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
 
 # The firmware's build options a build for one program is made without (firmware/CMakeLists.txt): the
 # code under `#if` of one is not compiled there.
-OPTIONS_OFF = ("TRT_ETHOS_U",)
+OPTIONS_OFF = ("TRT_ETHOS_U", "TRT_IMAGE_INT8")
 
 
 def code_of(text: str, options_off: tuple = OPTIONS_OFF) -> str:

@@ -175,7 +175,7 @@ def measure_firmware(pte, board: str = DEFAULT_BOARD, samples=None, image: str =
         if measured["arena"] != run.arena_capacity:
             raise UserError(f"the {board} firmware's {name} image reports an arena of {run.arena_capacity} bytes, "
                             f"its ELF's {ARENA_SECTION} section is {measured['arena']} bytes: rebuild the firmware")
-    return firmware_record(spec, image, (first, second, plain_c, own), footprint, generic, program_bytes)
+    return firmware_record(spec, image, (first, second, plain_c, own), footprint, generic, program_bytes, core)
 
 
 def check_runs(first, second, plain_c, program_sha256: str, board: str) -> None:
@@ -196,9 +196,10 @@ def check_runs(first, second, plain_c, program_sha256: str, board: str) -> None:
                         "a kernel is wrong")
 
 
-def firmware_record(spec, image: str, runs: tuple, footprint: dict, generic: dict, program_bytes: int) -> dict:
+def firmware_record(spec, image: str, runs: tuple, footprint: dict, generic: dict, program_bytes: int,
+                    core: str = None) -> dict:
     """The measurement's figures from its runs (the ISA build's, hashed, plain C's, the flashed image's)
-    and the footprints of the flashed and the generic image."""
+    and the footprints of the flashed and the generic image; `core`: the program's core (built_core)."""
     first, second, plain_c, own = runs
     instructions = int(np.median(first.instructions))
     instructions_c = int(np.median(plain_c.instructions))
