@@ -58,7 +58,7 @@ class PoolIndices(nn.Module):
 # name -> (input shapes, what the line says)
 CASES = {
     "Dilated": (["1,3,8,8"], "ExecuTorch's Python reference of the Cortex-M operators cannot compute this program"),
-    "Conv3d": (["1,2,4,6,6"], "left aten::convolution.out in the program"),
+    "Conv3d": (["1,2,4,6,6"], "left aten::convolution.out(input=float32[1, 2, 4, 6, 6]"),
     "BatchMatmul4d": (["1,2,4,8", "1,2,8,3"], "does not replay like its edge program (output 0:"),
     "Lstm": (["1,5,8"], "ExecuTorch's Cortex-M lowering cannot take this model: the Cortex-M passes"),
     "PoolIndices": (["1,3,8,8"], "ExecuTorch's Cortex-M lowering cannot take this model: the Cortex-M passes"),

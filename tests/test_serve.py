@@ -141,7 +141,7 @@ def test_a_drawn_move_answers_every_field(cpu_server, cpu_pte):
     assert a["runs_on"].startswith("ExecuTorch runtime")
     assert a["stats"]["host_ms"] > 0 and a["stats"]["read_ms"] > 0 and a["notice"] is None
     names = [f["name"] for f in a["figures"]]
-    assert names == ["host latency", "picture read"] and all(f["note"] for f in a["figures"])
+    assert names == ["ExecuTorch latency", "picture read"] and all(f["note"] for f in a["figures"])
     second = cpu_server.play(tab="fields-tab-1").json()
     assert second["round"] == 2 and sum(second["score"].values()) == 2
 
@@ -267,7 +267,7 @@ def test_the_npu_reference_reports_vela_estimate_from_the_measurement(exported):
     measure.measure(pte, only=("vela",))
     with Served([pte]) as served:
         a = served.play(tab="npu-tab-0001").json()
-    ms = measure.read(pte)["vela"]["inference_ms"]
+    ms = measure.read(pte, needs=("vela",))["vela"]["inference_ms"]
     assert a["stats"]["npu_estimate_ms"] == ms
     assert {f["name"]: f for f in a["figures"]}["Ethos-U85-128 time (Vela estimate)"]["value"].startswith(f"{ms:.3f} ms")
 
@@ -708,7 +708,7 @@ def test_a_letter_drawn_in_the_browser_is_played_on_executorch_and_the_emulated_
         seen = sb.play(browser)
         assert not seen["error"], seen["error"]
         assert seen["you"].startswith("rock") and " vs " in seen["outcome"], seen
-        assert "host latency" in seen["figures"] and seen["history_rows"] == 1
+        assert "ExecuTorch latency" in seen["figures"] and seen["history_rows"] == 1
         check_preview(browser, seen)
 
         sb.choose_program(browser, "cortex-m55")

@@ -185,8 +185,8 @@ trt_status trt_output(const trt_program *prog, int i, trt_tensor_info *info);
 
 /* The raw int8 values of output i: when the kernel call that writes it is a
  * dequantize_per_tensor, the int8 tensor it read (same shape and layout as the output, one
- * byte per element), as that call read it; an int8 output is its own. TRT_ERR_BAD_INPUT when
- * the output has none. */
+ * byte per element), as that call read it. TRT_ERR_BAD_INPUT when the output has none (an
+ * int8 output is its own raw values: trt_output's data). */
 trt_status trt_output_int8(const trt_program *prog, int i, const int8_t **data, size_t *count);
 
 /* The quantization of an int8 input (output 0) or output (output 1) of a program exported with integer

@@ -308,7 +308,9 @@ static int cmd_infer(const char *model, const char *images_path, const char *out
     float *logits = rc == 0 ? calloc(n * out.numel + 1, sizeof(float)) : NULL;
     for (size_t i = 0; i < n && rc == 0; i++) {
         trt_status s = trt_infer(lp.prog, images + i * TRT_IMAGE_BYTES, logits + i * out.numel, out.numel, &n_out);
-        if (s == TRT_OK && trt_output_int8(lp.prog, 0, &raw, &n_q) == TRT_OK && n_q == n_out) {
+        if (s == TRT_OK && out.dtype == TRT_INT8) {          /* an int8 output is its own raw values */
+            memcpy(q + i * out.numel, out.data, out.numel);
+        } else if (s == TRT_OK && trt_output_int8(lp.prog, 0, &raw, &n_q) == TRT_OK && n_q == n_out) {
             memcpy(q + i * out.numel, raw, n_q);
         } else {
             fprintf(stderr, "error: %s: the program is not an image classifier with raw int8 outputs "

@@ -59,7 +59,9 @@ static void ethos_u_invoke(const trt_params *params, void *temp) {
     uint8_t *scratch = (uint8_t *)temp, *fast = scratch + align16(p->scratch_bytes);
     for (int i = 0; i < p->n_inputs; i++) memcpy(scratch + p->io[i].offset, p->io[i].arena_data, p->io[i].bytes);
     uint64_t bases[TRT_NPU_REGIONS] = {(uintptr_t)p->weights, (uintptr_t)scratch, (uintptr_t)fast};
-    const size_t sizes[TRT_NPU_REGIONS] = {p->weight_bytes, p->scratch_bytes, p->fast_bytes};
+    /* the fast scratch as allocated (16-byte aligned, ethos_u_temp): the command stream's furthest end,
+     * rounded up, so a model that sizes it from every access it makes finds its bytes there */
+    const size_t sizes[TRT_NPU_REGIONS] = {p->weight_bytes, p->scratch_bytes, align16(p->fast_bytes)};
     struct trt_npu_driver *driver = trt_npu_reserve();
     int failed = 1;
     if (driver) {

@@ -858,18 +858,12 @@ trt_status trt_input(const trt_program *prog, int i, trt_tensor_info *info) {
 trt_status trt_output(const trt_program *prog, int i, trt_tensor_info *info) {
     if (!prog || !prog->loaded || i < 0 || i >= prog->n_outputs || !info) return TRT_ERR_BAD_INPUT;
     describe(&prog->outputs[i], info);
-    info->has_int8 |= prog->outputs[i].t.dtype == TRT_INT8;   /* an int8 output is its own raw values */
     return TRT_OK;
 }
 
 trt_status trt_output_int8(const trt_program *prog, int i, const int8_t **data, size_t *count) {
     if (!prog || !prog->loaded || i < 0 || i >= prog->n_outputs || !data || !count) return TRT_ERR_BAD_INPUT;
     const trt_io *out = &prog->outputs[i];
-    if (out->t.dtype == TRT_INT8) {
-        *data = (const int8_t *)(const void *)out->t.data;
-        *count = out->t.numel;
-        return TRT_OK;
-    }
     if (!out->has_int8) return TRT_ERR_BAD_INPUT;
     *data = out->int8_in_arena ? (const int8_t *)(const void *)(prog->arena + out->int8_offset) : out->int8_const;
     *count = out->t.numel;   /* dequantize binds input and output with the same layout */

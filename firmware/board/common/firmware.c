@@ -79,8 +79,13 @@ trt_status firmware_infer(firmware_state *fw, const uint8_t image[TRT_IMAGE_BYTE
     *instructions = board_counter_instructions();
     if (status != TRT_OK)
         return status;
-    if (trt_output_int8(fw->program, 0, &q, &n_q) != TRT_OK || n_q != *n_out)
+    trt_tensor_info out;
+    if (trt_output(fw->program, 0, &out) == TRT_OK && out.dtype == TRT_INT8) {
+        q = (const int8_t *)(const void *)out.data; /* an int8 output is its own raw values */
+        n_q = out.numel;
+    } else if (trt_output_int8(fw->program, 0, &q, &n_q) != TRT_OK || n_q != *n_out) {
         return TRT_ERR_BAD_TENSOR; /* a classifier's output without raw int8 values */
+    }
     memcpy(out_q, q, n_q);
     return TRT_OK;
 }

@@ -35,7 +35,7 @@ class EthosUDevice(Device):
         self.inputs, self.outputs = io_layouts(self.descriptor)
         quantization = io_quantization(program)
         self.input_q, self.output_q = quantization["input"], quantization["output"]
-        self.vela = (measure.read(self.model_path) or {}).get("vela", {})
+        self.vela = (measure.read(self.model_path, needs=("vela",)) or {}).get("vela", {})
 
     def _vela_stats(self, accelerator: str) -> dict:
         """Vela's estimate of one inference on the NPU, as last_stats gives it."""

@@ -228,7 +228,7 @@ class McuDevice(Device):
 def _npu_figure(pte, target: str) -> dict:
     """What ran the delegate of an Ethos-U program on the board, and Vela's estimate of the NPU's time."""
     from .. import measure
-    vela = (measure.read(pte) or {}).get("vela") or {}
+    vela = (measure.read(pte, needs=("vela",)) or {}).get("vela") or {}
     npu = target.replace("ethos-u", "Ethos-U")
     value = f"{vela['inference_ms']:.3f} ms (Vela estimate)" if vela.get("inference_ms") is not None else "not measured"
     return {"name": f"{npu} delegate", "value": value,

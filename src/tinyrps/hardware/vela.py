@@ -29,7 +29,8 @@ LOG_NAME = "vela.log"
 VELA_FIELDS = ("accelerator", "system_config", "memory_mode", "clock_hz", "npu_cycles", "total_cycles",
                "inference_ms", "inferences_per_s", "sram_bytes", "dram_bytes", "flash_bytes", "macs",
                "utilisation", "utilisation_total", "weights_in", "layers")
-LAYER_FIELDS = ("name", "op", "npu_cycles", "total_cycles", "macs", "utilisation")
+LAYER_FIELDS = ("name", "op", "npu_cycles", "total_cycles", "macs", "utilisation", "sram_access_cycles",
+                "dram_access_cycles", "flash_access_cycles")
 
 
 def vela_ini_path() -> Path:
