@@ -800,7 +800,7 @@ def test_a_page_of_another_origin_cannot_play_or_reset_the_score(browser, cpu_pt
     (tmp_path / "index.html").write_text("<!doctype html><title>another site</title>")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
     other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=other.link_loop_forever, daemon=True).start()
+    threading.Thread(target=other.serve_forever, daemon=True).start()
     tab = "foreign-tab-0001"
     try:
         with sb.ServerProcess("--model", cpu_pte) as server:
