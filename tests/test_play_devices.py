@@ -93,7 +93,7 @@ def test_cortex_m55_measurement_has_the_firmware_figures(exported, measured):
 def test_play_on_a_board_on_a_serial_port(cli, cortex_m_pte):
     """--port: the game talks to a board running the firmware (here QEMU's UART, reached as a board would be)."""
     from tinyrps.firmware import qemu
-    with qemu.FirmwareServer(cortex_m_pte) as server:
+    with qemu.LinkedFirmware(cortex_m_pte) as server:
         server.link.close()                 # QEMU's UART then accepts the next connection
         port = f"socket://127.0.0.1:{server.port}"
         res = cli("play", "--model", cortex_m_pte, "--port", port, "--moves", "r,s", "--seed", "1", "--json")
@@ -108,7 +108,7 @@ def test_play_on_a_board_on_a_serial_port(cli, cortex_m_pte):
 
 def test_eval_on_a_board_on_a_serial_port(cli, trained_run, cortex_m_pte):
     from tinyrps.firmware import qemu
-    with qemu.FirmwareServer(cortex_m_pte) as server:
+    with qemu.LinkedFirmware(cortex_m_pte) as server:
         server.link.close()
         res = cli("eval", "--run", trained_run, "--program", "cortex-m55", "--port",
                   f"socket://127.0.0.1:{server.port}", "--limit", "3", "--json")

@@ -218,7 +218,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_read(payload, reply, reply_len, &refusal);
             break;
         case LINK_CMD_RUN:
-            /* the serve loop's RUN: the piece first (when there is one), then the outputs that fit */
+            /* the link loop's RUN: the piece first (when there is one), then the outputs that fit */
             if (len) {
                 snapshot_inputs();
                 reply_len = link_write_input(&tensors, payload, len, reply, &refusal);

@@ -1,7 +1,7 @@
 /*
  * The device link's tensor requests (link_protocol.h: TENSOR, WRITE, READ), decoded and
  * checked against the program's inputs and outputs. Portable C with no board calls: the
- * firmware's serve loop and the host's fuzz target (firmware/fuzz/) link the same code.
+ * firmware's link loop and the host's fuzz target (firmware/fuzz/) link the same code.
  * Each function either fills a reply or refuses the request with an error code, value and
  * text for an error frame; nothing is written or read outside the tensor named.
  */

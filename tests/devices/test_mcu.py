@@ -108,7 +108,7 @@ def test_descriptor_of_another_family_points_to_its_device(cortex_m_pte, exporte
 
 def test_a_board_on_a_serial_port(cortex_m_pte, test_images):
     """The `port` option talks to a board running the firmware: here QEMU's UART socket."""
-    with qemu.FirmwareServer(cortex_m_pte) as server:
+    with qemu.LinkedFirmware(cortex_m_pte) as server:
         server.link.close()                 # QEMU's UART then accepts the next connection
         with open_device("mcu", cortex_m_pte, port=f"socket://127.0.0.1:{server.port}") as board:
             logits = board.classify(test_images[0][:2])
@@ -120,7 +120,7 @@ def test_a_board_on_a_serial_port(cortex_m_pte, test_images):
 def test_a_board_holding_another_program(cortex_m_pte, exported, tmp_path):
     other = tmp_path / "other.pte"
     other.write_bytes(cortex_m_pte.read_bytes() + b"\0")      # any other bytes: another SHA-256
-    with qemu.FirmwareServer(cortex_m_pte) as server:
+    with qemu.LinkedFirmware(cortex_m_pte) as server:
         server.link.close()
         with pytest.raises(UserError, match="different program .* flash it"):
             open_device("mcu", other, port=f"socket://127.0.0.1:{server.port}")

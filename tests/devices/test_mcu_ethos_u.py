@@ -110,3 +110,33 @@ def test_a_host_killed_mid_job_leaves_the_board_reporting_failure(exported, test
         worker.join(15.0)
         assert not worker.is_alive() and time.perf_counter() - start < 15.0
     assert "NPU invoke failed" in outcome.get("error", "")
+
+
+
+def test_regions_larger_than_a_pipe_holds_cross_the_npu_link_whole(tmp_path):
+    """The NPU link moves each region through a semihosting pipe, which returns at most what it holds (64 KiB)
+    per read: a region is read in as many calls as it takes, not taken as a failed job. A 16 x 96 x 96 int8
+    feature map (147 KiB) between two layers lies in the U85's fast scratch."""
+    import torch
+    from tinyrps.export import export_model
+    from tinyrps.hardware.descriptor import Origin
+
+    class WideFeatureMap(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 16, 3, padding=1)
+            self.pool = torch.nn.AvgPool2d(8)
+
+        def forward(self, x):
+            return torch.relu(self.pool(torch.relu(self.conv(x))))
+
+    torch.manual_seed(0)
+    inputs = [(torch.rand(1, 3, 96, 96),) for _ in range(4)]
+    pte = export_model(WideFeatureMap().eval(), inputs[0], inputs, "ethos-u85-256", tmp_path,
+                       Origin(module="test_mcu_ethos_u.py:WideFeatureMap", calibration="4 random inputs"))
+    model = npu.load(read_program(pte), pte.name)[0]
+    assert max(model.region_sizes[1:]) > 1 << 16, model.region_sizes      # the case this test is for
+    arrays = [np.stack([x[0].numpy() for x in inputs])]
+    with open_device("mcu", pte) as board, open_device("npu", pte) as host:
+        on_board, by_model = board.run_batch(arrays), host.run_batch(arrays)
+    assert np.array_equal(on_board.int8[0], by_model.int8[0])

@@ -110,7 +110,7 @@ def test_a_cpu_fault_on_an_armv6_m_core_is_reported(exported, test_images, tmp_p
     elf = qemu.firmware_elf("mps2-an385", "isa", "cortex-m0")
     trapped = _firmware_with_a_trap_in(elf, "trt_infer", tmp_path / "trapped.elf")
     trapped = _firmware_with_a_trap_in(trapped, "trt_run", tmp_path / "trapped.elf")
-    with qemu.FirmwareServer(pte, elf=trapped, board="mps2-an385") as server:
+    with qemu.LinkedFirmware(pte, elf=trapped, board="mps2-an385") as server:
         assert server.link.info().loaded
         with pytest.raises(LinkError, match=r"crashed during 'infer': cpu fault: pc=0x[0-9a-f]{8}$"):
             server.link.infer(test_images[0][0])

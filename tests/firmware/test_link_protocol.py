@@ -133,8 +133,8 @@ def test_info_of_another_protocol_version_is_refused():
 
 @pytest.fixture(scope="module")
 def server(cortex_m_pte, firmware_elf_path):
-    from tinyrps.firmware.qemu import FirmwareServer
-    with FirmwareServer(cortex_m_pte, elf=firmware_elf_path, timeout=10) as srv:
+    from tinyrps.firmware.qemu import LinkedFirmware
+    with LinkedFirmware(cortex_m_pte, elf=firmware_elf_path, timeout=10) as srv:
         yield srv
 
 

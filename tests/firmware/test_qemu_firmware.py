@@ -55,7 +55,7 @@ class Served:
 
 @pytest.fixture(scope="module")
 def serial_results(cortex_m_pte, firmware_elf_path, test_images):
-    with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
+    with qemu.LinkedFirmware(cortex_m_pte, elf=firmware_elf_path) as server:
         info = server.link.info()
         inputs = qemu.images_as_input(test_images[0])
         results = [Served(server.link.run_tensors([x], info.inputs, info.outputs)) for x in inputs]
@@ -182,26 +182,26 @@ def test_batch_parser_refuses_a_damaged_file(tmp_path, damage, message):
 
 
 def test_server_is_stopped_on_close_and_on_error(cortex_m_pte, firmware_elf_path):
-    with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
+    with qemu.LinkedFirmware(cortex_m_pte, elf=firmware_elf_path) as server:
         pid = server.process.pid
         assert server.link.info().loaded
     assert wait_gone(pid)
 
     with pytest.raises(RuntimeError):
-        with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
+        with qemu.LinkedFirmware(cortex_m_pte, elf=firmware_elf_path) as server:
             pid = server.process.pid
             raise RuntimeError("boom")
     assert wait_gone(pid)
 
     with pytest.raises(KeyboardInterrupt):
-        with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
+        with qemu.LinkedFirmware(cortex_m_pte, elf=firmware_elf_path) as server:
             pid = server.process.pid
             raise KeyboardInterrupt
     assert wait_gone(pid)
 
 
 def test_qemu_that_dies_is_reported_at_once(cortex_m_pte, firmware_elf_path):
-    with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path, timeout=30) as server:
+    with qemu.LinkedFirmware(cortex_m_pte, elf=firmware_elf_path, timeout=30) as server:
         server.link.info()
         server.process.kill()
         start = time.monotonic()
@@ -213,9 +213,9 @@ def test_qemu_that_dies_is_reported_at_once(cortex_m_pte, firmware_elf_path):
 def _child_with_a_server(pte, elf) -> subprocess.Popen:
     script = textwrap.dedent(f"""
         import signal, time
-        from tinyrps.firmware.qemu import FirmwareServer
+        from tinyrps.firmware.qemu import LinkedFirmware
         signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal, even if started in the background
-        server = FirmwareServer({str(pte)!r}, elf={str(elf)!r}).start()
+        server = LinkedFirmware({str(pte)!r}, elf={str(elf)!r}).start()
         server.link.info()
         print(server.process.pid, flush=True)
         with server:
@@ -323,7 +323,7 @@ def test_program_without_descriptor_is_found_by_its_header(cortex_m_pte, firmwar
         return [a for i, a in enumerate(command)
                 if "data-len" not in a and not (a == "-device" and "data-len" in command[i + 1])]
     monkeypatch.setattr(qemu, "qemu_command", without_descriptor)
-    with qemu.FirmwareServer(cortex_m_pte, elf=firmware_elf_path) as server:
+    with qemu.LinkedFirmware(cortex_m_pte, elf=firmware_elf_path) as server:
         info = server.link.info()
     assert info.model_source == "program header"
     assert info.model_bytes == cortex_m_pte.stat().st_size and info.loaded
@@ -350,7 +350,7 @@ def test_cpu_fault_is_reported_and_qemu_ends(cortex_m_pte, firmware_elf_path, te
     # the image command's trt_infer and the batch's trt_run (which trt_infer may have inlined)
     trapped = _firmware_with_a_trap_in(firmware_elf_path, "trt_infer", tmp_path / "trapped.elf")
     trapped = _firmware_with_a_trap_in(trapped, "trt_run", tmp_path / "trapped.elf")
-    with qemu.FirmwareServer(cortex_m_pte, elf=trapped) as server:
+    with qemu.LinkedFirmware(cortex_m_pte, elf=trapped) as server:
         assert server.link.info().loaded
         with pytest.raises(LinkError, match=r"crashed during 'infer': cpu fault: pc=0x"):
             server.link.infer(test_images[0][0])

@@ -100,7 +100,7 @@ def test_the_host_modules_use_the_headers_facts():
     assert batch_results.BATCH_HEADER is c_facts.layout("BATCH_HEADER_FIELDS", "BATCH_HEADER_FIXED_BYTES")
     assert description_layout() is c_facts.layout("TENSOR_DESC_FIELDS", "TENSOR_DESC_BYTES")
     assert batch_results.KERNEL_VARIANTS == c_facts.kernel_variants() == ("mve", "dsp", "c")
-    assert (qemu.DESCRIPTOR_MAGIC, qemu.MODE_SERVE, qemu.MODE_BATCH) == (0x42505254, 0, 1)
+    assert (qemu.DESCRIPTOR_MAGIC, qemu.MODE_LINK, qemu.MODE_BATCH) == (0x42505254, 0, 1)
     assert qemu.DESCRIPTOR is c_facts.layout("BOOT_DESCRIPTOR_FIELDS", "BOOT_DESCRIPTOR_BYTES")
     assert (qemu.DESCRIPTOR_VERSION, qemu.FLAG_SHA256) == (2, 1)
     assert batch_results.BATCH_EXIT_CODES == {1: "bad arguments or file I/O", 2: "the program did not load", 3: "a CPU fault"}

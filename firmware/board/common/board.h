@@ -1,7 +1,7 @@
 /*
  * What the firmware needs from a board: a serial port, a clock that also
  * counts instructions, a reset, and a way to report a fault. The application
- * (main.c, firmware.c, serve.c, batch.c) only uses this interface.
+ * (main.c, firmware.c, link_loop.c, batch.c) only uses this interface.
  *
  * board_cortex_m.c implements the clock, stack, reset and fault parts for any
  * Cortex-M from the constants of the port's port.h; the serial part comes from

@@ -1,7 +1,7 @@
 /*
  * The firmware's state after boot: the program found in the model slot, the
  * loaded runtime program, the boot's cost, and the program's hash once asked
- * for. Shared by the two ways requests are served, the serial link (serve.c)
+ * for. Shared by the two ways requests are served, the serial link (link_loop.c)
  * and the semihosting batch (batch.c); main.c boots it and picks one.
  */
 #ifndef TINYRPS_FIRMWARE_H

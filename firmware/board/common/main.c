@@ -1,6 +1,6 @@
 /*
  * tinyrps firmware: boots once, finds the program placed in memory, validates and
- * loads it, then either serves requests on the serial port forever or runs one
+ * loads it, then either answers the device link on the serial port forever or runs one
  * semihosting batch (boot descriptor mode). It is ready (the boot's count ends)
  * when firmware_boot returns. The same on every board; the port supplies
  * port.h, the linker script and the drivers. See docs/firmware.md.
@@ -8,7 +8,7 @@
 #include "batch.h"
 #include "board.h"
 #include "firmware.h"
-#include "serve.h"
+#include "link_loop.h"
 
 static firmware_state state;
 
@@ -18,7 +18,7 @@ static void report_fault(const char *what)
     if (state.model.mode == BOOT_MODE_BATCH)
         batch_report_fault(what);
     else
-        serve_report_fault(what);
+        link_report_fault(what);
 }
 
 int main(void)
@@ -29,5 +29,5 @@ int main(void)
     npu_link_start(&state);
     if (state.model.mode == BOOT_MODE_BATCH)
         run_batch(&state);
-    serve_forever(&state);
+    link_loop_forever(&state);
 }

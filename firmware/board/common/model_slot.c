@@ -34,7 +34,7 @@ static size_t length_from_header(const uint8_t *pte)
 
 model_slot model_slot_locate(void)
 {
-    model_slot slot = {.bytes = __model_base, .mode = BOOT_MODE_SERVE};
+    model_slot slot = {.bytes = __model_base, .mode = BOOT_MODE_LINK};
     uint32_t d[BOOT_DESCRIPTOR_BYTES / 4];
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
         d[i] = boot_args[i];

@@ -26,7 +26,7 @@
     X(CHECK, 20, u32)             /* the five words before it XORed, then ^ 0xFFFFFFFF */
 #define BOOT_DESCRIPTOR_BYTES 24
 
-#define BOOT_MODE_SERVE 0u                /* serve requests on the UART forever */
+#define BOOT_MODE_LINK 0u                 /* answer the device link on the UART forever */
 #define BOOT_MODE_BATCH 1u                /* run a semihosting batch, then exit */
 
 /* Batch mode: hash the program (SHA-256) once the firmware is ready, before the batch, and put

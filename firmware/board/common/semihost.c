@@ -36,16 +36,35 @@ int semihost_close(int handle)
     return (int)semihost_call(SYS_CLOSE, args);
 }
 
+/* SYS_READ and SYS_WRITE return the bytes NOT transferred. On a pipe (the NPU link) a call may move
+ * fewer bytes than asked, as read(2) does: a big region takes several calls. A call that moves none is
+ * the end of the file, or an error. */
 int semihost_read_all(int handle, void *buffer, size_t len)
 {
-    uintptr_t args[3] = {(uintptr_t)handle, (uintptr_t)buffer, len};
-    return semihost_call(SYS_READ, args) == 0 ? 0 : -1; /* returns bytes NOT read */
+    uint8_t *at = buffer;
+    while (len > 0) {
+        uintptr_t args[3] = {(uintptr_t)handle, (uintptr_t)at, len};
+        uintptr_t left = semihost_call(SYS_READ, args);
+        if (left >= len)
+            return -1;
+        at += len - left;
+        len = left;
+    }
+    return 0;
 }
 
 int semihost_write_all(int handle, const void *data, size_t len)
 {
-    uintptr_t args[3] = {(uintptr_t)handle, (uintptr_t)data, len};
-    return semihost_call(SYS_WRITE, args) == 0 ? 0 : -1; /* returns bytes NOT written */
+    const uint8_t *at = data;
+    while (len > 0) {
+        uintptr_t args[3] = {(uintptr_t)handle, (uintptr_t)at, len};
+        uintptr_t left = semihost_call(SYS_WRITE, args);
+        if (left >= len)
+            return -1;
+        at += len - left;
+        len = left;
+    }
+    return 0;
 }
 
 long semihost_file_length(int handle)

@@ -95,9 +95,9 @@ class McuDevice(Device):
         if self.port:
             from ..firmware.link import DeviceLink
             return DeviceLink.open(self.port, timeout=timeout, describe=f"the board on {self.port}")
-        from ..firmware.qemu import FirmwareServer, firmware_elf
+        from ..firmware.qemu import LinkedFirmware, firmware_elf
         self.elf = firmware_elf(self.board.name, "isa", self.core)
-        self.server = FirmwareServer(self.model_path, elf=self.elf, timeout=timeout, board=self.board.name).start()
+        self.server = LinkedFirmware(self.model_path, elf=self.elf, timeout=timeout, board=self.board.name).start()
         return self.server.link
 
     def _check_info(self) -> None:

@@ -2,7 +2,7 @@
 
 Two ways to run it, one firmware image per board (firmware/board/<board>, built by build_firmware):
 
-- `FirmwareServer`: boots once with a program and serves requests on its UART,
+- `LinkedFirmware`: boots once with a program and serves requests on its UART,
   which QEMU puts on a loopback TCP socket; `server.link` is a DeviceLink.
 - `run_batch`: boots with a program and a samples file (every input of each
   sample), runs them all and exits, exchanging files over semihosting (fast: no
@@ -50,7 +50,7 @@ FIRMWARE_EXECUTABLE = "tinyrps_fw.elf"
 DESCRIPTOR = c_facts.layout("BOOT_DESCRIPTOR_FIELDS", "BOOT_DESCRIPTOR_BYTES")
 DESCRIPTOR_MAGIC = c_facts.define("BOOT_DESCRIPTOR_MAGIC")       # "TRPB"
 DESCRIPTOR_VERSION = c_facts.define("BOOT_DESCRIPTOR_VERSION")
-MODE_SERVE = c_facts.define("BOOT_MODE_SERVE")
+MODE_LINK = c_facts.define("BOOT_MODE_LINK")
 MODE_BATCH = c_facts.define("BOOT_MODE_BATCH")
 FLAG_SHA256 = c_facts.define("BOOT_FLAG_SHA256")                 # batch: hash the program, report the hash
 FLAG_NPU_LINK = c_facts.define("BOOT_FLAG_NPU_LINK")             # the host serves the NPU link (npu_host)
@@ -189,10 +189,10 @@ def _stderr_summary(path: Path) -> str:
 # Serving over the UART
 # ---------------------------------------------------------------------------------------------
 
-class FirmwareServer:
+class LinkedFirmware:
     """The firmware booted once in QEMU, serving on its UART (a loopback TCP socket).
 
-        with FirmwareServer(pte) as server:
+        with LinkedFirmware(pte) as server:
             info = server.link.info()
             result = server.link.infer(image)
     """
@@ -208,7 +208,7 @@ class FirmwareServer:
         self._workdir: Optional[tempfile.TemporaryDirectory] = None
         self.npu_host = None          # NpuHost, for a program with an Ethos-U delegate
 
-    def start(self) -> "FirmwareServer":
+    def start(self) -> "LinkedFirmware":
         """Boot QEMU and connect (once: starting a started server does nothing)."""
         if self.process is not None:
             return self
@@ -224,7 +224,7 @@ class FirmwareServer:
         self._workdir = temp_dir("qemu")
         npu = _start_npu_host(self.pte, Path(self._workdir.name))
         self.npu_host = npu
-        command = qemu_command(elf, self.pte, MODE_SERVE, self.board.name, FLAG_NPU_LINK if npu else 0) + \
+        command = qemu_command(elf, self.pte, MODE_LINK, self.board.name, FLAG_NPU_LINK if npu else 0) + \
             (SEMIHOSTING if npu else [])
         # Python owns the listening socket and hands it to QEMU: no free-port race.
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -263,7 +263,7 @@ class FirmwareServer:
             self._workdir.cleanup()
             self._workdir = None
 
-    def __enter__(self) -> "FirmwareServer":
+    def __enter__(self) -> "LinkedFirmware":
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -44,9 +44,18 @@ static int open_pipe(const char *path, uintptr_t mode) {   /* mode 1 "rb", 5 "wb
     return (int)(intptr_t)semihosting(0x01u, block);
 }
 
-static int move_all(uintptr_t operation, int file, const void *data, size_t len) {   /* 0x05 write, 0x06 read */
-    uintptr_t block[3] = {(uintptr_t)file, (uintptr_t)data, len};
-    return len == 0 || semihosting(operation, block) == 0 ? 0 : -1;     /* the bytes left unmoved */
+/* 0x05 write, 0x06 read: each returns the bytes left unmoved, and on a pipe may move fewer than asked
+ * (a big region takes several calls); a call that moves none is the end, or an error. */
+static int move_all(uintptr_t operation, int file, const void *data, size_t len) {
+    const uint8_t *at = data;
+    while (len > 0) {
+        uintptr_t block[3] = {(uintptr_t)file, (uintptr_t)at, len};
+        uintptr_t left = semihosting(operation, block);
+        if (left >= len) return -1;
+        at += len - left;
+        len = left;
+    }
+    return 0;
 }
 
 static void put_u32(uint8_t *p, uint32_t v) {

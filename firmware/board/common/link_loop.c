@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "serve.h"
+#include "link_loop.h"
 
 #include "board.h"
 #include "link_frame.h"
@@ -183,12 +183,12 @@ static void report_overruns(uint32_t *reported)
     }
 }
 
-void serve_report_fault(const char *what)
+void link_report_fault(const char *what)
 {
     link_send_error(&uart_link, 0, LINK_ERR_FAULT, 0, what);
 }
 
-void serve_forever(firmware_state *fw)
+void link_loop_forever(firmware_state *fw)
 {
     static link_receiver receiver; /* 1 KiB buffer: not on the stack */
     uint32_t overruns_reported = 0;

@@ -1,11 +1,11 @@
 /* Serving the device link on the board's serial port (docs/firmware.md, "The device link"). */
-#ifndef TINYRPS_SERVE_H
-#define TINYRPS_SERVE_H
+#ifndef TINYRPS_LINK_LOOP_H
+#define TINYRPS_LINK_LOOP_H
 
 #include "firmware.h"
 
-__attribute__((noreturn)) void serve_forever(firmware_state *fw);
+__attribute__((noreturn)) void link_loop_forever(firmware_state *fw);
 /* A CPU fault, as an unsolicited error frame (called from the fault handler). */
-void serve_report_fault(const char *what);
+void link_report_fault(const char *what);
 
 #endif
