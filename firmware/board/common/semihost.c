@@ -39,12 +39,11 @@ int semihost_close(int handle)
 /* SYS_READ and SYS_WRITE return the bytes NOT transferred. On a pipe (the NPU link) a call may move
  * fewer bytes than asked, as read(2) does: a big region takes several calls. A call that moves none is
  * the end of the file, or an error. */
-int semihost_read_all(int handle, void *buffer, size_t len)
+static int move_all(uintptr_t operation, int handle, uintptr_t at, size_t len)
 {
-    uint8_t *at = buffer;
     while (len > 0) {
-        uintptr_t args[3] = {(uintptr_t)handle, (uintptr_t)at, len};
-        uintptr_t left = semihost_call(SYS_READ, args);
+        uintptr_t args[3] = {(uintptr_t)handle, at, len};
+        uintptr_t left = semihost_call(operation, args);
         if (left >= len)
             return -1;
         at += len - left;
@@ -53,18 +52,14 @@ int semihost_read_all(int handle, void *buffer, size_t len)
     return 0;
 }
 
+int semihost_read_all(int handle, void *buffer, size_t len)
+{
+    return move_all(SYS_READ, handle, (uintptr_t)buffer, len);
+}
+
 int semihost_write_all(int handle, const void *data, size_t len)
 {
-    const uint8_t *at = data;
-    while (len > 0) {
-        uintptr_t args[3] = {(uintptr_t)handle, (uintptr_t)at, len};
-        uintptr_t left = semihost_call(SYS_WRITE, args);
-        if (left >= len)
-            return -1;
-        at += len - left;
-        len = left;
-    }
-    return 0;
+    return move_all(SYS_WRITE, handle, (uintptr_t)data, len);
 }
 
 long semihost_file_length(int handle)
