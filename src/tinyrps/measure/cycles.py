@@ -51,7 +51,7 @@ from ..hardware.cores import CoreTiming, timings
 from ..infra.errors import UserError
 from ..infra.tempdirs import temp_dir
 
-MODEL_VERSION = 1
+MODEL_VERSION = 2      # 2: blocks QEMU stopped before their first instruction are left out
 ESTIMATE_NOTE = "an estimate from the executed instructions and a per-core timing model, not a measurement"
 
 
@@ -259,12 +259,16 @@ def disassemble(elf: Path, arch: str, mtime_ns: int) -> Disassembly:
 
 # ── the traced run ───────────────────────────────────────────────────────────
 TRACE = re.compile(r"^Trace \d+: (0x[0-9a-f]+) \[[0-9a-f]+/([0-9a-f]+)/")
+# QEMU logs a block before running it, and this line when it then left the block at its start (an
+# interrupt pending, or the instruction budget spent): that block did not run
+STOPPED = re.compile(r"^Stopped execution of TB chain before (0x[0-9a-f]+) ")
 
 
 def traced_blocks(log_lines: Iterable[str]):
     """(host block id, guest pc, first address, last address) of each block run, in order, from QEMU's
-    in_asm,exec,nochain log: a block's extent comes from its translation just before its first run."""
-    extents, pending, first, last = {}, False, None, None
+    in_asm,exec,nochain log: a block's extent comes from its translation just before its first run;
+    a block logged and then stopped before its first instruction is left out."""
+    extents, pending, first, last, logged = {}, False, None, None, None
     for line in log_lines:
         if line.startswith("IN:"):
             pending, first, last = True, None, None
@@ -272,6 +276,10 @@ def traced_blocks(log_lines: Iterable[str]):
             address = int(line[2:10], 16)
             first = address if first is None else first
             last = address
+        elif line.startswith("Stopped"):
+            m = STOPPED.match(line)
+            if m and logged is not None and logged[0] == m.group(1):
+                logged = None
         else:
             m = TRACE.match(line)
             if m:
@@ -279,9 +287,12 @@ def traced_blocks(log_lines: Iterable[str]):
                 if pending and first is not None:
                     extents[host] = (first, last)
                     pending = False
+                if logged is not None:
+                    yield logged
                 extent = extents.get(host)
-                if extent is not None:
-                    yield host, pc, extent[0], extent[1]
+                logged = (host, pc, extent[0], extent[1]) if extent is not None else None
+    if logged is not None:
+        yield logged
 
 
 def run_traced(pte: Path, elf: Path, board: str, sample, work: Path) -> Path:
