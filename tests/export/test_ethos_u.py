@@ -144,6 +144,16 @@ def test_operators_that_fell_back_to_the_cpu_are_named():
     assert ethos_u.check_one_delegate(whole, [("Conv2D", "NPU")]) == whole
 
 
+def test_a_network_of_which_nothing_lands_on_the_npu_is_one_line(tmp_path):
+    # the partitioner took nothing, so Vela never ran and wrote no per-layer table
+    layers = ethos_u.per_layer_targets(tmp_path / "output" / "out_per-layer.csv")
+    nothing = {"subgraphs": 0, "backends": [], "cpu_ops": sorted(BOUNDARY | {"aten::atan2.out"})}
+    with pytest.raises(UserError) as e:
+        ethos_u.check_one_delegate(nothing, layers)
+    assert "no part of the network lands on the Ethos-U NPU" in str(e.value)
+    assert "aten::atan2.out" in str(e.value) and "Cortex-M" in str(e.value)
+
+
 @slow
 def test_the_check_uses_the_int8_cpu_predictions_it_is_given(exported):
     pte = exported("ethos-u85-128")

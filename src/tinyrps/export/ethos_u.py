@@ -181,7 +181,10 @@ def delegation_of(program: bytes) -> dict:
 
 
 def per_layer_targets(per_layer_csv: Path) -> list:
-    """(operator, target) of each layer in Vela's per-layer table; target is NPU or CPU."""
+    """(operator, target) of each layer in Vela's per-layer table; target is NPU or CPU; none when Vela
+    never ran (nothing was delegated)."""
+    if not per_layer_csv.is_file():
+        return []
     with open(per_layer_csv, newline="") as f:
         return [(row["Original Operator"], row["Target"]) for row in csv.DictReader(f)]
 
@@ -190,6 +193,9 @@ def check_one_delegate(delegation: dict, layers: list) -> dict:
     """The whole network must be one Ethos-U delegate; raise naming what runs on the CPU otherwise."""
     on_cpu = sorted(op for op in delegation["cpu_ops"] if op.rsplit(".", 1)[0] not in BOUNDARY_OPS)
     on_cpu += sorted({f"{op} (Vela)" for op, target in layers if target != "NPU"})
+    if delegation["subgraphs"] == 0:
+        raise UserError("no part of the network lands on the Ethos-U NPU (the partitioner took no operator); "
+                        f"it runs on the CPU: {', '.join(on_cpu) or 'nothing'}. Export it for a Cortex-M target")
     if on_cpu or delegation["subgraphs"] != 1 or set(delegation["backends"]) != {"EthosUBackend"}:
         raise UserError(f"the network is not one Ethos-U delegate ({delegation['subgraphs']} delegated "
                         f"subgraphs); operators that fell back to the CPU: {', '.join(on_cpu) or 'none'}")
