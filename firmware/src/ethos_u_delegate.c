@@ -91,11 +91,18 @@ int trt_ethos_u_backend(const char *id, uint32_t len) { return pte_text_is(id, l
 
 /* ---- the CPU part ---------------------------------------------------------------------------- */
 
+/* ExecuTorch's quantized_decomposed:: operators, which the runtime has under its own namespace: the rows
+ * named "cortex_m::" and the same name after it (operators.def), with the same overload. */
 const trt_operator *trt_ethos_u_cpu_operator(const char *name, uint32_t name_len, const char *overload,
                                              uint32_t overload_len) {
-    if (!pte_text_is(overload, overload_len, "out")) return NULL;
-    if (pte_text_is(name, name_len, "quantized_decomposed::quantize_per_tensor")) return &trt_op_quantize_per_tensor;
-    if (pte_text_is(name, name_len, "quantized_decomposed::dequantize_per_tensor")) return &trt_op_dequantize_per_tensor;
+    static const char NAMESPACE[] = "quantized_decomposed::";
+    enum { SKIP = sizeof NAMESPACE - 1, ROW_SKIP = sizeof "cortex_m::" - 1 };
+    const trt_operator *const rows[2] = {&trt_op_quantize_per_tensor, &trt_op_dequantize_per_tensor};
+    if (name_len < SKIP || !pte_text_is(name, SKIP, NAMESPACE)) return NULL;
+    for (int i = 0; i < 2; i++)
+        if (pte_text_is(name + SKIP, name_len - SKIP, rows[i]->name + ROW_SKIP) &&
+            pte_text_is(overload, overload_len, rows[i]->overload))
+            return rows[i];
     return NULL;
 }
 
@@ -120,8 +127,9 @@ typedef struct {
     uint32_t len[7];
 } vela_blocks;
 
-static const char *const BLOCK_NAMES[7] = {"vela_bin_stream", "cmd_data", "weight_data", "scratch_size",
-                                           "inputs", "outputs", "vela_end_stream"};
+/* Each block's name field as the blob holds it: the name, NUL-padded to 16 bytes. */
+static const char BLOCK_NAMES[7][16] = {"vela_bin_stream", "cmd_data", "weight_data", "scratch_size",
+                                        "inputs", "outputs", "vela_end_stream"};
 enum { CMD_DATA = 1, WEIGHT_DATA = 2, SCRATCH_SIZE = 3, INPUTS = 4, OUTPUTS = 5 };
 
 /* The processed bytes of delegate `index`: inline data of the program. */
@@ -150,13 +158,9 @@ static trt_status read_blocks(trt_program *prog, const uint8_t *blob, uint32_t l
     size_t at = 0;
     for (int i = 0; i < 7; i++) {
         if (len - at < BLOCK_HEADER) return trt_fail(&prog->detail, TRT_ERR_TRUNCATED, "Ethos-U blob cut in a block header");
-        const char *name = (const char *)blob + at;
-        size_t name_len = 0;
-        while (name_len < 16 && name[name_len]) name_len++;
-        for (size_t k = name_len; k < 16; k++)
-            if (name[k]) name_len = 16;   /* bytes after the NUL: not a name */
-        if (!pte_text_is(name, name_len, BLOCK_NAMES[i]))
-            return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "Ethos-U blob lacks block", BLOCK_NAMES[i]);
+        for (int k = 0; k < 16; k++)   /* the name, then NULs only */
+            if (blob[at + k] != (uint8_t)BLOCK_NAMES[i][k])
+                return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "Ethos-U blob lacks block", BLOCK_NAMES[i]);
         uint32_t block_len = read_u32(blob + at + 16);
         if (block_len > len || align16(block_len) > len - at - BLOCK_HEADER)
             return trt_fail_text(&prog->detail, TRT_ERR_TRUNCATED, "Ethos-U blob block runs past its end:", BLOCK_NAMES[i]);
@@ -219,24 +223,26 @@ typedef struct {
 
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-/* The end of the OFM's last byte: over its (up to four) tiles, the farthest element. */
+/* The end of the OFM's last byte: over its (up to four) tiles, the farthest element. The sizes are 16-bit
+ * register fields plus one, so their sums and products here stay far below 2^32; the addresses and strides
+ * (40 bits) take 64. */
 static uint64_t ofm_end(const stream_registers *r) {
-    const uint64_t height = r->cmd0[OFM_HEIGHT_M1] + 1u, width = r->cmd0[OFM_WIDTH_M1] + 1u,
+    const uint32_t height = r->cmd0[OFM_HEIGHT_M1] + 1u, width = r->cmd0[OFM_WIDTH_M1] + 1u,
                    depth = r->cmd0[OFM_DEPTH_M1] + 1u, size = 1u << ((r->cmd0[OFM_PRECISION] >> 1) & 3),
                    brick = ((r->cmd0[OFM_PRECISION] >> 6) & 3) == 1;
-    const uint64_t w0 = r->cmd0[OFM_WIDTH0_M1] + 1u, h[2] = {r->cmd0[OFM_HEIGHT0_M1] + 1u, r->cmd0[OFM_HEIGHT1_M1] + 1u};
-    const uint64_t sx = r->cmd1[OFM_STRIDE_X], sy = r->cmd1[OFM_STRIDE_Y], sc = r->cmd1[OFM_STRIDE_C];
+    const uint32_t w0 = r->cmd0[OFM_WIDTH0_M1] + 1u, h[2] = {r->cmd0[OFM_HEIGHT0_M1] + 1u, r->cmd0[OFM_HEIGHT1_M1] + 1u};
     uint64_t end = 0;
     for (int t = 0; t < 4; t++) {
         const int right = t & 1, bottom = t >> 1;
-        const uint64_t left_cols = width < w0 ? width : w0, top_rows = height < h[right] ? height : h[right];
-        const uint64_t cols = right ? width - left_cols : left_cols, rows = bottom ? height - top_rows : top_rows;
+        const uint32_t left_cols = width < w0 ? width : w0, top_rows = height < h[right] ? height : h[right];
+        const uint32_t cols = right ? width - left_cols : left_cols, rows = bottom ? height - top_rows : top_rows;
         if (!cols || !rows) continue;
-        uint64_t last = r->cmd1[OFM_BASE0 + t] + (rows - 1) * sy;
+        uint64_t last = r->cmd1[OFM_BASE0 + t] + (uint64_t)(rows - 1) * r->cmd1[OFM_STRIDE_Y];
         if (brick)
-            last += (depth - 1) / 16 * sc + (16 * (cols - 1) + (depth - 1 < 15 ? depth - 1 : 15)) * size;
+            last += (uint64_t)((depth - 1) / 16) * r->cmd1[OFM_STRIDE_C] +
+                    (16 * (cols - 1) + (depth - 1 < 15 ? depth - 1 : 15)) * size;
         else
-            last += (cols - 1) * sx + (depth - 1) * size;
+            last += (uint64_t)(cols - 1) * r->cmd1[OFM_STRIDE_X] + (depth - 1) * size;
         end = max64(end, last + size);
     }
     return end;

@@ -36,6 +36,13 @@ static int64_t as_i64(uint64_t u) { return u <= INT64_MAX ? (int64_t)u : -(int64
 
 static int in_range(size_t len, size_t off, size_t n) { return off <= len && n <= len - off; }
 
+int pte_text_is(const void *bytes, size_t n, const char *text) {
+    const char *b = (const char *)bytes;
+    for (size_t i = 0; i < n; i++)
+        if (text[i] == '\0' || b[i] != text[i]) return 0;
+    return text[n] == '\0';
+}
+
 /* ---- FlatBuffer primitives ------------------------------------------------------------------ */
 
 trt_status fb_table_at(const fb_buffer *fb, size_t pos, fb_table *out) {

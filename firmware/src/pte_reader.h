@@ -17,13 +17,9 @@
 #include "tinyrps_runtime.h"
 
 /* The n bytes at `bytes` are exactly the NUL-terminated `text`. (The runtime compares names itself: it
- * needs nothing of the C library but memcpy and memset.) */
-static inline int pte_text_is(const void *bytes, size_t n, const char *text) {
-    const char *b = (const char *)bytes;
-    for (size_t i = 0; i < n; i++)
-        if (text[i] == '\0' || b[i] != text[i]) return 0;
-    return text[n] == '\0';
-}
+ * needs nothing of the C library but memcpy and memset.) One function for every caller: the loader,
+ * the operator table and the Ethos-U delegate compare names only while a program loads. */
+int pte_text_is(const void *bytes, size_t n, const char *text);
 
 /* ---- FlatBuffer primitives -------------------------------------------------------------- */
 

@@ -24,6 +24,15 @@
 #define RUN_STATUS(prog) ((prog)->plan.delegates.count ? trt_ethos_u_status(prog) : TRT_OK)
 #else
 #define RUN_STATUS(prog) TRT_OK
+#undef TRT_ETHOS_U
+#define TRT_ETHOS_U 0
+#endif
+
+/* TRT_CALL_LISTS=0: no call of the build's program has an int[] or Tensor[] argument (a deploy library
+ * of such a program: src/NAME_build.h). A call with one is refused, and the code that resolves them is
+ * left out. */
+#ifndef TRT_CALL_LISTS
+#define TRT_CALL_LISTS 1
 #endif
 
 #define MAX_PLANNED_BYTES ((size_t)1 << 30)
@@ -35,17 +44,21 @@ typedef char trt_program_storage_bytes_too_small[sizeof(struct trt_program) <= T
 
 static size_t align_up(size_t n) { return (n + (TRT_ALIGN - 1)) & ~(size_t)(TRT_ALIGN - 1); }
 
+/* Tables, not switches and string literals: a table is an object of its own, which a build that never
+ * asks for the names (a deploy library) does not link, where the literals of a file share one section. */
 static int dtype_size(int dtype) {
-#define TRT_DTYPE_SIZE(name, code, text, bytes) case code: return bytes;
-    switch (dtype) { TRT_DTYPE_LIST(TRT_DTYPE_SIZE) }
+#define TRT_DTYPE_SIZE(name, code, text, bytes) [code] = bytes,
+    static const uint8_t SIZES[] = {TRT_DTYPE_LIST(TRT_DTYPE_SIZE)};
 #undef TRT_DTYPE_SIZE
-    return 0;
+    return dtype >= 0 && dtype < (int)sizeof SIZES ? SIZES[dtype] : 0;
 }
 
 const char *trt_dtype_name(int dtype) {
-#define TRT_DTYPE_TEXT(name, code, text, bytes) case code: return text;
-    switch (dtype) { TRT_DTYPE_LIST(TRT_DTYPE_TEXT) }
+#define TRT_DTYPE_TEXT(name, code, text, bytes) {code, text},
+    static const struct { int code; char text[8]; } NAMES[] = {TRT_DTYPE_LIST(TRT_DTYPE_TEXT)};
 #undef TRT_DTYPE_TEXT
+    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++)
+        if (NAMES[i].code == dtype) return NAMES[i].text;
     return NULL;
 }
 
@@ -64,15 +77,23 @@ trt_program *trt_program_init(trt_program_storage *storage) {
 size_t trt_program_size(void) { return sizeof(struct trt_program); }
 
 uint32_t trt_limit(int i, const char **name) {
-#define TRT_LIMIT_ENTRY(limit) {#limit, limit},
-    static const struct { const char *name; uint32_t value; } LIMITS[] = {TRT_LIMIT_LIST(TRT_LIMIT_ENTRY)};
-#undef TRT_LIMIT_ENTRY
-    if (i < 0 || i >= (int)(sizeof LIMITS / sizeof LIMITS[0])) {
+#define TRT_LIMIT_NAME(limit) #limit "\0"
+#define TRT_LIMIT_VALUE(limit) limit,
+    static const char NAMES[] = TRT_LIMIT_LIST(TRT_LIMIT_NAME);   /* one after the other */
+    static const uint32_t VALUES[] = {TRT_LIMIT_LIST(TRT_LIMIT_VALUE)};
+#undef TRT_LIMIT_NAME
+#undef TRT_LIMIT_VALUE
+    if (i < 0 || i >= TRT_LIMIT_COUNT) {
         if (name) *name = NULL;
         return 0;
     }
-    if (name) *name = LIMITS[i].name;
-    return LIMITS[i].value;
+    if (name) {
+        const char *at = NAMES;
+        for (int k = 0; k < i; k++)
+            while (*at++) continue;
+        *name = at;
+    }
+    return VALUES[i];
 }
 
 size_t trt_arena_needed(const trt_program *prog) { return prog ? prog->arena_needed : 0; }
@@ -268,14 +289,19 @@ static trt_status resolve_argument(trt_program *prog, int32_t index, uint16_t sl
     case PTE_VALUE_INT: dst->u.i = v.int_val; return TRT_OK;
     case PTE_VALUE_BOOL: dst->u.i = v.bool_val; return TRT_OK;
     case PTE_VALUE_DOUBLE: dst->u.d = v.double_val; return TRT_OK;
-    case PTE_VALUE_INT_LIST: return resolve_int_list(prog, &v.list, dst, n_items);
-    case PTE_VALUE_TENSOR_LIST: return resolve_tensor_list(prog, &v.list, dst, n_items, next_slot);
+    case PTE_VALUE_INT_LIST:
+        if (!TRT_CALL_LISTS) break;
+        return resolve_int_list(prog, &v.list, dst, n_items);
+    case PTE_VALUE_TENSOR_LIST:
+        if (!TRT_CALL_LISTS) break;
+        return resolve_tensor_list(prog, &v.list, dst, n_items, next_slot);
     case PTE_VALUE_TENSOR:
         dst->index = slot;
         return resolve_tensor(prog, &v.tensor, &prog->call_tensors[slot]);
     default:
         return TRT_OK;   /* null, strings, other lists: a kernel taking one fails its binding */
     }
+    return trt_fail(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "an int[] or Tensor[] argument (TRT_CALL_LISTS=0)");
 }
 
 /* ---- operators and kernel calls ------------------------------------------------------------------------ */
@@ -451,18 +477,9 @@ static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, co
 /* Call i, a DelegateCall: its arguments are the delegate's inputs, then its one output, which it
  * writes as a kernel call writes its out; ethos_u_delegate.c checks them against the delegate's
  * blob and binds the call; its working memory is the NPU's scratch and fast scratch. */
-static trt_status load_delegate_call(trt_program *prog, uint32_t i, int32_t delegate, const fb_vector *args_vec) {
-    int32_t args[TRT_MAX_KERNEL_ARGS];
-    uint16_t n_items = 0, next_slot = (uint16_t)args_vec->count;
+static trt_status load_delegate_call(trt_program *prog, uint32_t i, int32_t delegate, const int32_t *args, uint32_t n) {
     trt_status s;
-    if (args_vec->count > TRT_MAX_KERNEL_ARGS)
-        return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "delegate call arguments above TRT_MAX_KERNEL_ARGS:", args_vec->count);
-    for (uint32_t k = 0; k < args_vec->count; k++) {
-        args[k] = fb_vector_i32(&prog->file.flat, args_vec, k);
-        if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
-    }
     trt_chain_call *kc = &prog->calls[i];
-    const uint32_t n = args_vec->count;
     memset(&kc->p, 0, sizeof kc->p);
     if ((s = trt_ethos_u_bind(prog, delegate, kc, n)) != TRT_OK) return s;
     const trt_tensor *out = &prog->call_tensors[n - 1];
@@ -487,36 +504,32 @@ static trt_status load_call(trt_program *prog, const fb_vector *calls, uint32_t 
     int32_t args[TRT_MAX_KERNEL_ARGS];
     trt_status s = pte_call_at(&prog->file, calls, i, &kind, &op_index, &args_vec);
     if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad kernel call");
-#if TRT_ETHOS_U
-    if (kind == PTE_DELEGATE_CALL) return load_delegate_call(prog, i, op_index, &args_vec);
-#endif
-    if (kind != PTE_KERNEL_CALL) return trt_fail_number(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "call of an unsupported kind:", kind);
-    if (op_index < 0 || op_index >= prog->n_operators) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "kernel call of an unknown operator");
+    const int delegate = TRT_ETHOS_U && kind == PTE_DELEGATE_CALL;
+    if (kind != PTE_KERNEL_CALL && !delegate)
+        return trt_fail_number(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "call of an unsupported kind:", kind);
+    if (!delegate && (op_index < 0 || op_index >= prog->n_operators))
+        return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "kernel call of an unknown operator");
     if (args_vec.count > TRT_MAX_KERNEL_ARGS)
-        return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel call arguments above TRT_MAX_KERNEL_ARGS:", args_vec.count);
-#if TRT_ETHOS_U
-    /* an Ethos-U program's quantized_decomposed::dequantize_per_tensor has an argument more */
+        return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, delegate ? "delegate call arguments above TRT_MAX_KERNEL_ARGS:"
+                               : "kernel call arguments above TRT_MAX_KERNEL_ARGS:", args_vec.count);
     uint32_t n_args = args_vec.count;
+#if TRT_ETHOS_U
+    /* an Ethos-U program's quantized_decomposed::dequantize_per_tensor has an argument more: read them all first */
     for (uint32_t k = 0; k < n_args; k++) args[k] = fb_vector_i32(&prog->file.flat, &args_vec, k);
-    if ((s = trt_ethos_u_cpu_args(prog, prog->operators[op_index], args, &n_args)) != TRT_OK) return s;
-    uint16_t n_items = 0, next_slot = (uint16_t)n_args;
-    for (uint32_t k = 0; k < n_args; k++)
+    if (!delegate && (s = trt_ethos_u_cpu_args(prog, prog->operators[op_index], args, &n_args)) != TRT_OK) return s;
+#endif
+    uint16_t n_items = 0, next_slot = (uint16_t)n_args;   /* Tensor[] items after the arguments */
+    for (uint32_t k = 0; k < n_args; k++) {
+        if (!TRT_ETHOS_U) args[k] = fb_vector_i32(&prog->file.flat, &args_vec, k);   /* else read above */
         if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
+    }
+#if TRT_ETHOS_U
+    if (delegate) return load_delegate_call(prog, i, op_index, args, n_args);
+#endif
     trt_chain_call *kc = &prog->calls[i];
     kc->op = prog->operators[op_index];
     kc->operator_index = (uint8_t)op_index;
     return bind_call(prog, kc, (int16_t)i, args, n_args);
-#else
-    uint16_t n_items = 0, next_slot = (uint16_t)args_vec.count;   /* Tensor[] items after the arguments */
-    for (uint32_t k = 0; k < args_vec.count; k++) {
-        args[k] = fb_vector_i32(&prog->file.flat, &args_vec, k);
-        if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
-    }
-    trt_chain_call *kc = &prog->calls[i];
-    kc->op = prog->operators[op_index];
-    kc->operator_index = (uint8_t)op_index;
-    return bind_call(prog, kc, (int16_t)i, args, args_vec.count);
-#endif
 }
 
 static trt_status load_chain(trt_program *prog) {

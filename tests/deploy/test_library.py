@@ -737,6 +737,37 @@ def test_code_size_of_the_library(exported, libraries):
     assert sizes["cortex-m55"]["-O2"] <= 24 * 1024
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["ethos-u55-128", "ethos-u85-128"])
+def test_code_size_of_an_ethos_u_library(target, exported, libraries):
+    """The default network's Ethos-U program as a library for the Cortex-M55, in its example without the NPU
+    driver and the program: <= 12 KiB of the library's code and read-only data at -O2. Its calls have no
+    int[] or Tensor[] argument, so the loader's code for them is left out."""
+    require_arm_tools()
+    library = libraries(exported(target))
+    code = json.loads((library / "manifest.json").read_text())["code"]["-O2"]
+    print(f"\n{target}: .text {code['library_text_bytes']:,} + .rodata {code['library_rodata_bytes']:,} B, "
+          f"libc {code['libc_bytes']:,} B")
+    assert code["library_bytes"] <= 12 * 1024, code
+    assert "#define TRT_CALL_LISTS 0" in (library / "src" / f"{NAME}_build.h").read_text()
+
+
+@pytest.mark.slow
+def test_a_library_without_call_lists_refuses_a_program_with_them(m55_library, images600, tmp_path):
+    """The default Cortex-M network's calls have int[] arguments: its library keeps the code for them, and
+    built without it (TRT_CALL_LISTS=0, as a library of a program without any is) init refuses the program
+    with one status, unsupported operator, and nothing faults (under the sanitizers)."""
+    assert "TRT_CALL_LISTS" not in (m55_library / "src" / f"{NAME}_build.h").read_text()
+    flags = f"{PEDANTIC} -g -fsanitize=address,undefined -fno-sanitize-recover=all -DTRT_CALL_LISTS=0"
+    app = make_app(m55_library, tmp_path / "build", "host_platform.c", opt="-O1", extra=flags)
+    np.ascontiguousarray(images600[:2], np.uint8).tofile(tmp_path / "images.u8")
+    result = subprocess.run([str(app), str(tmp_path / "images.u8"), str(tmp_path / "results.bin"), "2", "0"],
+                            capture_output=True, text=True, timeout=300)
+    assert "Sanitizer" not in result.stderr and "runtime error" not in result.stderr, result.stderr
+    assert results_of((tmp_path / "results.bin").read_bytes())["status"] == -4    # TRT_ERR_UNSUPPORTED_OP
+    assert result.returncode == 1
+
+
 # --- a program of the user's own ----------------------------------------------------------------------------
 
 DEPTHWISE_MODULE = '''

@@ -233,6 +233,15 @@ def table_limits(dump: dict) -> dict:
     return {k: max(1, v) for k, v in counts.items()}
 
 
+def has_call_lists(dump: dict) -> bool:
+    """Whether an argument of one of the program's calls is an int[] or a Tensor[]: without any, the library
+    leaves out the loader's code that resolves them (TRT_CALL_LISTS=0, runtime.c) and refuses a call with one."""
+    plan = dump["plans"][0]
+    values = plan["values"]
+    return any(0 <= a < len(values) and values[a]["kind"] in ("int_list", "tensor_list")
+               for chain in plan["chains"] for call in chain for a in call["args"])
+
+
 # --- renaming ------------------------------------------------------------------------------------------
 
 _COMMENTS_AND_LITERALS = re.compile(r"""//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.S)
@@ -283,7 +292,8 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     files = selection.operator_files(src)
     spec = library_files.LibrarySpec(
         name=name, facts=facts, program=program, program_name=pte.name, isa_kernels=isa_kernels, info=info,
-        figures=figures, limits=table_limits(dump), operators=operators, symbols=symbols,
+        figures=figures, limits=table_limits(dump), call_lists=has_call_lists(dump), operators=operators,
+        symbols=symbols,
         arena={isa_kernels: figures["arena_bytes"], "c": info["arena_bytes"]}, version=tinyrps_version(),
         isa_only=without_portable_on_core(chosen, src), unbound=chosen.left_out(src))
     roots = {files[s]: 1 for s in symbols}                                                  # operators.def order

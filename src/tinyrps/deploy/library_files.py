@@ -33,6 +33,7 @@ class LibrarySpec:
     info: dict                 # tinyrps-native info
     figures: dict              # the firmware's measurement on the core's board
     limits: dict               # TRT_MAX_* -> value
+    call_lists: bool           # an argument of a call is an int[] or a Tensor[] (else TRT_CALL_LISTS=0)
     operators: list            # the program's operators ("cortex_m::quantized_conv2d.out")
     symbols: list              # the runtime operators in the library
     arena: dict                # kernel set -> arena bytes
@@ -215,9 +216,15 @@ IMAGE_INT8_OPTION = ("\n/* The image helper takes the program's int8 input or ou
                      "#define TRT_IMAGE_INT8 1\n")
 
 
+NO_CALL_LISTS_OPTION = ("\n/* No call of the program has an int[] or Tensor[] argument: the loader leaves out the code that\n"
+                        " * resolves them and refuses a call with one (src/runtime/runtime.c). */\n"
+                        "#define TRT_CALL_LISTS 0\n")
+
+
 def build_header(spec: LibrarySpec) -> str:
     return fill("build.h", {**_names(spec), "isa": spec.isa_kernels, "ISA": spec.isa_kernels.upper(),
                             "limits": "\n".join(f"#define {k} {v}" for k, v in spec.limits.items())
+                            + ("" if spec.call_lists else NO_CALL_LISTS_OPTION)
                             + (ETHOS_U_OPTION if spec.facts.ethos_u else "")
                             + (IMAGE_INT8_OPTION if spec.image_int8 else ""),
                             "renames": "\n".join(f"#define {r} {spec.name}_{r}" for r in spec.renamed)})
