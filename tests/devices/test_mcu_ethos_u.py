@@ -81,7 +81,7 @@ def test_a_corrupted_delegate_blob_is_refused_at_load(exported, tmp_path):
 def test_a_host_holding_another_program_is_refused(exported, test_images, monkeypatch, tmp_path):
     board_pte, other = exported("ethos-u55-128"), tmp_path / "other.pte"
     other.write_bytes(read_program(board_pte) + bytes(16))    # the same delegate, another file (hash)
-    monkeypatch.setattr(qemu, "_start_npu_host", lambda pte, folder: NpuHost(other, folder))
+    monkeypatch.setattr(qemu, "npu_host_for", lambda pte, folder: NpuHost(other, folder))
     with open_device("mcu", board_pte) as device:
         with pytest.raises(UserError) as refused:
             device.classify(test_images[0][:1])

@@ -222,7 +222,7 @@ class LinkedFirmware:
     def _start(self) -> None:
         elf = self.elf or firmware_elf(self.board.name)
         self._workdir = temp_dir("qemu")
-        npu = _start_npu_host(self.pte, Path(self._workdir.name))
+        npu = npu_host_for(self.pte, Path(self._workdir.name))
         self.npu_host = npu
         command = qemu_command(elf, self.pte, MODE_LINK, self.board.name, FLAG_NPU_LINK if npu else 0) + \
             (SEMIHOSTING if npu else [])
@@ -277,7 +277,7 @@ class LinkedFirmware:
             pass
 
 
-def _start_npu_host(pte: Path, folder: Path):
+def npu_host_for(pte: Path, folder: Path):
     """The NPU link's host end in `folder` (QEMU's working folder), for a program with an Ethos-U
     delegate; None for any other program."""
     from .npu_host import NpuHost, has_ethos_u
@@ -332,7 +332,7 @@ def _boot_batch(pte: Path, elf: Path, board: str, samples: list, specs: tuple, t
     with temp_dir("batch") as work:
         work = Path(work)
         (work / "samples.bin").write_bytes(samples_file_bytes(list(specs), samples))
-        npu = _start_npu_host(pte, work)
+        npu = npu_host_for(pte, work)
         if npu:   # the board hashes the program for the link at boot: the batch reports it
             flags |= FLAG_NPU_LINK | FLAG_SHA256
         command = qemu_command(elf, pte, MODE_BATCH, board, flags) + [

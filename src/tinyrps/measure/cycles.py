@@ -296,13 +296,15 @@ def traced_blocks(log_lines: Iterable[str]):
 
 
 def run_traced(pte: Path, elf: Path, board: str, sample, work: Path) -> Path:
-    """One inference of `sample` on the firmware with QEMU's execution trace: the log's path."""
+    """One inference of `sample` on the firmware with QEMU's execution trace: the log's path. A program with
+    an Ethos-U delegate has its NPU link served by the NPU model, as in any batch."""
     from ..firmware import qemu
     specs = qemu.program_inputs(pte, elf, board)
     samples = qemu.check_inputs(list(specs), sample, pte.name, batched=True)
     (work / "samples.bin").write_bytes(qemu.samples_file_bytes(list(specs), samples))
     log = work / "exec.log"
-    command = qemu.qemu_command(elf, pte, qemu.MODE_BATCH, board) + [
+    npu = qemu.npu_host_for(pte, work)
+    command = qemu.qemu_command(elf, pte, qemu.MODE_BATCH, board, qemu.FLAG_NPU_LINK if npu else 0) + [
         "-serial", "null", "-semihosting-config", "enable=on,target=native,arg=fw,arg=samples.bin,arg=results.bin",
         "-d", "in_asm,exec,nochain", "-D", str(log)]
     try:
@@ -312,6 +314,9 @@ def run_traced(pte: Path, elf: Path, board: str, sample, work: Path) -> Path:
                         "rebuild the firmware") from None
     except subprocess.TimeoutExpired:
         raise UserError(f"the traced run of {pte.name} on {board} did not finish: QEMU was stopped") from None
+    finally:
+        if npu:
+            npu.close()
     return log
 
 
@@ -407,17 +412,22 @@ def measure_program(pte, described, quick: bool = False) -> Optional[dict]:
         raise UserError(f"the cycle model has no timing row for the {core}: its programs have instruction "
                         "counts only")
     elf = firmware_elf(board.name, "isa")
-    pte = Path(pte)
     samples = measurement_inputs(described)
     first = [images_as_input(samples[:1])] if hasattr(samples, "ndim") else [s[:1] for s in samples]
-    reference = run_batch(pte, first, elf=elf, board=board.name)
+    reference = run_batch(Path(pte), first, elf=elf, board=board.name)
+    return estimate_run(Path(pte), elf, board, first, reference.layers, timing)
+
+
+def estimate_run(pte: Path, elf: Path, board, first: list, reference_layers: list, timing: CoreTiming) -> dict:
+    """The estimate of one traced inference of `first` (one sample per input), its kernel calls matched to
+    `reference_layers`, the firmware's own per-call counts of the same inference."""
     dis = disassemble(elf, timing.objdump_arch, elf.stat().st_mtime_ns)
     with temp_dir("cycles") as work:
         log = run_traced(pte, elf, board.name, first, Path(work))
         with open(log, errors="replace") as lines:
-            layers = layer_estimates(trace_segments(lines, dis, timing), reference.layers)
+            layers = layer_estimates(trace_segments(lines, dis, timing), reference_layers)
     rows = []
-    for layer, traced in zip(reference.layers, layers):
+    for layer, traced in zip(reference_layers, layers):
         rows.append({"op": layer["op"], "kernels": layer["kernels"], "instructions": layer["instructions"],
                      "traced_instructions": traced["instructions"], "estimated_cycles": round(traced["cycles"])})
     cycles = sum(r["estimated_cycles"] for r in rows)
