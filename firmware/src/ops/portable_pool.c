@@ -82,8 +82,8 @@ static trt_status bind_window(const trt_call *c, trt_window_pool_params *p, uint
     p->out_h = out->sizes[lead + 1];
     p->out_w = out->sizes[lead + 2];
     for (int d = 0; d < 4; d++) {
-        p->in_strides[d] = d < lead ? 0 : in->strides[d - (1 - lead)];
-        p->out_strides[d] = d < lead ? 0 : out->strides[d - (1 - lead)];
+        p->in_strides[d] = d < 1 - lead ? 0 : in->strides[d - (1 - lead)];
+        p->out_strides[d] = d < 1 - lead ? 0 : out->strides[d - (1 - lead)];
     }
     p->dtype = in->dtype;
     p->elem_size = in->elem_size;
