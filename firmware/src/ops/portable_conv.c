@@ -15,7 +15,8 @@ static trt_status spatial_list(const trt_call *c, uint32_t i, int dims, int64_t 
     trt_status s = trt_arg_value(c, i, &v);
     if (s != TRT_OK) return s;
     if (v->kind != PTE_VALUE_INT_LIST) return trt_bad_arg(c, TRT_ERR_MALFORMED, "expected an int[] argument in");
-    if (v->count != 1 && v->count != dims) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "int[] argument of wrong length in");
+    if (v->count != 1 && v->count != dims)
+        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "int[] argument of wrong length in");
     for (int d = 0; d < 3; d++) {
         const int k = d - (3 - dims);
         if (k < 0) {
@@ -57,7 +58,8 @@ static trt_status bind_convolution(const trt_call *c, trt_params *params, uint64
     int16_t out_pad[3];
     trt_status s;
     if ((s = trt_arg_tensor(c, 0, &in)) != TRT_OK || (s = trt_need_input(c, in, TRT_FLOAT32)) != TRT_OK) return s;
-    if (in->rank < 3 || in->rank > 5) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "an input of neither 3, 4 nor 5 dims in");
+    if (in->rank < 3 || in->rank > 5)
+        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "an input of neither 3, 4 nor 5 dims in");
     const int dims = in->rank - 2;
     if ((s = trt_arg_tensor(c, 1, &w)) != TRT_OK || (s = need_weight(c, w, in->rank)) != TRT_OK ||
         (s = trt_arg_optional_tensor(c, 2, &bias)) != TRT_OK ||

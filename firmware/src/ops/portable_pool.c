@@ -5,14 +5,14 @@
 #include "../kernels/c/kernels_c.h"
 #include "operator_table.h"
 
-/* An int[] of two items in [lo, hi], or one standing for both, or (allow_empty) none: out[] then keeps
- * what it holds (a stride's default, the kernel size). */
-static trt_status pair(const trt_call *c, uint32_t i, int allow_empty, int64_t lo, int64_t hi, int32_t out[2]) {
+/* A stride: an int[] of two items in [lo, hi], one standing for both, or none (torch's default): out[]
+ * then keeps what it holds, the kernel size. */
+static trt_status stride_pair(const trt_call *c, uint32_t i, int64_t lo, int64_t hi, int32_t out[2]) {
     const trt_value *v = NULL;
     trt_status s = trt_arg_value(c, i, &v);
     if (s != TRT_OK) return s;
     if (v->kind != PTE_VALUE_INT_LIST) return trt_bad_arg(c, TRT_ERR_MALFORMED, "expected an int[] argument in");
-    if (v->count == 0 && allow_empty) return TRT_OK;   /* out[] keeps its default */
+    if (v->count == 0) return TRT_OK;
     return trt_arg_pair(c, i, lo, hi, out);
 }
 
@@ -27,7 +27,8 @@ static int32_t pooled(int32_t in, int32_t kernel, int32_t stride, int32_t pad, i
 }
 
 /* Every window along one dim has a tap inside the input (a window of none has no value to give). */
-static int every_window_reaches(int32_t in, int32_t out, int32_t kernel, int32_t stride, int32_t pad, int32_t dilation) {
+static int every_window_reaches(int32_t in, int32_t out, int32_t kernel, int32_t stride, int32_t pad,
+                                int32_t dilation) {
     for (int32_t o = 0; o < out; o++) {
         int hit = 0;
         for (int32_t k = 0; k < kernel && !hit; k++) {
@@ -54,9 +55,11 @@ static trt_status bind_window(const trt_call *c, trt_window_pool_params *p, uint
     if ((s = trt_need_input(c, in, in->dtype)) != TRT_OK) return s;
     if ((s = trt_arg_tensor(c, out_arg, &out)) != TRT_OK) return s;
     if (out->dtype != in->dtype) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "wrong output dtype in");
-    if (!out->in_arena || out->numel == 0) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "output is not a memory-planned tensor in");
+    if (!out->in_arena || out->numel == 0)
+        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "output is not a memory-planned tensor in");
     if ((s = trt_need_disjoint(c, out, in)) != TRT_OK) return s;
-    if (in->rank != 3 && in->rank != 4) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "an input of neither 3 nor 4 dims in");
+    if (in->rank != 3 && in->rank != 4)
+        return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "an input of neither 3 nor 4 dims in");
     if (out->rank != in->rank) return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "rank mismatch in");
     const int lead = in->rank - 3;   /* 1: a batch dim */
     p->batches = lead ? in->sizes[0] : 1;
@@ -95,7 +98,8 @@ static trt_status bind_window(const trt_call *c, trt_window_pool_params *p, uint
 
 /* Two tensors of one dtype at one place of the memory plan. */
 static int same_place(const trt_tensor *a, const trt_tensor *b) {
-    return a->in_arena && b->in_arena && a->arena_offset == b->arena_offset && a->nbytes == b->nbytes && a->dtype == b->dtype;
+    return a->in_arena && b->in_arena && a->arena_offset == b->arena_offset && a->nbytes == b->nbytes &&
+           a->dtype == b->dtype;
 }
 
 /* (self, kernel_size, stride, padding, dilation, ceil_mode, *, out, indices) -> (out, indices). The
@@ -110,9 +114,10 @@ static trt_status bind_max_pool(const trt_call *c, trt_params *params, uint64_t 
     trt_status s;
     if ((s = trt_arg_pair(c, 1, 1, INT16_MAX, kernel)) != TRT_OK) return s;
     stride[0] = kernel[0], stride[1] = kernel[1];
-    if ((s = pair(c, 2, 1, 1, TRT_MAX_SPATIAL_STEP, stride)) != TRT_OK ||
+    if ((s = stride_pair(c, 2, 1, TRT_MAX_SPATIAL_STEP, stride)) != TRT_OK ||
         (s = trt_arg_pair(c, 3, 0, TRT_MAX_SPATIAL_STEP, pad)) != TRT_OK ||
-        (s = trt_arg_pair(c, 4, 1, TRT_MAX_SPATIAL_STEP, dilation)) != TRT_OK || (s = trt_arg_bool(c, 5, &ceil_mode)) != TRT_OK ||
+        (s = trt_arg_pair(c, 4, 1, TRT_MAX_SPATIAL_STEP, dilation)) != TRT_OK ||
+        (s = trt_arg_bool(c, 5, &ceil_mode)) != TRT_OK ||
         (s = bind_window(c, p, 6, kernel, stride, pad, dilation, ceil_mode, &out)) != TRT_OK)
         return s;
     if (c->n_args != 9 || (s = trt_arg_tensor(c, 7, &indices)) != TRT_OK || (s = trt_arg_value(c, 8, &ret)) != TRT_OK)
@@ -121,7 +126,8 @@ static trt_status bind_max_pool(const trt_call *c, trt_params *params, uint64_t 
         !same_place(&c->tables->tensors[c->tables->list_items[ret->index]], out) ||
         !same_place(&c->tables->tensors[c->tables->list_items[ret->index + 1]], indices))
         return trt_bad_arg(c, TRT_ERR_MALFORMED, "return value is not (out, indices) in");
-    if (indices->dtype != TRT_INT64 || !indices->in_arena || indices->rank != out->rank || !trt_same_layout(indices, out))
+    if (indices->dtype != TRT_INT64 || !indices->in_arena || indices->rank != out->rank ||
+        !trt_same_layout(indices, out))
         return trt_bad_arg(c, TRT_ERR_BAD_TENSOR, "indices not an int64 tensor of the output's shape in");
     for (int d = 0; d < out->rank; d++)
         if (indices->sizes[d] != out->sizes[d])
@@ -146,8 +152,9 @@ static trt_status bind_avg_pool(const trt_call *c, trt_params *params, uint64_t 
     trt_status s;
     if ((s = trt_arg_pair(c, 1, 1, INT16_MAX, kernel)) != TRT_OK) return s;
     stride[0] = kernel[0], stride[1] = kernel[1];
-    if ((s = pair(c, 2, 1, 1, TRT_MAX_SPATIAL_STEP, stride)) != TRT_OK ||
-        (s = trt_arg_pair(c, 3, 0, TRT_MAX_SPATIAL_STEP, pad)) != TRT_OK || (s = trt_arg_bool(c, 4, &ceil_mode)) != TRT_OK ||
+    if ((s = stride_pair(c, 2, 1, TRT_MAX_SPATIAL_STEP, stride)) != TRT_OK ||
+        (s = trt_arg_pair(c, 3, 0, TRT_MAX_SPATIAL_STEP, pad)) != TRT_OK ||
+        (s = trt_arg_bool(c, 4, &ceil_mode)) != TRT_OK ||
         (s = trt_arg_bool(c, 5, &include_pad)) != TRT_OK || (s = trt_arg_value(c, 6, &divisor)) != TRT_OK ||
         (s = bind_window(c, p, 7, kernel, stride, pad, dilation, ceil_mode, &out)) != TRT_OK ||
         (s = trt_need_output(c, 7, &out, TRT_FLOAT32)) != TRT_OK)
