@@ -1,11 +1,12 @@
-"""The portable operators (ops/portable_pointwise.c, ops/portable_reduce.c) against ExecuTorch's own runtime.
+"""The portable operators (ops/portable_*.c) against ExecuTorch's own runtime.
 
 Each case is a program of one operator (or a few) on awkward shapes: broadcasts along every axis,
 size-1 dims, odd sizes, inputs in channels-last order. It is lowered by ExecuTorch's plain edge flow
 (no quantization: the operators stay aten's), run by ExecuTorch's runtime in Python (its portable
 kernels, the pybindings) and by the native build of the firmware's runtime on the same inputs.
 Integer results and the float ones whose arithmetic is one rounding per element (add, sub, mul,
-div, clamps, copies, and sum and mean, which follow the reference's order of summation) must be
+div, clamps, copies, and sum, mean, the pools and the convolutions, which follow the reference's order
+of summation) must be
 equal bit for bit; the ones that call the C library's exp, tanh, log or pow within 2 ulp. (ExecuTorch's
 portable kernels have no hardswish or hardsigmoid, and its edge flow decomposes them: the coverage set
 of scripts/operator_coverage.py checks those against the replay.)
@@ -117,6 +118,37 @@ EXACT = {
     "expand_every_axis": (lambda x: x.expand(2, 3, 4) * 1.0, [randn(1, 3, 1)]),
 }
 
+# The pools and convolutions of ops/portable_pool.c and ops/portable_conv.c. A max pool's values are read by
+# a later call (the loader's out of the call is its indices: a program whose output is the values is refused).
+WEIGHTS = {"w1d": randn(6, 2, 3, seed=1), "w2d": randn(6, 4, 3, 3, seed=1), "wt_groups": randn(4, 3, 3, 3, seed=1),
+           "wt": randn(4, 6, 3, 3, seed=1), "wt1d": randn(4, 6, 4, seed=1), "bias": randn(6, seed=2)}
+EXACT.update({
+    "max_pool_ceil": (lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True) * 1.0, [randn(1, 3, 9, 9)]),
+    "max_pool_dilation_padding": (lambda x: F.max_pool2d(x, 3, (2, 1), padding=1, dilation=2) * 1.0,
+                                  [randn(2, 2, 10, 9)]),
+    "max_pool_indices": (lambda x: F.max_pool2d_with_indices(x, 3, 2, 1, ceil_mode=True)[1] + 0, [randn(1, 3, 9, 9)]),
+    "max_pool_int8_ties_3d": (lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True) * 1,
+                              [ints(3, 9, 8, dtype=torch.int8, lo=-3, hi=3)]),
+    "avg_pool_ceil": (lambda x: F.avg_pool2d(x, 3, 2, ceil_mode=True), [randn(1, 3, 9, 9)]),
+    "avg_pool_divisor": (lambda x: F.avg_pool2d(x, 2, divisor_override=3), [randn(1, 3, 9, 9)]),
+    "avg_pool_exclude_padding_ceil": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                                      [randn(1, 3, 8, 8)]),
+    "avg_pool_include_padding_ceil_3d": (lambda x: F.avg_pool2d(x, (3, 2), 2, 1, ceil_mode=True), [randn(3, 8, 7)]),
+    "conv1d_groups_stride_padding": (lambda x: F.conv1d(x, WEIGHTS["w1d"], WEIGHTS["bias"], stride=2, padding=1,
+                                                        groups=2), [randn(1, 4, 16)]),
+    "conv2d_dilation": (lambda x: F.conv2d(x, WEIGHTS["w2d"], WEIGHTS["bias"], padding=2, dilation=2),
+                        [randn(1, 4, 9, 9)]),
+    "conv2d_asymmetric_no_bias": (lambda x: F.conv2d(x, WEIGHTS["w2d"], None, stride=(2, 1), padding=(1, 0)),
+                                  [randn(2, 4, 7, 6)]),
+    "conv_transpose2d_output_padding_groups": (
+        lambda x: F.conv_transpose2d(x, WEIGHTS["wt_groups"], WEIGHTS["bias"], stride=2, padding=1, output_padding=1,
+                                     groups=2), [randn(1, 4, 5, 5)]),
+    "conv_transpose2d_dilation_no_bias": (lambda x: F.conv_transpose2d(x, WEIGHTS["wt"], None, dilation=2),
+                                          [randn(1, 4, 5, 5)]),
+    "conv_transpose1d_stride": (lambda x: F.conv_transpose1d(x, WEIGHTS["wt1d"], WEIGHTS["bias"], stride=3),
+                                [randn(1, 4, 7)]),
+})
+
 # name -> (function, inputs) of tensors in different dim orders, which ExecuTorch's portable kernels refuse
 # (they take operands of one dim order) and the runtime takes: equal, bit for bit, to torch's own result
 LAYOUTS = {
@@ -124,6 +156,8 @@ LAYOUTS = {
                                                randn(1, 3, 1, 1)]),
     "to_contiguous": (lambda x: x.contiguous() * 1.0, [randn(1, 3, 4, 5).to(memory_format=torch.channels_last)]),
     "sum_channels_last": (lambda x: x.sum(dim=(0, 1)), [randn(1, 3, 4, 5).to(memory_format=torch.channels_last)]),
+    "max_pool_channels_last": (lambda x: F.max_pool2d(x, 2, dilation=2, ceil_mode=True) * 1.0,
+                               [randn(1, 3, 9, 9).to(memory_format=torch.channels_last)]),
 }
 
 # name -> (function, inputs): float results within 2 ulp
@@ -191,9 +225,12 @@ def test_an_operator_the_runtime_lacks_is_refused_in_one_line():
 # ---- in Cortex-M programs, natively and on the boards --------------------------------------------------
 
 # Programs of tinyrps.devtools.coverage_programs whose float layers are portable operators of exact
-# arithmetic: the same bits on every build (no C library function in them).
+# arithmetic: the same bits on every build (no C library function in them). The pools and convolutions
+# among them are the forms the lowering leaves as aten's (ceil_mode, divisor_override, 1-D, transposed
+# with output padding, 3-D).
 LOWERED = ("add_every_axis", "sub_alpha_2", "div_odd", "mean_2_3_keep", "sum_1_2", "relu6_4d", "hardtanh_2d",
            "pow2_4d", "abs_2d", "leaky_relu_2d")
+LOWERED += ("max_pool2d_ceil", "avg_pool2d_divisor", "conv1d_groups", "conv_transpose2d_outpad", "conv3d")
 BOARDS = {"cortex-m55": "mps3-an547", "cortex-m4": "mps2-an386"}   # one board per ISA: Helium, DSP
 
 
@@ -228,7 +265,7 @@ def assert_replayed(result, pte, inputs):
             assert np.array_equal(got[i].reshape(w.shape), w), pte.name
 
 
-@pytest.mark.slow     # lowers ten programs
+@pytest.mark.slow     # lowers fifteen programs
 def test_cortex_m_programs_with_portable_operators_run_natively_bit_exact(lowered_programs):
     from tinyrps.devices import open_device
     for name, (pte, shapes) in lowered_programs.items():

@@ -346,6 +346,9 @@ class _Replay:
         schema = getattr(packet, overload or "default")._schema
         named = {a.name: (a, call.args[i]) for i, a in enumerate(schema.arguments)}
         out_index = named.pop("out")[1]
+        # an aten call's other outputs (max_pool2d_with_indices' indices): torch writes them beside `out`
+        more_outs = {a.name: named.pop(a.name)[1] for a in schema.arguments
+                     if a.is_out and a.name != "out" and name.startswith("aten::")}
         positional, keywords = [], {}
         for arg_name, (arg, value_index) in named.items():
             value = self._value(value_index)
@@ -361,9 +364,12 @@ class _Replay:
         if name.startswith("aten::"):
             # torch's own overload of the call: the functional `default` of an aten name is often another
             # operator (aten::add.default adds two Scalars)
-            t = self.prog.tensor(out_index)
-            out = torch.empty(list(t.sizes), dtype=TORCH_DTYPES[t.scalar_type])
-            result = getattr(packet, overload or "default")(*positional, **keywords, out=out)
+            outs = {n: torch.empty(list(self.prog.tensor(i).sizes), dtype=TORCH_DTYPES[self.prog.tensor(i).scalar_type])
+                    for n, i in {"out": out_index, **more_outs}.items()}
+            result = getattr(packet, overload or "default")(*positional, **keywords, **outs)
+            for n, i in more_outs.items():
+                self._write(i, outs[n])
+            result = outs["out"]
         else:
             result = packet.default(*positional, **keywords)
         self._write(out_index, result)

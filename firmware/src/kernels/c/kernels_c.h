@@ -38,4 +38,8 @@ void trt_cat_c(const trt_cat_params *p);
 void trt_reshape_copy_c(const trt_reshape_params *p);
 void trt_transpose_c(const trt_copy_params *p);
 
+/* The portable window kernels (portable_window.h). */
+void trt_window_pool_c(const trt_window_pool_params *p);
+void trt_float_conv_c(const trt_float_conv_params *p);
+
 #endif
