@@ -400,9 +400,9 @@ static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, 
     }
 }
 
-/* Validate the call (its operator's bind step), choose its kernel variant once, reserve the
- * variant's workspace and note the planned bytes it touches (its working memory is placed once
- * every call is bound: place_by_lifetime). */
+/* Validate the call (its operator's bind step), choose its kernel variant once, ask the size of the
+ * variant's workspace and note the planned bytes it touches (its workspace and working memory are
+ * placed once every call is bound: place_by_lifetime). */
 static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
                             uint32_t n_args) {
     const trt_value_tables tables = {prog->call_args, (uint16_t)n_args, prog->call_tensors, prog->call_items};
