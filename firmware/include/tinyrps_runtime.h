@@ -148,15 +148,17 @@ uint32_t trt_limit(int i, const char **name);
 trt_status trt_load(trt_program *prog, const uint8_t *pte, size_t pte_len,
                     uint8_t *arena, size_t arena_len, char *detail, size_t detail_len);
 
-/* Bytes of arena the loaded program needs (0 if nothing is loaded): its memory plan, the
- * kernels' workspace and working memory. trt_load with arena == NULL and arena_len == 0 fails
- * with TRT_ERR_ARENA_TOO_SMALL but still reports the need here, so a caller can size its arena. */
+/* Bytes of arena the loaded program needs (0 if nothing is loaded): its memory plan, and the
+ * kernels' workspace and working memory where they find no room in it while they are live.
+ * trt_load with arena == NULL and arena_len == 0 fails with TRT_ERR_ARENA_TOO_SMALL but still
+ * reports the need here, so a caller can size its arena. */
 size_t trt_arena_needed(const trt_program *prog);
 
-/* The arena's three parts, in their order (docs/runtime.md, "Memory plan"): the planned buffers;
- * the kernel calls' own workspace (what their variants precompute at load, and the kept raw int8
- * values); the working region the calls share whose working memory finds no room in the plan
- * while they run. They add up to trt_arena_needed (all 0 if nothing is loaded). */
+/* The arena in three parts (docs/runtime.md, "Memory plan"): the planned buffers; what the kernel
+ * calls' own workspace (what their variants precompute at load, and the kept raw int8 values) adds
+ * above the plan and the working memory; what the calls' working memory adds above the plan where
+ * no gap of it is big enough. Both are placed by lifetime in the plan's free bytes first, so each
+ * is 0 when all of it fits there. They add up to trt_arena_needed (all 0 if nothing is loaded). */
 typedef struct {
     size_t planned, workspace, working;
 } trt_arena_parts;

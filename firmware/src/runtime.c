@@ -103,8 +103,8 @@ void trt_arena_layout(const trt_program *prog, trt_arena_parts *parts) {
     memset(parts, 0, sizeof *parts);
     if (!prog || !prog->loaded) return;
     parts->planned = prog->workspace_base;
-    parts->working = align_up(prog->temp_bytes);   /* reserved last (load_all) */
-    parts->workspace = prog->workspace_used - parts->working;
+    parts->working = prog->working_top - prog->workspace_base;   /* place_by_lifetime */
+    parts->workspace = prog->arena_needed - prog->working_top;
 }
 
 uint64_t trt_macs(const trt_program *prog) { return prog && prog->loaded ? prog->macs : 0; }
@@ -138,7 +138,7 @@ TRT_LOAD_CODE_BEGIN
 /* ---- memory plan ---------------------------------------------------------------------------------- */
 
 /* Each planned buffer (memory id) gets its own 16-byte aligned region of the arena, in id order;
- * the workspace for weight sums follows them. */
+ * the kernels' workspace and working memory go where no value is live (place_by_lifetime). */
 static trt_status load_memory_plan(trt_program *prog) {
     const fb_vector *sizes = &prog->plan.memory_sizes;
     if (sizes->count > TRT_MAX_MEMORY_IDS)
@@ -154,16 +154,6 @@ static trt_status load_memory_plan(trt_program *prog) {
     }
     prog->n_memory_ids = (uint8_t)sizes->count;
     prog->workspace_base = base;
-    prog->workspace_used = 0;
-    return TRT_OK;
-}
-
-/* Reserve `bytes` of workspace after the planned memory; returns its arena offset. */
-static trt_status reserve_workspace(trt_program *prog, size_t bytes, uint32_t *offset) {
-    if (bytes > MAX_PLANNED_BYTES || prog->workspace_used > MAX_PLANNED_BYTES)
-        return trt_fail(&prog->detail, TRT_ERR_LIMIT, "workspace too large");
-    *offset = (uint32_t)(prog->workspace_base + prog->workspace_used);
-    prog->workspace_used += align_up(bytes);
     return TRT_OK;
 }
 
@@ -436,9 +426,9 @@ static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, 
     }
 }
 
-/* Validate the call (its operator's bind step), choose its kernel variant once, reserve the
- * variant's workspace and note the planned bytes it touches (its working memory is placed once
- * every call is bound: place_working). */
+/* Validate the call (its operator's bind step), choose its kernel variant once, ask the size of the
+ * variant's workspace and note the planned bytes it touches (its workspace and working memory are
+ * placed once every call is bound: place_by_lifetime). */
 static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
                             uint32_t n_args) {
     const trt_value_tables tables = {prog->call_args, (uint16_t)n_args, prog->call_tensors, prog->call_items};
@@ -452,7 +442,7 @@ static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, co
     prog->macs += macs;
     /* binding succeeded: args[n-2] is the planned output (== the return), as every bind step checks
      * (trt_need_output); a kernel writes nothing else of the memory plan but its working memory,
-     * which goes where no value is live (operator_table.h, place_working) */
+     * which goes where no value is live (operator_table.h, place_by_lifetime) */
     if (n_args < 2 || prog->call_args[n_args - 2].kind != PTE_VALUE_TENSOR ||
         !prog->call_tensors[n_args - 2].in_arena)
         return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "the out argument is not a planned tensor in",
@@ -468,8 +458,8 @@ static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, co
         return trt_fail_text(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "no kernel variant of this build takes the call of",
                              kc->op->name);
     size_t scratch = kc->kernel->scratch_bytes ? kc->kernel->scratch_bytes(&kc->p) : 0;
-    kc->scratch_bytes = (uint32_t)scratch;
-    if (scratch && (s = reserve_workspace(prog, scratch, &kc->scratch_offset)) != TRT_OK) return s;
+    if (scratch > MAX_PLANNED_BYTES) return trt_fail(&prog->detail, TRT_ERR_LIMIT, "workspace too large");
+    kc->scratch_bytes = (uint32_t)scratch;   /* placed once every value's lifetime is known */
     return TRT_OK;
 }
 
@@ -488,8 +478,8 @@ static trt_status load_delegate_call(trt_program *prog, uint32_t i, int32_t dele
     kc->out_bytes = out->nbytes;
     note_input_reads(prog, (int16_t)i, args, n + 1, 0);   /* every argument but the last */
     kc->live_until = (int16_t)i;
-    kc->scratch_bytes = (uint32_t)kc->kernel->scratch_bytes(&kc->p);
-    return reserve_workspace(prog, kc->scratch_bytes, &kc->scratch_offset);
+    kc->scratch_bytes = (uint32_t)kc->kernel->scratch_bytes(&kc->p);   /* placed with the others' */
+    return TRT_OK;
 }
 #endif
 
@@ -621,15 +611,16 @@ static trt_status call_input_tensor(trt_program *prog, int i, trt_tensor *t) {
 }
 
 /* An output written by a dequantize_per_tensor also has raw int8 values: the tensor that call read.
- * When a later call writes over those bytes, the dequantize's call copies them to workspace right
- * after it runs, so they are still the values it read when the run ends. */
+ * When a later call writes over those bytes, the dequantize's call copies them right after it runs
+ * (to bytes no value holds from then to the end: place_by_lifetime), so they are still the values it
+ * read when the run ends. */
 static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
     trt_chain_call *producer = &prog->calls[out->producer];
     if (producer->op != &trt_op_dequantize_per_tensor) return TRT_OK;
     out->has_int8 = 1;
     if (producer->copy_bytes) {   /* another output of the same call keeps them already */
         out->int8_in_arena = 1;
-        out->int8_offset = producer->copy_to;
+        out->int8_copied = 1;
         return TRT_OK;
     }
     trt_tensor q;
@@ -646,11 +637,10 @@ static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
     for (int k = out->producer + 1; k < prog->n_calls; k++) {
         const trt_chain_call *later = &prog->calls[k];
         if (!ranges_overlap(later->out_offset, later->out_bytes, q.arena_offset, q.nbytes)) continue;
-        if ((s = reserve_workspace(prog, q.nbytes, &producer->copy_to)) != TRT_OK) return s;
         producer->copy_from = (uint32_t)q.arena_offset;
-        producer->copy_bytes = q.nbytes;
+        producer->copy_bytes = q.nbytes;   /* its place: place_by_lifetime */
         prog->has_copies = 1;
-        out->int8_offset = producer->copy_to;
+        out->int8_copied = 1;
         break;
     }
     return TRT_OK;
@@ -692,37 +682,116 @@ static trt_status check_io_lifetimes(trt_program *prog) {
     return TRT_OK;
 }
 
-/* Whether no value the plan holds during call k meets [offset, offset + bytes): inputs from the
- * start, the calls' outs from their call on, until their last reader; kept ranges always. */
-static int free_during(trt_program *prog, int16_t k, size_t offset, size_t bytes) {
-    for (int i = 0; i < held_count(prog); i++) {
-        const held_value h = held(prog, i);
-        const int live = !h.until || (*h.until >= k && i <= prog->n_inputs + k);
-        if (live && ranges_overlap(h.offset, h.bytes, offset, bytes)) return 0;
+/*
+ * What the runtime adds to the memory plan goes into the same arena, placed once at load by
+ * lifetime, as the plan's own tensors are:
+ * - a call's working memory is live while the call runs;
+ * - the raw int8 values a dequantize's call copies (keep_raw_int8), from that call to the end;
+ * - a variant's workspace, filled once after the load and read by every run, always.
+ * Each goes at the lowest 16-byte aligned offset (0, or where a value or a block placed before
+ * ends) where nothing live during its lifetime meets it: in a gap of the plan when one is big
+ * enough, else across or above the plan's end, which grows the arena by only what the gap lacks.
+ * Lifetimes are spans of call indices: -1 is before the first call (the load, the caller writing
+ * the inputs), LIVE_TO_END after the last.
+ */
+typedef struct {
+    uint32_t *offset;
+    size_t bytes;
+    int16_t from, to;
+} placed_block;
+
+/* The kinds of block in the order they are placed: the shortest lifetimes first, or the longest. */
+enum { WORKING_FIRST, WORKSPACE_FIRST };
+
+/* Block j of the 3 * n_calls, one kind per n_calls in the order they are placed; `working`: each
+ * call's working memory size (its variant's answer, asked once). */
+static placed_block block_at(trt_program *prog, const uint32_t *working, int order, int j) {
+    trt_chain_call *kc = &prog->calls[j % prog->n_calls];
+    const int16_t k = (int16_t)(j % prog->n_calls);
+    switch (order == WORKING_FIRST ? j / prog->n_calls : 2 - j / prog->n_calls) {
+    case 0: return (placed_block){&kc->temp_offset, working[k], k, k};
+    case 1: return (placed_block){&kc->copy_to, kc->copy_bytes, k, LIVE_TO_END};
+    default: return (placed_block){&kc->scratch_offset, kc->scratch_bytes, -1, LIVE_TO_END};
     }
-    return 1;
 }
 
-/* Each call's working memory: the lowest place (0, or where a value ends, 16-byte aligned) where
- * the plan holds no value while it runs, else the working region after the workspace, sized for
- * the largest of the calls that find no room (prog->temp_bytes, returned). */
-static size_t place_working(trt_program *prog) {
-    const uint32_t after = (uint32_t)(prog->workspace_base + prog->workspace_used);   /* reserved next (load_all) */
-    size_t top = 0;
-    for (int16_t k = 0; k < (int16_t)prog->n_calls; k++) {
-        trt_chain_call *kc = &prog->calls[k];
-        const size_t bytes = call_temp_bytes(kc);
-        kc->temp_offset = after;
-        if (bytes == 0) continue;
-        for (int i = -1; i < held_count(prog); i++) {   /* at 0, or where a value ends */
-            const size_t at = i < 0 ? 0 : align_up(held(prog, i).offset + held(prog, i).bytes);
-            if (at < kc->temp_offset && at + bytes <= prog->workspace_base && free_during(prog, k, at, bytes))
-                kc->temp_offset = (uint32_t)at;
-        }
-        if (kc->temp_offset == after && bytes > top) top = bytes;
+/* Item i of what may be live beside a block: held value i (inputs from the start, the calls' outs
+ * from their call on, each until its last reader; kept ranges always: note_planned_read), then the
+ * blocks placed before it. Its range, and whether its lifetime meets the block's. */
+static int live_beside(trt_program *prog, const uint32_t *working, int order, int i, const placed_block *b,
+                       size_t *offset, size_t *bytes) {
+    if (i < held_count(prog)) {
+        const held_value h = held(prog, i);
+        const int16_t from = i < prog->n_inputs ? -1 : (int16_t)(i - prog->n_inputs);
+        *offset = h.offset;
+        *bytes = h.bytes;
+        return !h.until || (from <= b->to && b->from <= *h.until);
     }
-    prog->temp_bytes = top;
+    const placed_block o = block_at(prog, working, order, i - held_count(prog));
+    *offset = *o.offset;
+    *bytes = o.bytes;
+    return o.from <= b->to && b->from <= o.to;
+}
+
+/* The lowest 16-byte aligned offset where b meets none of the first n items live beside it (first
+ * fit). From 0 up, while [at, at + bytes) meets items: no offset below the end of one that covers
+ * `at`, nor below the lowest end among those it meets, is free, so the next try is the higher of
+ * the two; each try passes an item's end, so there are at most n + 1. */
+static uint64_t first_fit(trt_program *prog, const uint32_t *working, int order, int n, const placed_block *b) {
+    uint64_t at = 0;
+    for (;;) {
+        uint64_t lowest_end = UINT64_MAX, covering_end = 0;
+        size_t offset, bytes;
+        for (int i = 0; i < n; i++) {
+            if (!live_beside(prog, working, order, i, b, &offset, &bytes) ||
+                !ranges_overlap(offset, bytes, (size_t)at, b->bytes))
+                continue;
+            const uint64_t end = (uint64_t)offset + bytes;
+            if (end < lowest_end) lowest_end = end;
+            if (offset <= at && end > covering_end) covering_end = end;
+        }
+        if (lowest_end == UINT64_MAX) return at;
+        at = align_up((size_t)(covering_end > lowest_end ? covering_end : lowest_end));
+    }
+}
+
+/* Place every block in `order` (first_fit); the arena's end (0: past 4 GiB). */
+static uint64_t place_blocks(trt_program *prog, const uint32_t *working, int order) {
+    uint64_t top = prog->workspace_base;
+    for (int j = 0; j < 3 * prog->n_calls; j++) {
+        const placed_block b = block_at(prog, working, order, j);
+        *b.offset = 0;   /* no bytes: a kernel given them reads and writes none there */
+        if (b.bytes == 0) continue;
+        const uint64_t at = first_fit(prog, working, order, held_count(prog) + j, &b);
+        if (at + b.bytes > (uint64_t)UINT32_MAX - TRT_ALIGN) return 0;
+        *b.offset = (uint32_t)at;
+        if (at + align_up(b.bytes) > top) top = at + align_up(b.bytes);
+    }
     return top;
+}
+
+/* Place the blocks both ways and keep the smaller arena: working memory first may reach into the
+ * plan's free top bytes; workspace first may take bytes free at every call (ones only CMSIS-NN's
+ * scratch tensors were planned at) before a call's working memory does. Then the arena's parts. */
+static trt_status place_by_lifetime(trt_program *prog) {
+    uint32_t working[TRT_MAX_KERNEL_CALLS];
+    for (int k = 0; k < prog->n_calls; k++) {
+        const size_t bytes = call_temp_bytes(&prog->calls[k]);
+        if (bytes > MAX_PLANNED_BYTES) return trt_fail(&prog->detail, TRT_ERR_LIMIT, "working memory too large");
+        working[k] = (uint32_t)bytes;
+    }
+    const uint64_t workspace_first = place_blocks(prog, working, WORKSPACE_FIRST);
+    uint64_t top = place_blocks(prog, working, WORKING_FIRST);
+    if (workspace_first && (!top || workspace_first < top)) top = place_blocks(prog, working, WORKSPACE_FIRST);
+    if (!top) return trt_fail(&prog->detail, TRT_ERR_LIMIT, "workspace too large");
+    prog->arena_needed = (size_t)top;
+    prog->working_top = prog->workspace_base;
+    for (int k = 0; k < prog->n_calls; k++)
+        if (working[k] && prog->calls[k].temp_offset + align_up(working[k]) > prog->working_top)
+            prog->working_top = prog->calls[k].temp_offset + align_up(working[k]);
+    for (uint8_t m = 0; m < prog->n_outputs; m++)
+        if (prog->outputs[m].int8_copied) prog->outputs[m].int8_offset = prog->calls[prog->outputs[m].producer].copy_to;
+    return TRT_OK;
 }
 
 /* Fusions: a call whose operator has fuse_next may do the next call's work in its own kernel (a
@@ -797,15 +866,13 @@ static void prepare_kernels(trt_program *prog) {
 
 static trt_status load_all(trt_program *prog) {
     trt_status s;
-    uint32_t temp_offset = 0;
     if ((s = open_file(prog)) != TRT_OK || (s = find_forward_plan(prog)) != TRT_OK ||
         (s = reject_delegates(prog)) != TRT_OK || (s = load_memory_plan(prog)) != TRT_OK ||
         (s = load_operators(prog)) != TRT_OK || (s = load_io(prog)) != TRT_OK || (s = load_chain(prog)) != TRT_OK ||
         (s = check_io_lifetimes(prog)) != TRT_OK)
         return s;
     fuse_calls(prog);
-    if ((s = reserve_workspace(prog, place_working(prog), &temp_offset)) != TRT_OK) return s;
-    prog->arena_needed = prog->workspace_base + prog->workspace_used;
+    if ((s = place_by_lifetime(prog)) != TRT_OK) return s;
     if (!prog->arena || prog->arena_needed > prog->arena_len)
         return trt_fail_number(&prog->detail, TRT_ERR_ARENA_TOO_SMALL, "arena too small; bytes needed:", prog->arena_needed);
     prepare_kernels(prog);

@@ -40,9 +40,10 @@ typedef struct {
     uint32_t out_offset, out_bytes;    /* the arena bytes it writes */
     uint32_t macs;                     /* multiply-accumulates per run (set by binding) */
     uint32_t counted;                  /* counter advance in the last profiled run (wraps past 2^32) */
-    uint32_t scratch_offset;           /* the variant's own workspace in the arena (scratch_bytes) */
+    uint32_t scratch_offset;           /* the variant's own workspace in the arena (scratch_bytes), live
+                                        * from the load on: every run reads it */
     uint32_t scratch_bytes;
-    uint32_t temp_offset;              /* its working memory while it runs, in the arena (place_working) */
+    uint32_t temp_offset;              /* its working memory while it runs, in the arena (place_by_lifetime) */
     /* After the call runs, copy_bytes arena bytes are copied from copy_from to copy_to: the raw
      * int8 values of an output that a later call reuses the bytes of (0: nothing to copy). */
     uint32_t copy_from, copy_to, copy_bytes;
@@ -58,6 +59,7 @@ typedef struct {
     int16_t live_until;                /* inputs: the last call reading bytes of it (-1: none) */
     uint8_t has_int8;                  /* outputs: raw int8 values exist (the producer is a dequantize) */
     uint8_t int8_in_arena;             /* 1: at int8_offset in the arena; 0: int8_const (a constant) */
+    uint8_t int8_copied;               /* 1: int8_offset is the producer's copy_to (a later call reuses them) */
     uint32_t int8_offset;
     const int8_t *int8_const;
 } trt_io;
@@ -69,10 +71,9 @@ struct trt_program {
     uint8_t *arena;
     size_t arena_len;
     size_t arena_needed;
-    size_t workspace_base;     /* after the planned memory: the variants' workspace, then the working region */
-    size_t workspace_used;
-    size_t temp_bytes;         /* working memory after the workspace, for the calls that find no
-                                * room in the planned memory (the largest of theirs) */
+    size_t workspace_base;     /* the planned memory's end; what is placed by lifetime (runtime.c,
+                                * place_by_lifetime) lies in its free bytes or above it */
+    size_t working_top;        /* the plan's end, or the highest end of a call's working memory above it */
     uint64_t macs;
 
     pte_file file;

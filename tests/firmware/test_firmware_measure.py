@@ -45,7 +45,8 @@ def test_footprint_is_within_the_targets(measured, cortex_m_pte):
     assert measured["arena_bytes"] <= measured["arena_reserved_bytes"]
     parts = measured["arena_parts_bytes"]
     assert list(parts) == ["planned", "workspace", "working"] and sum(parts.values()) == measured["arena_bytes"]
-    assert parts["planned"] > 0 and parts["workspace"] > 0, parts   # the Helium kernels' folded biases
+    # the Helium kernels' folded biases and working memory lie in the plan's free bytes (runtime.c, place_by_lifetime)
+    assert parts["planned"] > 0 and parts["workspace"] == parts["working"] == 0, parts
     assert measured["stack_used_bytes"] < measured["stack_bytes"]
 
 

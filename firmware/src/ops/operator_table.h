@@ -11,13 +11,13 @@
  *            (scratch_bytes), filled once after the load (prepare: weight sums, folded
  *            offsets; the load's cost, not the inference's), and for working memory while
  *            it runs (temp_bytes: placed by the loader where the memory plan holds no
- *            value during the call, else in one region after the workspace);
+ *            value during the call, else where the arena grows least);
  *            invoke runs it.
  *
  * A kernel writes nothing of the memory plan but its call's `out` tensor and its working
  * memory (beside its own workspace): the loader's lifetime checks of the program's inputs and
  * outputs, and its placing of the working memory, rely on it (runtime.c, check_io_lifetimes,
- * place_working).
+ * place_by_lifetime).
  *
  * The rows are operators.def: adding an operator is a row there and its own ops/ and kernels/
  * files. Adding a variant: a line in the operator's variant list (TRT_<ISA>_VARIANT below), the

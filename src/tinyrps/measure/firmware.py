@@ -20,12 +20,13 @@
   rest (the linker's .arena section, up to the end of the port's RAM region), so a
   larger program needs no other build: `ram_bytes_reserved` is that whole RAM.
 - arena_parts_bytes: arena_bytes in its three parts (trt_arena_layout): {"planned": the
-  memory plan's buffers, "workspace": the kernel calls' own (load-time precomputations,
-  kept raw int8 values), "working": the region all calls share while they run}.
+  memory plan's buffers, "workspace": what the kernel calls' own (load-time precomputations,
+  kept raw int8 values) add above the rest, "working": what their working memory adds above
+  the plan}; the runtime places both by lifetime in the plan's free bytes first.
 - largest_live_set_bytes (and _call): the memory plan's largest live set, read from the program
   (tinyrps.measure.live_set): the floor of an arena that keeps each call's tensors whole;
   arena_gap_bytes: arena_bytes less it (the plan's fragmentation and the kernels' workspace and
-  working memory beside the plan). In the quick measurement too.
+  working memory that find no room in the plan's free bytes). In the quick measurement too.
 - instructions_per_inference: the firmware's own count around trt_run, under
   QEMU's -icount shift=0 (1 instruction = 1 ns, counted by SysTick: exact to one
   tick, 1e9 / SysTick Hz instructions). Run twice on the same images; the counts must

@@ -6,7 +6,7 @@ before the first call, an output until after the last). At each call the live by
 the byte ranges of the tensors live then (two values ExecuTorch placed over the same bytes count once),
 summed over the plan's buffers. The largest of them is what a plan by lifetime needs at least; what the
 runtime's arena holds above it (the plan's own fragmentation, the kernels' workspace and working memory
-placed beside it) is the gap that `measure` reports:
+that find no room in the plan's free bytes while they are live) is the gap that `measure` reports:
 
     largest_live_set(program) -> {"bytes": B, "call": k, "calls": n}
 """

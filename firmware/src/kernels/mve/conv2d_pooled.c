@@ -20,7 +20,7 @@
  * assembly: the pixels' offsets are immediates), so no loop counter: VMLADAVA's accumulators are
  * the even registers, all eight of them with lr. The working memory is the padded image and the
  * block's sums, and it goes where the layer's unpooled output would have been: the fused layer
- * writes only its pooled quarter (runtime.c, place_working).
+ * writes only its pooled quarter (runtime.c, place_by_lifetime).
  *
  * Registers (direct_dots): r0 r2 r4 r6 the sums of channel A, B at pixel (y, x) and (y, x + 1),
  * r8 r10 r12 lr at (y + 1, x) and (y + 1, x + 1); r1 r3 the two rows' pointers into the padded
