@@ -1,0 +1,75 @@
+"""The portable matrix-product, creation, selection and gathering operators (ops/portable_matmul.c,
+portable_create.c, portable_select.c, portable_gather.c, portable_split.c) against ExecuTorch's own runtime.
+
+As in test_portable_operators.py: each case is a program of one operator (or a few) lowered by
+ExecuTorch's plain edge flow, run by ExecuTorch's runtime in Python (its kernels, the pybindings) and by
+the native build of the firmware's runtime on the same inputs. Integer results, copies, creations,
+comparisons and linear (whose float32 sum ExecuTorch takes in order, the bias last) are equal bit for
+bit; log1p within 2 ulp. ExecuTorch's mm and bmm sum in an order of their own (a blocked BLAS kernel):
+on integer-valued operands every order gives the same bits, which the runtime must give; on random
+ones the two sums of the same products may differ by what reordering allows, at most k float32
+roundings of the sum of the products' magnitudes (the bound of any order's error).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from test_portable_operators import Fn, executorch_outputs, ints, native_outputs, program, randn, ulps
+
+
+def whole(*shape, seed=0):
+    """Small integer values as float32: every product and sum of a few of them is exact in any order."""
+    return ints(*shape, dtype=torch.int32, seed=seed, lo=-8, hi=8).to(torch.float32)
+
+
+# name -> (function, inputs): results equal bit for bit
+EXACT = {
+    "mm_whole": (torch.mm, [whole(3, 9), whole(9, 5)]),
+    "mm_transposed": (lambda a, b: torch.mm(a, b.t()), [whole(4, 6), whole(5, 6)]),
+    "bmm_whole": (torch.bmm, [whole(2, 3, 7), whole(2, 7, 4)]),
+    "bmm_broadcast_batch": (lambda a, b: torch.bmm(a.expand(2, -1, -1), b), [whole(1, 3, 4), whole(2, 4, 5)]),
+    "linear_bias": (lambda x, w, b: F.linear(x, w, b), [randn(5, 16), randn(7, 16), randn(7)]),
+    "linear_odd": (lambda x, w, b: F.linear(x, w, b), [randn(1, 33), randn(6, 33), randn(6)]),
+    "addmm": (torch.addmm, [randn(7), randn(5, 16), randn(16, 7)]),
+    "full_float": (lambda x: x * torch.full((2, 3), 0.3), [randn(2, 3)]),
+    "full_int": (lambda x: x + torch.full((4,), 7, dtype=torch.int32), [ints(4)]),
+    "arange_float": (lambda x: x + torch.arange(5, dtype=torch.float32), [randn(1, 5)]),
+    "arange_start_step": (lambda x: x * torch.arange(0.5, 3.1, 0.3), [randn(9)]),
+    "arange_int": (lambda x: x + torch.arange(-3, 9, 2), [ints(6, dtype=torch.int64)]),
+}
+
+# name -> (function, inputs): mm and bmm on random floats, ExecuTorch summing in its own order
+REORDERED = {
+    "mm_random": (torch.mm, [randn(5, 64), randn(64, 7)]),
+    "bmm_random": (torch.bmm, [randn(3, 4, 40), randn(3, 40, 6)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_the_data_operators_equal_executorch_bit_for_bit(name, native_tool, tmp_path):
+    fn, inputs = EXACT[name]
+    pte = program(fn, inputs)
+    want, got = executorch_outputs(pte, inputs), native_outputs(native_tool, pte, inputs, tmp_path)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert np.array_equal(g.reshape(-1).view(np.uint8), np.ascontiguousarray(w).reshape(-1).view(np.uint8)), (g, w)
+
+
+@pytest.mark.parametrize("name", sorted(REORDERED))
+def test_matrix_products_are_within_what_reordering_allows(name, native_tool, tmp_path):
+    fn, inputs = REORDERED[name]
+    pte = program(fn, inputs)
+    want, got = executorch_outputs(pte, inputs)[0], native_outputs(native_tool, pte, inputs, tmp_path)[0]
+    a, b = (x.double().numpy() for x in inputs)
+    magnitude = np.abs(a) @ np.abs(b)
+    inner = a.shape[-1]
+    bound = inner * np.finfo(np.float32).eps * magnitude
+    assert got.shape == want.shape and np.all(np.abs(got.astype(np.float64) - want) <= bound), (got, want)
+    sequential = np.zeros(want.shape, np.float32)   # the runtime's order: the inner index from 0 up
+    for i in range(inner):
+        sequential = (sequential + (a[..., :, i:i + 1] * b[..., i:i + 1, :]).astype(np.float32)).astype(np.float32)
+    assert np.array_equal(got, sequential)
