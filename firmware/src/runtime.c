@@ -410,14 +410,54 @@ static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, 
     }
 }
 
+#if TRT_LIST_OUTS
+/* A call whose out is a Tensor[], bound for one item (its bind step checked the list and the item): the
+ * item is this binding's out, as a tensor out is a call's (its value, its planned bytes), and it reads
+ * what the call reads. Its kernel writes that item only: no variant of such an operator has workspace. */
+static trt_status bind_list_item(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
+                                 uint32_t n_args, uint16_t item, uint32_t unread) {
+    const trt_value *list = &prog->call_args[n_args - 2];
+    pte_value v, returned;
+    trt_status s;
+    const trt_tensor *out = &prog->call_tensors[prog->call_items[list->index + item]];
+    if ((s = read_value(prog, args[n_args - 2], &v)) != TRT_OK || (s = read_value(prog, args[n_args - 1], &returned)) != TRT_OK)
+        return s;
+    /* the call returns the out items (a list of its own, of the same values) */
+    if (item >= list->count || returned.kind != PTE_VALUE_TENSOR_LIST || returned.list.count != v.list.count ||
+        fb_vector_i32(&prog->file.flat, &returned.list, item) != fb_vector_i32(&prog->file.flat, &v.list, item))
+        return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "the out Tensor[] is not the call's return in",
+                             kc->op->name);
+    if (!out->in_arena)
+        return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "an out item is not a planned tensor in", kc->op->name);
+    kc->out_value = (uint16_t)fb_vector_i32(&prog->file.flat, &v.list, item);
+    kc->out_offset = (uint32_t)out->arena_offset;
+    kc->out_bytes = out->nbytes;
+    note_input_reads(prog, k, args, n_args, unread);
+    kc->live_until = k;
+    kc->kernel = trt_choose_variant(kc->op, &kc->p);
+    if (!kc->kernel || kc->kernel->scratch_bytes)
+        return trt_fail_text(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "no kernel variant of this build takes the call of",
+                             kc->op->name);
+    return TRT_OK;
+}
+#endif
+
 /* Validate the call (its operator's bind step), choose its kernel variant once, reserve the
  * variant's workspace and note the planned bytes it touches (its working memory is placed once
  * every call is bound: place_working). */
+#if TRT_LIST_OUTS
+static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
+                            uint32_t n_args, uint16_t item) {
+    const trt_value_tables tables = {prog->call_args, (uint16_t)n_args, prog->call_tensors, prog->call_items};
+    uint32_t unread = 0;
+    const trt_call call = {&tables, &prog->detail, args, n_args, kc->op->name, &unread, item};
+#else
 static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
                             uint32_t n_args) {
     const trt_value_tables tables = {prog->call_args, (uint16_t)n_args, prog->call_tensors, prog->call_items};
     uint32_t unread = 0;
     const trt_call call = {&tables, &prog->detail, args, n_args, kc->op->name, &unread};
+#endif
     uint64_t macs = 0;
     memset(&kc->p, 0, sizeof kc->p);
     trt_status s = kc->op->bind(&call, &kc->p, &macs);
@@ -427,6 +467,10 @@ static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, co
     /* binding succeeded: args[n-2] is the planned output (== the return), as every bind step checks
      * (trt_need_output); a kernel writes nothing else of the memory plan but its working memory,
      * which goes where no value is live (operator_table.h, place_working) */
+#if TRT_LIST_OUTS
+    if (n_args >= 2 && prog->call_args[n_args - 2].kind == PTE_VALUE_TENSOR_LIST)
+        return bind_list_item(prog, kc, k, args, n_args, item, unread);
+#endif
     if (n_args < 2 || prog->call_args[n_args - 2].kind != PTE_VALUE_TENSOR ||
         !prog->call_tensors[n_args - 2].in_arena)
         return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "the out argument is not a planned tensor in",
@@ -476,6 +520,28 @@ static trt_status load_delegate_call(trt_program *prog, uint32_t i, int32_t dele
 }
 #endif
 
+#if TRT_LIST_OUTS
+/* Instruction i, a kernel call: bound as the next call of the chain, or, when its out is a Tensor[], as
+ * one call per item (each writing its item), in the items' order. */
+static trt_status bind_calls(trt_program *prog, uint32_t i, int32_t op_index, const int32_t *args, uint32_t n_args) {
+    const int list = n_args >= 2 && prog->call_args[n_args - 2].kind == PTE_VALUE_TENSOR_LIST;
+    const uint16_t items = list ? prog->call_args[n_args - 2].count : 1;
+    if (items == 0) return trt_fail(&prog->detail, TRT_ERR_BAD_TENSOR, "a kernel call whose out Tensor[] is empty");
+    for (uint16_t item = 0; item < items; item++) {
+        if (prog->n_calls >= TRT_MAX_KERNEL_CALLS)
+            return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel calls above TRT_MAX_KERNEL_CALLS:", prog->n_calls + 1u);
+        trt_chain_call *kc = &prog->calls[prog->n_calls];
+        kc->op = prog->operators[op_index];
+        kc->operator_index = (uint8_t)op_index;
+        kc->instruction = (uint16_t)i;
+        trt_status s = bind_call(prog, kc, (int16_t)prog->n_calls, args, n_args, item);
+        if (s != TRT_OK) return s;
+        prog->n_calls++;
+    }
+    return TRT_OK;
+}
+#endif
+
 static size_t call_temp_bytes(const trt_chain_call *kc) {
     return kc->kernel->temp_bytes ? kc->kernel->temp_bytes(&kc->p) : 0;
 }
@@ -487,7 +553,16 @@ static trt_status load_call(trt_program *prog, const fb_vector *calls, uint32_t 
     int32_t args[TRT_MAX_KERNEL_ARGS];
     trt_status s = pte_call_at(&prog->file, calls, i, &kind, &op_index, &args_vec);
     if (s != TRT_OK) return trt_fail(&prog->detail, s, "bad kernel call");
-#if TRT_ETHOS_U
+#if TRT_ETHOS_U && TRT_LIST_OUTS
+    if (kind == PTE_DELEGATE_CALL) {
+        if (prog->n_calls >= TRT_MAX_KERNEL_CALLS)
+            return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel calls above TRT_MAX_KERNEL_CALLS:", prog->n_calls + 1u);
+        prog->calls[prog->n_calls].instruction = (uint16_t)i;
+        if ((s = load_delegate_call(prog, prog->n_calls, op_index, &args_vec)) != TRT_OK) return s;
+        prog->n_calls++;
+        return TRT_OK;
+    }
+#elif TRT_ETHOS_U
     if (kind == PTE_DELEGATE_CALL) return load_delegate_call(prog, i, op_index, &args_vec);
 #endif
     if (kind != PTE_KERNEL_CALL) return trt_fail_number(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "call of an unsupported kind:", kind);
@@ -502,20 +577,28 @@ static trt_status load_call(trt_program *prog, const fb_vector *calls, uint32_t 
     uint16_t n_items = 0, next_slot = (uint16_t)n_args;
     for (uint32_t k = 0; k < n_args; k++)
         if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
+#if TRT_LIST_OUTS
+    return bind_calls(prog, i, op_index, args, n_args);
+#else
     trt_chain_call *kc = &prog->calls[i];
     kc->op = prog->operators[op_index];
     kc->operator_index = (uint8_t)op_index;
     return bind_call(prog, kc, (int16_t)i, args, n_args);
+#endif
 #else
     uint16_t n_items = 0, next_slot = (uint16_t)args_vec.count;   /* Tensor[] items after the arguments */
     for (uint32_t k = 0; k < args_vec.count; k++) {
         args[k] = fb_vector_i32(&prog->file.flat, &args_vec, k);
         if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
     }
+#if TRT_LIST_OUTS
+    return bind_calls(prog, i, op_index, args, args_vec.count);
+#else
     trt_chain_call *kc = &prog->calls[i];
     kc->op = prog->operators[op_index];
     kc->operator_index = (uint8_t)op_index;
     return bind_call(prog, kc, (int16_t)i, args, args_vec.count);
+#endif
 #endif
 }
 
@@ -529,7 +612,9 @@ static trt_status load_chain(trt_program *prog) {
         return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel calls above TRT_MAX_KERNEL_CALLS:", calls.count);
     for (uint32_t i = 0; i < calls.count; i++) {
         if ((s = load_call(prog, &calls, i)) != TRT_OK) return s;
+#if !TRT_LIST_OUTS   /* else load_call counts the calls it binds */
         prog->n_calls = (uint16_t)(i + 1);
+#endif
     }
     return TRT_OK;
 }
@@ -599,7 +684,11 @@ static trt_status call_input_tensor(trt_program *prog, int i, trt_tensor *t) {
     pte_value v;
     trt_status s;
     if ((s = pte_chain_calls(&prog->file, &prog->plan, 0, &calls)) != TRT_OK ||
+#if TRT_LIST_OUTS
+        (s = pte_call_at(&prog->file, &calls, prog->calls[i].instruction, &kind, &op_index, &args)) != TRT_OK)
+#else
         (s = pte_call_at(&prog->file, &calls, (uint32_t)i, &kind, &op_index, &args)) != TRT_OK)
+#endif
         return trt_fail(&prog->detail, s, "bad kernel call");
     if (args.count == 0) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "kernel call without arguments");
     if ((s = read_value(prog, fb_vector_i32(&prog->file.flat, &args, 0), &v)) != TRT_OK) return s;

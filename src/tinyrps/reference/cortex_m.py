@@ -361,14 +361,25 @@ class _Replay:
         if name.startswith("aten::"):
             # torch's own overload of the call: the functional `default` of an aten name is often another
             # operator (aten::add.default adds two Scalars)
-            t = self.prog.tensor(out_index)
-            out = torch.empty(list(t.sizes), dtype=TORCH_DTYPES[t.scalar_type])
-            result = getattr(packet, overload or "default")(*positional, **keywords, out=out)
+            items = self._out_items(out_index)
+            outs = [torch.empty(list(t.sizes), dtype=TORCH_DTYPES[t.scalar_type]) for t in
+                    (self.prog.tensor(i) for i in items or [out_index])]
+            result = getattr(packet, overload or "default")(*positional, **keywords,
+                                                            out=outs if items else outs[0])
+            if items:   # a Tensor[] out (split_with_sizes_copy): each item written, the call returns nothing
+                for index, tensor in zip(items, outs):
+                    self._write(index, tensor)
+                return
         else:
             result = packet.default(*positional, **keywords)
         self._write(out_index, result)
         if self.layers is not None:
             self.layers.append((name, self._bytes(out_index)))
+
+    def _out_items(self, index: int):
+        """The value indices of a Tensor[] out's items, or None for a tensor out."""
+        val = self.prog.values[index].val
+        return list(val.items) if type(val).__name__ == "TensorList" else None
 
     def _bytes(self, index: int) -> bytes:
         t = self.prog.tensor(index)
