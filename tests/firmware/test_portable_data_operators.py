@@ -42,6 +42,23 @@ EXACT = {
     "split_last": (lambda x: [t * 1.0 for t in torch.split(x, [2, 4, 1], 1)], [randn(3, 7)]),
     "split_first_int8": (lambda x: [t + 1 for t in torch.split(x, [1, 3], 0)], [ints(4, 5, dtype=torch.int8)]),
     "split_equal_middle": (lambda x: torch.sigmoid(x.split(3, 1)[0]) * x.split(3, 1)[1], [randn(2, 6, 3)]),
+    "int64_constant_to_float": (lambda x: x * torch.tensor(3), [randn(2, 5)]),
+    "int64_to_float": (lambda x: x.to(torch.float32) / 2, [ints(3, 4, dtype=torch.int64)]),
+    "gt_scalar": (lambda x: x > 0.5, [randn(3, 7)]),
+    "le_scalar_int": (lambda x: x <= 3, [ints(4, 5)]),
+    "ge_int_float_scalar": (lambda x: (x >= 2.5).to(torch.int32), [ints(6)]),
+    "lt_tensor_broadcast": (torch.lt, [randn(2, 1, 5), randn(3, 1)]),
+    "eq_ne_tensor": (lambda a, b: [a == b, a != b], [ints(3, 4, lo=-2, hi=2), ints(4, lo=-2, hi=2)]),
+    "gt_int_float_tensor": (torch.gt, [ints(3, 4, lo=-3, hi=3), randn(3, 4)]),
+    "where_broadcast": (lambda x, y: torch.where(x > 0, x, y), [randn(2, 3, 4), randn(3, 1)]),
+    "where_int": (lambda c, x, y: torch.where(c > 0, x, y), [ints(5), ints(5, dtype=torch.int64), ints(1, 5, dtype=torch.int64)]),
+}
+
+# name -> (function, inputs): float results within 2 ulp (the C library's log1pf and expf)
+CLOSE = {
+    "log1p": (lambda x: torch.log1p(x.abs()), [randn(3, 7)]),
+    "softplus": (F.softplus, [randn(4, 9) * 3]),
+    "softplus_beta": (lambda x: F.softplus(x, beta=2, threshold=5), [randn(2, 3, 5)]),
 }
 
 # name -> (function, inputs): mm and bmm on random floats, ExecuTorch summing in its own order
@@ -60,6 +77,16 @@ def test_the_data_operators_equal_executorch_bit_for_bit(name, native_tool, tmp_
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         assert np.array_equal(g.reshape(-1).view(np.uint8), np.ascontiguousarray(w).reshape(-1).view(np.uint8)), (g, w)
+
+
+@pytest.mark.parametrize("name", sorted(CLOSE))
+def test_log1p_is_within_two_ulp(name, native_tool, tmp_path):
+    fn, inputs = CLOSE[name]
+    pte = program(fn, inputs)
+    want, got = executorch_outputs(pte, inputs), native_outputs(native_tool, pte, inputs, tmp_path)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == np.float32 and g.shape == w.shape
+        assert ulps(g, w) <= 2, (g, w)
 
 
 @pytest.mark.parametrize("name", sorted(REORDERED))
