@@ -52,6 +52,15 @@ EXACT = {
     "gt_int_float_tensor": (torch.gt, [ints(3, 4, lo=-3, hi=3), randn(3, 4)]),
     "where_broadcast": (lambda x, y: torch.where(x > 0, x, y), [randn(2, 3, 4), randn(3, 1)]),
     "where_int": (lambda c, x, y: torch.where(c > 0, x, y), [ints(5), ints(5, dtype=torch.int64), ints(1, 5, dtype=torch.int64)]),
+    "repeat_2d": (lambda x: x.repeat(2, 3) * 1.0, [randn(2, 3)]),
+    "repeat_more_dims_int8": (lambda x: x.repeat(2, 1, 3) + 1, [ints(3, 2, dtype=torch.int8)]),
+    "upsample_nearest_2x": (lambda x: F.interpolate(x, scale_factor=2, mode="nearest") * 1.0, [randn(1, 2, 3, 4)]),
+    "upsample_nearest_size": (lambda x: F.interpolate(x, size=(5, 7), mode="nearest") * 1.0, [randn(1, 2, 3, 4)]),
+    "upsample_nearest_down": (lambda x: F.interpolate(x, size=(2, 3), mode="nearest") * 1.0, [randn(2, 1, 5, 7)]),
+    "amax_last": (lambda x: x.amax(-1), [randn(2, 5, 3)]),
+    "amax_dims_keep": (lambda x: x.amax((0, 2), keepdim=True), [randn(3, 4, 5)]),
+    "amax_int8": (lambda x: x.amax(1), [ints(4, 6, dtype=torch.int8)]),
+    "amax_nan": (lambda x: x.amax(0), [torch.tensor([[1.0, float("nan")], [float("nan"), 2.0], [3.0, -1.0]])]),
 }
 
 # name -> (function, inputs): float results within 2 ulp (the C library's log1pf and expf)
