@@ -5,7 +5,7 @@ As in test_portable_operators.py: each case is a program of one operator (or a f
 ExecuTorch's plain edge flow, run by ExecuTorch's runtime in Python (its kernels, the pybindings) and by
 the native build of the firmware's runtime on the same inputs. Integer results, copies, creations,
 comparisons and linear (whose float32 sum ExecuTorch takes in order, the bias last) are equal bit for
-bit; log1p within 2 ulp. ExecuTorch's mm and bmm sum in an order of their own (a blocked BLAS kernel):
+bit; log1p within 2 ulp. ExecuTorch's mm and bmm (its optimized kernels) sum in an order of their own:
 on integer-valued operands every order gives the same bits, which the runtime must give; on random
 ones the two sums of the same products may differ by what reordering allows, at most k float32
 roundings of the sum of the products' magnitudes (the bound of any order's error).
@@ -112,3 +112,63 @@ def test_matrix_products_are_within_what_reordering_allows(name, native_tool, tm
     for i in range(inner):
         sequential = (sequential + (a[..., :, i:i + 1] * b[..., i:i + 1, :]).astype(np.float32)).astype(np.float32)
     assert np.array_equal(got, sequential)
+
+
+def test_a_float_full_before_an_integer_operator_is_refused_in_one_line(tmp_path):
+    """ExecuTorch's lowering of x * full(...) leaves the full float before quantized_mul: refused, not a traceback."""
+    from tinyrps.export.cortex_m import lower
+    from tinyrps.infra.errors import UserError
+    examples = [(randn(2, 3, seed=s),) for s in range(4)]
+    with pytest.raises(UserError) as raised:
+        lower(Fn(lambda x: x * torch.full((2, 3), 0.5)), (torch.zeros(2, 3),), examples, "cortex-m55")
+    assert "does not replay" in str(raised.value) and "\n" not in str(raised.value)
+
+
+# ---- in Cortex-M programs, natively and on the boards --------------------------------------------------
+
+# Programs of tinyrps.devtools.coverage_programs whose float or integer layers are these operators, of
+# exact arithmetic (no C library function): the same bits on every build. The LSTM and GRU (sigmoid and
+# tanh) run natively only, where the C library is the replay's.
+LOWERED = ("split", "chunk_sum", "arange_add", "matmul_2d", "matmul_broadcast", "repeat", "upsample_nearest",
+           "amax_last")
+RECURRENT = ("lstm", "gru")
+
+
+@pytest.fixture(scope="module")
+def lowered_programs(tmp_path_factory):
+    """name -> (the .pte `tinyrps export --module` wrote, its input shapes)."""
+    from tinyrps.devtools import coverage_programs
+    from tinyrps.interfaces.cli import main
+    out = tmp_path_factory.mktemp("lowered")
+    found = {}
+    for name in LOWERED + RECURRENT:
+        _, shapes = coverage_programs.PROGRAMS[name]
+        args = ["export", "--module", f"{coverage_programs.__file__}:{name}", "--target", "cortex-m55",
+                "--calibration", "random", "--out", str(out), "--name", name, "--quiet"]
+        for shape in shapes:
+            args += ["--input-shape", ",".join(map(str, shape))]
+        assert main(args) == 0, name
+        found[name] = (out / f"{name}.pte", shapes)
+    return found
+
+
+@pytest.mark.slow     # lowers ten programs
+def test_cortex_m_programs_with_these_operators_run_natively_bit_exact(lowered_programs):
+    from tinyrps.devices import open_device
+    from test_portable_operators import assert_replayed, lowered_inputs
+    for name, (pte, shapes) in lowered_programs.items():
+        inputs = lowered_inputs(shapes)
+        with open_device("native", pte) as device:
+            assert_replayed(device.run_batch(inputs), pte, inputs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("core", ["cortex-m55", "cortex-m4"])
+def test_cortex_m_programs_with_these_operators_run_on_the_boards_bit_exact(lowered_programs, firmware_elf_path, core):
+    from tinyrps.devices import open_device
+    from test_portable_operators import BOARDS, assert_replayed, lowered_inputs
+    for name in LOWERED:
+        pte, shapes = lowered_programs[name]
+        inputs = lowered_inputs(shapes)
+        with open_device("mcu", pte, board=BOARDS[core], transport="batch") as device:
+            assert_replayed(device.run_batch(inputs), pte, inputs)
