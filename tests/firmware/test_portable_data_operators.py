@@ -116,11 +116,12 @@ def test_matrix_products_are_within_what_reordering_allows(name, native_tool, tm
 
 def test_a_float_full_before_an_integer_operator_is_refused_in_one_line(tmp_path):
     """ExecuTorch's lowering of x * full(...) leaves the full float before quantized_mul: refused, not a traceback."""
-    from tinyrps.export.cortex_m import lower
+    from tinyrps.export.cortex_m import check_replay, lower
     from tinyrps.infra.errors import UserError
     examples = [(randn(2, 3, seed=s),) for s in range(4)]
+    lowered = lower(Fn(lambda x: x * torch.full((2, 3), 0.5)), (torch.zeros(2, 3),), examples, "cortex-m55")
     with pytest.raises(UserError) as raised:
-        lower(Fn(lambda x: x * torch.full((2, 3), 0.5)), (torch.zeros(2, 3),), examples, "cortex-m55")
+        check_replay(lowered, examples)
     assert "does not replay" in str(raised.value) and "\n" not in str(raised.value)
 
 
