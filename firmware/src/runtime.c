@@ -255,6 +255,39 @@ static trt_status resolve_tensor_list(trt_program *prog, const fb_vector *list, 
     return TRT_OK;
 }
 
+#if TRT_OPTIONAL_LISTS
+/* A Tensor?[]'s items (value indices, like a Tensor[]'s) resolved like a Tensor[]'s, a None one (a
+ * negative index or a Null value) as -1 in call_items. */
+static trt_status resolve_optional_list(trt_program *prog, int32_t index, trt_value *dst, uint16_t *n_items,
+                                        uint16_t *next_slot) {
+    uint8_t kind;
+    fb_table val;
+    fb_vector list;
+    int present;
+    trt_status s = pte_value_table(&prog->file, &prog->plan, (uint32_t)index, &kind, &val, &present);
+    if (s == TRT_OK && present) s = fb_vector_field(&prog->file.flat, &val, SCALAR_VALUE, 4, &list);
+    if (s != TRT_OK || !present) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "bad Tensor?[] value");
+    if (list.count > (uint32_t)(TRT_MAX_CALL_LIST_ITEMS - *n_items) || list.count > (uint32_t)(TRT_MAX_KERNEL_ARGS - *next_slot))
+        return trt_fail(&prog->detail, TRT_ERR_LIMIT, "Tensor?[] items of one kernel call above TRT_MAX_KERNEL_ARGS");
+    dst->index = *n_items;
+    dst->count = (uint16_t)list.count;
+    for (uint32_t k = 0; k < list.count; k++) {
+        const int32_t at = fb_vector_i32(&prog->file.flat, &list, k);
+        pte_value item;
+        item.kind = PTE_VALUE_NULL;
+        if (at >= 0 && (s = read_value(prog, at, &item)) != TRT_OK) return s;
+        if (at < 0 || item.kind == PTE_VALUE_NULL) {
+            prog->call_items[(*n_items)++] = -1;
+            continue;
+        }
+        if (item.kind != PTE_VALUE_TENSOR) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "Tensor?[] item is not a tensor");
+        if ((s = resolve_tensor(prog, &item.tensor, &prog->call_tensors[*next_slot])) != TRT_OK) return s;
+        prog->call_items[(*n_items)++] = (*next_slot)++;
+    }
+    return TRT_OK;
+}
+#endif
+
 /* Argument `slot` of the call being bound: value `index` of the plan, resolved. */
 static trt_status resolve_argument(trt_program *prog, int32_t index, uint16_t slot, uint16_t *n_items,
                                    uint16_t *next_slot) {
@@ -270,6 +303,9 @@ static trt_status resolve_argument(trt_program *prog, int32_t index, uint16_t sl
     case PTE_VALUE_DOUBLE: dst->u.d = v.double_val; return TRT_OK;
     case PTE_VALUE_INT_LIST: return resolve_int_list(prog, &v.list, dst, n_items);
     case PTE_VALUE_TENSOR_LIST: return resolve_tensor_list(prog, &v.list, dst, n_items, next_slot);
+#if TRT_OPTIONAL_LISTS
+    case PTE_VALUE_OPTIONAL_TENSOR_LIST: return resolve_optional_list(prog, index, dst, n_items, next_slot);
+#endif
     case PTE_VALUE_TENSOR:
         dst->index = slot;
         return resolve_tensor(prog, &v.tensor, &prog->call_tensors[slot]);
@@ -404,6 +440,12 @@ static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, 
         const trt_value *v = &prog->call_args[a];
         if (a < 32 && (unread >> a & 1)) continue;   /* a scratch tensor: never read (trt_arg_scratch) */
         if (v->kind == PTE_VALUE_TENSOR) note_input_read(prog, k, args[a], &prog->call_tensors[v->index]);
+#if TRT_OPTIONAL_LISTS
+        if (v->kind == PTE_VALUE_OPTIONAL_TENSOR_LIST)
+            for (uint16_t i = 0; i < v->count; i++)   /* a None item reads nothing */
+                if (prog->call_items[v->index + i] >= 0)
+                    note_input_read(prog, k, -1, &prog->call_tensors[prog->call_items[v->index + i]]);
+#endif
         if (v->kind != PTE_VALUE_TENSOR_LIST) continue;
         for (uint16_t i = 0; i < v->count; i++)   /* no value index of its own: compared by place */
             note_input_read(prog, k, -1, &prog->call_tensors[prog->call_items[v->index + i]]);

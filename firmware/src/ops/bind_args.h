@@ -25,6 +25,13 @@
 #else
 #define TRT_LIST_OUTS 0
 #endif
+/* Whether the build keeps an operator taking a Tensor?[] (aten::index.Tensor): the loader then resolves
+ * one (a None item's entry in list_items is -1). */
+#if !defined(TRT_SELECTION) || TRT_WITH_aten_index
+#define TRT_OPTIONAL_LISTS 1
+#else
+#define TRT_OPTIONAL_LISTS 0
+#endif
 
 /* Ranges that keep every kernel's index and integer arithmetic far from overflow. */
 #define TRT_MAX_SPATIAL_STEP 1024      /* stride, padding, dilation */

@@ -1,7 +1,11 @@
 /*
- * The portable gathering operators: aten::repeat.out, upsample_nearest2d.vec_out and amax.out, on any
- * dtype and dim order. They copy elements (or pick the largest), so every result is the reference's bits.
+ * The portable gathering operators: aten::index.Tensor_out, repeat.out, upsample_nearest2d.vec_out and
+ * amax.out, on any dtype and dim order. They copy elements (or pick the largest), so every result is the
+ * reference's bits.
  *
+ * index    out[o][j][i] = in[o][index[j]][i], a negative index counting from the end; an index out of
+ *          range (which ExecuTorch's runtime refuses when it runs; a kernel here has no run-time error)
+ *          gives zeros
  * repeat   out[..., k, ...] = in[..., k % in_size, ...] along each dim (the input's dims aligned right)
  * nearest  out[n][c][y][x] = in[n][c][min(floor(y * scale_h), H - 1)][min(floor(x * scale_w), W - 1)], the
  *          product in float32 as ExecuTorch's kernel takes it; y itself when the sizes are equal, y / 2
@@ -110,8 +114,22 @@ static void amax(const trt_gather_params *p) {
     } while (next_index(p, kept, n_kept, outer, &in_base, &out_base));
 }
 
+static void index_rows(const trt_gather_params *p) {
+    const size_t row = (size_t)p->inner_bytes;
+    uint8_t *out = p->output;
+    for (int32_t o = 0; o < p->outer; o++)
+        for (int32_t j = 0; j < p->count; j++, out += row) {
+            int64_t at = p->index_is_64 ? ((const int64_t *)(const void *)p->index)[j]
+                                        : ((const int32_t *)(const void *)p->index)[j];
+            if (at < 0) at += p->dim_size;
+            if (at < 0 || at >= p->dim_size) memset(out, 0, row);
+            else memcpy(out, p->input + ((size_t)o * (size_t)p->dim_size + (size_t)at) * row, row);
+        }
+}
+
 void trt_gather_c(const trt_gather_params *p) {
     switch (p->op) {
+    case TRT_GATHER_INDEX: index_rows(p); break;
     case TRT_GATHER_REPEAT: repeat(p); break;
     case TRT_GATHER_NEAREST: nearest2d(p); break;
     case TRT_GATHER_AMAX: amax(p); break;
