@@ -407,6 +407,9 @@ class _Replay:
             return list(val.items)
         if tag == "TensorList":
             return [self._tensor(self.prog.values[i].val) for i in val.items]
+        if tag == "OptionalTensorList":   # index.Tensor's indices: None where a dim is not indexed
+            return [None if i < 0 or type(self.prog.values[i].val).__name__ == "Null"
+                    else self._tensor(self.prog.values[i].val) for i in val.items]
         raise UserError(f"the program has a value of type {tag}, which the Cortex-M reference does not take")
 
     def _storage(self, t) -> np.ndarray:
