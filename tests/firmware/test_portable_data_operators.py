@@ -134,7 +134,7 @@ def test_a_float_full_before_an_integer_operator_is_refused_in_one_line(tmp_path
 # exact arithmetic (no C library function): the same bits on every build. The LSTM and GRU (sigmoid and
 # tanh) run natively only, where the C library is the replay's.
 LOWERED = ("split", "chunk_sum", "arange_add", "matmul_2d", "matmul_broadcast", "repeat", "upsample_nearest",
-           "amax_last")
+           "amax_last", "index_tensor")
 RECURRENT = ("lstm", "gru")
 
 
@@ -156,7 +156,7 @@ def lowered_programs(tmp_path_factory):
     return found
 
 
-@pytest.mark.slow     # lowers ten programs
+@pytest.mark.slow     # lowers eleven programs
 def test_cortex_m_programs_with_these_operators_run_natively_bit_exact(lowered_programs):
     from tinyrps.devices import open_device
     from test_portable_operators import assert_replayed, lowered_inputs
