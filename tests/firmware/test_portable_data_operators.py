@@ -40,6 +40,7 @@ EXACT = {
     "arange_start_step": (lambda x: x * torch.arange(0.5, 3.1, 0.3), [randn(9)]),
     "arange_int": (lambda x: x + torch.arange(-3, 9, 2), [ints(6, dtype=torch.int64)]),
     "split_last": (lambda x: [t * 1.0 for t in torch.split(x, [2, 4, 1], 1)], [randn(3, 7)]),
+    "split_items_are_outputs": (lambda x: torch.split(x, [2, 5], 1), [randn(3, 7)]),
     "split_first_int8": (lambda x: [t + 1 for t in torch.split(x, [1, 3], 0)], [ints(4, 5, dtype=torch.int8)]),
     "split_equal_middle": (lambda x: torch.sigmoid(x.split(3, 1)[0]) * x.split(3, 1)[1], [randn(2, 6, 3)]),
     "int64_constant_to_float": (lambda x: x * torch.tensor(3), [randn(2, 5)]),
