@@ -118,6 +118,24 @@ def test_matrix_products_are_within_what_reordering_allows(name, native_tool, tm
     assert np.array_equal(got, sequential)
 
 
+def test_a_split_counts_one_call_per_item_in_the_runtime_check_and_a_librarys_tables(native_tool, tmp_path):
+    """The loader binds split_with_sizes_copy once per out item: the export's check and a library's
+    TRT_MAX_KERNEL_CALLS count them so, and a Tensor?[]'s tensors take argument slots as a Tensor[]'s."""
+    from tinyrps.deploy.library import native_facts, table_limits
+    from tinyrps.export.runtime_check import runtime_refusal
+    split = program(lambda x: [t * 1.0 for t in torch.split(x, [1, 1, 1, 1, 3], 1)], [randn(2, 7)])
+    (tmp_path / "split.pte").write_bytes(split)
+    _, dump = native_facts(tmp_path / "split.pte")
+    assert table_limits(dump)["TRT_MAX_KERNEL_CALLS"] == 5 + 5       # the split's five items, five multiplies
+    index = program(lambda x: x[:, torch.tensor([2, 0])] * 1.0, [randn(3, 4)])
+    (tmp_path / "index.pte").write_bytes(index)
+    _, dump = native_facts(tmp_path / "index.pte")
+    index_call = next(c for c in dump["plans"][0]["chains"][0] if any(
+        dump["plans"][0]["values"][a]["kind"] == "optional_tensor_list" for a in c["args"]))
+    assert table_limits(dump)["TRT_MAX_KERNEL_ARGS"] >= len(index_call["args"]) + 2
+    assert runtime_refusal(split) is None and runtime_refusal(index) is None
+
+
 def test_a_float_full_before_an_integer_operator_is_refused_in_one_line(tmp_path):
     """ExecuTorch's lowering of x * full(...) leaves the full float before quantized_mul: refused, not a traceback."""
     from tinyrps.export.cortex_m import check_replay, lower
