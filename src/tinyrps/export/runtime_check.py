@@ -41,14 +41,17 @@ def runtime_refusal(program: bytes):
         if count > limit[name]:
             return f"{reason} {count}"
     calls = [call for chain in plan.chains[:1] for call in chain.instructions]
-    # a call whose out (its argument before the return) is a Tensor[] is bound once per item
+    if len(calls) > limit["TRT_MAX_KERNEL_CALLS"]:
+        return f"kernel calls above TRT_MAX_KERNEL_CALLS: {len(calls)}"
+    # a call whose out (its argument before the return) is a Tensor[] is bound once per item: the runtime
+    # refuses the first binding past its table
     bound = 0
     for call in calls:
         args = list(getattr(call.instr_args, "args", ()))
         out = plan.values[args[-2]].val if len(args) >= 2 and 0 <= args[-2] < len(plan.values) else None
         bound += len(out.items) if isinstance(out, TensorList) else 1
         if bound > limit["TRT_MAX_KERNEL_CALLS"]:
-            return f"kernel calls above TRT_MAX_KERNEL_CALLS: {bound}"
+            return f"kernel calls above TRT_MAX_KERNEL_CALLS: {limit['TRT_MAX_KERNEL_CALLS'] + 1}"
     for call in calls:
         args = list(getattr(call.instr_args, "args", ()))
         if len(args) > limit["TRT_MAX_KERNEL_ARGS"]:

@@ -7,7 +7,7 @@
  * in double and converts each element likewise.
  */
 #include "kernels_c.h"
-#include "tinyrps_runtime.h"   /* the dtype codes */
+#include "../../values.h"      /* the dtype codes (tinyrps_runtime.h, which a library keeps beside values.h) */
 
 static void store(uint8_t *base, uint8_t dtype, uint32_t at, double v, int64_t vi, int integral) {
     const int64_t i = integral ? vi : (int64_t)v;   /* the bind step kept v within the dtype's range */

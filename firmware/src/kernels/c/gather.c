@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "kernels_c.h"
-#include "tinyrps_runtime.h"   /* the dtype codes */
+#include "../../values.h"      /* the dtype codes (tinyrps_runtime.h, which a library keeps beside values.h) */
 
 /* The next index of the dims listed in dims[0..n) (the last fastest), moving *in_at and *out_at; 0 at the end. */
 static int next_index(const trt_gather_params *p, const int32_t *dims, int32_t n, int32_t *index, size_t *in_at,

@@ -17,7 +17,7 @@
 #include <math.h>
 
 #include "kernels_c.h"
-#include "tinyrps_runtime.h"   /* the dtype codes */
+#include "../../values.h"      /* the dtype codes (tinyrps_runtime.h, which a library keeps beside values.h) */
 
 static double load(const uint8_t *base, uint8_t dtype, size_t at) {
     switch (dtype) {
