@@ -195,3 +195,13 @@ def test_cortex_m_programs_with_these_operators_run_on_the_boards_bit_exact(lowe
         inputs = lowered_inputs(shapes)
         with open_device("mcu", pte, board=BOARDS[core], transport="batch") as device:
             assert_replayed(device.run_batch(inputs), pte, inputs)
+
+
+@pytest.mark.slow     # measures the program on the board, builds the library three times
+def test_a_program_of_these_operators_makes_a_library(lowered_programs, tmp_path):
+    """The LSTM (full, linear, split, sigmoid, tanh, mul) as a library: its own tables count a split's
+    items, its measure takes the portable linear's plain C, its kernels build in the library's layout."""
+    from tinyrps.interfaces.cli import main
+    pte, _ = lowered_programs["lstm"]
+    assert main(["deploy", "library", "--model", str(pte), "--out", str(tmp_path / "lib")]) == 0
+    assert (tmp_path / "lib" / "src" / "runtime" / "ops" / "portable_split.c").exists()
