@@ -55,6 +55,19 @@ static int print_value(const pte_file *f, const pte_plan *p, uint32_t index) {
         for (uint32_t i = 0; i < v.list.count; i++) printf("%s%ld", i ? ", " : "", (long)fb_vector_i32(fb, &v.list, i));
         printf("]}");
         break;
+    case PTE_VALUE_OPTIONAL_TENSOR_LIST: {   /* items like a Tensor[]'s, a None one negative or a Null value */
+        uint8_t kind;
+        fb_table val;
+        fb_vector items;
+        int present;
+        if (pte_value_table(f, p, index, &kind, &val, &present) != TRT_OK || !present ||
+            fb_vector_field(fb, &val, SCALAR_VALUE, 4, &items) != TRT_OK)
+            return -1;
+        printf("{\"kind\": \"optional_tensor_list\", \"items\": [");
+        for (uint32_t i = 0; i < items.count; i++) printf("%s%ld", i ? ", " : "", (long)fb_vector_i32(fb, &items, i));
+        printf("]}");
+        break;
+    }
     case PTE_VALUE_TENSOR: {
         const pte_tensor *t = &v.tensor;
         printf("{\"kind\": \"tensor\", \"scalar_type\": %d, \"sizes\": ", t->scalar_type);

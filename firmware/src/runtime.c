@@ -266,6 +266,39 @@ static trt_status resolve_tensor_list(trt_program *prog, const fb_vector *list, 
     return TRT_OK;
 }
 
+#if TRT_OPTIONAL_LISTS
+/* A Tensor?[]'s items (value indices, like a Tensor[]'s) resolved like a Tensor[]'s, a None one (a
+ * negative index or a Null value) as -1 in call_items. */
+static trt_status resolve_optional_list(trt_program *prog, int32_t index, trt_value *dst, uint16_t *n_items,
+                                        uint16_t *next_slot) {
+    uint8_t kind;
+    fb_table val;
+    fb_vector list;
+    int present;
+    trt_status s = pte_value_table(&prog->file, &prog->plan, (uint32_t)index, &kind, &val, &present);
+    if (s == TRT_OK && present) s = fb_vector_field(&prog->file.flat, &val, SCALAR_VALUE, 4, &list);
+    if (s != TRT_OK || !present) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "bad Tensor?[] value");
+    if (list.count > (uint32_t)(TRT_MAX_CALL_LIST_ITEMS - *n_items) || list.count > (uint32_t)(TRT_MAX_KERNEL_ARGS - *next_slot))
+        return trt_fail(&prog->detail, TRT_ERR_LIMIT, "Tensor?[] items of one kernel call above TRT_MAX_KERNEL_ARGS");
+    dst->index = *n_items;
+    dst->count = (uint16_t)list.count;
+    for (uint32_t k = 0; k < list.count; k++) {
+        const int32_t at = fb_vector_i32(&prog->file.flat, &list, k);
+        pte_value item;
+        item.kind = PTE_VALUE_NULL;
+        if (at >= 0 && (s = read_value(prog, at, &item)) != TRT_OK) return s;
+        if (at < 0 || item.kind == PTE_VALUE_NULL) {
+            prog->call_items[(*n_items)++] = -1;
+            continue;
+        }
+        if (item.kind != PTE_VALUE_TENSOR) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "Tensor?[] item is not a tensor");
+        if ((s = resolve_tensor(prog, &item.tensor, &prog->call_tensors[*next_slot])) != TRT_OK) return s;
+        prog->call_items[(*n_items)++] = (*next_slot)++;
+    }
+    return TRT_OK;
+}
+#endif
+
 /* Argument `slot` of the call being bound: value `index` of the plan, resolved. */
 static trt_status resolve_argument(trt_program *prog, int32_t index, uint16_t slot, uint16_t *n_items,
                                    uint16_t *next_slot) {
@@ -285,6 +318,9 @@ static trt_status resolve_argument(trt_program *prog, int32_t index, uint16_t sl
     case PTE_VALUE_TENSOR_LIST:
         if (!TRT_CALL_LISTS) break;
         return resolve_tensor_list(prog, &v.list, dst, n_items, next_slot);
+#if TRT_OPTIONAL_LISTS
+    case PTE_VALUE_OPTIONAL_TENSOR_LIST: return resolve_optional_list(prog, index, dst, n_items, next_slot);
+#endif
     case PTE_VALUE_TENSOR:
         dst->index = slot;
         return resolve_tensor(prog, &v.tensor, &prog->call_tensors[slot]);
@@ -420,20 +456,67 @@ static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, 
         const trt_value *v = &prog->call_args[a];
         if (a < 32 && (unread >> a & 1)) continue;   /* a scratch tensor: never read (trt_arg_scratch) */
         if (v->kind == PTE_VALUE_TENSOR) note_input_read(prog, k, args[a], &prog->call_tensors[v->index]);
+#if TRT_OPTIONAL_LISTS
+        if (v->kind == PTE_VALUE_OPTIONAL_TENSOR_LIST)
+            for (uint16_t i = 0; i < v->count; i++)   /* a None item reads nothing */
+                if (prog->call_items[v->index + i] >= 0)
+                    note_input_read(prog, k, -1, &prog->call_tensors[prog->call_items[v->index + i]]);
+#endif
         if (v->kind != PTE_VALUE_TENSOR_LIST) continue;
         for (uint16_t i = 0; i < v->count; i++)   /* no value index of its own: compared by place */
             note_input_read(prog, k, -1, &prog->call_tensors[prog->call_items[v->index + i]]);
     }
 }
 
+#if TRT_LIST_OUTS
+/* A call whose out is a Tensor[], bound for one item (its bind step checked the list and the item): the
+ * item is this binding's out, as a tensor out is a call's (its value, its planned bytes), and it reads
+ * what the call reads. Its kernel writes that item only: no variant of such an operator has workspace. */
+static trt_status bind_list_item(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
+                                 uint32_t n_args, uint16_t item, uint32_t unread) {
+    const trt_value *list = &prog->call_args[n_args - 2];
+    pte_value v, returned;
+    trt_status s;
+    const trt_tensor *out = &prog->call_tensors[prog->call_items[list->index + item]];
+    if ((s = read_value(prog, args[n_args - 2], &v)) != TRT_OK || (s = read_value(prog, args[n_args - 1], &returned)) != TRT_OK)
+        return s;
+    /* the call returns the out items (a list of its own, of the same values) */
+    if (item >= list->count || returned.kind != PTE_VALUE_TENSOR_LIST || returned.list.count != v.list.count ||
+        fb_vector_i32(&prog->file.flat, &returned.list, item) != fb_vector_i32(&prog->file.flat, &v.list, item))
+        return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "the out Tensor[] is not the call's return in",
+                             kc->op->name);
+    if (!out->in_arena)
+        return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "an out item is not a planned tensor in", kc->op->name);
+    kc->out_value = (uint16_t)fb_vector_i32(&prog->file.flat, &v.list, item);
+    kc->out_offset = (uint32_t)out->arena_offset;
+    kc->out_bytes = out->nbytes;
+    note_input_reads(prog, k, args, n_args, unread);
+    kc->live_until = k;
+    kc->scratch_bytes = 0;
+    kc->kernel = trt_choose_variant(kc->op, &kc->p);
+    if (!kc->kernel || kc->kernel->scratch_bytes)
+        return trt_fail_text(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "no kernel variant of this build takes the call of",
+                             kc->op->name);
+    return TRT_OK;
+}
+#endif
+
 /* Validate the call (its operator's bind step), choose its kernel variant once, ask the size of the
  * variant's workspace and note the planned bytes it touches (its workspace and working memory are
  * placed once every call is bound: place_by_lifetime). */
+#if TRT_LIST_OUTS
+static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
+                            uint32_t n_args, uint16_t item) {
+    const trt_value_tables tables = {prog->call_args, (uint16_t)n_args, prog->call_tensors, prog->call_items};
+    uint32_t unread = 0;
+    const trt_call call = {&tables, &prog->detail, args, n_args, kc->op->name, &unread, item};
+#else
 static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, const int32_t *args,
                             uint32_t n_args) {
     const trt_value_tables tables = {prog->call_args, (uint16_t)n_args, prog->call_tensors, prog->call_items};
     uint32_t unread = 0;
     const trt_call call = {&tables, &prog->detail, args, n_args, kc->op->name, &unread};
+#endif
     uint64_t macs = 0;
     memset(&kc->p, 0, sizeof kc->p);
     trt_status s = kc->op->bind(&call, &kc->p, &macs);
@@ -443,6 +526,10 @@ static trt_status bind_call(trt_program *prog, trt_chain_call *kc, int16_t k, co
     /* binding succeeded: args[n-2] is the planned output (== the return), as every bind step checks
      * (trt_need_output); a kernel writes nothing else of the memory plan but its working memory,
      * which goes where no value is live (operator_table.h, place_by_lifetime) */
+#if TRT_LIST_OUTS
+    if (n_args >= 2 && prog->call_args[n_args - 2].kind == PTE_VALUE_TENSOR_LIST)
+        return bind_list_item(prog, kc, k, args, n_args, item, unread);
+#endif
     if (n_args < 2 || prog->call_args[n_args - 2].kind != PTE_VALUE_TENSOR ||
         !prog->call_tensors[n_args - 2].in_arena)
         return trt_fail_text(&prog->detail, TRT_ERR_MALFORMED, "the out argument is not a planned tensor in",
@@ -483,6 +570,28 @@ static trt_status load_delegate_call(trt_program *prog, uint32_t i, int32_t dele
 }
 #endif
 
+#if TRT_LIST_OUTS
+/* Instruction i, a kernel call: bound as the next call of the chain, or, when its out is a Tensor[], as
+ * one call per item (each writing its item), in the items' order. */
+static trt_status bind_calls(trt_program *prog, uint32_t i, int32_t op_index, const int32_t *args, uint32_t n_args) {
+    const int list = n_args >= 2 && prog->call_args[n_args - 2].kind == PTE_VALUE_TENSOR_LIST;
+    const uint16_t items = list ? prog->call_args[n_args - 2].count : 1;
+    if (items == 0) return trt_fail(&prog->detail, TRT_ERR_BAD_TENSOR, "a kernel call whose out Tensor[] is empty");
+    for (uint16_t item = 0; item < items; item++) {
+        if (prog->n_calls >= TRT_MAX_KERNEL_CALLS)
+            return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel calls above TRT_MAX_KERNEL_CALLS:", prog->n_calls + 1u);
+        trt_chain_call *kc = &prog->calls[prog->n_calls];
+        kc->op = prog->operators[op_index];
+        kc->operator_index = (uint8_t)op_index;
+        kc->instruction = (uint16_t)i;
+        trt_status s = bind_call(prog, kc, (int16_t)prog->n_calls, args, n_args, item);
+        if (s != TRT_OK) return s;
+        prog->n_calls++;
+    }
+    return TRT_OK;
+}
+#endif
+
 static size_t call_temp_bytes(const trt_chain_call *kc) {
     return kc->kernel->temp_bytes ? kc->kernel->temp_bytes(&kc->p) : 0;
 }
@@ -514,12 +623,27 @@ static trt_status load_call(trt_program *prog, const fb_vector *calls, uint32_t 
         if ((s = resolve_argument(prog, args[k], (uint16_t)k, &n_items, &next_slot)) != TRT_OK) return s;
     }
 #if TRT_ETHOS_U
-    if (delegate) return load_delegate_call(prog, i, op_index, args, n_args);
+    if (delegate) {
+#if TRT_LIST_OUTS   /* the calls are counted as they are bound (a split binds one per item) */
+        if (prog->n_calls >= TRT_MAX_KERNEL_CALLS)
+            return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel calls above TRT_MAX_KERNEL_CALLS:", prog->n_calls + 1u);
+        prog->calls[prog->n_calls].instruction = (uint16_t)i;
+        if ((s = load_delegate_call(prog, prog->n_calls, op_index, args, n_args)) != TRT_OK) return s;
+        prog->n_calls++;
+        return TRT_OK;
+#else
+        return load_delegate_call(prog, i, op_index, args, n_args);
 #endif
+    }
+#endif
+#if TRT_LIST_OUTS
+    return bind_calls(prog, i, op_index, args, n_args);
+#else
     trt_chain_call *kc = &prog->calls[i];
     kc->op = prog->operators[op_index];
     kc->operator_index = (uint8_t)op_index;
     return bind_call(prog, kc, (int16_t)i, args, n_args);
+#endif
 }
 
 static trt_status load_chain(trt_program *prog) {
@@ -532,7 +656,9 @@ static trt_status load_chain(trt_program *prog) {
         return trt_fail_number(&prog->detail, TRT_ERR_LIMIT, "kernel calls above TRT_MAX_KERNEL_CALLS:", calls.count);
     for (uint32_t i = 0; i < calls.count; i++) {
         if ((s = load_call(prog, &calls, i)) != TRT_OK) return s;
+#if !TRT_LIST_OUTS   /* else load_call counts the calls it binds */
         prog->n_calls = (uint16_t)(i + 1);
+#endif
     }
     return TRT_OK;
 }
@@ -602,7 +728,11 @@ static trt_status call_input_tensor(trt_program *prog, int i, trt_tensor *t) {
     pte_value v;
     trt_status s;
     if ((s = pte_chain_calls(&prog->file, &prog->plan, 0, &calls)) != TRT_OK ||
+#if TRT_LIST_OUTS
+        (s = pte_call_at(&prog->file, &calls, prog->calls[i].instruction, &kind, &op_index, &args)) != TRT_OK)
+#else
         (s = pte_call_at(&prog->file, &calls, (uint32_t)i, &kind, &op_index, &args)) != TRT_OK)
+#endif
         return trt_fail(&prog->detail, s, "bad kernel call");
     if (args.count == 0) return trt_fail(&prog->detail, TRT_ERR_MALFORMED, "kernel call without arguments");
     if ((s = read_value(prog, fb_vector_i32(&prog->file.flat, &args, 0), &v)) != TRT_OK) return s;

@@ -37,6 +37,9 @@ typedef struct {
     uint16_t out_value;                /* value index of its `out` argument */
     int16_t live_until;                /* the last call reading its out (INT16_MAX: read after the run) */
     uint8_t operator_index;            /* into prog->operators */
+#if TRT_LIST_OUTS
+    uint16_t instruction;              /* its instruction in the chain: a call of a Tensor[] out is one per item */
+#endif
     uint32_t out_offset, out_bytes;    /* the arena bytes it writes */
     uint32_t macs;                     /* multiply-accumulates per run (set by binding) */
     uint32_t counted;                  /* counter advance in the last profiled run (wraps past 2^32) */

@@ -64,7 +64,7 @@ def test_the_check_gives_the_runtimes_reason_for_each_table(m55_pte, native, nat
     from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
     assert runtime_refusal(m55_pte.read_bytes()) is None
     renamed = deserialize_pte_binary(m55_pte.read_bytes())
-    renamed.program.execution_plan[0].operators[-1].name = "aten::log1p"
+    renamed.program.execution_plan[0].operators[-1].name = "aten::cumsum"
     unknown = tmp_path / "unknown.pte"
     unknown.write_bytes(bytes(serialize_pte_binary(renamed, extract_delegate_segments=False)))
     for program in (longer_program(m55_pte, 125, tmp_path / "longer.pte"),

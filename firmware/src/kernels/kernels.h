@@ -137,5 +137,6 @@ typedef struct {
 #include "elementwise.h"   /* quantized_add, quantized_mul, ... the elementwise and data-movement kernels */
 #include "portable.h"      /* the portable operators: float and integer arithmetic, reductions, copies */
 #include "portable_window.h"   /* the portable pools and float convolution */
+#include "portable_data.h" /* the portable matrix products, creation, selection and gathering operators */
 
 #endif

@@ -15,6 +15,23 @@
 #include "../load_detail.h"
 #include "../pte_reader.h"   /* PTE_VALUE_* kinds */
 #include "../values.h"
+#include "operator_selection.h"
+
+/* Whether the build keeps an operator whose `out` is a Tensor[] (aten::split_with_sizes_copy): the
+ * loader then binds such a call once per item, each binding writing that item (runtime.c, load_call). A
+ * build without one compiles none of it. */
+#if !defined(TRT_SELECTION) || TRT_WITH_aten_split_with_sizes_copy
+#define TRT_LIST_OUTS 1
+#else
+#define TRT_LIST_OUTS 0
+#endif
+/* Whether the build keeps an operator taking a Tensor?[] (aten::index.Tensor): the loader then resolves
+ * one (a None item's entry in list_items is -1). */
+#if !defined(TRT_SELECTION) || TRT_WITH_aten_index
+#define TRT_OPTIONAL_LISTS 1
+#else
+#define TRT_OPTIONAL_LISTS 0
+#endif
 
 /* Ranges that keep every kernel's index and integer arithmetic far from overflow. */
 #define TRT_MAX_SPATIAL_STEP 1024      /* stride, padding, dilation */
@@ -29,6 +46,9 @@ typedef struct {
     uint32_t n_args;
     const char *op;            /* for error messages */
     uint32_t *unread;          /* bit i: the kernels never read argument i (trt_arg_scratch); NULL: none */
+#if TRT_LIST_OUTS
+    uint16_t out_item;         /* a Tensor[] out: the item this binding writes (its tensor is the call's out) */
+#endif
 } trt_call;
 
 #if TRT_LOAD_DETAIL

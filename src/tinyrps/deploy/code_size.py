@@ -57,7 +57,7 @@ def example_code_size(folder: Path, name: str, core: str, opt: str) -> dict:
         map_file = work / "example.map"
         _arm_gcc([*cpu_flags(core), *objects["example"], *objects["library"], "-nostartfiles", "--specs=nano.specs",
                   "--specs=nosys.specs", "-Wl,--gc-sections", "-Wl,-e,main", f"-Wl,-Map={map_file}",
-                  "-o", str(work / "example.elf")], core)
+                  "-o", str(work / "example.elf"), "-lm"], core)   # libm: the portable float operators
         sizes = map_section_sizes(map_file.read_text(), work, program_section=f".rodata.{name}_program")
     return {"compiler": f"{ARM_GCC} {_compiler_version()}", "flags": " ".join([*cpu_flags(core), opt]), **sizes}
 

@@ -215,16 +215,22 @@ def table_limits(dump: dict) -> dict:
     plan = dump["plans"][0]
     values = plan["values"]
     calls = [call for chain in plan["chains"] for call in chain]
+    tensor_lists = ("tensor_list", "optional_tensor_list")
 
-    def list_items(call, kinds=("int_list", "tensor_list")):
+    def list_items(call, kinds=("int_list",) + tensor_lists):
         return sum(len(values[a]["items"]) for a in call["args"]
                    if 0 <= a < len(values) and values[a]["kind"] in kinds)
+
+    def chain_calls(call):
+        """The runtime binds a call whose out (its argument before the return) is a Tensor[] once per item."""
+        out = call["args"][-2] if len(call["args"]) >= 2 else -1
+        return len(values[out]["items"]) if 0 <= out < len(values) and values[out]["kind"] == "tensor_list" else 1
     counts = {
         "TRT_MAX_VALUES": len(values),
         "TRT_MAX_OPERATORS": len(plan["operators"]),
-        "TRT_MAX_KERNEL_CALLS": len(calls),
-        # a Tensor[]'s tensors take kernel-argument slots after the call's own arguments
-        "TRT_MAX_KERNEL_ARGS": max((len(c["args"]) + list_items(c, ("tensor_list",)) for c in calls), default=1),
+        "TRT_MAX_KERNEL_CALLS": sum(chain_calls(c) for c in calls),
+        # a Tensor[]'s (and a Tensor?[]'s) tensors take kernel-argument slots after the call's own arguments
+        "TRT_MAX_KERNEL_ARGS": max((len(c["args"]) + list_items(c, tensor_lists) for c in calls), default=1),
         "TRT_MAX_CALL_LIST_ITEMS": max((list_items(c) for c in calls), default=1),
         "TRT_MAX_MEMORY_IDS": len(plan["memory_sizes"]),
         "TRT_MAX_INPUTS": len(plan["inputs"]),

@@ -297,7 +297,8 @@ def check_replay(lowered: CortexMProgram, examples: list) -> None:
 
     Both are ExecuTorch's: its Python operators on its serialized program and on its edge program. A program
     they cannot compute, or on which they disagree, is refused in one line (ExecuTorch 1.5.1 has no integer
-    dilated convolution in Python, and serializes a batched matmul of channels-last 4-D inputs wrongly).
+    dilated convolution in Python, serializes a batched matmul of channels-last 4-D inputs wrongly, and may
+    leave a float aten::full before an integer operator).
     The examples are float; a program with integer inputs gets them quantized (`quantize_inputs`)."""
     examples = [quantize_inputs(lowered.program, inputs) for inputs in examples]
     for inputs in examples:
@@ -309,6 +310,10 @@ def check_replay(lowered: CortexMProgram, examples: list) -> None:
             raise UserError(f"ExecuTorch's Python reference of the Cortex-M operators cannot compute this program "
                             f"({one_line(said, 160)}), so its results cannot be checked: change that layer (an "
                             "integer dilated convolution is one it lacks)") from None
+        except AssertionError as e:   # ExecuTorch's Python operators check their operands' dtypes
+            raise UserError(f"the serialized Cortex-M program does not replay ({one_line(e, 160)}): ExecuTorch's "
+                            "lowering wrote an operand its operator does not take (a constant made by aten::full "
+                            "left float before an integer operator is one); change that layer") from None
         if len(got) != len(want) or not all(g.shape == w.shape and np.array_equal(g, w) for g, w in zip(got, want)):
             raise UserError("the serialized Cortex-M program does not replay like its edge program "
                             f"({_difference(got, want)}): ExecuTorch's lowering wrote a program that computes "

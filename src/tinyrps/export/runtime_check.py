@@ -17,7 +17,7 @@ from __future__ import annotations
 def runtime_refusal(program: bytes):
     """The runtime's reason to refuse `program` over its tables or its operator table, or None."""
     from executorch.exir._serialize._program import deserialize_pte_binary
-    from executorch.exir.schema import IntList, TensorList
+    from executorch.exir.schema import IntList, OptionalTensorList, TensorList
 
     from ..firmware import c_facts
     from ..firmware.operators import runtime_operators
@@ -43,6 +43,15 @@ def runtime_refusal(program: bytes):
     calls = [call for chain in plan.chains[:1] for call in chain.instructions]
     if len(calls) > limit["TRT_MAX_KERNEL_CALLS"]:
         return f"kernel calls above TRT_MAX_KERNEL_CALLS: {len(calls)}"
+    # a call whose out (its argument before the return) is a Tensor[] is bound once per item: the runtime
+    # refuses the first binding past its table
+    bound = 0
+    for call in calls:
+        args = list(getattr(call.instr_args, "args", ()))
+        out = plan.values[args[-2]].val if len(args) >= 2 and 0 <= args[-2] < len(plan.values) else None
+        bound += len(out.items) if isinstance(out, TensorList) else 1
+        if bound > limit["TRT_MAX_KERNEL_CALLS"]:
+            return f"kernel calls above TRT_MAX_KERNEL_CALLS: {limit['TRT_MAX_KERNEL_CALLS'] + 1}"
     for call in calls:
         args = list(getattr(call.instr_args, "args", ()))
         if len(args) > limit["TRT_MAX_KERNEL_ARGS"]:
@@ -54,7 +63,7 @@ def runtime_refusal(program: bytes):
                 items += len(value.items)
                 if items > limit["TRT_MAX_CALL_LIST_ITEMS"]:
                     return "int[] items of one kernel call above TRT_MAX_CALL_LIST_ITEMS"
-            elif isinstance(value, TensorList):
+            elif isinstance(value, (TensorList, OptionalTensorList)):
                 items += len(value.items)
                 slots += len(value.items)
                 if items > limit["TRT_MAX_CALL_LIST_ITEMS"] or slots > limit["TRT_MAX_KERNEL_ARGS"]:

@@ -307,8 +307,9 @@ def merge_layers(isa_layers: list, plain_c: list) -> list:
 
 
 def is_heavy(op: str) -> bool:
-    name = op.split("::")[-1]
-    return any(heavy in name for heavy in HEAVY_OPERATORS)
+    """A Cortex-M operator with ISA kernels of its own (the portable aten::linear, mm and bmm have plain C only)."""
+    namespace, _, name = op.rpartition("::")
+    return namespace == "cortex_m" and any(heavy in name for heavy in HEAVY_OPERATORS)
 
 
 def emulated_core(board: Board, core: str = None) -> str:

@@ -364,6 +364,14 @@ class _Replay:
         if name.startswith("aten::"):
             # torch's own overload of the call: the functional `default` of an aten name is often another
             # operator (aten::add.default adds two Scalars)
+            items = self._out_items(out_index)
+            if items:   # a Tensor[] out (split_with_sizes_copy): each item written, the call returns nothing
+                outs = [torch.empty(list(t.sizes), dtype=TORCH_DTYPES[t.scalar_type])
+                        for t in (self.prog.tensor(i) for i in items)]
+                getattr(packet, overload or "default")(*positional, **keywords, out=outs)
+                for index, tensor in zip(items, outs):
+                    self._write(index, tensor)
+                return
             outs = {n: torch.empty(list(self.prog.tensor(i).sizes), dtype=TORCH_DTYPES[self.prog.tensor(i).scalar_type])
                     for n, i in {"out": out_index, **more_outs}.items()}
             result = getattr(packet, overload or "default")(*positional, **keywords, **outs)
@@ -375,6 +383,11 @@ class _Replay:
         self._write(out_index, result)
         if self.layers is not None:
             self.layers.append((name, self._bytes(out_index)))
+
+    def _out_items(self, index: int):
+        """The value indices of a Tensor[] out's items, or None for a tensor out."""
+        val = self.prog.values[index].val
+        return list(val.items) if type(val).__name__ == "TensorList" else None
 
     def _bytes(self, index: int) -> bytes:
         t = self.prog.tensor(index)
@@ -402,6 +415,9 @@ class _Replay:
             return list(val.items)
         if tag == "TensorList":
             return [self._tensor(self.prog.values[i].val) for i in val.items]
+        if tag == "OptionalTensorList":   # index.Tensor's indices: None where a dim is not indexed
+            return [None if i < 0 or type(self.prog.values[i].val).__name__ == "Null"
+                    else self._tensor(self.prog.values[i].val) for i in val.items]
         raise UserError(f"the program has a value of type {tag}, which the Cortex-M reference does not take")
 
     def _storage(self, t) -> np.ndarray:

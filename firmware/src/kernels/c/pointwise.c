@@ -17,7 +17,7 @@
 #include <math.h>
 
 #include "kernels_c.h"
-#include "tinyrps_runtime.h"   /* the dtype codes */
+#include "../../values.h"      /* the dtype codes (tinyrps_runtime.h, which a library keeps beside values.h) */
 
 static double load(const uint8_t *base, uint8_t dtype, size_t at) {
     switch (dtype) {
@@ -25,6 +25,7 @@ static double load(const uint8_t *base, uint8_t dtype, size_t at) {
     case TRT_INT8: return ((const int8_t *)(const void *)base)[at];
     case TRT_INT16: return ((const int16_t *)(const void *)base)[at];
     case TRT_INT32: return ((const int32_t *)(const void *)base)[at];
+    case TRT_INT64: return (double)((const int64_t *)(const void *)base)[at];   /* into float: rounded once more */
     case TRT_BOOL: return base[at] != 0;
     default: return ((const float *)(const void *)base)[at];
     }

@@ -4,6 +4,7 @@
 #   include path/to/@name@/@name@.mk
 #   SRCS   += $(@MACRO@_SRCS)
 #   CFLAGS += $(addprefix -I,$(@MACRO@_INCS)) $(@MACRO@_CFLAGS)
+#   LDLIBS += $(@MACRO@_LDLIBS)
 #
 # @MACRO@_CFLAGS is what the library's results depend on (GCC and clang spelling): no fused
 # multiply-adds. -mcpu, optimisation and warnings are the application's.
@@ -12,3 +13,5 @@
 @sources@
 @MACRO@_INCS := $(@MACRO@_DIR)/include
 @MACRO@_CFLAGS := @cflags@
+# the portable float operators call the C library's expf, tanhf, log1pf, ...
+@MACRO@_LDLIBS := -lm
