@@ -138,5 +138,6 @@ typedef struct {
 #include "portable.h"      /* the portable operators: float and integer arithmetic, reductions, copies */
 #include "portable_window.h"   /* the portable pools and float convolution */
 #include "portable_data.h" /* the portable matrix products, creation, selection and gathering operators */
+#include "portable_norm.h" /* the portable batch and layer normalizations */
 
 #endif

@@ -345,10 +345,12 @@ class _Replay:
         packet = _packet(name)
         schema = getattr(packet, overload or "default")._schema
         named = {a.name: (a, call.args[i]) for i, a in enumerate(schema.arguments)}
-        out_index = named.pop("out")[1]
+        # the call's first output: `out`, or `out0` of an operator returning several (native_layer_norm)
+        out_name = "out" if "out" in named else next(a.name for a in schema.arguments if a.is_out)
+        out_index = named.pop(out_name)[1]
         # an aten call's other outputs (max_pool2d_with_indices' indices): torch writes them beside `out`
         more_outs = {a.name: named.pop(a.name)[1] for a in schema.arguments
-                     if a.is_out and a.name != "out" and name.startswith("aten::")}
+                     if a.is_out and a.name != out_name and name.startswith("aten::")}
         positional, keywords = [], {}
         for arg_name, (arg, value_index) in named.items():
             value = self._value(value_index)
@@ -373,11 +375,11 @@ class _Replay:
                     self._write(index, tensor)
                 return
             outs = {n: torch.empty(list(self.prog.tensor(i).sizes), dtype=TORCH_DTYPES[self.prog.tensor(i).scalar_type])
-                    for n, i in {"out": out_index, **more_outs}.items()}
+                    for n, i in {out_name: out_index, **more_outs}.items()}
             result = getattr(packet, overload or "default")(*positional, **keywords, **outs)
             for n, i in more_outs.items():
                 self._write(i, outs[n])
-            result = outs["out"]
+            result = outs[out_name]
         else:
             result = packet.default(*positional, **keywords)
         self._write(out_index, result)

@@ -36,6 +36,7 @@ void trt_matmul_f32_c(const trt_matmul_params *p);
 void trt_create_c(const trt_create_params *p);
 void trt_select_c(const trt_select_params *p);
 void trt_gather_c(const trt_gather_params *p);
+void trt_norm_c(const trt_norm_params *p);
 void trt_softmax_c(const trt_softmax_params *p);
 void trt_pad_c(const trt_pad_params *p);
 void trt_cat_c(const trt_cat_params *p);
