@@ -5,8 +5,8 @@ size-1 dims, odd sizes, inputs in channels-last order. It is lowered by ExecuTor
 (no quantization: the operators stay aten's), run by ExecuTorch's runtime in Python (its portable
 kernels, the pybindings) and by the native build of the firmware's runtime on the same inputs.
 Integer results and the float ones whose arithmetic is one rounding per element (add, sub, mul,
-div, clamps, copies, and sum, mean, the pools and the convolutions, which follow the reference's order
-of summation) must be
+div, clamps, copies, and sum, mean, the pools, the convolutions and the normalizations, which follow the
+reference's order of operations) must be
 equal bit for bit; the ones that call the C library's exp, tanh, log or pow within 2 ulp. (ExecuTorch's
 portable kernels have no hardswish or hardsigmoid, and its edge flow decomposes them: the coverage set
 of scripts/operator_coverage.py checks those against the replay.)
@@ -149,6 +149,23 @@ EXACT.update({
                                 [randn(1, 4, 7)]),
 })
 
+# The normalizations of ops/portable_norm.c: every step one float32 operation (batch norm's 1/sqrt in double),
+# in ExecuTorch's order. Layer norm's mean and rstd are outputs too; a call's first output is read by a later
+# call (the loader's out of the call is its last output, as a max pool's indices).
+NORM = {"mean": randn(3, seed=3), "var": randn(3, seed=4).abs() + 0.1, "w": randn(3, seed=5), "b": randn(3, seed=6)}
+EXACT.update({
+    "batch_norm": (lambda x, w, b, m, v: F.batch_norm(x, m, v, w, b, False, 0.1, 1e-5) * 1.0,
+                   [randn(2, 3, 4, 5), randn(3), randn(3), randn(3), randn(3).abs()]),
+    "batch_norm_constants_3d": (lambda x: F.batch_norm(x, NORM["mean"], NORM["var"], NORM["w"], NORM["b"], False, 0.1,
+                                                       1e-3) * 1.0, [randn(2, 3, 7)]),
+    "batch_norm_no_affine_2d": (lambda x, m, v: F.batch_norm(x, m, v, None, None, False, 0.1, 1e-5) + 0.0,
+                                [randn(4, 3), randn(3), randn(3).abs()]),
+    "layer_norm_last": (lambda x, w, b: F.layer_norm(x, [8], w, b) * 1.0, [randn(3, 8), randn(8), randn(8)]),
+    "layer_norm_two_dims_no_affine": (lambda x: F.layer_norm(x, [3, 4]) * 1.0, [randn(2, 3, 4)]),
+    "layer_norm_mean_rstd": (lambda x, w, b: [t * 1.0 for t in torch.native_layer_norm(x, [5], w, b, 1e-5)[:2]] +
+                             [torch.native_layer_norm(x, [5], w, b, 1e-5)[2]], [randn(3, 4, 5), randn(5), randn(5)]),
+})
+
 # name -> (function, inputs) of tensors in different dim orders, which ExecuTorch's portable kernels refuse
 # (they take operands of one dim order) and the runtime takes: equal, bit for bit, to torch's own result
 LAYOUTS = {
@@ -185,6 +202,26 @@ def test_the_portable_operators_equal_executorch_bit_for_bit(name, native_tool, 
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         assert np.array_equal(g.reshape(-1).view(np.uint8), np.ascontiguousarray(w).reshape(-1).view(np.uint8)), (g, w)
+
+
+# name -> (function, channels-last inputs): ExecuTorch's portable normalizations refuse them; each element's
+# arithmetic does not depend on the dim order, so the runtime gives ExecuTorch's bits of the contiguous input
+NORM_LAYOUTS = {
+    "batch_norm_channels_last": (lambda x: F.batch_norm(x, NORM["mean"], NORM["var"], NORM["w"], NORM["b"], False,
+                                                        0.1, 1e-5) * 1.0,
+                                 [randn(2, 3, 4, 5).to(memory_format=torch.channels_last)]),
+    "layer_norm_channels_last": (lambda x: F.layer_norm(x, [4, 5]) * 1.0,
+                                 [randn(2, 3, 4, 5).to(memory_format=torch.channels_last)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORM_LAYOUTS))
+def test_the_normalizations_of_other_dim_orders_give_executorchs_bits(name, native_tool, tmp_path):
+    fn, inputs = NORM_LAYOUTS[name]
+    contiguous = [x.contiguous() for x in inputs]
+    want = executorch_outputs(program(fn, contiguous), contiguous)[0]
+    got = native_outputs(native_tool, program(fn, inputs), inputs, tmp_path)[0]
+    assert got.shape == want.shape and np.array_equal(got.view(np.uint8), want.view(np.uint8)), (got, want)
 
 
 @pytest.mark.parametrize("name", sorted(CLOSE))
@@ -227,10 +264,12 @@ def test_an_operator_the_runtime_lacks_is_refused_in_one_line():
 # Programs of tinyrps.devtools.coverage_programs whose float layers are portable operators of exact
 # arithmetic: the same bits on every build (no C library function in them). The pools and convolutions
 # among them are the forms the lowering leaves as aten's (ceil_mode, divisor_override, 1-D, transposed
-# with output padding, 3-D).
+# with output padding, 3-D). The normalizations' float results differ from torch's (the replay's) in the last
+# bits; the quantize after them rounds both alike on these inputs.
 LOWERED = ("add_every_axis", "sub_alpha_2", "div_odd", "mean_2_3_keep", "sum_1_2", "relu6_4d", "hardtanh_2d",
            "pow2_4d", "abs_2d", "leaky_relu_2d")
 LOWERED += ("max_pool2d_ceil", "avg_pool2d_divisor", "conv1d_groups", "conv_transpose2d_outpad", "conv3d")
+LOWERED += ("batchnorm_alone", "layernorm")
 BOARDS = {"cortex-m55": "mps3-an547", "cortex-m4": "mps2-an386"}   # one board per ISA: Helium, DSP
 
 
@@ -265,7 +304,7 @@ def assert_replayed(result, pte, inputs):
             assert np.array_equal(got[i].reshape(w.shape), w), pte.name
 
 
-@pytest.mark.slow     # lowers fifteen programs
+@pytest.mark.slow     # lowers seventeen programs
 def test_cortex_m_programs_with_portable_operators_run_natively_bit_exact(lowered_programs):
     from tinyrps.devices import open_device
     for name, (pte, shapes) in lowered_programs.items():
