@@ -1,6 +1,6 @@
 """Models the installed ExecuTorch cannot lower to a Cortex-M program, or cannot check, end in one line and exit
-code 2 from `tinyrps export --module`, never in a traceback: a dilated 2-D convolution (ExecuTorch's Python
-reference has no integer dilated convolution), a 3-D convolution (stays float: its 5-D weight is not moved to
+code 2 from `tinyrps export --module`, never in a traceback: a hardswish on the model's input (ExecuTorch's
+lowering leaves it on the int8 codes, which neither torch nor ExecuTorch's runtime computes), a 3-D convolution (stays float: its 5-D weight is not moved to
 channels-last), a batched matmul of 4-D inputs (ExecuTorch serializes a program that computes something else,
 which the replay check catches), a quantizable LSTM and a max pool that returns its indices (ExecuTorch's passes
 raise)."""
@@ -13,13 +13,9 @@ import torch
 from torch import nn
 
 
-class Dilated(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, dilation=2, padding=2)
-
+class Hardswish(nn.Module):
     def forward(self, x):
-        return self.conv(x)
+        return nn.functional.hardswish(x)
 
 
 class Conv3d(nn.Module):
@@ -57,7 +53,7 @@ class PoolIndices(nn.Module):
 
 # name -> (input shapes, what the line says)
 CASES = {
-    "Dilated": (["1,3,8,8"], "ExecuTorch's Python reference of the Cortex-M operators cannot compute this program"),
+    "Hardswish": (["3,7"], "ExecuTorch's Python reference of the Cortex-M operators cannot compute this program"),
     "Conv3d": (["1,2,4,6,6"], "left aten::convolution.out(input=float32[1, 2, 4, 6, 6]"),
     "BatchMatmul4d": (["1,2,4,8", "1,2,8,3"], "does not replay like its edge program (output 0:"),
     "Lstm": (["1,5,8"], "ExecuTorch's Cortex-M lowering cannot take this model: the Cortex-M passes"),

@@ -296,9 +296,10 @@ def check_replay(lowered: CortexMProgram, examples: list) -> None:
     """The .pte replay must compute what the edge program computed, bit for bit, on every example.
 
     Both are ExecuTorch's: its Python operators on its serialized program and on its edge program. A program
-    they cannot compute, or on which they disagree, is refused in one line (ExecuTorch 1.5.1 has no integer
-    dilated convolution in Python, serializes a batched matmul of channels-last 4-D inputs wrongly, and may
-    leave a float aten::full before an integer operator).
+    they cannot compute, or on which they disagree, is refused in one line (ExecuTorch 1.5.1 leaves a hardswish
+    that follows no convolution or linear layer as aten::hardswish on the int8 codes, which no kernel of torch
+    or of ExecuTorch's runtime computes, serializes a batched matmul of channels-last 4-D inputs wrongly, and
+    may leave a float aten::full before an integer operator).
     The examples are float; a program with integer inputs gets them quantized (`quantize_inputs`)."""
     examples = [quantize_inputs(lowered.program, inputs) for inputs in examples]
     for inputs in examples:
@@ -308,8 +309,8 @@ def check_replay(lowered: CortexMProgram, examples: list) -> None:
         except NotImplementedError as e:
             said = str(e).split("While executing")[0]      # torch.fx's trace of the node follows
             raise UserError(f"ExecuTorch's Python reference of the Cortex-M operators cannot compute this program "
-                            f"({one_line(said, 160)}), so its results cannot be checked: change that layer (an "
-                            "integer dilated convolution is one it lacks)") from None
+                            f"({one_line(said, 160)}), so its results cannot be checked: change that layer (a hardswish "
+                            "after no convolution or linear layer is one: the lowering leaves it on int8 codes)") from None
         except AssertionError as e:   # ExecuTorch's Python operators check their operands' dtypes
             raise UserError(f"the serialized Cortex-M program does not replay ({one_line(e, 160)}): ExecuTorch's "
                             "lowering wrote an operand its operator does not take (a constant made by aten::full "

@@ -306,10 +306,48 @@ def _images_digest(images_uint8: np.ndarray) -> str:
 def register_operators() -> None:
     """Importing these defines torch.ops.cortex_m.* and torch.ops.dim_order_ops.* with their Python kernels.
 
-    The passes package first: importing the operators module on its own runs into a circular import."""
+    The passes package first: importing the operators module on its own runs into a circular import.
+    The operators then see torch.nn.functional through `_ExactIntegerConvolution`."""
     import executorch.backends.cortex_m.passes  # noqa: F401
-    import executorch.backends.cortex_m.ops.operators  # noqa: F401
+    from executorch.backends.cortex_m.ops import operators
     import executorch.exir.passes.dim_order_ops_registry  # noqa: F401
+    if not isinstance(operators.F, _ExactIntegerConvolution):
+        operators.F = _ExactIntegerConvolution(operators.F)
+
+
+class _ExactIntegerConvolution:
+    """torch.nn.functional as ExecuTorch's Cortex-M operators call it, with the one integer convolution torch
+    lacks: a dilated one ("slow_conv_dilated<>" not implemented for 'Int'), which the quantized and depthwise
+    convolutions run on their int32 operands. It is computed in float64, where every product of two operands
+    and every partial sum is an integer far below 2**53 and so exact in any order of summation: the integer
+    result, as an int32 accumulator (what CMSIS-NN keeps) holds it. Everything else is torch's own."""
+
+    def __init__(self, functional):
+        self._functional = functional
+
+    def __getattr__(self, name: str):
+        return getattr(self._functional, name)
+
+    def conv2d(self, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        dilated = any(d != 1 for d in ((dilation,) * 2 if isinstance(dilation, int) else dilation))
+        if input.is_floating_point() or not dilated:
+            return self._functional.conv2d(input, weight, bias, stride, padding, dilation, groups)
+        return integer_conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def integer_conv2d(input, weight, bias, stride, padding, dilation, groups) -> torch.Tensor:
+    """An integer 2-D convolution, exactly, in input's dtype (see _ExactIntegerConvolution); NotImplementedError
+    where a sum could leave float64's exact integers or the result int32's range."""
+    def largest(t) -> int:
+        return 0 if t is None or t.numel() == 0 else int(t.abs().max())
+    terms = weight[0].numel()                  # products in one output value: (in channels / groups) * kh * kw
+    if largest(input) * largest(weight) * terms + largest(bias) >= 2 ** 53:
+        raise NotImplementedError("an integer convolution whose sums exceed float64's exact integers")
+    as_float = [None if t is None else t.to(torch.float64) for t in (input, weight, bias)]
+    result = torch.nn.functional.conv2d(*as_float, stride, padding, dilation, groups)
+    if result.numel() and largest(result) >= 2 ** 31:
+        raise NotImplementedError("an integer convolution whose result exceeds int32")
+    return result.to(input.dtype)
 
 
 def _one_thread():
