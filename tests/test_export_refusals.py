@@ -1,7 +1,6 @@
 """Models the installed ExecuTorch cannot lower to a Cortex-M program, or cannot check, end in one line and exit
 code 2 from `tinyrps export --module`, never in a traceback: a hardswish on the model's input (ExecuTorch's
-lowering leaves it on the int8 codes, which neither torch nor ExecuTorch's runtime computes), a 3-D convolution (stays float: its 5-D weight is not moved to
-channels-last), a batched matmul of 4-D inputs (ExecuTorch serializes a program that computes something else,
+lowering leaves it on the int8 codes, which neither torch nor ExecuTorch's runtime computes), a batched matmul of 4-D inputs (ExecuTorch serializes a program that computes something else,
 which the replay check catches), a quantizable LSTM and a max pool that returns its indices (ExecuTorch's passes
 raise)."""
 from __future__ import annotations
@@ -16,15 +15,6 @@ from torch import nn
 class Hardswish(nn.Module):
     def forward(self, x):
         return nn.functional.hardswish(x)
-
-
-class Conv3d(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv3d(2, 4, 3)
-
-    def forward(self, x):
-        return self.conv(x)
 
 
 class BatchMatmul4d(nn.Module):
@@ -54,7 +44,6 @@ class PoolIndices(nn.Module):
 # name -> (input shapes, what the line says)
 CASES = {
     "Hardswish": (["3,7"], "ExecuTorch's Python reference of the Cortex-M operators cannot compute this program"),
-    "Conv3d": (["1,2,4,6,6"], "left aten::convolution.out(input=float32[1, 2, 4, 6, 6]"),
     "BatchMatmul4d": (["1,2,4,8", "1,2,8,3"], "does not replay like its edge program (output 0:"),
     "Lstm": (["1,5,8"], "ExecuTorch's Cortex-M lowering cannot take this model: the Cortex-M passes"),
     "PoolIndices": (["1,3,8,8"], "ExecuTorch's Cortex-M lowering cannot take this model: the Cortex-M passes"),

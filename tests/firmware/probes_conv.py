@@ -37,10 +37,8 @@ constructs become the `_nhwc` operators, whose activations are NHWC in logical o
 """
 from __future__ import annotations
 
-import contextlib
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 LINEAR_OUT = 16   # the most outputs a program may have today
@@ -313,37 +311,15 @@ def export_probe(builder, name: str, core: str, calibration, folder, explicit: b
     examples = image_examples(calibration)
     edge = lower_explicit(model, calibration, core) if explicit else \
         cortex_m.lower_to_edge(model, (torch.zeros(INPUT_SHAPE),), examples, core)
-    with exact_integer_convolutions():   # the edge module runs before to_executorch rewrites it in place
-        expected = np.stack([cortex_m.edge_int8_outputs(edge.exported_program(), example)[0].reshape(-1).numpy()
-                             for example in examples])
+    # the edge module runs before to_executorch rewrites it in place
+    expected = np.stack([cortex_m.edge_int8_outputs(edge.exported_program(), example)[0].reshape(-1).numpy()
+                         for example in examples])
     pte = folder / f"{name}-{core}{'-nhwc' if explicit else ''}.pte"
     pte.write_bytes(edge.to_executorch().buffer)
-    with exact_integer_convolutions():
-        replayed = reference_int8(pte, calibration)
+    replayed = reference_int8(pte, calibration)
     if not np.array_equal(expected, replayed):
         raise AssertionError(f"{pte.name}: the serialized program does not compute what its edge program does")
     return pte
-
-
-@contextlib.contextmanager
-def exact_integer_convolutions():
-    """torch has no int32 dilated convolution on the CPU ("slow_conv_dilated<>" not implemented for
-    'Int'), so ExecuTorch's Python reference (F.conv2d on int32 tensors) fails on a dilated layer.
-    Within this context an int32 conv2d runs in float64 instead, which is exact for these sums
-    (below 2^53), and is cast back: the reference's own formula, without the missing kernel."""
-    conv2d = F.conv2d
-
-    def exact(x, weight, bias=None, *args, **kwargs):
-        if x.dtype != torch.int32:
-            return conv2d(x, weight, bias, *args, **kwargs)
-        wide = conv2d(x.double(), weight.double(), None if bias is None else bias.double(), *args, **kwargs)
-        return wide.to(torch.int64).to(torch.int32)
-
-    F.conv2d = exact
-    try:
-        yield
-    finally:
-        F.conv2d = conv2d
 
 
 def program_calls(pte) -> list:

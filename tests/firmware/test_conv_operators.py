@@ -96,13 +96,11 @@ def probe_programs(probe_images, tmp_path_factory):
 
 
 def reference_layers(pte, image) -> list:
-    with probes_conv.exact_integer_convolutions():
-        return reference.replay_layers(pte, image)
+    return reference.replay_layers(pte, image)
 
 
 def reference_outputs(pte, images) -> np.ndarray:
-    with probes_conv.exact_integer_convolutions():
-        return reference.reference_int8(pte, images)
+    return reference.reference_int8(pte, images)
 
 
 def layer_mismatches(native, tool, pte, images, work) -> list:
