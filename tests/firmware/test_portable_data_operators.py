@@ -12,12 +12,16 @@ roundings of the sum of the products' magnitudes (the bound of any order's error
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from test_portable_operators import Fn, executorch_outputs, ints, native_outputs, program, randn, ulps
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_portable_operators import Fn, executorch_outputs, ints, native_outputs, program, randn, ulps  # noqa: E402
 
 
 def whole(*shape, seed=0):
