@@ -779,7 +779,8 @@ static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
         const trt_chain_call *later = &prog->calls[k];
         if (!ranges_overlap(later->out_offset, later->out_bytes, q.arena_offset, q.nbytes)) continue;
         if (!TRT_INT8_COPIES)
-            return trt_fail(&prog->detail, TRT_ERR_UNSUPPORTED_OP, "an output's int8 values overwritten later (TRT_INT8_COPIES=0)");
+            return trt_fail(&prog->detail, TRT_ERR_UNSUPPORTED_OP,
+                            "an output's int8 values overwritten later (TRT_INT8_COPIES=0)");
         producer->copy_from = (uint32_t)q.arena_offset;
         producer->copy_bytes = q.nbytes;   /* its place: place_by_lifetime */
         prog->has_copies = 1;
