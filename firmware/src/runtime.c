@@ -35,6 +35,17 @@
 #define TRT_CALL_LISTS 1
 #endif
 
+/* TRT_INT8_COPIES=0: no call of the build's program comes after the one writing an output, so none
+ * writes over an output's raw int8 values (keep_raw_int8). A program whose would be is refused, and
+ * the code that copies them aside is left out. TRT_FUSIONS=0: no operator of the build has fuse_next;
+ * the pass that fuses calls is left out. (A deploy library of such a program: src/NAME_build.h.) */
+#ifndef TRT_INT8_COPIES
+#define TRT_INT8_COPIES 1
+#endif
+#ifndef TRT_FUSIONS
+#define TRT_FUSIONS 1
+#endif
+
 #define MAX_PLANNED_BYTES ((size_t)1 << 30)
 
 /* TRT_PROGRAM_STORAGE_BYTES must hold the tables (a negative array size fails the build: C99). */
@@ -462,7 +473,7 @@ static void note_input_reads(trt_program *prog, int16_t k, const int32_t *args, 
                 if (prog->call_items[v->index + i] >= 0)
                     note_input_read(prog, k, -1, &prog->call_tensors[prog->call_items[v->index + i]]);
 #endif
-        if (v->kind != PTE_VALUE_TENSOR_LIST) continue;
+        if (!TRT_CALL_LISTS || v->kind != PTE_VALUE_TENSOR_LIST) continue;   /* refused without lists */
         for (uint16_t i = 0; i < v->count; i++)   /* no value index of its own: compared by place */
             note_input_read(prog, k, -1, &prog->call_tensors[prog->call_items[v->index + i]]);
     }
@@ -748,7 +759,7 @@ static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
     trt_chain_call *producer = &prog->calls[out->producer];
     if (producer->op != &trt_op_dequantize_per_tensor) return TRT_OK;
     out->has_int8 = 1;
-    if (producer->copy_bytes) {   /* another output of the same call keeps them already */
+    if (TRT_INT8_COPIES && producer->copy_bytes) {   /* another output of the same call keeps them already */
         out->int8_in_arena = 1;
         out->int8_copied = 1;
         return TRT_OK;
@@ -767,6 +778,9 @@ static trt_status keep_raw_int8(trt_program *prog, trt_io *out) {
     for (int k = out->producer + 1; k < prog->n_calls; k++) {
         const trt_chain_call *later = &prog->calls[k];
         if (!ranges_overlap(later->out_offset, later->out_bytes, q.arena_offset, q.nbytes)) continue;
+        if (!TRT_INT8_COPIES)
+            return trt_fail(&prog->detail, TRT_ERR_UNSUPPORTED_OP,
+                            "an output's int8 values overwritten later (TRT_INT8_COPIES=0)");
         producer->copy_from = (uint32_t)q.arena_offset;
         producer->copy_bytes = q.nbytes;   /* its place: place_by_lifetime */
         prog->has_copies = 1;
@@ -833,14 +847,19 @@ typedef struct {
 /* The kinds of block in the order they are placed: the shortest lifetimes first, or the longest. */
 enum { WORKING_FIRST, WORKSPACE_FIRST };
 
-/* Block j of the 3 * n_calls, one kind per n_calls in the order they are placed; `working`: each
+/* Working memory, copies of raw int8 values (none without TRT_INT8_COPIES), workspace. */
+#define BLOCK_KINDS (2 + TRT_INT8_COPIES)
+
+/* Block j of the BLOCK_KINDS * n_calls, one kind per n_calls in the order they are placed; `working`: each
  * call's working memory size (its variant's answer, asked once). */
 static placed_block block_at(trt_program *prog, const uint32_t *working, int order, int j) {
     trt_chain_call *kc = &prog->calls[j % prog->n_calls];
     const int16_t k = (int16_t)(j % prog->n_calls);
-    switch (order == WORKING_FIRST ? j / prog->n_calls : 2 - j / prog->n_calls) {
+    switch (order == WORKING_FIRST ? j / prog->n_calls : BLOCK_KINDS - 1 - j / prog->n_calls) {
     case 0: return (placed_block){&kc->temp_offset, working[k], k, k};
+#if TRT_INT8_COPIES
     case 1: return (placed_block){&kc->copy_to, kc->copy_bytes, k, LIVE_TO_END};
+#endif
     default: return (placed_block){&kc->scratch_offset, kc->scratch_bytes, -1, LIVE_TO_END};
     }
 }
@@ -864,31 +883,27 @@ static int live_beside(trt_program *prog, const uint32_t *working, int order, in
 }
 
 /* The lowest 16-byte aligned offset where b meets none of the first n items live beside it (first
- * fit). From 0 up, while [at, at + bytes) meets items: no offset below the end of one that covers
- * `at`, nor below the lowest end among those it meets, is free, so the next try is the higher of
- * the two; each try passes an item's end, so there are at most n + 1. */
+ * fit). From 0 up, while [at, at + bytes) meets items: each of them starts below at + bytes and ends
+ * above at, so it meets b at every offset from `at` to its end, and the next try is the highest of
+ * their ends; each try passes an item's end, so there are at most n + 1. */
 static uint64_t first_fit(trt_program *prog, const uint32_t *working, int order, int n, const placed_block *b) {
     uint64_t at = 0;
     for (;;) {
-        uint64_t lowest_end = UINT64_MAX, covering_end = 0;
+        uint64_t past = 0;   /* the highest end among the items b meets at `at` */
         size_t offset, bytes;
-        for (int i = 0; i < n; i++) {
-            if (!live_beside(prog, working, order, i, b, &offset, &bytes) ||
-                !ranges_overlap(offset, bytes, (size_t)at, b->bytes))
-                continue;
-            const uint64_t end = (uint64_t)offset + bytes;
-            if (end < lowest_end) lowest_end = end;
-            if (offset <= at && end > covering_end) covering_end = end;
-        }
-        if (lowest_end == UINT64_MAX) return at;
-        at = align_up((size_t)(covering_end > lowest_end ? covering_end : lowest_end));
+        for (int i = 0; i < n; i++)
+            if (live_beside(prog, working, order, i, b, &offset, &bytes) &&
+                ranges_overlap(offset, bytes, (size_t)at, b->bytes) && (uint64_t)offset + bytes > past)
+                past = (uint64_t)offset + bytes;
+        if (!past) return at;
+        at = align_up((size_t)past);
     }
 }
 
 /* Place every block in `order` (first_fit); the arena's end (0: past 4 GiB). */
 static uint64_t place_blocks(trt_program *prog, const uint32_t *working, int order) {
     uint64_t top = prog->workspace_base;
-    for (int j = 0; j < 3 * prog->n_calls; j++) {
+    for (int j = 0; j < BLOCK_KINDS * prog->n_calls; j++) {
         const placed_block b = block_at(prog, working, order, j);
         *b.offset = 0;   /* no bytes: a kernel given them reads and writes none there */
         if (b.bytes == 0) continue;
@@ -920,7 +935,8 @@ static trt_status place_by_lifetime(trt_program *prog) {
         if (working[k] && prog->calls[k].temp_offset + align_up(working[k]) > prog->working_top)
             prog->working_top = prog->calls[k].temp_offset + align_up(working[k]);
     for (uint8_t m = 0; m < prog->n_outputs; m++)
-        if (prog->outputs[m].int8_copied) prog->outputs[m].int8_offset = prog->calls[prog->outputs[m].producer].copy_to;
+        if (TRT_INT8_COPIES && prog->outputs[m].int8_copied)
+            prog->outputs[m].int8_offset = prog->calls[prog->outputs[m].producer].copy_to;
     return TRT_OK;
 }
 
@@ -933,6 +949,7 @@ static trt_status place_by_lifetime(trt_program *prog) {
  * runs and its working memory may go there. Before the working memory is placed: a fused kernel
  * may need more of it. */
 static void fuse_calls(trt_program *prog) {
+    if (!TRT_FUSIONS) return;
     for (int k = 0; k + 1 < prog->n_calls; k++) {
         trt_chain_call *a = &prog->calls[k];
         if (a->op->fuse_next && a->live_until == k + 1 && a->op->fuse_next(&a->p, &a->kernel, a[1].op, &a[1].p))
@@ -1138,7 +1155,7 @@ RUN_LOOP void run_loop(trt_program *prog, int begin, int end, const int profiled
 }
 
 static void run_range(trt_program *prog, int begin, int end) {
-    if (SELDOM(prog->has_copies))   /* a kept output overwritten later: rare */
+    if (TRT_INT8_COPIES && SELDOM(prog->has_copies))   /* a kept output overwritten later: rare */
         run_loop(prog, begin, end, prog->counter != NULL, 1);
     else if (prog->counter) run_loop(prog, begin, end, 1, 0);
     else run_loop(prog, begin, end, 0, 0);

@@ -262,6 +262,32 @@ def test_good_names_are_taken():
         assert lib.check_name(good) == good
 
 
+def _dump(outputs: list, calls: list, values: int = 12, lists: dict = None) -> dict:
+    """A program's dump as `tinyrps-native dump` gives it, of what may_copy_int8 reads: one chain of calls (their
+    argument values), the outputs' values, and tensors but for the lists (value: items)."""
+    kinds = [{"kind": "tensor_list", "items": lists[v]} if v in (lists or {}) else {"kind": "tensor"}
+             for v in range(values)]
+    return {"plans": [{"values": kinds, "outputs": outputs, "chains": [[{"args": a} for a in calls]]}]}
+
+
+def test_int8_copies_are_left_out_only_when_the_last_call_alone_writes_the_outputs():
+    """The loader copies an output's raw int8 values only when a call after its writer reuses their bytes: a
+    library leaves that code out (TRT_INT8_COPIES=0) when the last call names every output and no call before
+    it names one, and keeps it otherwise."""
+    assert not lib.may_copy_int8(_dump([8], [[0, 1, 1], [1, 7], [7, 9, 8, 8]]))          # the Ethos-U program's
+    assert lib.may_copy_int8(_dump([8], [[0, 1, 1], [7, 9, 8, 8], [1, 10, 10]]))         # a call after the writer
+    assert lib.may_copy_int8(_dump([8, 5], [[0, 5, 5], [5, 9, 8, 8]]))                   # an output written before
+    assert lib.may_copy_int8(_dump([8], [[3, 8, 8], [0, 11, 11]], lists={11: [8]}))      # read as a list item
+    assert lib.may_copy_int8(_dump([8], [[0, 1, 1], [1, 11, 11]], lists={11: [8]}))      # written as one
+
+
+def test_the_fusing_operators_are_the_convolutions():
+    """TRT_FUSIONS=0 leaves out the loader's fusion pass in a library without any operator that has fuse_next."""
+    from tinyrps.firmware import firmware_dir
+    assert selection.fusing_operators(firmware_dir() / "src") == {
+        "quantized_conv2d", "quantized_conv2d_nhwc", "quantized_depthwise_conv2d", "quantized_depthwise_conv2d_nhwc"}
+
+
 def test_the_command_checks_its_arguments_before_importing_anything_heavy(tmp_path):
     from test_startup import imports_of
     pte = tmp_path / "m.pte"
@@ -742,14 +768,17 @@ def test_code_size_of_the_library(exported, libraries):
 def test_code_size_of_an_ethos_u_library(target, exported, libraries):
     """The default network's Ethos-U program as a library for the Cortex-M55, in its example without the NPU
     driver and the program: <= 12 KiB of the library's code and read-only data at -O2. Its calls have no
-    int[] or Tensor[] argument, so the loader's code for them is left out."""
+    int[] or Tensor[] argument, none of its operators fuses the next call, and its last call writes its output,
+    so the loader's code for lists, fusions and copies of raw int8 values is left out."""
     require_arm_tools()
     library = libraries(exported(target))
     code = json.loads((library / "manifest.json").read_text())["code"]["-O2"]
     print(f"\n{target}: .text {code['library_text_bytes']:,} + .rodata {code['library_rodata_bytes']:,} B, "
           f"libc {code['libc_bytes']:,} B")
     assert code["library_bytes"] <= 12 * 1024, code
-    assert "#define TRT_CALL_LISTS 0" in (library / "src" / f"{NAME}_build.h").read_text()
+    build_h = (library / "src" / f"{NAME}_build.h").read_text()
+    assert "#define TRT_CALL_LISTS 0" in build_h
+    assert "#define TRT_FUSIONS 0" in build_h and "#define TRT_INT8_COPIES 0" in build_h
 
 
 @pytest.mark.slow

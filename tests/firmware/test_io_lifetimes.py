@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -107,6 +108,25 @@ def test_raw_int8_values_reused_by_a_later_call_are_kept(m55_pte, native, native
     int8, logits = native.run(native_tool, program, images[:30], tmp_path)
     original_int8, original_logits = native.run(native_tool, m55_pte, images[:30], tmp_path)
     assert np.array_equal(int8, original_int8) and np.array_equal(logits, original_logits)
+
+
+@pytest.mark.slow
+def test_a_runtime_without_int8_copies_refuses_a_program_that_needs_one(m55_pte, native, native_tool, tmp_path):
+    """Built with TRT_INT8_COPIES=0 (a library whose program writes its outputs with its last call), the
+    runtime refuses the program whose raw int8 values a later call reuses, which the full runtime keeps, and
+    still loads the classifier."""
+    from tinyrps.firmware import firmware_dir
+    build = tmp_path / "build"
+    for command in (["cmake", "-S", str(firmware_dir()), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                     "-DCMAKE_C_FLAGS=-DTRT_INT8_COPIES=0"],
+                    ["cmake", "--build", str(build), "--target", "tinyrps-native", "-j", "2"]):
+        result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    program = kept_int8_program(m55_pte, tmp_path / "reused.pte")
+    assert refusal(native, build / "native" / "tinyrps-native", program) == \
+        "error: unsupported operator: an output's int8 values overwritten later (TRT_INT8_COPIES=0)"
+    assert json.loads(native.tool(native_tool, "info", program).stdout)["outputs"][0]["int8"] is True
+    assert json.loads(native.tool(build / "native" / "tinyrps-native", "info", m55_pte).stdout)["outputs"][0]["int8"]
 
 
 @pytest.mark.slow

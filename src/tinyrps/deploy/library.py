@@ -248,6 +248,24 @@ def has_call_lists(dump: dict) -> bool:
                for chain in plan["chains"] for call in chain for a in call["args"])
 
 
+def may_copy_int8(dump: dict) -> bool:
+    """Whether the loader may copy an output's raw int8 values aside (runtime.c, keep_raw_int8: when a call after
+    the one writing the output writes over them). Not when every output is named by the program's last call
+    alone, as an argument of its own: no call comes after the one writing it. Without copies, the library
+    leaves out their code (TRT_INT8_COPIES=0) and refuses a program that would need one."""
+    plan = dump["plans"][0]
+    values = plan["values"]
+    calls = [call for chain in plan["chains"] for call in chain]
+
+    def named(call) -> set:
+        """The values a call names: its arguments, and the items of its list arguments."""
+        return set(call["args"]).union(*(values[a].get("items", ()) for a in call["args"] if 0 <= a < len(values)))
+    if not calls:
+        return True
+    return any(v in named(call) for call in calls[:-1] for v in plan["outputs"]) or \
+        not all(v in calls[-1]["args"] for v in plan["outputs"])
+
+
 # --- renaming ------------------------------------------------------------------------------------------
 
 _COMMENTS_AND_LITERALS = re.compile(r"""//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.S)
@@ -299,7 +317,8 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
     spec = library_files.LibrarySpec(
         name=name, facts=facts, program=program, program_name=pte.name, isa_kernels=isa_kernels, info=info,
         figures=figures, limits=table_limits(dump), call_lists=has_call_lists(dump), operators=operators,
-        symbols=symbols,
+        symbols=symbols, fusions=bool(set(symbols) & selection.fusing_operators(src)),
+        int8_copies=may_copy_int8(dump),
         arena={isa_kernels: figures["arena_bytes"], "c": info["arena_bytes"]}, version=tinyrps_version(),
         isa_only=without_portable_on_core(chosen, src), unbound=chosen.left_out(src))
     roots = {files[s]: 1 for s in symbols}                                                  # operators.def order

@@ -43,6 +43,8 @@ class LibrarySpec:
     code: dict = field(default_factory=dict)
     example: Optional[dict] = None
     isa_only: list = field(default_factory=list)   # operators without plain C on the core
+    fusions: bool = True       # an operator of the library may fuse the next call (else TRT_FUSIONS=0)
+    int8_copies: bool = True   # the loader may copy an output's raw int8 values (else TRT_INT8_COPIES=0)
     unbound: dict = field(default_factory=dict)     # symbol -> the ISA variants left out (no call binds them)
 
     @property
@@ -221,10 +223,21 @@ NO_CALL_LISTS_OPTION = ("\n/* No call of the program has an int[] or Tensor[] ar
                         "#define TRT_CALL_LISTS 0\n")
 
 
+NO_FUSIONS_OPTION = ("\n/* No operator of the library takes on the next call's work: the loader leaves out its pass that\n"
+                     " * fuses calls (src/runtime/runtime.c). */\n#define TRT_FUSIONS 0\n")
+
+
+NO_INT8_COPIES_OPTION = ("\n/* Every output is written by the program's last call, so no later call writes over the raw int8\n"
+                         " * values of one: the loader leaves out the code that copies them aside, and refuses a program\n"
+                         " * that would need it (src/runtime/runtime.c). */\n#define TRT_INT8_COPIES 0\n")
+
+
 def build_header(spec: LibrarySpec) -> str:
     return fill("build.h", {**_names(spec), "isa": spec.isa_kernels, "ISA": spec.isa_kernels.upper(),
                             "limits": "\n".join(f"#define {k} {v}" for k, v in spec.limits.items())
                             + ("" if spec.call_lists else NO_CALL_LISTS_OPTION)
+                            + ("" if spec.fusions else NO_FUSIONS_OPTION)
+                            + ("" if spec.int8_copies else NO_INT8_COPIES_OPTION)
                             + (ETHOS_U_OPTION if spec.facts.ethos_u else "")
                             + (IMAGE_INT8_OPTION if spec.image_int8 else ""),
                             "renames": "\n".join(f"#define {r} {spec.name}_{r}" for r in spec.renamed)})

@@ -58,6 +58,13 @@ def operator_files(src: Path) -> dict:
     return found
 
 
+def fusing_operators(src: Path) -> set:
+    """The symbols of the operators that may take on the next call's work (TRT_DEFINE_FUSING_OPERATOR: their
+    fuse_next, operator_table.h)."""
+    fusing = re.compile(r"^TRT_DEFINE_FUSING_OPERATOR\(\s*(\w+)\s*,", re.M)
+    return {s for path in sorted((src / "ops").glob("*.c")) for s in fusing.findall(path.read_text())}
+
+
 def select_operators(program_operators: list, src: Path, isa: str) -> list:
     """The symbols of the operators a build for this program keeps, in operators.def's order: the
     program's, and every other one the files they need define (source_closure)."""
