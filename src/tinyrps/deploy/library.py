@@ -45,7 +45,7 @@ from typing import Optional
 
 from ..hardware.cores import CORES, core_names, find_core, get_core
 from ..infra.errors import UserError
-from . import library_files, selection
+from . import library_files, library_readme, selection
 from .code_size import code_sizes
 from .library_files import MANIFEST, MANIFEST_KIND
 
@@ -337,7 +337,7 @@ def write_library(pte, out_dir, name: str = DEFAULT_NAME) -> dict:
         spec.sources = [f"src/{name}.c", f"src/{name}_program.c", *units]
         library_files.write_all(staging, spec)
         spec.code = code_sizes(staging, spec)
-        library_files.write_documents(staging, spec)
+        library_readme.write_documents(staging, spec)
         _record_written(staging)
         kept = _keep_others(out, staging)
         _replace(staging, out)
